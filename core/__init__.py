@@ -1,0 +1,1 @@
+"""svgagent.core: everything that works without a screen (never imports textual)."""

@@ -1,0 +1,86 @@
+"""Plain data shared by the pipeline: dataset rows, rollout states, judge verdicts, engine events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class RolloutStatus(StrEnum):
+    QUEUED = "queued"
+    GENERATING = "generating"
+    RENDERING = "rendering"
+    JUDGING = "judging"
+    SCORED = "scored"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (RolloutStatus.SCORED, RolloutStatus.FAILED)
+
+
+class JudgeMode(StrEnum):
+    COUNT = "count"
+    PER_REQUIREMENT = "per-requirement"
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRow:
+    """One prompt with its numbered visual requirements. ``index`` is its identity in the dataset."""
+
+    index: int
+    row_id: str
+    prompt: str
+    requirements: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementVerdict:
+    index: int  # 1-based, as the requirements are numbered in the prompt
+    fulfilled: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeVerdict:
+    """What the judge concluded about one image.
+
+    ``valid`` is False when the judge could not give a usable answer (outage, garbage twice); the score is then
+    not a measurement and must not enter means. ``raw`` keeps the judge's last answer text.
+    """
+
+    total: int
+    fulfilled: int | None
+    score: float | None
+    valid: bool
+    rationale: str
+    verdicts: tuple[RequirementVerdict, ...] | None = None
+    raw: str = ""
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutUpdate:
+    """Published by the engine on every state change of a rollout (also written to the store)."""
+
+    run_id: str
+    rollout_id: str
+    status: RolloutStatus
+    row_index: int
+    sample_index: int
+    score: float | None = None
+    fulfilled: int | None = None
+    total: int | None = None
+    is_score_valid: bool | None = None
+    error: str | None = None
