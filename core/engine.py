@@ -1,0 +1,250 @@
+"""The asynchronous evaluation engine: many rollouts at once, every state change stored and published.
+
+A rollout goes ``queued → generating → rendering → judging → scored``, or ``failed`` with a reason and a flag saying
+whether its score is a valid measurement (a missing or broken SVG is a valid 0; an endpoint outage is not).
+Policy and judge calls have separate concurrency limits; renders run in the sandboxed worker pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from typing import Any
+
+import openai
+
+from .dataset import Dataset
+from .events import EventBus
+from .extract import extract_svg
+from .judge import Judge
+from .models import JudgeVerdict, RequirementVerdict, RolloutStatus, RolloutUpdate, Usage
+from .policy import PolicyAnswer, PolicyError, describe_api_error, generate, judge_client, policy_client, request_params
+from .prompt import format_prompt
+from .records import RolloutRecord, RunSummary
+from .render import Renderer
+from .errors import RenderError
+from .settings import Settings
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+
+def cache_key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _verdict_to_cache(v: JudgeVerdict) -> dict[str, Any]:
+    return {
+        "total": v.total,
+        "fulfilled": v.fulfilled,
+        "score": v.score,
+        "rationale": v.rationale,
+        "raw": v.raw,
+        "verdicts": [[x.index, x.fulfilled, x.reason] for x in v.verdicts] if v.verdicts is not None else None,
+        "prompt_tokens": v.usage.prompt_tokens,
+        "completion_tokens": v.usage.completion_tokens,
+    }
+
+
+def _verdict_from_cache(d: dict[str, Any]) -> JudgeVerdict:
+    verdicts = d.get("verdicts")
+    return JudgeVerdict(
+        total=d["total"],
+        fulfilled=d["fulfilled"],
+        score=d["score"],
+        valid=True,
+        rationale=d["rationale"],
+        verdicts=tuple(RequirementVerdict(i, f, r) for i, f, r in verdicts) if verdicts is not None else None,
+        raw=d.get("raw", ""),
+        usage=Usage(d.get("prompt_tokens", 0), d.get("completion_tokens", 0)),
+    )
+
+
+class Engine:
+    """Runs rollouts of runs held in ``store``. Construct, then ``create_run`` and ``await run(run_id)``.
+
+    Collaborators (clients, renderer) may be injected for tests; those the engine creates it also closes
+    (``await engine.aclose()`` or ``async with``).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        bus: EventBus[RolloutUpdate] | None = None,
+        renderer: Renderer | None = None,
+        policy: openai.AsyncOpenAI | None = None,
+        judge: openai.AsyncOpenAI | None = None,
+        use_cache: bool | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.bus: EventBus[RolloutUpdate] = bus or EventBus()
+        self._own_renderer = renderer is None
+        self._renderer = renderer or Renderer(
+            size=settings.render_size, timeout_s=settings.render_timeout_s, memory_mb=settings.render_memory_mb
+        )
+        self._own_policy = policy is None
+        self._policy = policy or policy_client(settings)
+        self._own_judge = judge is None
+        self._judge_client = judge or judge_client(settings)
+        self._judge = Judge(self._judge_client, settings.judge_model, settings.judge_mode)
+        self.use_cache = settings.cache if use_cache is None else use_cache
+        self._policy_sem = asyncio.Semaphore(settings.concurrency)
+        self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
+        self._params = request_params(settings)
+
+    async def aclose(self) -> None:
+        if self._own_renderer:
+            self._renderer.close()
+        if self._own_policy:
+            await self._policy.close()
+        if self._own_judge:
+            await self._judge_client.close()
+
+    async def __aenter__(self) -> Engine:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # --- runs -----------------------------------------------------------------------------------------------
+    def create_run(self, dataset: Dataset, *, name: str | None = None) -> str:
+        s = self.settings
+        rows = list(dataset.rows[: s.rows] if s.rows else dataset.rows)
+        ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
+        return self.store.create_run(name=name, settings=s.public_dict(), dataset=ref, rows=rows, samples=s.runs)
+
+    async def run(self, run_id: str) -> RunSummary:
+        """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume)."""
+        self.store.reset_unfinished(run_id)
+        pending = self.store.list_rollouts(run_id, statuses=[RolloutStatus.QUEUED.value])
+        self.store.set_run_status(run_id, "running")
+        tasks = [asyncio.create_task(self._rollout(run_id, rec.rollout_id)) for rec in pending]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.store.set_run_status(run_id, "interrupted", self.store.summarize(run_id, self.settings.threshold))
+            raise
+        summary = self.store.summarize(run_id, self.settings.threshold)
+        self.store.set_run_status(run_id, "completed", summary)
+        return summary
+
+    # --- one rollout ----------------------------------------------------------------------------------------
+    def _emit(self, rec: RolloutRecord, status: RolloutStatus, **fields: Any) -> None:
+        self.store.update_rollout(rec.rollout_id, status=status, **fields)
+        self.bus.publish(
+            RolloutUpdate(
+                run_id=rec.run_id,
+                rollout_id=rec.rollout_id,
+                status=status,
+                row_index=rec.row_index,
+                sample_index=rec.sample_index,
+                score=fields.get("score"),
+                fulfilled=fields.get("fulfilled"),
+                total=rec.total,
+                is_score_valid=fields.get("is_score_valid"),
+                error=fields.get("error") or (fields.get("reason") if status is RolloutStatus.FAILED else None),
+            )
+        )
+
+    async def _rollout(self, run_id: str, rollout_id: str) -> None:
+        rec = self.store.get_rollout(rollout_id)
+        stage = "policy"
+        try:
+            answer = await self._answer(rec)
+            extracted = extract_svg(answer.content)
+            if extracted.svg is None:
+                self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True,
+                           reason=extracted.reason)
+                return
+            self._emit(rec, RolloutStatus.RENDERING, svg=extracted.svg)
+            t0 = time.perf_counter()
+            try:
+                png = await self._renderer.render(extracted.svg, self.settings.render_size)
+            except RenderError as err:
+                self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True,
+                           reason=f"render failed: {err}", render_s=time.perf_counter() - t0)
+                return
+            self._emit(rec, RolloutStatus.JUDGING, png=png, render_s=time.perf_counter() - t0)
+            stage = "judge"
+            t0 = time.perf_counter()
+            verdict = await self._verdict(rec, png)
+            judged = dict(
+                judge_s=time.perf_counter() - t0,
+                judge_raw=verdict.raw,
+                rationale=verdict.rationale,
+                verdicts_json=json.dumps([[v.index, v.fulfilled, v.reason] for v in verdict.verdicts])
+                if verdict.verdicts is not None else None,
+                judge_prompt_tokens=verdict.usage.prompt_tokens,
+                judge_completion_tokens=verdict.usage.completion_tokens,
+            )
+            if verdict.valid:
+                self._emit(rec, RolloutStatus.SCORED, score=verdict.score, fulfilled=verdict.fulfilled,
+                           is_score_valid=True, reason=_first_line(verdict.rationale), **judged)
+            else:
+                self._emit(rec, RolloutStatus.FAILED, score=None, fulfilled=None, is_score_valid=False,
+                           reason=verdict.rationale, error="judge gave no usable answer", **judged)
+        except asyncio.CancelledError:
+            raise
+        except (openai.APIError, PolicyError) as err:
+            reason = describe_api_error(err, stage, self.settings)
+            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason)
+        except Exception as err:  # a bug must not take the run down: record it on the rollout
+            log.exception("rollout %s failed unexpectedly", rollout_id)
+            reason = f"internal error in {stage} stage: {type(err).__name__}: {str(err)[:200]}"
+            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason)
+
+    async def _answer(self, rec: RolloutRecord) -> PolicyAnswer:
+        """The policy's answer: from the rollout itself (resume), the cache, or a new request."""
+        stored = self.store.get_rollout(rec.rollout_id)
+        if stored.raw_answer is not None and stored.finish_reason is not None:
+            return PolicyAnswer(stored.raw_answer, stored.finish_reason,
+                                Usage(stored.prompt_tokens or 0, stored.completion_tokens or 0))
+        self._emit(rec, RolloutStatus.GENERATING)
+        messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
+        key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages, rec.sample_index)
+        cached = self.store.cache_get(key) if self.use_cache else None
+        t0 = time.perf_counter()
+        if cached is not None:
+            answer = PolicyAnswer.from_cache(cached)
+        else:
+            async with self._policy_sem:
+                t0 = time.perf_counter()
+                answer = await generate(self._policy, self.settings.model, messages, self._params)
+            self.store.cache_put(key, "policy", answer.to_cache())
+        self.store.update_rollout(
+            rec.rollout_id,
+            raw_answer=answer.content,
+            finish_reason=answer.finish_reason or "unknown",
+            prompt_tokens=answer.usage.prompt_tokens,
+            completion_tokens=answer.usage.completion_tokens,
+            generation_s=time.perf_counter() - t0,
+            cached=cached is not None,
+        )
+        return answer
+
+    async def _verdict(self, rec: RolloutRecord, png: bytes) -> JudgeVerdict:
+        s = self.settings
+        key = cache_key("judge", s.judge_base_url, s.judge_model, s.judge_mode.value,
+                        hashlib.sha256(png).hexdigest(), rec.requirements)
+        cached = self.store.cache_get(key) if self.use_cache else None
+        if cached is not None:
+            return _verdict_from_cache(cached)
+        async with self._judge_sem:
+            verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
+        if verdict.valid:
+            self.store.cache_put(key, "judge", _verdict_to_cache(verdict))
+        return verdict
+
+
+def _first_line(text: str | None, limit: int = 200) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line[:limit]

@@ -1,0 +1,192 @@
+"""Run settings: one pydantic-settings model, read from every layer a user may configure.
+
+Precedence (highest first): explicit overrides (CLI flags, the TUI form) > environment variables > ``.env`` in the
+working directory > ``svgagent.toml`` in the working directory > the user config file (platformdirs) > defaults.
+
+Environment variables are the field names upper-cased with the ``SVGAGENT_`` prefix (``SVGAGENT_CONCURRENCY=32``);
+the keys keep their usual names (``FIREWORKS_API_KEY``, ``OPENAI_API_KEY``, ``FIREWORKS_ACCOUNT_ID``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from .errors import ConfigError
+from .models import JudgeMode
+
+APP_NAME = "svgagent"
+PROJECT_CONFIG_FILE = "svgagent.toml"
+STORE_FILE = "runs.db"
+SECRET_FIELDS = ("fireworks_api_key", "openai_api_key")
+# Fields that describe where things live or how this process runs, not what a run measures.
+LOCAL_FIELDS = ("home", "store", "cache")
+
+
+def user_config_file() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
+
+
+class Settings(BaseSettings):
+    """Everything a run needs. Keys are ``SecretStr`` and never leave the process unmasked."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SVGAGENT_",
+        extra="ignore",
+        validate_default=True,
+        populate_by_name=True,
+    )
+
+    # policy (the model being evaluated / trained)
+    model: str = Field("accounts/fireworks/models/qwen3-0p6b", min_length=1, description="policy model name")
+    base_url: str = Field("https://api.fireworks.ai/inference/v1", description="policy OpenAI-compatible endpoint")
+    temperature: float = Field(0.8, ge=0.0, le=2.0, description="policy sampling temperature")
+    max_tokens: int = Field(4096, ge=16, le=131072, description="policy completion token limit")
+    reasoning_effort: Literal["low", "medium", "high"] | None = Field(
+        None, description="sent in the request body for reasoning models"
+    )
+    # judge
+    judge_model: str = Field("gpt-4.1", min_length=1, description="vision judge model")
+    judge_base_url: str = Field("https://api.openai.com/v1", description="judge OpenAI-compatible endpoint")
+    judge_mode: JudgeMode = Field(JudgeMode.COUNT, description="count | per-requirement")
+    # engine
+    concurrency: int = Field(16, ge=1, le=1024, description="policy requests in flight")
+    judge_concurrency: int = Field(16, ge=1, le=1024, description="judge requests in flight")
+    request_timeout_s: float = Field(120.0, gt=0, le=3600, description="per-request timeout, seconds")
+    max_retries: int = Field(3, ge=0, le=20, description="client retries (backoff honours Retry-After)")
+    render_size: int = Field(512, ge=32, le=4096, description="longest side of the PNG the judge sees")
+    render_timeout_s: float = Field(20.0, gt=0, le=600, description="wall-clock limit per render")
+    render_memory_mb: int = Field(1024, ge=128, le=16384, description="memory limit of a render worker")
+    threshold: float = Field(0.5, ge=0.0, le=1.0, description="mean score needed to pass")
+    # data
+    dataset: str = Field("builtin", min_length=1, description="'builtin' or a path (questions.json / EP JSONL)")
+    rows: int | None = Field(None, ge=1, le=1_000_000, description="use the first N rows")
+    runs: int = Field(1, ge=1, le=1000, description="independent samples per row")
+    # local
+    home: Path | None = Field(None, description="data directory (env SVGAGENT_HOME)")
+    store: Path | None = Field(None, description="SQLite store file or directory")
+    cache: bool = Field(True, description="reuse cached model answers for identical requests")
+    # keys (read from their usual variable names)
+    fireworks_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("FIREWORKS_API_KEY", "fireworks_api_key")
+    )
+    openai_api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key"))
+    fireworks_account_id: str | None = Field(
+        None, validation_alias=AliasChoices("FIREWORKS_ACCOUNT_ID", "fireworks_account_id")
+    )
+
+    @field_validator("base_url", "judge_base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("fireworks_api_key", "openai_api_key", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        cwd = Path.cwd()
+        return (
+            init_settings,
+            EnvSettingsSource(settings_cls),
+            DotEnvSettingsSource(settings_cls, env_file=cwd / ".env", env_file_encoding="utf-8"),
+            TomlConfigSettingsSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE),
+            TomlConfigSettingsSource(settings_cls, toml_file=user_config_file()),
+        )
+
+    # --- derived -------------------------------------------------------------------------------------------
+    def store_path(self) -> Path:
+        """The SQLite file: ``store`` (a ``.db`` file or a directory) > ``home`` > the platform data dir."""
+        if self.store is not None:
+            target = self.store.expanduser()
+            if target.suffix in (".db", ".sqlite", ".sqlite3"):
+                return target
+            return target / STORE_FILE
+        base = self.home.expanduser() if self.home else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+        return base / STORE_FILE
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings safe to store and export: no keys, no local paths."""
+        data = self.model_dump(mode="json", exclude=set(SECRET_FIELDS) | set(LOCAL_FIELDS))
+        return data
+
+    def missing_keys(self) -> list[str]:
+        missing = []
+        if self.fireworks_api_key is None:
+            missing.append("FIREWORKS_API_KEY")
+        if self.openai_api_key is None:
+            missing.append("OPENAI_API_KEY")
+        return missing
+
+
+def describe_field_limits(name: str) -> str:
+    """A human range for a field, e.g. 'an integer from 1 to 1024'."""
+    info = Settings.model_fields.get(name)
+    if info is None:
+        return ""
+    lo = hi = None
+    strict_lo = False
+    for meta in info.metadata:
+        if getattr(meta, "ge", None) is not None:
+            lo = meta.ge
+        if getattr(meta, "gt", None) is not None:
+            lo, strict_lo = meta.gt, True
+        if getattr(meta, "le", None) is not None:
+            hi = meta.le
+    ann = info.annotation
+    kind = "an integer" if ann in (int, int | None) else "a number" if ann in (float, float | None) else ""
+    if lo is not None and hi is not None:
+        return f"{kind} {'above' if strict_lo else 'from'} {lo} {'up ' if strict_lo else ''}to {hi}".strip()
+    if name == "judge_mode":
+        return "one of: " + ", ".join(m.value for m in JudgeMode)
+    if name == "reasoning_effort":
+        return "one of: low, medium, high"
+    return info.description or ""
+
+
+def format_validation_error(err: ValidationError) -> str:
+    parts = []
+    for item in err.errors():
+        loc = ".".join(str(p) for p in item.get("loc", ())) or "settings"
+        field = loc.split(".")[0]
+        value = item.get("input")
+        shown = "" if field in SECRET_FIELDS or isinstance(value, dict) else f"={value!r}"
+        limits = describe_field_limits(field)
+        msg = item.get("msg", "invalid")
+        parts.append(f"{field}{shown}: {msg}" + (f" (allowed: {limits})" if limits else ""))
+    return "invalid setting " + "; ".join(parts)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from every layer; ``overrides`` (None values dropped) win. Raises ConfigError."""
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**clean)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err)) from None
+    except (OSError, ValueError) as err:  # unreadable or malformed toml / .env
+        raise ConfigError(f"cannot read configuration: {err}") from None

@@ -1,0 +1,378 @@
+"""The run store: SQLite in WAL mode, one file, readable by a second process while the engine writes.
+
+Tables: ``runs`` (settings without secrets, dataset reference, status, summary), ``rollouts`` (everything about
+one attempt at one (row, sample), including the exact PNG the judge saw) and ``cache`` (model answers keyed by a
+hash of the request). The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS`` upgrades old files.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets as _random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError
+from .models import DatasetRow, RolloutStatus
+from .records import LIGHT_COLUMNS, RolloutRecord, RunRecord, RunSummary, summarize_rows
+
+MIGRATIONS: list[str] = [
+    # v1
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        status TEXT NOT NULL,
+        settings_json TEXT NOT NULL,
+        dataset_json TEXT NOT NULL,
+        summary_json TEXT
+    );
+    CREATE TABLE rollouts (
+        rollout_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+        row_index INTEGER NOT NULL,
+        row_id TEXT NOT NULL,
+        sample_index INTEGER NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        is_current INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        requirements_json TEXT NOT NULL,
+        raw_answer TEXT,
+        finish_reason TEXT,
+        svg TEXT,
+        png BLOB,
+        judge_raw TEXT,
+        rationale TEXT,
+        verdicts_json TEXT,
+        score REAL,
+        fulfilled INTEGER,
+        total INTEGER NOT NULL,
+        is_score_valid INTEGER,
+        reason TEXT,
+        error TEXT,
+        generation_s REAL,
+        render_s REAL,
+        judge_s REAL,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        judge_prompt_tokens INTEGER,
+        judge_completion_tokens INTEGER,
+        cached INTEGER NOT NULL DEFAULT 0,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    );
+    CREATE INDEX rollouts_by_run ON rollouts(run_id, is_current, row_index, sample_index);
+    CREATE TABLE cache (
+        key TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        value_json TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    """,
+]
+
+_ROLLOUT_COLUMNS: frozenset[str] = frozenset(
+    """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
+    reason error generation_s render_s judge_s prompt_tokens completion_tokens judge_prompt_tokens
+    judge_completion_tokens cached status is_current""".split()
+)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + _random.token_hex(2)
+
+
+def rollout_id_for(run_id: str, row_index: int, sample_index: int, attempt: int = 1) -> str:
+    return f"{run_id}.{row_index}.{sample_index}" + (f".a{attempt}" if attempt > 1 else "")
+
+
+class Store:
+    """Thread-safe access to one store file. Cheap to open; opening creates or migrates the schema."""
+
+    def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        try:
+            if readonly:
+                if not self.path.exists():
+                    raise StoreError(f"no run store at {self.path}")
+                uri = f"file:{self.path}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            if not readonly:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+                self._db.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"cannot open run store {self.path}: {err}") from None
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"run store {self.path} has schema v{version}, newer than this svgagent (v{len(MIGRATIONS)}): upgrade"
+            )
+        for target in range(version + 1, len(MIGRATIONS) + 1):
+            script = f"BEGIN IMMEDIATE;\n{MIGRATIONS[target - 1]}\nPRAGMA user_version = {target};\nCOMMIT;"
+            try:
+                self._db.executescript(script)
+            except sqlite3.DatabaseError:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def integrity_ok(self) -> bool:
+        with self._lock:
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    # --- runs -----------------------------------------------------------------------------------------------
+    def create_run(
+        self,
+        *,
+        name: str | None,
+        settings: dict[str, Any],
+        dataset: dict[str, Any],
+        rows: Sequence[DatasetRow],
+        samples: int,
+    ) -> str:
+        """Create a run and all its rollouts (queued), in one transaction."""
+        run_id = new_run_id()
+        stamp = now_iso()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (run_id, name or run_id, stamp, stamp, "created", json.dumps(settings), json.dumps(dataset)),
+            )
+            db.executemany(
+                "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, status, prompt,"
+                " requirements_json, total, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        rollout_id_for(run_id, row.index, k),
+                        run_id,
+                        row.index,
+                        row.row_id,
+                        k,
+                        RolloutStatus.QUEUED.value,
+                        row.prompt,
+                        json.dumps(list(row.requirements)),
+                        len(row.requirements),
+                        stamp,
+                        stamp,
+                    )
+                    for row in rows
+                    for k in range(samples)
+                ],
+            )
+        return run_id
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id!r} in {self.path} (see `svgagent runs list`)")
+        return RunRecord.from_row(row)
+
+    def list_runs(self) -> list[RunRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM runs ORDER BY created DESC").fetchall()
+        return [RunRecord.from_row(r) for r in rows]
+
+    def set_run_status(self, run_id: str, status: str, summary: RunSummary | None = None) -> None:
+        with self._tx() as db:
+            if summary is None:
+                db.execute("UPDATE runs SET status=?, updated=? WHERE run_id=?", (status, now_iso(), run_id))
+            else:
+                db.execute(
+                    "UPDATE runs SET status=?, updated=?, summary_json=? WHERE run_id=?",
+                    (status, now_iso(), json.dumps(summary.to_dict()), run_id),
+                )
+
+    def rename_run(self, run_id: str, name: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE runs SET name=?, updated=? WHERE run_id=?", (name, now_iso(), run_id))
+
+    # --- rollouts -------------------------------------------------------------------------------------------
+    def update_rollout(self, rollout_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _ROLLOUT_COLUMNS
+        if unknown:
+            raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
+        values = {k: _to_db(v) for k, v in fields.items()}
+        values["updated"] = now_iso()
+        assignments = ", ".join(f"{k} = ?" for k in values)
+        with self._lock:
+            self._db.execute(
+                f"UPDATE rollouts SET {assignments} WHERE rollout_id = ?", (*values.values(), rollout_id)
+            )
+
+    def get_rollout(self, rollout_id: str) -> RolloutRecord:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM rollouts WHERE rollout_id = ?", (rollout_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no rollout {rollout_id!r}")
+        return RolloutRecord.from_row(row)
+
+    def list_rollouts(
+        self, run_id: str, *, heavy: bool = False, current_only: bool = True, statuses: Iterable[str] | None = None
+    ) -> list[RolloutRecord]:
+        """Rollouts of a run in (row, sample, attempt) order. ``heavy`` adds answers, SVG and PNG."""
+        cols = "*" if heavy else ", ".join(LIGHT_COLUMNS)
+        sql = f"SELECT {cols} FROM rollouts WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if current_only:
+            sql += " AND is_current = 1"
+        if statuses is not None:
+            wanted = list(statuses)
+            sql += f" AND status IN ({','.join('?' * len(wanted))})"
+            params.extend(wanted)
+        sql += " ORDER BY row_index, sample_index, attempt"
+        with self._lock:
+            rows = self._db.execute(sql, params).fetchall()
+        return [RolloutRecord.from_row(r) for r in rows]
+
+    def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
+        """Heavy rollouts one by one (exports) without holding a whole run's PNGs in memory."""
+        with self._lock:
+            ids = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT rollout_id FROM rollouts WHERE run_id = ?"
+                    + (" AND is_current = 1" if current_only else "")
+                    + " ORDER BY row_index, sample_index, attempt",
+                    (run_id,),
+                ).fetchall()
+            ]
+        for rid in ids:
+            yield self.get_rollout(rid)
+
+    def reset_unfinished(self, run_id: str) -> list[str]:
+        """Mark every current, non-terminal rollout queued again (after a crash); returns their ids."""
+        terminal = (RolloutStatus.SCORED.value, RolloutStatus.FAILED.value)
+        with self._tx() as db:
+            ids = [
+                r[0]
+                for r in db.execute(
+                    "SELECT rollout_id FROM rollouts WHERE run_id = ? AND is_current = 1 AND status NOT IN (?, ?)",
+                    (run_id, *terminal),
+                ).fetchall()
+            ]
+            db.execute(
+                "UPDATE rollouts SET status = ?, updated = ? WHERE run_id = ? AND is_current = 1"
+                " AND status NOT IN (?, ?)",
+                (RolloutStatus.QUEUED.value, now_iso(), run_id, *terminal),
+            )
+        return ids
+
+    def new_attempts(self, run_id: str, rollout_ids: Sequence[str]) -> list[str]:
+        """Queue a fresh attempt for each given rollout; the old attempt stays, no longer current."""
+        created: list[str] = []
+        stamp = now_iso()
+        with self._tx() as db:
+            for rid in rollout_ids:
+                old = db.execute(
+                    "SELECT * FROM rollouts WHERE rollout_id = ? AND run_id = ?", (rid, run_id)
+                ).fetchone()
+                if old is None:
+                    raise StoreError(f"no rollout {rid!r} in run {run_id}")
+                attempt = db.execute(
+                    "SELECT MAX(attempt) FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?",
+                    (run_id, old["row_index"], old["sample_index"]),
+                ).fetchone()[0] + 1
+                new_id = rollout_id_for(run_id, old["row_index"], old["sample_index"], attempt)
+                db.execute(
+                    "UPDATE rollouts SET is_current = 0 WHERE run_id=? AND row_index=? AND sample_index=?",
+                    (run_id, old["row_index"], old["sample_index"]),
+                )
+                db.execute(
+                    "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, attempt, status,"
+                    " prompt, requirements_json, total, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (new_id, run_id, old["row_index"], old["row_id"], old["sample_index"], attempt,
+                     RolloutStatus.QUEUED.value, old["prompt"], old["requirements_json"], old["total"], stamp, stamp),
+                )
+                created.append(new_id)
+        return created
+
+    def attempts_of(self, rollout_id: str) -> list[RolloutRecord]:
+        """Every attempt at the same (row, sample) as ``rollout_id``, oldest first."""
+        with self._lock:
+            base = self._db.execute(
+                "SELECT run_id, row_index, sample_index FROM rollouts WHERE rollout_id = ?", (rollout_id,)
+            ).fetchone()
+            if base is None:
+                raise StoreError(f"no rollout {rollout_id!r}")
+            rows = self._db.execute(
+                f"SELECT {', '.join(LIGHT_COLUMNS)} FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?"
+                " ORDER BY attempt",
+                tuple(base),
+            ).fetchall()
+        return [RolloutRecord.from_row(r) for r in rows]
+
+    def summarize(self, run_id: str, threshold: float) -> RunSummary:
+        return summarize_rows(self.list_rollouts(run_id), threshold)
+
+    # --- cache ----------------------------------------------------------------------------------------------
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value_json FROM cache WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def cache_put(self, key: str, kind: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
+                (key, kind, json.dumps(value), now_iso()),
+            )
+
+
+def _to_db(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, RolloutStatus):
+        return value.value
+    return value

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from svgagent.core.errors import ConfigError
+from svgagent.core.models import JudgeMode
+from svgagent.core.settings import Settings, load_settings, user_config_file
+
+
+def test_defaults() -> None:
+    s = load_settings()
+    assert s.model == "accounts/fireworks/models/qwen3-0p6b"
+    assert s.base_url == "https://api.fireworks.ai/inference/v1"
+    assert s.temperature == 0.8
+    assert s.judge_model == "gpt-4.1"
+    assert s.judge_base_url == "https://api.openai.com/v1"
+    assert s.judge_mode is JudgeMode.COUNT
+    assert (s.concurrency, s.judge_concurrency, s.render_size, s.threshold) == (16, 16, 512, 0.5)
+    assert s.dataset == "builtin" and s.rows is None and s.runs == 1
+    assert s.missing_keys() == ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]
+
+
+def test_precedence_flags_env_dotenv_toml_user(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = user_config_file()
+    user.parent.mkdir(parents=True)
+    user.write_text('model = "from-user"\njudge_model = "judge-user"\nconcurrency = 2\nthreshold = 0.1\nruns = 5\n')
+    (isolated_env / "svgagent.toml").write_text('model = "from-toml"\nconcurrency = 3\nthreshold = 0.2\nruns = 4\n')
+    (isolated_env / ".env").write_text("SVGAGENT_CONCURRENCY=4\nSVGAGENT_THRESHOLD=0.3\nOPENAI_API_KEY=sk-dotenv\n")
+    monkeypatch.setenv("SVGAGENT_THRESHOLD", "0.4")
+    s = load_settings(runs=7)
+    assert s.judge_model == "judge-user"  # only the user file sets it
+    assert s.model == "from-toml"  # project toml beats user file
+    assert s.concurrency == 4  # .env beats toml
+    assert s.threshold == 0.4  # environment beats .env
+    assert s.runs == 7  # explicit override beats everything
+    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-dotenv"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("concurrency", 0, "concurrency=0"),
+        ("concurrency", 5000, "1 to 1024"),
+        ("temperature", 3.0, "0.0 to 2.0"),
+        ("threshold", 1.5, "threshold=1.5"),
+        ("judge_mode", "vibes", "count, per-requirement"),
+        ("render_size", 1, "render_size"),
+        ("base_url", "ftp://x", "http:// or https://"),
+    ],
+)
+def test_invalid_values_give_one_clear_line(field: str, value: object, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(**{field: value})
+    message = str(info.value)
+    assert expected in message and field in message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_invalid_value_from_toml_names_field(isolated_env: Path) -> None:
+    (isolated_env / "svgagent.toml").write_text("judge_concurrency = -1\n")
+    with pytest.raises(ConfigError, match="judge_concurrency"):
+        load_settings()
+
+
+def test_malformed_toml_is_a_config_error(isolated_env: Path) -> None:
+    (isolated_env / "svgagent.toml").write_text("model = \n")
+    with pytest.raises(ConfigError, match="configuration"):
+        load_settings()
+
+
+def test_store_path_home_and_override(isolated_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    default = load_settings().store_path()
+    assert str(default).startswith(os.environ["XDG_DATA_HOME"])
+    monkeypatch.setenv("SVGAGENT_HOME", str(tmp_path / "h"))
+    assert load_settings().store_path() == tmp_path / "h" / "runs.db"
+    assert load_settings(store=tmp_path / "x.db").store_path() == tmp_path / "x.db"
+    assert load_settings(store=tmp_path / "dir").store_path() == tmp_path / "dir" / "runs.db"
+
+
+def test_public_dict_has_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIREWORKS_API_KEY", "fw-secret-value-123456")
+    s = load_settings(openai_api_key="sk-secret-value-123456")
+    dumped = repr(s.public_dict()) + repr(s)
+    assert "secret-value" not in dumped
+    assert "fireworks_api_key" not in s.public_dict()
+
+
+def test_settings_model_has_every_documented_field() -> None:
+    for name in ("model", "base_url", "temperature", "max_tokens", "reasoning_effort", "judge_model",
+                 "judge_base_url", "judge_mode", "concurrency", "judge_concurrency", "request_timeout_s",
+                 "max_retries", "render_size", "threshold", "dataset", "rows", "runs"):
+        assert name in Settings.model_fields

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from svgagent.core.errors import StoreError
+from svgagent.core.models import DatasetRow, RolloutStatus
+from svgagent.core.store import MIGRATIONS, Store
+
+ROWS = [
+    DatasetRow(0, "row_0", "Draw a red square.", ("A red square.", "White background.")),
+    DatasetRow(1, "row_1", "Draw a blue circle.", ("A blue circle.", "Centered.", "Thin black outline.")),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(tmp_path / "runs.db") as s:
+        yield s
+
+
+def _run(store: Store, samples: int = 2) -> str:
+    return store.create_run(name="t", settings={"model": "m", "threshold": 0.5}, dataset={"name": "d"},
+                            rows=ROWS, samples=samples)
+
+
+def test_schema_is_versioned_and_wal(store: Store) -> None:
+    assert store.schema_version == len(MIGRATIONS)
+    mode = sqlite3.connect(store.path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_create_run_queues_every_row_and_sample(store: Store) -> None:
+    run_id = _run(store, samples=3)
+    rollouts = store.list_rollouts(run_id)
+    assert len(rollouts) == 6
+    assert {(r.row_index, r.sample_index) for r in rollouts} == {(i, k) for i in (0, 1) for k in range(3)}
+    assert all(r.status is RolloutStatus.QUEUED for r in rollouts)
+    assert rollouts[0].requirements == ["A red square.", "White background."] and rollouts[0].total == 2
+    assert store.get_run(run_id).status == "created"
+
+
+def test_update_and_heavy_columns(store: Store) -> None:
+    run_id = _run(store)
+    rid = store.list_rollouts(run_id)[0].rollout_id
+    store.update_rollout(rid, status=RolloutStatus.SCORED, score=0.5, fulfilled=1, is_score_valid=True,
+                         png=b"\x89PNG...", svg="<svg/>", raw_answer="```svg<svg/>```")
+    light = store.list_rollouts(run_id)[0]
+    assert light.png is None and light.score == 0.5 and light.is_score_valid is True
+    heavy = store.get_rollout(rid)
+    assert heavy.png == b"\x89PNG..." and heavy.svg == "<svg/>"
+    with pytest.raises(ValueError):
+        store.update_rollout(rid, prompt="changed")
+
+
+def test_summary_counts_only_valid_scores(store: Store) -> None:
+    run_id = _run(store)
+    ids = [r.rollout_id for r in store.list_rollouts(run_id)]
+    store.update_rollout(ids[0], status=RolloutStatus.SCORED, score=1.0, is_score_valid=True)
+    store.update_rollout(ids[1], status=RolloutStatus.SCORED, score=0.5, is_score_valid=True)
+    store.update_rollout(ids[2], status=RolloutStatus.FAILED, score=0.0, is_score_valid=True)  # no SVG
+    store.update_rollout(ids[3], status=RolloutStatus.FAILED, score=None, is_score_valid=False)  # judge outage
+    s = store.summarize(run_id, 0.4)
+    assert (s.rollouts, s.done, s.scored, s.failed, s.invalid) == (4, 4, 2, 2, 1)
+    assert s.mean_score == pytest.approx(0.5)
+    # sample std of [1, .5, 0] is 0.5; stderr = 0.5 / sqrt(3)
+    assert s.stderr == pytest.approx(0.5 / 3**0.5)
+    assert s.passed
+
+
+def test_reset_unfinished_keeps_finished(store: Store) -> None:
+    run_id = _run(store)
+    ids = [r.rollout_id for r in store.list_rollouts(run_id)]
+    store.update_rollout(ids[0], status=RolloutStatus.SCORED, score=1.0, is_score_valid=True)
+    store.update_rollout(ids[1], status=RolloutStatus.JUDGING, raw_answer="x", finish_reason="stop")
+    store.update_rollout(ids[2], status=RolloutStatus.GENERATING)
+    assert sorted(store.reset_unfinished(run_id)) == sorted(ids[1:])
+    statuses = {r.rollout_id: r.status for r in store.list_rollouts(run_id)}
+    assert statuses[ids[0]] is RolloutStatus.SCORED
+    assert all(statuses[i] is RolloutStatus.QUEUED for i in ids[1:])
+    assert store.get_rollout(ids[1]).raw_answer == "x"  # kept so a resume need not regenerate
+
+
+def test_new_attempts_keep_history(store: Store) -> None:
+    run_id = _run(store, samples=1)
+    first = store.list_rollouts(run_id)[0]
+    store.update_rollout(first.rollout_id, status=RolloutStatus.FAILED, is_score_valid=False, error="boom")
+    (new_id,) = store.new_attempts(run_id, [first.rollout_id])
+    current = store.list_rollouts(run_id)
+    assert len(current) == 2 and new_id in {r.rollout_id for r in current}
+    assert first.rollout_id not in {r.rollout_id for r in current}
+    history = store.attempts_of(new_id)
+    assert [h.attempt for h in history] == [1, 2] and history[0].error == "boom"
+    assert len(store.list_rollouts(run_id, current_only=False)) == 3
+
+
+def test_unknown_run_is_a_clear_error(store: Store) -> None:
+    with pytest.raises(StoreError, match="runs list"):
+        store.get_run("nope")
+
+
+def test_cache_roundtrip(store: Store) -> None:
+    assert store.cache_get("k") is None
+    store.cache_put("k", "policy", {"content": "hi"})
+    assert store.cache_get("k") == {"content": "hi"}
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    con.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store(path)
+
+
+def test_second_process_reads_while_writer_holds_connection(store: Store) -> None:
+    run_id = _run(store)
+    rid = store.list_rollouts(run_id)[0].rollout_id
+    store.update_rollout(rid, status=RolloutStatus.SCORED, score=0.75, is_score_valid=True)
+    code = (
+        "import sys; from svgagent.core.store import Store\n"
+        f"s = Store({str(store.path)!r}, readonly=True)\n"
+        f"print(s.get_rollout({rid!r}).score)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0.75"
+    assert store.integrity_ok()

@@ -1,0 +1,168 @@
+"""`svgagent eval`: a whole run headless, with a progress bar on stderr and a summary at the end."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from svgagent.core.dataset import load_dataset
+from svgagent.core.demo import demo_overrides, demo_simulator
+from svgagent.core.engine import Engine
+from svgagent.core.errors import ConfigError
+from svgagent.core.records import RunSummary
+from svgagent.core.settings import Settings, load_settings
+from svgagent.core.store import Store
+
+from .cli import EXIT_BELOW, EXIT_INTERRUPTED, EXIT_OK
+
+SETTING_FLAGS = (
+    "model", "base_url", "temperature", "max_tokens", "reasoning_effort", "judge_model", "judge_base_url",
+    "judge_mode", "concurrency", "judge_concurrency", "request_timeout_s", "max_retries", "render_size", "threshold",
+    "dataset", "rows", "runs", "store",
+)
+
+
+def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
+    given = {name: getattr(args, name, None) for name in SETTING_FLAGS}
+    if getattr(args, "no_cache", False):
+        given["cache"] = False
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def require_keys(settings: Settings) -> None:
+    missing = settings.missing_keys()
+    if missing:
+        names = " and ".join(missing)
+        raise ConfigError(
+            f"{names} {'is' if len(missing) == 1 else 'are'} not set: add {'it' if len(missing) == 1 else 'them'}"
+            " to .env in this directory (see .env.example) or the environment — or try --demo"
+        )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    overrides = explicit_settings(args)
+    with contextlib.ExitStack() as stack:
+        if args.demo:
+            sim = stack.enter_context(demo_simulator())
+            overrides.update(demo_overrides(sim.base_url))
+        settings = load_settings(**overrides)
+        if args.resume:
+            store = stack.enter_context(Store(settings.store_path()))
+            run = store.get_run(args.resume)
+            settings = load_settings(**{**run.settings, **overrides})
+            run_id, dataset = run.run_id, None
+            require_keys(settings)
+        else:
+            run_id = None
+            dataset = load_dataset(settings.dataset)  # bad data or keys: fail before anything is written
+            require_keys(settings)
+            store = stack.enter_context(Store(settings.store_path()))
+        return _execute(args, settings, store, dataset, run_id)
+
+
+def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset: Any, resume_id: str | None) -> int:
+    err = Console(stderr=True)
+    started = time.monotonic()
+
+    async def main() -> tuple[str, RunSummary]:
+        engine = Engine(settings, store)
+        try:
+            run_id = resume_id or engine.create_run(dataset, name=args.name)
+            holder["run_id"] = run_id
+            if not args.json or err.is_terminal:
+                err.print(f"run [bold]{run_id}[/] → {settings.model} judged by {settings.judge_model}")
+            summary = await _with_progress(engine, run_id, err)
+            return run_id, summary
+        finally:
+            await engine.aclose()
+
+    holder: dict[str, str] = {}
+    try:
+        run_id, summary = asyncio.run(main())
+    except KeyboardInterrupt:
+        run_id = holder.get("run_id", "?")
+        err.print(f"\ninterrupted: finished rollouts are saved. Continue with: svgagent eval --resume {run_id}")
+        return EXIT_INTERRUPTED
+    duration = time.monotonic() - started
+    if args.json:
+        print(json.dumps(summary_json(run_id, summary, duration)))
+    _print_summary(Console(stderr=True) if args.json else Console(), run_id, summary, duration)
+    return EXIT_OK if summary.passed else EXIT_BELOW
+
+
+async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSummary:
+    rows = engine.store.list_rollouts(run_id)
+    total = len(rows)
+    done_scores = [r.score for r in rows if r.counts_toward_mean]
+    done = sum(1 for r in rows if r.status.terminal)
+    sub = engine.bus.subscribe()
+    progress = Progress(
+        TextColumn("[bold]eval"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("mean {task.fields[mean]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+    def mean_text() -> str:
+        return f"{sum(done_scores) / len(done_scores):.3f}" if done_scores else "–"
+
+    async def follow() -> None:
+        nonlocal done
+        async for event in sub:
+            if event.status.terminal:
+                done += 1
+                if event.is_score_valid and event.score is not None:
+                    done_scores.append(event.score)
+                progress.update(task, completed=done, mean=mean_text())
+
+    with progress:
+        task = progress.add_task("eval", total=total, completed=done, mean=mean_text())
+        follower = asyncio.create_task(follow())
+        try:
+            return await engine.run(run_id)
+        finally:
+            sub.close()
+            await asyncio.gather(follower, return_exceptions=True)
+
+
+def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "rollouts": s.rollouts,
+        "scored": s.scored,
+        "failed": s.failed,
+        "invalid": s.invalid,
+        "mean_score": s.mean_score,
+        "stderr": s.stderr,
+        "threshold": s.threshold,
+        "passed": s.passed,
+        "duration_s": round(duration, 3),
+    }
+
+
+def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float) -> None:
+    table = Table(title=f"run {run_id}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    mean = "–" if s.mean_score is None else f"{s.mean_score:.3f} ± {s.stderr or 0:.3f}"
+    verdict = "[green]PASS[/]" if s.passed else "[red]FAIL[/]"
+    table.add_row("rollouts", f"{s.done}/{s.rollouts} done")
+    table.add_row("scored / failed", f"{s.scored} / {s.failed} ({s.invalid} without a valid score)")
+    table.add_row("mean score", f"{mean}  {verdict} (threshold {s.threshold:g})")
+    table.add_row("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion")
+    table.add_row("duration", f"{duration:.1f} s")
+    console.print(table)

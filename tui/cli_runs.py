@@ -1,0 +1,121 @@
+"""`svgagent runs list|show`, `svgagent export` and `svgagent render`: headless, core only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from svgagent.core.errors import RenderError, StoreError
+from svgagent.core.export import iter_jsonl, write_csv
+from svgagent.core.render import Renderer
+from svgagent.core.settings import load_settings
+from svgagent.core.store import Store
+
+from .cli import EXIT_BELOW, EXIT_OK
+
+
+def open_store(args: argparse.Namespace, *, must_exist: bool = True) -> Store:
+    path = load_settings(store=getattr(args, "store", None)).store_path()
+    if must_exist and not path.exists():
+        raise StoreError(f"no run store at {path} yet: run `svgagent eval --demo` to make one")
+    return Store(path)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        if args.runs_command == "list":
+            runs = store.list_runs()
+            items = []
+            for run in runs:
+                summary = run.summary or store.summarize(run.run_id, run.settings.get("threshold", 0.5)).to_dict()
+                items.append({
+                    "run_id": run.run_id, "name": run.name, "created": run.created, "status": run.status,
+                    "model": run.settings.get("model"), "dataset": run.dataset.get("name"),
+                    "rollouts": summary["rollouts"], "mean_score": summary["mean_score"],
+                })
+            if args.json:
+                print(json.dumps(items, indent=2))
+                return EXIT_OK
+            table = Table("run", "name", "created", "status", "model", "rollouts", "mean")
+            for it in items:
+                table.add_row(it["run_id"], it["name"], it["created"][:19], it["status"], str(it["model"]),
+                              str(it["rollouts"]), _fmt(it["mean_score"]))
+            Console().print(table if items else "no runs yet: try `svgagent eval --demo`")
+            return EXIT_OK
+        run = store.get_run(args.run_id)
+        rollouts = store.list_rollouts(run.run_id)
+        summary = store.summarize(run.run_id, run.settings.get("threshold", 0.5))
+        if args.json:
+            data = {"run": {**run.public_dict(), "summary": summary.to_dict()},
+                    "rollouts": [r.public_dict() for r in rollouts]}
+            print(json.dumps(data, indent=2))
+            return EXIT_OK
+        console = Console()
+        console.print(f"[bold]{run.name}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
+                      f"{run.dataset.get('name')}; mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
+        table = Table("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason")
+        for r in rollouts:
+            table.add_row(r.rollout_id, r.row_id, str(r.sample_index), r.status.value, _fmt(r.score),
+                          f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}", _fmt(r.generation_s, 1),
+                          _fmt(r.judge_s, 1), (r.reason or "")[:60])
+        console.print(table)
+        return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        run = store.get_run(args.run_id)
+        rollouts = store.iter_rollouts(run.run_id)
+        if args.output:
+            target = Path(args.output)
+            fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".export-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                    count = _write(args.format, run, rollouts, out)
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            print(f"exported {count} rollouts of {run.run_id} to {target}", file=sys.stderr)
+        else:
+            _write(args.format, run, rollouts, sys.stdout)
+    return EXIT_OK
+
+
+def _write(fmt: str, run, rollouts, out) -> int:  # type: ignore[no-untyped-def]
+    if fmt == "csv":
+        return write_csv(rollouts, out)
+    count = 0
+    for line in iter_jsonl(run, rollouts):
+        out.write(line)
+        count += 1
+    return count
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    source = Path(args.input)
+    try:
+        data = source.read_bytes()
+    except OSError as err:
+        print(f"svgagent: error: cannot read {source}: {err.strerror}", file=sys.stderr)
+        return EXIT_BELOW
+    try:
+        with Renderer(size=args.size, workers=1) as renderer:
+            png = renderer.render_sync(data, args.size)
+    except RenderError as err:
+        print(f"svgagent: render failed: {err}", file=sys.stderr)
+        return EXIT_BELOW
+    Path(args.output).write_bytes(png)
+    print(f"wrote {args.output} ({len(png):,} bytes)", file=sys.stderr)
+    return EXIT_OK
