@@ -15,7 +15,7 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "rollout_id", "run_id", "row_index", "row_id", "sample_index", "attempt", "is_current", "status", "prompt",
     "requirements_json", "score", "fulfilled", "total", "is_score_valid", "reason", "error", "generation_s",
     "render_s", "judge_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens",
-    "cached", "created", "updated",
+    "cached", "created", "updated", "override_score", "override_fulfilled", "override_verdicts_json", "override_at",
 )
 
 
@@ -47,6 +47,10 @@ class RolloutRecord:
     cached: bool = False
     created: str = ""
     updated: str = ""
+    override_score: float | None = None
+    override_fulfilled: int | None = None
+    override_verdicts: list[bool] | None = None
+    override_at: str | None = None
     # heavy columns (None unless loaded)
     raw_answer: str | None = None
     finish_reason: str | None = None
@@ -64,6 +68,9 @@ class RolloutRecord:
         if "verdicts_json" in data:
             raw = data.pop("verdicts_json")
             data["verdicts"] = json.loads(raw) if raw else None
+        if "override_verdicts_json" in data:
+            raw = data.pop("override_verdicts_json")
+            data["override_verdicts"] = json.loads(raw) if raw else None
         for flag in ("is_current", "cached"):
             if flag in data:
                 data[flag] = bool(data[flag])
@@ -77,8 +84,25 @@ class RolloutRecord:
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
     @property
+    def overridden(self) -> bool:
+        return self.override_score is not None
+
+    @property
+    def effective_score(self) -> float | None:
+        """The human override when there is one, else the judge's score."""
+        return self.override_score if self.override_score is not None else self.score
+
+    @property
+    def effective_fulfilled(self) -> int | None:
+        return self.override_fulfilled if self.override_fulfilled is not None else self.fulfilled
+
+    @property
     def counts_toward_mean(self) -> bool:
-        return self.status.terminal and bool(self.is_score_valid) and self.score is not None
+        if not self.status.terminal:
+            return False
+        if self.overridden:
+            return True
+        return bool(self.is_score_valid) and self.score is not None
 
     def public_dict(self) -> dict[str, Any]:
         """The fields `runs show --json` prints for each rollout."""
@@ -100,6 +124,7 @@ class RolloutRecord:
             "judge_s": self.judge_s,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "override_score": self.override_score,
         }
 
 
@@ -153,6 +178,7 @@ class RunSummary:
     passed: bool
     prompt_tokens: int
     completion_tokens: int
+    overridden: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -172,7 +198,7 @@ def mean_and_stderr(scores: list[float]) -> tuple[float | None, float | None]:
 
 def summarize_rows(rows: list[RolloutRecord], threshold: float) -> RunSummary:
     done = [r for r in rows if r.status.terminal]
-    scores = [float(r.score) for r in done if r.counts_toward_mean]  # type: ignore[arg-type]
+    scores = [float(r.effective_score) for r in done if r.counts_toward_mean]  # type: ignore[arg-type]
     mean, stderr = mean_and_stderr(scores)
     return RunSummary(
         rollouts=len(rows),
@@ -186,4 +212,5 @@ def summarize_rows(rows: list[RolloutRecord], threshold: float) -> RunSummary:
         passed=mean is not None and mean >= threshold,
         prompt_tokens=sum(r.prompt_tokens or 0 for r in rows),
         completion_tokens=sum(r.completion_tokens or 0 for r in rows),
+        overridden=sum(1 for r in rows if r.overridden),
     )

@@ -78,12 +78,20 @@ MIGRATIONS: list[str] = [
         created TEXT NOT NULL
     );
     """,
+    # v2: human overrides, kept next to the judge's verdict
+    """
+    ALTER TABLE rollouts ADD COLUMN override_score REAL;
+    ALTER TABLE rollouts ADD COLUMN override_fulfilled INTEGER;
+    ALTER TABLE rollouts ADD COLUMN override_verdicts_json TEXT;
+    ALTER TABLE rollouts ADD COLUMN override_at TEXT;
+    """,
 ]
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
     reason error generation_s render_s judge_s prompt_tokens completion_tokens judge_prompt_tokens
-    judge_completion_tokens cached status is_current""".split()
+    judge_completion_tokens cached status is_current override_score override_fulfilled override_verdicts_json
+    override_at""".split()
 )
 
 
@@ -352,6 +360,27 @@ class Store:
                 tuple(base),
             ).fetchall()
         return [RolloutRecord.from_row(r) for r in rows]
+
+    def set_override(self, rollout_id: str, *, fulfilled: int | None, verdicts: Sequence[bool] | None = None) -> None:
+        """Store a human verdict next to the judge's: a count, or one ✓/✗ per requirement. None clears it."""
+        rec = self.get_rollout(rollout_id)
+        if verdicts is not None:
+            if len(verdicts) != rec.total:
+                raise ValueError(f"expected {rec.total} verdicts, got {len(verdicts)}")
+            fulfilled = sum(1 for v in verdicts if v)
+        if fulfilled is None:
+            self.update_rollout(rollout_id, override_score=None, override_fulfilled=None,
+                                override_verdicts_json=None, override_at=None)
+            return
+        if not 0 <= fulfilled <= rec.total:
+            raise ValueError(f"fulfilled must be between 0 and {rec.total}")
+        self.update_rollout(
+            rollout_id,
+            override_fulfilled=fulfilled,
+            override_score=fulfilled / rec.total if rec.total else 0.0,
+            override_verdicts_json=json.dumps([bool(v) for v in verdicts]) if verdicts is not None else None,
+            override_at=now_iso(),
+        )
 
     def summarize(self, run_id: str, threshold: float) -> RunSummary:
         return summarize_rows(self.list_rollouts(run_id), threshold)

@@ -131,3 +131,32 @@ def test_second_process_reads_while_writer_holds_connection(store: Store) -> Non
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0.75"
     assert store.integrity_ok()
+
+
+def test_override_is_kept_next_to_judge_and_used_in_summary(store: Store) -> None:
+    run_id = _run(store, samples=1)
+    a, b = (r.rollout_id for r in store.list_rollouts(run_id))
+    store.update_rollout(a, status=RolloutStatus.SCORED, score=1.0, fulfilled=2, is_score_valid=True)
+    store.update_rollout(b, status=RolloutStatus.FAILED, score=None, is_score_valid=False)
+    store.set_override(a, fulfilled=None, verdicts=[True, False])
+    store.set_override(b, fulfilled=3)
+    ra, rb = store.list_rollouts(run_id)
+    assert ra.score == 1.0 and ra.override_score == 0.5 and ra.override_verdicts == [True, False]
+    assert rb.effective_score == 1.0 and rb.overridden
+    s = store.summarize(run_id, 0.5)
+    assert s.overridden == 2 and s.mean_score == pytest.approx(0.75)
+    with pytest.raises(ValueError):
+        store.set_override(a, fulfilled=9)
+    store.set_override(a, fulfilled=None)
+    assert store.get_rollout(a).override_score is None
+
+
+def test_v1_store_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript(MIGRATIONS[0] + "\nPRAGMA user_version = 1;")
+    con.close()
+    with Store(path) as s:
+        assert s.schema_version == len(MIGRATIONS)
+        cols = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(rollouts)")}
+        assert "override_score" in cols
