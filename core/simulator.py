@@ -1,0 +1,455 @@
+"""A loopback OpenAI-compatible server that plays both the policy and the judge, with injectable faults.
+
+Used by the tests, the benchmarks and the app's ``--demo`` mode, so nothing needs an API key::
+
+    with Simulator(SimConfig(seed=7, policy_latency_s=0.01)) as sim:
+        client = openai.AsyncOpenAI(base_url=sim.base_url, api_key="anything")
+        ...
+        sim.configure(rate_limit_every=3)      # knobs change at run time, from any thread
+        sim.stats()["max_in_flight"]["policy"]
+
+or as its own process (so it does not share a GIL with the engine)::
+
+    python -m svgagent.core.simulator --port 8765 --policy-latency 0.2 --judge-latency 0.2
+
+Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` (both need ``Authorization: Bearer <key>``; the key
+``SimConfig.rejected_key`` gets 401), and for remote control ``GET|POST /_sim/config``, ``GET /_sim/stats``,
+``POST /_sim/reset_stats`` (no auth). A chat request is a *judge* request when any message has an ``image_url``
+content part, otherwise a *policy* request — the model name does not matter.
+
+Faults (every ``*_every`` knob: 0 = never, N = every N-th request) are scheduled on a counter of chat requests;
+``judge_garbage_every`` counts judge requests only and ``policy_huge_every`` policy requests only. When several
+knobs hit the same request the first of reset, timeout, 5xx, 429, empty choices wins.
+
+Answers are labelled as simulated (model names ``simulated-policy`` / ``simulated-judge``, an SVG comment,
+a ``[simulated judge]`` prefix) and are deterministic: see :mod:`svgagent.core.simulator_content`. The k-th policy
+request for a prompt gets the k-th answer in that prompt's sequence (``temperature=0``: always the first one);
+``max_tokens`` / ``max_completion_tokens`` cut the answer (``finish_reason="length"``); ``n`` up to 16 is honoured;
+``stream=true`` is refused with 400. The judge answers in the schema named by ``response_format`` (see
+:mod:`svgagent.core.judge`), from the PNG's coverage and colour variety plus a hash of its bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import signal
+import socket
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from svgagent.core.judge import PER_REQUIREMENT_SCHEMA_NAME
+from svgagent.core.models import JudgeMode
+from svgagent.core.simulator_content import judge_answer, parse_requirements, policy_answer, prompt_key
+from svgagent.core.simulator_wire import (
+    FAULT_KINDS,
+    SimConfig,
+    arg_parser,
+    completion_limit,
+    completion_response,
+    config_from_args,
+    empty_stats,
+    error_response,
+    image_bytes,
+    message_text,
+    pick_fault,
+    rate_limit_response,
+    reset_connection,
+    schema_name,
+)
+
+__all__ = ["FAULT_KINDS", "SimConfig", "Simulator", "main"]
+
+
+class Simulator:
+    """The simulated OpenAI-compatible server (see the module docstring)."""
+
+    def __init__(self, config: SimConfig | None = None, **knobs: Any) -> None:
+        base = config or SimConfig()
+        self._config = SimConfig.model_validate({**base.model_dump(), **knobs}) if knobs else base
+        self._lock = threading.Lock()
+        self._stats = empty_stats()
+        self._chat_count = 0
+        self._kind_count = {"policy": 0, "judge": 0}
+        self._prompt_seq: dict[str, int] = {}
+        self._runner: web.AppRunner | None = None
+        self._stopping: asyncio.Event | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.base_url: str | None = None
+
+    # ------------------------------------------------------------------------------------------- knobs, stats
+
+    @property
+    def config(self) -> SimConfig:
+        return self._config
+
+    def configure(self, **changes: Any) -> SimConfig:
+        """Change knobs (validated; thread-safe); returns the new config."""
+        with self._lock:
+            self._config = SimConfig.model_validate({**self._config.model_dump(), **changes})
+            return self._config
+
+    def stats(self) -> dict[str, Any]:
+        """A snapshot: total_requests, requests{policy,judge,models}, by_prompt{hash: {policy, judge}},
+        faults{kind: n}, in_flight{policy,judge}, max_in_flight{policy,judge}, policy_quality{class: n},
+        judge_mode{mode: n}."""
+        with self._lock:
+            return copy.deepcopy(self._stats)
+
+    def reset_stats(self) -> None:
+        """Zero every counter, including the fault schedule; in-flight requests stay counted as in flight.
+        The per-prompt answer sequence (which answer a prompt gets next) is kept."""
+        with self._lock:
+            in_flight = dict(self._stats["in_flight"])
+            self._stats = empty_stats()
+            self._stats["in_flight"] = in_flight
+            self._stats["max_in_flight"] = dict(in_flight)
+            self._chat_count = 0
+            self._kind_count = {"policy": 0, "judge": 0}
+
+    # ------------------------------------------------------------------------------------------------ serving
+
+    def _make_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", self._handle_models)
+        app.router.add_post("/v1/chat/completions", self._handle_chat)
+        app.router.add_get("/_sim/config", self._handle_get_config)
+        app.router.add_post("/_sim/config", self._handle_set_config)
+        app.router.add_get("/_sim/stats", self._handle_stats)
+        app.router.add_post("/_sim/reset_stats", self._handle_reset_stats)
+        return app
+
+    async def _serve(self, host: str, port: int) -> str:
+        if self._runner is not None:
+            raise RuntimeError("the simulator is already running")
+        self._stopping = asyncio.Event()
+        # Judge requests decode their PNG in these threads while the simulated latency elapses.
+        self._executor = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="sim-judge")
+        # handler_cancellation: a request whose client went away (e.g. timed out) stops being "in flight".
+        runner = web.AppRunner(self._make_app(), handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            site = web.SockSite(runner, sock, backlog=2048)  # 256+ clients may connect at the same moment
+            await site.start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            self._executor.shutdown(wait=False)
+            self._executor = None
+            raise
+        self._runner = runner
+        bound_port = sock.getsockname()[1]
+        self.base_url = f"http://{host}:{bound_port}/v1"
+        return self.base_url
+
+    async def _shutdown(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+    async def start_async(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on the running loop; returns the base URL (``http://127.0.0.1:PORT/v1``)."""
+        return await self._serve(host, port)
+
+    async def stop_async(self) -> None:
+        await self._shutdown()
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve from a background thread with its own event loop; returns the base URL."""
+        if self._thread is not None:
+            raise RuntimeError("the simulator is already running")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._serve(host, port))
+            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(self._shutdown())
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="svgagent-simulator", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        assert self.base_url is not None
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop the background server (hanging "timeout" requests end at once). Safe to call twice."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        self._thread = None
+        self._loop = None
+
+    def __enter__(self) -> Simulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Simulator:
+        await self.start_async()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+    # ----------------------------------------------------------------------------------------------- handlers
+
+    def _auth_failure(self, request: web.Request, config: SimConfig) -> web.Response | None:
+        header = request.headers.get("Authorization", "")
+        scheme, _, key = header.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            return error_response(401, "missing bearer token in the Authorization header", "invalid_request_error")
+        if key.strip() == config.rejected_key:
+            with self._lock:
+                self._stats["faults"]["auth_rejected"] += 1
+            return error_response(401, "incorrect API key provided", "invalid_request_error")
+        return None
+
+    async def _handle_models(self, request: web.Request) -> web.Response:
+        config = self._config
+        with self._lock:
+            self._stats["total_requests"] += 1
+            self._stats["requests"]["models"] += 1
+        failure = self._auth_failure(request, config)
+        if failure is not None:
+            return failure
+        created = 1_700_000_000
+        data = [
+            {"id": config.policy_model, "object": "model", "created": created, "owned_by": "svgagent-simulator"},
+            {"id": config.judge_model, "object": "model", "created": created, "owned_by": "svgagent-simulator"},
+        ]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
+        config = self._config
+        with self._lock:
+            self._stats["total_requests"] += 1
+        try:
+            body = await request.json()
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError
+            return error_response(400, "the request body is not JSON", "invalid_request_error")
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            return error_response(400, "'messages' must be a non-empty list of objects", "invalid_request_error")
+        failure = self._auth_failure(request, config)
+        if failure is not None:
+            return failure
+        if body.get("stream"):
+            return error_response(400, "streaming is not supported by the simulator", "invalid_request_error")
+
+        texts = [message_text(m) for m in messages]
+        kind = "judge" if any(images for _, images in texts) else "policy"
+        if kind == "judge":
+            prompt = next(text for text, images in texts if images)
+        else:
+            user_texts = [text for (text, _), m in zip(texts, messages) if m.get("role") == "user"]
+            prompt = user_texts[-1] if user_texts else texts[-1][0]
+        key = prompt_key(prompt)
+
+        with self._lock:
+            stats = self._stats
+            stats["requests"][kind] += 1
+            stats["by_prompt"].setdefault(key, {"policy": 0, "judge": 0})[kind] += 1
+            stats["in_flight"][kind] += 1
+            stats["max_in_flight"][kind] = max(stats["max_in_flight"][kind], stats["in_flight"][kind])
+            self._chat_count += 1
+            number = self._chat_count
+            self._kind_count[kind] += 1
+            fault = pick_fault(config, number, kind, self._kind_count[kind])
+            if fault is not None:
+                stats["faults"][fault] += 1
+        try:
+            return await self._answer(request, body, config, kind, prompt, texts, fault, number)
+        finally:
+            with self._lock:
+                self._stats["in_flight"][kind] = max(0, self._stats["in_flight"][kind] - 1)
+
+    async def _answer(
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        config: SimConfig,
+        kind: str,
+        prompt: str,
+        texts: list[tuple[str, int]],
+        fault: str | None,
+        number: int,
+    ) -> web.StreamResponse:
+        if fault == "reset":
+            reset_connection(request)
+            raise asyncio.CancelledError  # the connection is gone: nothing more is sent
+        if fault == "timeout":
+            assert self._stopping is not None
+            try:
+                await asyncio.wait_for(self._stopping.wait(), timeout=config.timeout_hang_s)
+            except TimeoutError:
+                pass  # hung long enough: answer after all
+            else:  # the simulator is stopping: drop the connection rather than answer
+                reset_connection(request)
+                raise asyncio.CancelledError
+        if fault == "error_5xx":
+            message = "the server had an error while processing your request"
+            return error_response(config.error_5xx_status, message, "server_error")
+        if fault == "rate_limit":
+            return rate_limit_response(config)
+
+        count = body.get("n") or 1
+        if not isinstance(count, int) or not 1 <= count <= 16:
+            return error_response(400, "'n' must be an integer from 1 to 16", "invalid_request_error")
+        if kind == "judge":
+            contents, finish = await self._judge_contents(body, config, prompt, fault)
+            contents, finish, model = contents * count, finish * count, config.judge_model
+        else:
+            if config.policy_latency_s:
+                await asyncio.sleep(config.policy_latency_s)
+            contents, finish = self._policy_contents(body, config, prompt, fault, count)
+            model = config.policy_model
+        return completion_response(
+            number, model, contents, finish, texts, completion_limit(body), empty_choices=fault == "empty_choices"
+        )
+
+    def _policy_contents(
+        self, body: dict[str, Any], config: SimConfig, prompt: str, fault: str | None, count: int
+    ) -> tuple[list[str], list[str]]:
+        temperature = body.get("temperature", 1.0)
+        contents, finish = [], []
+        for _ in range(count):
+            key = prompt_key(prompt)
+            with self._lock:
+                seq = self._prompt_seq.get(key, 0)
+                self._prompt_seq[key] = seq + 1
+            nth = 0 if temperature == 0 else seq
+            huge = config.huge_answer_bytes if fault == "policy_huge" else 0
+            quality, text, cut = policy_answer(config.seed, prompt, nth, huge_bytes=huge)
+            with self._lock:
+                self._stats["policy_quality"][quality] += 1
+            contents.append(text)
+            finish.append("length" if cut else "stop")
+        return contents, finish
+
+    async def _judge_contents(
+        self, body: dict[str, Any], config: SimConfig, prompt: str, fault: str | None
+    ) -> tuple[list[str], list[str]]:
+        per_requirement = schema_name(body) == PER_REQUIREMENT_SCHEMA_NAME
+        mode = JudgeMode.PER_REQUIREMENT if per_requirement else JudgeMode.COUNT
+        garbage = None
+        with self._lock:
+            self._stats["judge_mode"][mode.value] += 1
+            if fault == "judge_garbage":
+                kinds = config.judge_garbage_kinds
+                garbage = kinds[(self._stats["faults"]["judge_garbage"] - 1) % len(kinds)]
+        requirements = parse_requirements(prompt)
+        png = image_bytes(body["messages"])
+        loop = asyncio.get_running_loop()
+        # The image is analysed in a worker thread while the simulated latency elapses.
+        work = loop.run_in_executor(
+            self._executor, judge_answer, config.seed, png, requirements, mode, garbage, config.judge_pixel_analysis
+        )
+        if config.judge_latency_s:
+            await asyncio.sleep(config.judge_latency_s)
+        text = await work
+        return [text], ["stop"]
+
+    # ------------------------------------------------------------------------------------------ remote control
+
+    async def _handle_get_config(self, request: web.Request) -> web.Response:
+        return web.json_response(self._config.model_dump(mode="json"))
+
+    async def _handle_set_config(self, request: web.Request) -> web.Response:
+        try:
+            changes = await request.json()
+            if not isinstance(changes, dict):
+                raise ValueError("expected a JSON object")
+            config = self.configure(**changes)
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+            return error_response(400, f"invalid config: {exc}".splitlines()[0], "invalid_request_error")
+        return web.json_response(config.model_dump(mode="json"))
+
+    async def _handle_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats())
+
+    async def _handle_reset_stats(self, request: web.Request) -> web.Response:
+        self.reset_stats()
+        return web.json_response({"ok": True})
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+
+
+async def _run(config: SimConfig, host: str, port: int) -> None:
+    sim = Simulator(config)
+    url = await sim.start_async(host, port)
+    print(f"svgagent simulator listening on {url}", flush=True)
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, done.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+            pass
+    try:
+        await done.wait()
+    finally:
+        await sim.stop_async()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m svgagent.core.simulator [--port P] [--policy-latency S] [--<knob> VALUE ...]``: prints
+    ``svgagent simulator listening on <base url>`` once ready and serves until SIGINT/SIGTERM."""
+    args = arg_parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+        asyncio.run(_run(config, args.host, args.port))
+    except KeyboardInterrupt:
+        pass
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        print(f"simulator: invalid --{where.split('.')[0].replace('_', '-')}: {problem['msg']}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"simulator: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

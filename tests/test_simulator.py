@@ -1,0 +1,347 @@
+"""The simulated OpenAI-compatible server, driven through the real openai client on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+from openai.types.chat import ChatCompletion
+
+from svgagent.core.simulator import SimConfig, Simulator
+from svgagent.core.simulator_content import QUALITIES, choose_quality, parse_requirements
+
+REQUIREMENTS = ["A lighthouse", "A rocky cliff", "Waves", "A seagull", "A sunset sky", "A small boat"]
+
+
+def make_prompt(i: int, n: int = len(REQUIREMENTS)) -> str:
+    reqs = "\n".join(f"{k}. {text}" for k, text in enumerate((REQUIREMENTS * 3)[:n], start=1))
+    return f"Draw scene number {i}: a lighthouse at dusk. Wrap the SVG in a fence.\n\nRequirements:\n{reqs}"
+
+
+def user(text: str) -> list[dict[str, object]]:
+    return [{"role": "user", "content": text}]
+
+
+def classify(text: str) -> str:
+    """The quality class of a policy answer, judged from its text alone."""
+    if "```svg" not in text:
+        assert "<svg" not in text
+        return "no_svg"
+    body = text.split("```svg\n", 1)[1]
+    if "```" not in body:
+        return "truncated"
+    svg = body.split("```", 1)[0]
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError:
+        return "broken"
+    groups = [el for el in root.iter() if el.tag.endswith("}g")]
+    return "good" if len(groups) == len(REQUIREMENTS) else "partial"
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    with Simulator(SimConfig(seed=3)) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(sim: Simulator) -> AsyncIterator[openai.AsyncOpenAI]:
+    assert sim.base_url is not None
+    api = openai.AsyncOpenAI(base_url=sim.base_url, api_key="test", max_retries=0)
+    yield api
+    await api.close()
+
+
+async def ask(api: openai.AsyncOpenAI, prompt: str, **params: Any) -> ChatCompletion:
+    messages: Any = user(prompt)
+    return await api.chat.completions.create(model="whatever", messages=messages, **params)
+
+
+def test_parse_requirements_takes_the_last_numbered_block() -> None:
+    text = "Intro\n1. not this\n\nRequirements:\n1. first\n2) second\n\n3. third\nAnswer with JSON.\n4. stray"
+    assert parse_requirements(text) == ["first", "second", "third"]
+    assert parse_requirements("1. a\n2. b") == ["a", "b"]
+    assert parse_requirements("no list here") == []
+
+
+def test_quality_mix_is_roughly_as_specified() -> None:
+    picks = [choose_quality(0, make_prompt(i), 0) for i in range(2000)]
+    shares = {q: picks.count(q) / len(picks) for q in QUALITIES}
+    for quality, expected in {"good": 0.5, "partial": 0.25, "broken": 0.10, "no_svg": 0.08, "truncated": 0.07}.items():
+        assert abs(shares[quality] - expected) < 0.04, shares
+
+
+async def test_policy_answers_cover_every_quality_class(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    seen: dict[str, int] = {}
+    for i in range(40):
+        prompt = make_prompt(i)
+        answer = await ask(client, prompt)
+        text = answer.choices[0].message.content or ""
+        kind = classify(text)
+        seen[kind] = seen.get(kind, 0) + 1
+        assert answer.model == "simulated-policy"
+        assert "simulated" in text
+        if kind != "no_svg":
+            assert "<!-- simulated" in text
+        assert answer.choices[0].finish_reason == ("length" if kind == "truncated" else "stop")
+        assert answer.usage is not None
+        assert abs(answer.usage.prompt_tokens - len(prompt) / 4) <= 1
+        assert abs(answer.usage.completion_tokens - len(text) / 4) <= 1
+    assert set(seen) == set(QUALITIES), seen
+    stats = sim.stats()
+    assert stats["policy_quality"] == {q: seen.get(q, 0) for q in QUALITIES}
+    assert stats["requests"]["policy"] == 40 and stats["requests"]["judge"] == 0
+    assert len(stats["by_prompt"]) == 40
+
+
+async def test_same_seed_gives_the_same_answers_in_two_instances() -> None:
+    async def run(seed: int) -> list[str]:
+        with Simulator(SimConfig(seed=seed)) as server:
+            assert server.base_url is not None
+            async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as api:
+                out = []
+                for i in range(12):
+                    for _ in range(2):  # the 1st and 2nd sample of each prompt
+                        answer = await ask(api, make_prompt(i))
+                        out.append(answer.choices[0].message.content or "")
+                return out
+
+    first, second, other = await run(5), await run(5), await run(6)
+    assert first == second
+    assert first != other
+    assert any(first[2 * i] != first[2 * i + 1] for i in range(12))  # samples of one prompt differ
+
+
+async def test_temperature_zero_repeats_the_same_answer(client: openai.AsyncOpenAI) -> None:
+    answers = {(await ask(client, make_prompt(1), temperature=0)).choices[0].message.content for _ in range(4)}
+    assert len(answers) == 1
+
+
+async def test_max_tokens_cuts_the_answer(client: openai.AsyncOpenAI) -> None:
+    answer = await ask(client, make_prompt(0), max_tokens=20)
+    assert answer.choices[0].finish_reason == "length"
+    assert len(answer.choices[0].message.content or "") <= 80
+    assert answer.usage is not None and answer.usage.completion_tokens <= 20
+
+
+async def test_rate_limit_is_retried_by_the_client_after_retry_after(sim: Simulator) -> None:
+    sim.configure(rate_limit_every=2, retry_after_s=0.02)
+    assert sim.base_url is not None
+    async with openai.AsyncOpenAI(base_url=sim.base_url, api_key="k", max_retries=2) as api:
+        first = await ask(api, make_prompt(0))
+        second = await ask(api, make_prompt(1))  # request #2 gets 429, the client's retry (#3) succeeds
+    assert first.choices and second.choices
+    stats = sim.stats()
+    assert stats["faults"]["rate_limit"] == 1
+    assert stats["requests"]["policy"] == 3
+    assert stats["by_prompt"] and sorted(v["policy"] for v in stats["by_prompt"].values()) == [1, 2]
+
+
+async def test_rate_limit_answer_carries_retry_after_headers(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(rate_limit_every=1, retry_after_s=0.25)
+    with pytest.raises(openai.RateLimitError) as caught:
+        await ask(client, make_prompt(0))
+    headers = caught.value.response.headers
+    assert headers["retry-after-ms"] == "250"
+    assert headers["retry-after"] == "1"
+
+
+async def test_server_errors(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(error_5xx_every=1)
+    with pytest.raises(openai.InternalServerError) as caught:
+        await ask(client, make_prompt(0))
+    assert caught.value.status_code == 500
+    sim.configure(error_5xx_status=503)
+    with pytest.raises(openai.InternalServerError) as caught:
+        await ask(client, make_prompt(0))
+    assert caught.value.status_code == 503
+    assert sim.stats()["faults"]["error_5xx"] == 2
+
+
+async def _wait_idle(sim: Simulator) -> None:
+    for _ in range(200):
+        if sim.stats()["in_flight"] == {"policy": 0, "judge": 0}:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"requests still in flight: {sim.stats()['in_flight']}")
+
+
+async def test_timeout_fault_hangs_past_the_client_timeout(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(timeout_every=1)
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError):
+        await ask(client.with_options(timeout=0.2), make_prompt(0))
+    assert time.monotonic() - started < 5
+    assert sim.stats()["faults"]["timeout"] == 1
+    await _wait_idle(sim)  # the abandoned request does not stay in flight
+
+
+async def test_timeout_ends_at_once_when_the_simulator_stops() -> None:
+    server = Simulator(SimConfig(timeout_every=1))
+    url = server.start()
+    async with openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0, timeout=10) as api:
+        task = asyncio.create_task(ask(api, make_prompt(0)))
+        for _ in range(200):
+            if server.stats()["faults"]["timeout"]:
+                break
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await asyncio.to_thread(server.stop)
+        assert time.monotonic() - started < 3
+        with pytest.raises(openai.APIError):
+            await task
+
+
+async def test_connection_reset(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(reset_every=1)
+    with pytest.raises(openai.APIConnectionError):
+        await ask(client, make_prompt(0))
+    sim.configure(reset_every=0)
+    assert (await ask(client, make_prompt(0))).choices  # the server carries on
+    assert sim.stats()["faults"]["reset"] == 1
+
+
+async def test_empty_choices(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(empty_choices_every=1)
+    answer = await ask(client, make_prompt(0))
+    assert answer.choices == []
+    assert sim.stats()["faults"]["empty_choices"] == 1
+
+
+async def test_models_endpoint_and_key_rejection(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    ids = [model.id async for model in client.models.list()]
+    assert ids == ["simulated-policy", "simulated-judge"]
+    assert sim.base_url is not None
+    async with openai.AsyncOpenAI(base_url=sim.base_url, api_key="rejected-key", max_retries=0) as bad:
+        with pytest.raises(openai.AuthenticationError):
+            await bad.models.list()
+        with pytest.raises(openai.AuthenticationError):
+            await ask(bad, make_prompt(0))
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{sim.base_url}/models") as response:  # no Authorization header at all
+            assert response.status == 401
+    stats = sim.stats()
+    assert stats["faults"]["auth_rejected"] == 2
+    assert stats["requests"]["models"] == 3
+
+
+async def test_max_in_flight_is_recorded(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(policy_latency_s=0.1)
+    limit = asyncio.Semaphore(5)
+
+    async def limited(i: int) -> None:
+        async with limit:
+            await ask(client, make_prompt(i))
+
+    await asyncio.gather(*(limited(i) for i in range(12)))
+    assert sim.stats()["max_in_flight"]["policy"] == 5
+    sim.reset_stats()
+    await asyncio.gather(*(ask(client, make_prompt(i)) for i in range(12)))
+    stats = sim.stats()
+    assert stats["max_in_flight"] == {"policy": 12, "judge": 0}
+    assert stats["in_flight"] == {"policy": 0, "judge": 0}
+    assert stats["total_requests"] == 12
+
+
+async def test_huge_answer(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    sim.configure(policy_huge_every=1)
+    answer = await ask(client, make_prompt(0))
+    text = answer.choices[0].message.content or ""
+    assert len(text) >= 1_048_576
+    assert classify(text) in ("good", "partial")  # a complete, valid SVG, just enormous
+    assert sim.stats()["faults"]["policy_huge"] == 1
+
+
+async def test_judge_and_policy_are_told_apart_by_the_image_not_the_model(
+    sim: Simulator, client: openai.AsyncOpenAI
+) -> None:
+    await client.chat.completions.create(model="simulated-judge", messages=user(make_prompt(0)))
+    png = base64.b64encode(b"not really a png").decode()
+    content = [
+        {"type": "text", "text": make_prompt(0)},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+    ]
+    answer = await client.chat.completions.create(
+        model="simulated-policy", messages=[{"role": "user", "content": content}]  # type: ignore[list-item]
+    )
+    assert answer.model == "simulated-judge"
+    assert '"number_of_fulfilled_requirements": 0' in (answer.choices[0].message.content or "")
+    assert sim.stats()["requests"] == {"policy": 1, "judge": 1, "models": 0}
+
+
+async def test_remote_control_endpoints(sim: Simulator, client: openai.AsyncOpenAI) -> None:
+    root = (sim.base_url or "").removesuffix("/v1")
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{root}/_sim/config", json={"empty_choices_every": 1}) as response:
+            assert response.status == 200
+            assert (await response.json())["empty_choices_every"] == 1
+        async with http.post(f"{root}/_sim/config", json={"no_such_knob": 1}) as response:
+            assert response.status == 400
+        assert (await ask(client, make_prompt(0))).choices == []
+        async with http.get(f"{root}/_sim/stats") as response:
+            assert (await response.json())["faults"]["empty_choices"] == 1
+        async with http.post(f"{root}/_sim/reset_stats") as response:
+            assert response.status == 200
+    assert sim.stats()["total_requests"] == 0
+    assert sim.config.empty_choices_every == 1
+
+
+async def test_start_async_serves_on_the_callers_loop() -> None:
+    async with Simulator(SimConfig(seed=1)) as server:
+        assert server.base_url is not None and server.base_url.startswith("http://127.0.0.1:")
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as api:
+            assert (await ask(api, make_prompt(0))).choices
+    assert server.stats()["requests"]["policy"] == 1
+
+
+async def test_many_concurrent_requests_add_little_overhead() -> None:
+    latency, count = 0.2, 256
+    with Simulator(SimConfig(policy_latency_s=latency)) as server:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as http:
+
+            async def one(i: int) -> None:
+                body = {"model": "m", "messages": user(make_prompt(i))}
+                headers = {"Authorization": "Bearer k"}
+                async with http.post(f"{server.base_url}/chat/completions", json=body, headers=headers) as response:
+                    assert response.status == 200
+                    await response.read()
+
+            started = time.perf_counter()
+            await asyncio.gather(*(one(i) for i in range(count)))
+            elapsed = time.perf_counter() - started
+        stats = server.stats()
+    assert stats["max_in_flight"]["policy"] >= count * 0.9
+    assert elapsed < latency + 1.0, elapsed  # loose: client and server share this process and a small CI box
+
+
+def test_runs_as_a_separate_process() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svgagent.core.simulator", "--port", "0", "--policy-latency", "0.01", "--seed", "4"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("svgagent simulator listening on http://127.0.0.1:"), line
+        url = line.split()[-1]
+
+        async def check() -> str | None:
+            async with openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0) as api:
+                return (await ask(api, make_prompt(0))).choices[0].message.content
+
+        assert "simulated" in (asyncio.run(check()) or "")
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
