@@ -1,0 +1,288 @@
+"""The SVG renderer: sizing, colours, input checks, and the worker pool's timeout/crash/memory/cancel handling."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import io
+import os
+import signal
+import time
+
+import pytest
+from PIL import Image
+
+from svgagent.core.errors import RenderError
+from svgagent.core.render import Renderer, render_svg_to_png
+from svgagent.core.render_worker import fit_longest_side, intrinsic_size
+
+NS = 'xmlns="http://www.w3.org/2000/svg"'
+RED_RECT_LEFT_HALF = f'<svg {NS} width="100" height="100"><rect width="50" height="100" fill="#ff0000"/></svg>'
+# Slow for cairosvg (its path parser is quadratic): seconds of work in well under the 1 MB cap.
+SLOW_SVG = f'<svg {NS} width="100" height="100"><path d="M0 0 ' + " ".join(
+    f"L{i % 100} {(i * 7) % 100}" for i in range(60_000)
+) + '" stroke="#000"/></svg>'
+
+
+def image_of(png: bytes) -> Image.Image:
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    return image.convert("RGB")
+
+
+def solid_svg(colour: str, width: int = 10, height: int = 10) -> str:
+    return f'<svg {NS} width="{width}" height="{height}"><rect width="100%" height="100%" fill="{colour}"/></svg>'
+
+
+def png_data_url(colour: tuple[int, int, int], side: int = 8) -> str:
+    buffer = io.BytesIO()
+    Image.new("RGB", (side, side), colour).save(buffer, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+@pytest.fixture(scope="module")
+def renderer():
+    with Renderer(timeout_s=10) as pool:
+        yield pool
+
+
+# ------------------------------------------------------------------------------------------------ sizing
+
+
+@pytest.mark.parametrize(
+    ("attrs", "expected"),
+    [
+        ('width="10" height="10"', (512, 512)),
+        ('width="5000" height="3000"', (512, 307)),
+        ('width="3000" height="5000"', (307, 512)),
+        ('viewBox="0 0 300 150"', (512, 256)),
+        ('viewBox="-50 -50 100 400"', (128, 512)),
+        ('height="100" viewBox="0 0 400 100"', (512, 128)),
+        ('width="100%" height="100%" viewBox="0 0 200 100"', (512, 256)),
+        ('width="2in" height="1in"', (512, 256)),
+        ("", (512, 512)),
+        ('width="1000000" height="1000000"', (512, 512)),
+        ('width="1000000" height="1"', (512, 1)),
+    ],
+)
+def test_longest_side_is_the_requested_size(attrs: str, expected: tuple[int, int]) -> None:
+    png = render_svg_to_png(f'<svg {NS} {attrs}><circle cx="5" cy="5" r="4"/></svg>')
+    assert image_of(png).size == expected
+
+
+def test_size_argument_and_small_images_scale_up() -> None:
+    assert image_of(render_svg_to_png(solid_svg("#ff0000", 3, 2), size=128)).size == (128, 85)
+    image = image_of(render_svg_to_png(solid_svg("#ff0000", 10, 10)))
+    assert image.size == (512, 512)
+    assert image.getpixel((0, 0)) == image.getpixel((511, 511)) == (255, 0, 0)
+
+
+def test_intrinsic_size_rules() -> None:
+    assert intrinsic_size(None, None, None) == (100.0, 100.0)
+    assert intrinsic_size("50", None, None) == (50.0, 50.0)
+    assert intrinsic_size("50%", "20", "0 0 10 40") == (5.0, 20.0)
+    assert intrinsic_size("72pt", "1in", None) == (96.0, 96.0)
+    assert fit_longest_side(1e6, 1.0, 512) == (512, 1)
+    assert fit_longest_side(10, 10, 512) == (512, 512)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "reason"),
+    [
+        ('width="-5" height="10"', "width is negative"),
+        ('width="10" height="0"', "height is zero"),
+        ('viewBox="0 0 0 10"', "viewBox"),
+        ('viewBox="0 0 10"', "viewBox"),
+        ('width="1e999" height="1"', "finite"),
+    ],
+)
+def test_invalid_sizes_are_refused_with_a_reason(attrs: str, reason: str) -> None:
+    with pytest.raises(RenderError, match=reason):
+        render_svg_to_png(f"<svg {NS} {attrs}/>")
+
+
+# ------------------------------------------------------------------------------------------------ colours
+
+
+def test_white_background_and_red_rect_in_process() -> None:
+    image = image_of(render_svg_to_png(RED_RECT_LEFT_HALF))
+    assert image.getpixel((100, 256)) == (255, 0, 0)
+    assert image.getpixel((400, 256)) == (255, 255, 255)  # transparent area comes out white
+
+
+async def test_white_background_and_red_rect_through_the_pool(renderer: Renderer) -> None:
+    image = image_of(await renderer.render(RED_RECT_LEFT_HALF))
+    assert image.size == (512, 512)
+    assert image.getpixel((10, 10)) == (255, 0, 0)
+    assert image.getpixel((500, 500)) == (255, 255, 255)
+    assert image_of(renderer.render_sync(RED_RECT_LEFT_HALF, size=64)).size == (64, 64)
+
+
+def test_semi_transparent_fill_is_blended_on_white() -> None:
+    image = image_of(render_svg_to_png(f'<svg {NS} width="4" height="4"><rect width="4" height="4" '
+                                       'fill="#0000ff" fill-opacity="0.5"/></svg>'))
+    red, green, blue = image.getpixel((256, 256))
+    assert blue == 255 and 120 <= red <= 135 and 120 <= green <= 135
+
+
+def test_inline_data_images_are_allowed() -> None:
+    raster = f'<image href="{png_data_url((255, 0, 0))}" width="100" height="100"/>'
+    nested = base64.b64encode(solid_svg("#0000ff").encode()).decode()
+    vector = f'<image href="data:image/svg+xml;base64,{nested}" x="100" width="100" height="100"/>'
+    image = image_of(render_svg_to_png(f'<svg {NS} width="200" height="100">{raster}{vector}</svg>'))
+    assert image.getpixel((128, 128)) == (255, 0, 0)
+    assert image.getpixel((384, 128)) == (0, 0, 255)
+
+
+# ------------------------------------------------------------------------------------------------ input checks
+
+
+def test_input_checks() -> None:
+    with pytest.raises(RenderError, match=r"^SVG too large: 1000001 bytes \(limit 1000000\)$"):
+        render_svg_to_png(b" " * 1_000_001)
+    with pytest.raises(RenderError, match=r"^SVG too large: 101 bytes \(limit 100\)$"):
+        render_svg_to_png("x" * 101, max_bytes=100)
+    with pytest.raises(RenderError, match="not valid UTF-8"):
+        render_svg_to_png(b"<svg>\xff</svg>")
+    with pytest.raises(RenderError, match="cannot be encoded as UTF-8"):
+        render_svg_to_png("<svg>\ud800</svg>")
+    with pytest.raises(RenderError, match="not an SVG document: root element is <html>"):
+        render_svg_to_png("<html/>")
+    with pytest.raises(RenderError, match="empty"):
+        render_svg_to_png(b"")
+    with pytest.raises(RenderError, match="must be str or bytes"):
+        render_svg_to_png(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        render_svg_to_png(solid_svg("#000"), size=0)
+
+
+def test_gzip_input_is_decompressed_with_a_cap() -> None:
+    image = image_of(render_svg_to_png(gzip.compress(solid_svg("#ff0000").encode())))
+    assert image.getpixel((5, 5)) == (255, 0, 0)
+    with pytest.raises(RenderError, match="expands beyond the limit of 1000 bytes"):
+        render_svg_to_png(gzip.compress(b"<svg>" + b" " * 5000 + b"</svg>"), max_bytes=1000)
+
+
+def test_pool_checks_size_before_sending(renderer: Renderer) -> None:
+    with pytest.raises(RenderError, match=r"^SVG too large: 1000001 bytes \(limit 1000000\)$"):
+        renderer.render_sync(b"<" * 1_000_001)
+
+
+# ------------------------------------------------------------------------------------------------ the pool
+
+
+async def test_workers_start_lazily_and_stop_on_close() -> None:
+    pool = Renderer(workers=2)
+    assert pool.worker_pids() == []
+    await pool.render(solid_svg("#000"), size=16)
+    pids = pool.worker_pids()
+    assert len(pids) == 2
+    pool.close()
+    assert pool.worker_pids() == []
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or _is_zombie_free(pid)
+    with pytest.raises(RenderError, match="closed"):
+        await pool.render(solid_svg("#000"))
+    with pytest.raises(RenderError, match="closed"):
+        pool.render_sync(solid_svg("#000"))
+
+
+def _is_zombie_free(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return True
+
+
+async def test_many_concurrent_callers_get_their_own_results(renderer: Renderer) -> None:
+    colours = [(i * 37 % 256, i * 91 % 256, i * 53 % 256) for i in range(60)]
+    svgs = [solid_svg("#%02x%02x%02x" % colour) for colour in colours]
+    pngs = await asyncio.gather(*(renderer.render(svg, size=32) for svg in svgs))
+    assert [image_of(png).getpixel((16, 16)) for png in pngs] == colours
+
+
+async def test_render_does_not_block_the_event_loop() -> None:
+    async with Renderer(workers=1, timeout_s=0.5) as pool:
+        await pool.render(solid_svg("#000"), size=16)
+        longest_gap = 0.0
+
+        async def ticker() -> None:
+            nonlocal longest_gap
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.monotonic()
+                longest_gap, last = max(longest_gap, now - last), now
+
+        ticking = asyncio.create_task(ticker())
+        with pytest.raises(RenderError, match="timed out"):
+            await pool.render(SLOW_SVG)
+        ticking.cancel()
+        assert longest_gap < 0.2
+
+
+async def test_timeout_kills_and_replaces_the_worker() -> None:
+    async with Renderer(workers=1, timeout_s=0.05) as pool:
+        await pool.render(solid_svg("#000"), size=16)
+        (old_pid,) = pool.worker_pids()
+        started = time.monotonic()
+        with pytest.raises(RenderError, match=r"^render timed out after 0\.05 s$"):
+            await pool.render(SLOW_SVG)
+        assert time.monotonic() - started < 2
+        assert not _alive(old_pid)
+        image = image_of(await pool.render(solid_svg("#ff0000"), size=16))
+        assert image.getpixel((8, 8)) == (255, 0, 0)
+        assert pool.worker_pids() != [old_pid]
+
+
+def _alive(pid: int) -> bool:
+    return os.path.exists(f"/proc/{pid}") and _is_zombie_free(pid)
+
+
+async def test_a_crashed_worker_is_reported_and_replaced() -> None:
+    async with Renderer(workers=1, timeout_s=20) as pool:
+        await pool.render(solid_svg("#000"), size=16)
+        (pid,) = pool.worker_pids()
+        render = asyncio.create_task(pool.render(SLOW_SVG))
+        await asyncio.sleep(0.3)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(RenderError, match=r"^renderer crashed \(exit code -9, SIGKILL\)$"):
+            await render
+        image = image_of(await pool.render(solid_svg("#00ff00"), size=16))
+        assert image.getpixel((8, 8)) == (0, 255, 0)
+
+
+def test_memory_limit_becomes_a_reason() -> None:
+    with Renderer(workers=1, memory_mb=200) as pool:
+        # a 12000 px square needs 576 MB of pixels: far over the 200 MB address-space limit
+        with pytest.raises(RenderError, match="memory"):
+            pool.render_sync(solid_svg("#000"), size=12_000)
+        image = image_of(pool.render_sync(solid_svg("#ff0000"), size=64))
+        assert image.getpixel((8, 8)) == (255, 0, 0)
+
+
+async def test_cancelled_callers_leave_the_pool_healthy() -> None:
+    medium = f'<svg {NS} width="100" height="100">' + "".join(
+        f'<circle cx="{i % 100}" cy="{i // 100}" r="3" fill="#000"/>' for i in range(3000)
+    ) + "</svg>"
+    async with Renderer(workers=1, timeout_s=10) as pool:
+        tasks = [asyncio.create_task(pool.render(medium)) for _ in range(4)]
+        await asyncio.sleep(0.05)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for colour in ((255, 0, 0), (0, 0, 255)):
+            png = await asyncio.wait_for(pool.render(solid_svg("#%02x%02x%02x" % colour), size=16), 15)
+            assert image_of(png).getpixel((8, 8)) == colour
+
+
+async def test_throughput_of_simple_renders(renderer: Renderer) -> None:
+    svgs = [solid_svg("#%06x" % (i * 2654435761 % 0xFFFFFF), 20, 10) for i in range(200)]
+    await renderer.render(svgs[0])
+    started = time.monotonic()
+    pngs = await asyncio.gather(*(renderer.render(svg) for svg in svgs))
+    assert all(image_of(png).size == (512, 256) for png in pngs[:5])
+    assert time.monotonic() - started < 10
