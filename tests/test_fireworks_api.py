@@ -1,0 +1,358 @@
+"""ControlPlane (our layer over the real fireworks-ai client) against the local simulator; links; JobSummary."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import tarfile
+
+import pytest
+
+from svgagent.core.errors import SvgAgentError
+from svgagent.core.fireworks_api import (
+    MISSING_KEY,
+    ControlPlane,
+    FireworksError,
+    JobSummary,
+    is_terminal,
+    secret_id_for,
+)
+from svgagent.core.fireworks_sim import FireworksSim
+from svgagent.core.links import app_url, dataset_link, evaluator_link, job_link
+
+ACCT = "sim-account"
+JSONL = b"".join(json.dumps({"messages": [{"role": "user", "content": f"draw {w}"}]}).encode() + b"\n"
+                 for w in ("a cat", "a dog", "a tree"))
+JOB_BODY = {
+    "displayName": "svg rft",
+    "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b", "epochs": 1, "learningRate": 1e-4,
+                       "loraRank": 16, "outputModel": "svg-drawer"},
+    "inferenceParameters": {"temperature": 0.8, "maxOutputTokens": 2048, "responseCandidatesCount": 4,
+                            "extraBody": json.dumps({"reasoning_effort": "low"})},
+    "lossConfig": {"method": "GRPO", "klBeta": 0.01},
+    "evalAutoCarveout": True,
+}
+FAST = {"poll_s": 0.001, "timeout_s": 5.0}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FIREWORKS_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL", "FIREWORKS_CUSTOM_HEADERS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def sim():
+    with FireworksSim() as server:
+        yield server
+
+
+def plane(sim: FireworksSim, key: str = "test-key", **kw: object) -> ControlPlane:
+    kw.setdefault("max_retries", 0)
+    return ControlPlane(key, base_url=sim.base_url, **kw)
+
+
+def bundle(source: str = "def evaluate(row):\n    return 1.0\n") -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = source.encode()
+        info = tarfile.TarInfo("main.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def ensure(cp: ControlPlane, code_hash: str = "h1", **kw: object) -> dict:
+    return cp.ensure_evaluator("svg-judge", "SVG judge", "main.py::evaluate", bundle(), "cairosvg\nopenai\n",
+                               code_hash, **{**FAST, **kw})
+
+
+def ready(sim: FireworksSim) -> ControlPlane:
+    cp = plane(sim)
+    cp.create_dataset("svg-prompts", "SVG prompts", JSONL, **FAST)
+    ensure(cp)
+    return cp
+
+
+def bodies(sim: FireworksSim, method: str, suffix: str) -> list:
+    return [r.body for r in sim.requests if r.method == method and r.path.endswith(suffix)]
+
+
+def test_full_sequence_through_the_real_client(sim: FireworksSim) -> None:
+    cp = plane(sim)
+    assert cp.resolve_account() == ACCT
+    assert cp.upsert_secret("OPENAI_API_KEY", "sk-live-123")["created"] is True
+    assert cp.upsert_secret("OPENAI_API_KEY", "sk-live-456") == {
+        "name": f"accounts/{ACCT}/secrets/openai-api-key", "keyName": "OPENAI_API_KEY", "created": False}
+    assert sim.secret_value("openai-api-key") == "sk-live-456"
+    dataset = cp.create_dataset("svg-prompts", "SVG prompts", JSONL, **FAST)
+    assert (dataset["state"], dataset["exampleCount"]) == ("READY", "3")
+    stages: list[str] = []
+    evaluator = ensure(cp, on_progress=lambda stage, detail: stages.append(stage))
+    assert evaluator["state"] == "ACTIVE" and evaluator["commitHash"] == "h1"
+    assert stages[:3] == ["create", "upload", "validate"] and "building" in stages and stages[-1] == "active"
+    job = cp.create_job("svg-run-1", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_BODY})
+    summary = JobSummary.from_job(job)
+    assert (summary.job_id, summary.state, summary.output_model) == ("svg-run-1", "CREATING",
+                                                                     f"accounts/{ACCT}/models/svg-drawer")
+    seen = []
+    while not summary.terminal:
+        summary = JobSummary.from_job(cp.get_job(summary.name))
+        seen.append(summary.phase)
+    assert seen[:4] == ["PENDING", "VALIDATING", "PROVISIONING", "RUNNING"]
+    assert (summary.state, summary.percent, summary.processed, summary.total) == ("COMPLETED", 100, 3, 3)
+    assert summary.completed
+
+    assert sim.paths()[:6] == [
+        "GET /verifyApiKey",
+        f"GET /v1/accounts/{ACCT}/secrets/openai-api-key",
+        f"POST /v1/accounts/{ACCT}/secrets",
+        f"GET /v1/accounts/{ACCT}/secrets/openai-api-key",
+        f"PATCH /v1/accounts/{ACCT}/secrets/openai-api-key",
+        f"GET /v1/accounts/{ACCT}/datasets/svg-prompts",
+    ]
+    assert bodies(sim, "POST", "/secrets") == [
+        {"name": f"accounts/{ACCT}/secrets/openai-api-key", "keyName": "OPENAI_API_KEY", "value": "***"}]
+    assert bodies(sim, "PATCH", "/openai-api-key") == [{"keyName": "OPENAI_API_KEY", "value": "***"}]
+    assert bodies(sim, "POST", "/datasets") == [{"datasetId": "svg-prompts", "dataset": {
+        "displayName": "SVG prompts", "exampleCount": "3", "format": "CHAT", "userUploaded": {}}}]
+    assert bodies(sim, "POST", ":upload") == [{"file": {"filename": "svg-prompts.jsonl", "size": len(JSONL)}}]
+    assert bodies(sim, "POST", "/evaluatorsV2") == [{"evaluatorId": "svg-judge", "evaluator": {
+        "displayName": "SVG judge", "entryPoint": "main.py::evaluate", "requirements": "cairosvg\nopenai\n",
+        "commitHash": "h1", "description": "[code h1]"}}]
+    assert bodies(sim, "POST", "svg-judge:getUploadEndpoint") == [
+        {"filenameToSize": {"svg-judge.tar.gz": str(len(bundle()))}}]
+    (upload,) = sim.uploads
+    assert (upload["size"], upload["authorization_sent"]) == (len(bundle()), False)
+    assert not [h for h in upload["headers"] if h.startswith("x-stainless")]  # no client metadata to storage
+    assert bodies(sim, "POST", "svg-judge:validateUpload") == [{}]
+    (create,) = [r for r in sim.requests if r.method == "POST" and r.path.endswith("/reinforcementFineTuningJobs")]
+    assert create.query == {"reinforcementFineTuningJobId": "svg-run-1"}
+    assert create.body == {"dataset": f"accounts/{ACCT}/datasets/svg-prompts",
+                           "evaluator": f"accounts/{ACCT}/evaluators/svg-judge", **JOB_BODY}
+    logged = json.dumps([r.body for r in sim.requests]) + json.dumps(sim.dump_state())
+    assert "sk-live" not in logged
+
+
+def test_account_from_environment_skips_verify(sim: FireworksSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIREWORKS_ACCOUNT_ID", ACCT)
+    monkeypatch.setenv("FIREWORKS_API_KEY", "env-key")
+    monkeypatch.setenv("FIREWORKS_BASE_URL", sim.base_url + "/v1")  # a pasted /v1 suffix is tolerated
+    cp = ControlPlane(max_retries=0)
+    assert cp.resolve_account() == ACCT and cp.base_url == sim.base_url
+    assert cp.list_jobs().jobs == []
+    assert sim.paths() == [f"GET /v1/accounts/{ACCT}/reinforcementFineTuningJobs"]
+    assert cp.verify_key() == ACCT
+
+
+def test_evaluator_reused_when_hash_matches(sim: FireworksSim) -> None:
+    cp = ready(sim)
+    before = len(sim.requests)
+    stages: list[str] = []
+    assert ensure(cp, on_progress=lambda s, d: stages.append(s))["state"] == "ACTIVE"
+    assert stages == ["reuse"]
+    assert sim.paths()[before:] == [f"GET /v1/accounts/{ACCT}/evaluators/svg-judge"]
+
+
+def test_changed_hash_or_force_rebuilds_in_place(sim: FireworksSim) -> None:
+    cp = ready(sim)
+    for code_hash, force in (("h2", False), ("h2", True)):
+        before = len(sim.requests)
+        assert ensure(cp, code_hash, force=force)["commitHash"] == "h2"
+        new = sim.requests[before:]
+        patch = [r for r in new if r.method == "PATCH"]
+        assert [r.query for r in patch] == [{"prepareCodeUpload": "true"}]
+        assert patch[0].body["commitHash"] == "h2"
+        assert not any(r.path.endswith("/evaluatorsV2") for r in new)
+        assert any(r.method == "PUT" for r in new) and any(r.path.endswith(":validateUpload") for r in new)
+    assert len(sim.uploads) == 3
+
+
+def test_build_failure_reports_message_and_log_link(sim: FireworksSim) -> None:
+    sim.config.evaluator_build_failure = "ModuleNotFoundError: No module named 'cairosvgg'"
+    with pytest.raises(FireworksError) as err:
+        ensure(plane(sim))
+    assert err.value.kind == "build_failed" and isinstance(err.value, SvgAgentError)
+    assert "No module named 'cairosvgg'" in str(err.value)
+    assert err.value.link and err.value.link.startswith(sim.base_url + "/_logs/") and err.value.link in str(err.value)
+
+
+def test_build_timeout_says_what_to_do(sim: FireworksSim) -> None:
+    sim.config.evaluator_build_steps = 10_000
+    with pytest.raises(FireworksError) as err:
+        ensure(plane(sim), poll_s=0.001, timeout_s=0.05)
+    assert err.value.kind == "timeout" and "still BUILDING" in str(err.value)
+    assert f"{sim.base_url}/dashboard/evaluators/svg-judge" in str(err.value)
+
+
+def test_admin_role_required(sim: FireworksSim) -> None:
+    sim.config.admin = False
+    with pytest.raises(FireworksError) as err:
+        ensure(plane(sim))
+    assert err.value.kind == "admin_required" and err.value.status_code == 403
+    assert "admin role required" in str(err.value) and "account admin" in str(err.value)
+
+
+def test_rejected_key(sim: FireworksSim) -> None:
+    with pytest.raises(FireworksError) as err:
+        plane(sim, key="rejected-key").resolve_account()
+    assert err.value.kind == "auth" and "FIREWORKS_API_KEY" in str(err.value) and "401" in str(err.value)
+
+
+def test_missing_key() -> None:
+    with pytest.raises(FireworksError) as err:
+        ControlPlane(base_url="http://127.0.0.1:9")
+    assert str(err.value) == MISSING_KEY and err.value.kind == "missing_key"
+
+
+def test_unreachable_host_names_it() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    cp = ControlPlane("k", base_url=f"http://127.0.0.1:{port}", max_retries=0)
+    with pytest.raises(FireworksError) as err:
+        cp.resolve_account()
+    assert err.value.kind == "network" and f"127.0.0.1:{port}" in str(err.value)
+
+
+def test_rate_limit_and_transient_server_errors(sim: FireworksSim) -> None:
+    cp = plane(sim, account_id=ACCT)
+    sim.inject(429, times=None, route="reinforcementFineTuningJobs")
+    with pytest.raises(FireworksError) as err:
+        cp.list_jobs()
+    assert err.value.kind == "rate_limit" and "quota" in str(err.value)
+    sim.clear_faults()
+    sim.inject(503, times=1, retry_after_s=0.01)
+    assert plane(sim, account_id=ACCT, max_retries=2).list_jobs().jobs == []  # the client's own retry
+    assert [r.status for r in sim.requests[-2:]] == [503, 200]
+    sim.inject(500, times=None)
+    with pytest.raises(FireworksError) as err:
+        cp.get_job("x")
+    assert err.value.kind == "server"
+
+
+def test_dataset_is_idempotent(sim: FireworksSim) -> None:
+    cp = plane(sim)
+    cp.create_dataset("svg-prompts", "SVG prompts", JSONL, **FAST)
+    before = len(sim.requests)
+    assert cp.create_dataset("svg-prompts", "SVG prompts", JSONL, **FAST)["state"] == "READY"
+    assert sim.paths()[before:] == [f"GET /v1/accounts/{ACCT}/datasets/svg-prompts"]
+    with pytest.raises(FireworksError) as err:
+        cp.create_dataset("svg-prompts", "SVG prompts", JSONL + JSONL, **FAST)
+    assert err.value.kind == "conflict" and "3 examples" in str(err.value)
+    with pytest.raises(FireworksError):
+        cp.create_dataset("Bad Id", "x", JSONL)
+    with pytest.raises(FireworksError):
+        cp.create_dataset("empty", "x", b"\n")
+
+
+def test_dataset_signed_url_path_for_large_files(sim: FireworksSim) -> None:
+    cp = plane(sim)
+    cp.DIRECT_UPLOAD_LIMIT = 10
+    assert cp.create_dataset("big", "Big", JSONL, **FAST)["exampleCount"] == "3"
+    assert [p.split("/")[-1] for p in sim.paths() if p.startswith("POST")] == [
+        "datasets", "big:getUploadEndpoint", "big:validateUpload"]
+    assert sim.uploads[0]["authorization_sent"] is False and sim.dataset_bytes("big") == JSONL
+
+
+def test_list_jobs_paging(sim: FireworksSim) -> None:
+    cp = ready(sim)
+    for i in range(5):
+        cp.create_job(f"job-{i}", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_BODY})
+    ids, token, pages = [], None, 0
+    while True:
+        page = cp.list_jobs(page_size=2, page_token=token, order_by="name")
+        ids += [JobSummary.from_job(j).job_id for j in page.jobs]
+        pages += 1
+        if not (token := page.next_page_token):
+            break
+    assert pages == 3 and ids == [f"job-{i}" for i in range(5)]
+    assert len(cp.list_jobs().jobs) == 5
+
+
+def test_cancel_and_resume(sim: FireworksSim) -> None:
+    cp = ready(sim)
+    cp.create_job("run", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_BODY})
+    cp.cancel_job(f"accounts/{ACCT}/reinforcementFineTuningJobs/run")
+    assert sim.job_state("run") == "JOB_STATE_CANCELLING"
+    assert JobSummary.from_job(cp.get_job("run")).state == "CANCELLED"
+    with pytest.raises(FireworksError) as err:
+        cp.cancel_job("run")
+    assert err.value.kind == "invalid" and "cannot be cancelled" in str(err.value)
+    assert JobSummary.from_job(cp.resume_job("run")).state == "RUNNING"
+    cp.delete_job("run")
+    with pytest.raises(FireworksError) as err:
+        cp.get_job("run")
+    assert err.value.kind == "not_found"
+
+
+def test_failed_job_summary_and_resume(sim: FireworksSim) -> None:
+    sim.config.job_failure = "evaluator crashed on 40% of rollouts"
+    cp = ready(sim)
+    cp.create_job(None, {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_BODY})
+    (job,) = cp.list_jobs().jobs
+    summary = JobSummary.from_job(job)
+    while not summary.terminal:
+        summary = JobSummary.from_job(cp.get_job(summary.job_id))
+    assert (summary.state, summary.status) == ("FAILED", "evaluator crashed on 40% of rollouts")
+    assert JobSummary.from_job(cp.resume_job(summary.name)).phase == "RUNNING"
+
+
+def test_job_body_errors(sim: FireworksSim) -> None:
+    cp = ready(sim)
+    before = len(sim.requests)
+    with pytest.raises(FireworksError) as err:
+        cp.create_job("x", {"evaluator": "svg-judge"})
+    assert err.value.kind == "invalid" and len(sim.requests) == before  # refused before any request
+    with pytest.raises(FireworksError) as err:
+        cp.create_job("x", {"dataset": "svg-prompts", "evaluator": "svg-judge", "training_config": {"epochs": 1}})
+    assert err.value.kind == "invalid" and "trainingConfig.baseModel" in str(err.value)
+    cp.create_job("dup", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_BODY})
+    with pytest.raises(FireworksError) as err:
+        cp.create_job("dup", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_BODY})
+    assert err.value.kind == "conflict" and "already exists" in str(err.value)
+    job = cp.create_job(None, {"dataset": "svg-prompts", "evaluator": "svg-judge", "futureField": {"a": 1},
+                               **JOB_BODY})
+    assert job["futureField"] == {"a": 1}  # unknown fields are passed through to the API
+
+
+def test_secret_ids() -> None:
+    assert secret_id_for("OPENAI_API_KEY") == "openai-api-key"
+    with pytest.raises(FireworksError):
+        secret_id_for("1BAD")
+
+
+def test_job_summary_parser() -> None:
+    empty = JobSummary.from_job({})
+    assert (empty.state, empty.percent, empty.total, empty.name, empty.output_model) == ("UNSPECIFIED", None, 0, "",
+                                                                                          None)
+    running = JobSummary.from_job({
+        "name": "accounts/a/reinforcementFineTuningJobs/j1", "displayName": "run", "state": "JOB_STATE_RUNNING",
+        "status": {"code": "OK", "message": ""}, "createTime": "2025-01-01T00:00:00Z",
+        "trainingConfig": {"outputModel": "accounts/a/models/m"},
+        "jobProgress": {"percent": 40, "epoch": 1, "totalInputRequests": "200", "successfullyProcessedRequests": "78",
+                        "failedRequests": "2"}})
+    assert (running.job_id, running.phase, running.percent, running.epoch) == ("j1", "RUNNING", 40, 1)
+    assert (running.processed, running.failed, running.total) == (80, 2, 200)
+    assert running.output_model == "accounts/a/models/m" and not running.terminal
+    provisioning = JobSummary.from_job({"state": "JOB_STATE_RUNNING", "jobProgress": {"totalInputRequests": 0}})
+    assert provisioning.provisioning and provisioning.phase == "PROVISIONING"
+    assert JobSummary.from_job({"state": "JOB_STATE_RUNNING"}).provisioning  # progress absent
+    for state in ("COMPLETED", "JOB_STATE_FAILED", "CANCELLED", "JOB_STATE_EARLY_STOPPED", "EXPIRED"):
+        assert is_terminal(state)
+    for state in ("RUNNING", "JOB_STATE_CANCELLING", "JOB_STATE_PAUSED", "JOB_STATE_WRITING_RESULTS", None):
+        assert not is_terminal(state)
+
+
+def test_links() -> None:
+    assert app_url(None) == "https://app.fireworks.ai"
+    assert evaluator_link("https://api.fireworks.ai", "svg-judge") == \
+        "https://app.fireworks.ai/dashboard/evaluators/svg-judge"
+    assert dataset_link("https://api.fireworks.ai/", "accounts/a/datasets/d1") == \
+        "https://app.fireworks.ai/dashboard/datasets/d1"
+    assert job_link("https://api.fireworks.ai", "accounts/a/reinforcementFineTuningJobs/j9") == \
+        "https://app.fireworks.ai/dashboard/fine-tuning/reinforcement/j9"
+    assert app_url("https://api.staging.example.com:8443") == "https://app.staging.example.com:8443"
+    assert job_link("http://127.0.0.1:5555", "j") == "http://127.0.0.1:5555/dashboard/fine-tuning/reinforcement/j"
+    assert app_url("http://localhost:8765") == "http://localhost:8765"
