@@ -266,6 +266,20 @@ class Store:
             raise StoreError(f"no rollout {rollout_id!r}")
         return RolloutRecord.from_row(row)
 
+    def get_rollouts(self, rollout_ids: Sequence[str], *, heavy: bool = False) -> list[RolloutRecord]:
+        """Several rollouts by id in one query per 500 ids (light unless ``heavy``); unknown ids are skipped."""
+        cols = "*" if heavy else ", ".join(LIGHT_COLUMNS)
+        ids = list(dict.fromkeys(rollout_ids))
+        found: list[RolloutRecord] = []
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows = self._db.execute(
+                    f"SELECT {cols} FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk
+                ).fetchall()
+                found.extend(RolloutRecord.from_row(r) for r in rows)
+        return found
+
     def list_rollouts(
         self, run_id: str, *, heavy: bool = False, current_only: bool = True, statuses: Iterable[str] | None = None
     ) -> list[RolloutRecord]:

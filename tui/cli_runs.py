@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.errors import RenderError, StoreError
@@ -48,8 +49,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 print(json.dumps(items, indent=2))
                 return EXIT_OK
             table = Table("run", "name", "created", "status", "model", "rollouts", "mean")
+            table.columns[0].no_wrap = True
             for it in items:
-                table.add_row(it["run_id"], it["name"], it["created"][:19], it["status"], str(it["model"]),
+                table.add_row(it["run_id"], escape(it["name"]), it["created"][:19], it["status"], str(it["model"]),
                               str(it["rollouts"]), _fmt(it["mean_score"]))
             Console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
@@ -62,13 +64,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print(json.dumps(data, indent=2))
             return EXIT_OK
         console = Console()
-        console.print(f"[bold]{run.name}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
-                      f"{run.dataset.get('name')}; mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
+        console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
+                      f"{escape(str(run.dataset.get('name')))}; mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
         table = Table("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason")
+        for column, width in zip(table.columns, (7, 6, 6, 7, 5, 8, 5, 7, 10)):
+            column.no_wrap = True
+            column.min_width = width
+        table.columns[-1].overflow = "ellipsis"
         for r in rollouts:
-            table.add_row(r.rollout_id, r.row_id, str(r.sample_index), r.status.value, _fmt(r.score),
+            table.add_row(r.rollout_id.removeprefix(run.run_id + "."), r.row_id, str(r.sample_index), r.status.value, _fmt(r.score),
                           f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}", _fmt(r.generation_s, 1),
-                          _fmt(r.judge_s, 1), (r.reason or "")[:60])
+                          _fmt(r.judge_s, 1), escape((r.reason or "")[:60]))
         console.print(table)
         return EXIT_OK
 

@@ -1,0 +1,189 @@
+"""The headless CLI, run as a user runs it: a real `svgagent` process."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from svgagent.core.simulator import Simulator
+from svgagent.core.store import Store
+
+RUN_KEYS = {"run_id", "rollouts", "scored", "failed", "invalid", "mean_score", "stderr", "threshold", "passed",
+            "duration_s"}
+ROLLOUT_KEYS = {"rollout_id", "row_id", "sample_index", "status", "score", "fulfilled", "total", "is_score_valid",
+                "reason", "error", "generation_s", "render_s", "judge_s", "prompt_tokens", "completion_tokens"}
+
+
+def svgagent(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "svghome"
+    monkeypatch.setenv("SVGAGENT_HOME", str(h))
+    return h
+
+
+def test_eval_demo_json_and_stored_run(home: Path) -> None:
+    out = svgagent("eval", "--demo", "--rows", "3", "--runs", "2", "--json")
+    assert out.returncode in (0, 1), out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == RUN_KEYS
+    assert data["rollouts"] == 6 and data["scored"] + data["failed"] == 6
+    assert out.returncode == (0 if data["passed"] else 1)
+    assert data["passed"] == (data["mean_score"] >= data["threshold"])
+    shown = json.loads(svgagent("runs", "show", data["run_id"], "--json").stdout)
+    assert shown["run"]["run_id"] == data["run_id"] and len(shown["rollouts"]) == 6
+    assert ROLLOUT_KEYS <= set(shown["rollouts"][0])
+    listed = json.loads(svgagent("runs", "list", "--json").stdout)
+    assert listed[0]["run_id"] == data["run_id"]
+    assert {"run_id", "name", "created", "status", "rollouts", "mean_score"} <= set(listed[0])
+    assert listed[0]["mean_score"] == pytest.approx(data["mean_score"])
+
+
+def test_eval_threshold_decides_exit_code(home: Path) -> None:
+    assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "0").returncode == 0
+    assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "1").returncode == 1
+
+
+def test_export_jsonl_and_csv(home: Path, tmp_path: Path) -> None:
+    run_id = json.loads(svgagent("eval", "--demo", "--rows", "2", "--json").stdout)["run_id"]
+    lines = svgagent("export", run_id, "--format", "jsonl").stdout.splitlines()
+    assert len(lines) == 2
+    row = json.loads(lines[0])
+    assert row["messages"][0]["role"] == "user" and row["messages"][-1]["role"] == "assistant"
+    assert row["input_metadata"]["dataset_info"]["total_requirements"] == len(
+        row["input_metadata"]["dataset_info"]["requirements"])
+    assert row["rollout_status"]["code"] == 100 and row["evaluation_result"] is not None
+    target = tmp_path / "out.csv"
+    assert svgagent("export", run_id, "--format", "csv", "-o", str(target)).returncode == 0
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert [r["rollout_id"] for r in rows] == [json.loads(x)["execution_metadata"]["rollout_id"] for x in lines]
+
+
+def test_missing_key_names_variable_and_writes_nothing(home: Path) -> None:
+    out = svgagent("eval", "--rows", "1")
+    assert out.returncode == 2
+    assert "FIREWORKS_API_KEY" in out.stderr and ".env" in out.stderr and "Traceback" not in out.stderr
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--concurrency", "0"], "concurrency"),
+        (["--temperature", "9"], "temperature"),
+        (["--dataset", "nope.json"], "nope.json"),
+        (["--resume", "no-such-run"], "no-such-run"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(home: Path, args: list[str], needle: str) -> None:
+    out = svgagent("eval", "--demo", *args)
+    assert out.returncode == 2, out.stderr
+    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bad_dataset_file_is_reported_without_writing(home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"prompt": "Draw a cat.", "requirements": []}]')
+    out = svgagent("eval", "--demo", "--dataset", str(bad))
+    assert out.returncode == 2 and "bad.json" in out.stderr
+    assert not home.exists()
+
+
+def test_render_command(tmp_path: Path) -> None:
+    good = tmp_path / "in.svg"
+    good.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10" '
+                    'fill="red"/></svg>')
+    out_png = tmp_path / "out.png"
+    ok = svgagent("render", str(good), "-o", str(out_png), "--size", "64")
+    assert ok.returncode == 0, ok.stderr
+    from PIL import Image
+
+    with Image.open(out_png) as img:
+        assert img.size == (64, 32)
+    hostile = tmp_path / "evil.svg"
+    hostile.write_text('<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+                       '<svg xmlns="http://www.w3.org/2000/svg"><text>&b;</text></svg>')
+    bad = svgagent("render", str(hostile), "-o", str(tmp_path / "evil.png"))
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "evil.png").exists()
+
+
+def _wait_for(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def _terminal_count(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        n = con.execute("SELECT COUNT(*) FROM rollouts WHERE status IN ('scored','failed')").fetchone()[0]
+        con.close()
+        return n
+    except sqlite3.OperationalError:
+        return 0
+
+
+def _spawn_eval(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
+    args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
+            "--judge-model", "simulated-judge", "--concurrency", "2", "--judge-concurrency", "2", *extra]
+    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("kill_signal", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_resumes_without_loss_or_regeneration(home: Path, kill_signal: signal.Signals) -> None:
+    db = home / "runs.db"
+    with Simulator(policy_latency_s=0.05, judge_latency_s=0.05) as sim:
+        proc = _spawn_eval(sim, home, "--rows", "12", "--runs", "2", "--json")
+        _wait_for(lambda: _terminal_count(db) >= 5)
+        proc.send_signal(kill_signal)
+        _, err = proc.communicate(timeout=60)
+        if kill_signal is signal.SIGINT:
+            assert proc.returncode == 130, err
+            assert "--resume" in err
+        else:
+            assert proc.returncode == -signal.SIGKILL
+        with Store(db) as store:
+            (run,) = store.list_runs()
+            finished = {r.rollout_id: r.updated for r in store.list_rollouts(run.run_id) if r.status.terminal}
+            assert run.status == ("interrupted" if kill_signal is signal.SIGINT else "running")
+        generated = sim.stats()["requests"]["policy"]
+        assert 5 <= len(finished) < 24
+        resume = _spawn_eval(sim, home, "--resume", run.run_id, "--json")
+        out, err = resume.communicate(timeout=120)
+        assert resume.returncode in (0, 1), err
+        summary = json.loads(out)
+        assert summary["run_id"] == run.run_id and summary["rollouts"] == 24
+        with Store(db) as store:
+            rollouts = store.list_rollouts(run.run_id, current_only=False)
+            assert len(rollouts) == 24 and all(r.status.terminal for r in rollouts)
+            assert len({(r.row_index, r.sample_index) for r in rollouts}) == 24
+            for r in rollouts:
+                if r.rollout_id in finished:
+                    assert r.updated == finished[r.rollout_id]  # a finished rollout is never redone
+            assert store.integrity_ok() and store.get_run(run.run_id).status == "completed"
+        # only the rollouts still unanswered at the kill were generated again (cache + stored answers)
+        assert sim.stats()["requests"]["policy"] <= 24 + 2
+        assert sim.stats()["requests"]["policy"] - generated <= 24 - len(finished)
