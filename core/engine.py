@@ -159,13 +159,13 @@ class Engine:
         rec = self.store.get_rollout(rollout_id)
         stage = "policy"
         try:
-            answer = await self._answer(rec)
+            answer, answered = await self._answer(rec)
             extracted = extract_svg(answer.content)
             if extracted.svg is None:
                 self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True,
-                           reason=extracted.reason)
+                           reason=extracted.reason, **answered)
                 return
-            self._emit(rec, RolloutStatus.RENDERING, svg=extracted.svg)
+            self._emit(rec, RolloutStatus.RENDERING, svg=extracted.svg, **answered)
             t0 = time.perf_counter()
             try:
                 png = await self._renderer.render(extracted.svg, self.settings.render_size)
@@ -202,12 +202,14 @@ class Engine:
             reason = f"internal error in {stage} stage: {type(err).__name__}: {str(err)[:200]}"
             self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason)
 
-    async def _answer(self, rec: RolloutRecord) -> PolicyAnswer:
-        """The policy's answer: from the rollout itself (resume), the cache, or a new request."""
-        stored = self.store.get_rollout(rec.rollout_id)
-        if stored.raw_answer is not None and stored.finish_reason is not None:
-            return PolicyAnswer(stored.raw_answer, stored.finish_reason,
-                                Usage(stored.prompt_tokens or 0, stored.completion_tokens or 0))
+    async def _answer(self, rec: RolloutRecord) -> tuple[PolicyAnswer, dict[str, Any]]:
+        """The policy's answer: from the rollout itself (resume), the cache, or a new request.
+
+        Also returns the columns to store with the next state change (written before any further await, so a
+        crash after this point never costs a second generation)."""
+        if rec.raw_answer is not None and rec.finish_reason is not None:
+            return PolicyAnswer(rec.raw_answer, rec.finish_reason,
+                                Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0)), {}
         self._emit(rec, RolloutStatus.GENERATING)
         messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
         key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages, rec.sample_index)
@@ -220,8 +222,7 @@ class Engine:
                 t0 = time.perf_counter()
                 answer = await generate(self._policy, self.settings.model, messages, self._params)
             self.store.cache_put(key, "policy", answer.to_cache())
-        self.store.update_rollout(
-            rec.rollout_id,
+        return answer, dict(
             raw_answer=answer.content,
             finish_reason=answer.finish_reason or "unknown",
             prompt_tokens=answer.usage.prompt_tokens,
@@ -229,7 +230,6 @@ class Engine:
             generation_s=time.perf_counter() - t0,
             cached=cached is not None,
         )
-        return answer
 
     async def _verdict(self, rec: RolloutRecord, png: bytes) -> JudgeVerdict:
         s = self.settings

@@ -41,6 +41,7 @@ from typing import Any
 
 import openai
 
+from svgagent.core.chat import chat_completion
 from svgagent.core.models import JudgeMode, JudgeVerdict, RequirementVerdict, Usage
 
 __all__ = [
@@ -355,11 +356,8 @@ class Judge:
         for attempt in range(1, self.max_format_retries + 2):
             attempts = attempt
             request = messages if attempt == 1 else [*messages, _retry_note(why, n, self.mode)]
-            response = await self.client.chat.completions.create(
-                model=self.model,
-                messages=request,  # type: ignore[arg-type]
-                temperature=0,
-                response_format=response_format,  # type: ignore[arg-type]
+            response = await chat_completion(
+                self.client, model=self.model, messages=request, temperature=0, response_format=response_format
             )
             usage = _add_usage(usage, getattr(response, "usage", None))
             text, why = _answer_text(response)

@@ -1,0 +1,90 @@
+"""Benchmark the evaluation engine against the simulator: wall time vs the ideal, CPU per rollout, peak RSS.
+
+    .venv/bin/python bench/engine.py [--n 1000] [--concurrency 64 256] [--latency 0.2]
+
+The simulator runs in its own process (so it does not share this process's GIL) with a fixed policy and judge
+latency. With C rollouts in flight and each needing one policy and one judge call, no engine can beat
+ceil(N / C) * (policy latency + judge latency); the ratio wall / ideal shows the engine's overhead (target <= 1.10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from svgagent.core.dataset import load_dataset
+from svgagent.core.demo import demo_overrides
+from svgagent.core.engine import Engine
+from svgagent.core.settings import load_settings
+from svgagent.core.store import Store
+
+
+def start_simulator(latency: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svgagent.core.simulator", "--port", "0", "--policy-latency", str(latency),
+         "--judge-latency", str(latency), "--judge-pixel-analysis", "false"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    url = line.strip().rsplit(" ", 1)[-1]
+    if not url.startswith("http"):
+        proc.kill()
+        raise SystemExit(f"simulator did not start: {line!r}")
+    return proc, url
+
+
+async def one_run(url: str, n: int, concurrency: int, store_dir: Path) -> dict[str, float]:
+    dataset = load_dataset("builtin")
+    rows = min(len(dataset.rows), 25)
+    runs = math.ceil(n / rows)
+    settings = load_settings(**demo_overrides(url), store=store_dir / f"bench-{concurrency}.db", rows=rows,
+                             runs=runs, concurrency=concurrency, judge_concurrency=concurrency, cache=False,
+                             max_retries=0, request_timeout_s=60)
+    with Store(settings.store_path()) as store:
+        async with Engine(settings, store) as engine:
+            run_id = engine.create_run(dataset)
+            # warm the render pool so worker start-up is not billed to the run
+            await asyncio.gather(*[engine._renderer.render('<svg xmlns="http://www.w3.org/2000/svg" width="4" '
+                                                           'height="4"/>') for _ in range(4)])
+            cpu0 = time.process_time()
+            t0 = time.perf_counter()
+            summary = await engine.run(run_id)
+            wall = time.perf_counter() - t0
+            cpu = time.process_time() - cpu0
+    total = summary.rollouts
+    return {"n": total, "wall": wall, "cpu": cpu, "done": summary.done}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1000, help="rollouts per measurement")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--latency", type=float, default=0.2, help="simulated policy and judge latency (s)")
+    args = parser.parse_args()
+    proc, url = start_simulator(args.latency)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'cpu ms/rollout':>15}")
+            for c in args.concurrency:
+                r = asyncio.run(one_run(url, args.n, c, Path(tmp)))
+                ideal = math.ceil(r["n"] / c) * 2 * args.latency
+                print(f"{r['n']:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} "
+                      f"{1000 * r['cpu'] / r['n']:>15.2f}")
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS of the engine process: {peak_mb:.0f} MB")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
