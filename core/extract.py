@@ -118,7 +118,21 @@ def _tokens(text: str) -> Iterator[_Token]:
 
 
 def extract_svg(answer: str | None) -> ExtractResult:
-    """Extract the SVG document from a model answer (see the module docstring for the rules)."""
+    """Extract the SVG document from a model answer (see the module docstring for the rules).
+
+    The root element's name is normalised to lower case (``<SVG>`` → ``<svg>``) so an answer that shouted its root
+    tag still renders; other element names are kept as written (SVG names such as ``linearGradient`` are
+    case-sensitive)."""
+    result = _extract(answer)
+    if result.svg is not None and not result.svg.startswith("<svg"):
+        svg = "<svg" + result.svg[4:]
+        if svg.rstrip().endswith("</SVG>") or re.search(r"</svg\s*>\s*$", svg, re.IGNORECASE):
+            svg = re.sub(r"</svg(\s*)>(\s*)$", r"</svg\1>\2", svg, flags=re.IGNORECASE)
+        return ExtractResult(svg, result.reason, result.method)
+    return result
+
+
+def _extract(answer: str | None) -> ExtractResult:
     if answer is None or not answer.strip():
         return ExtractResult(None, EMPTY_ANSWER, "none")
     text, reasoning = strip_reasoning(answer)

@@ -45,6 +45,16 @@ from .render_worker import (
 
 __all__ = ["Renderer", "RenderError", "RenderOutOfMemory", "render_svg_to_png", "DEFAULT_SIZE", "DEFAULT_MAX_BYTES"]
 STARTUP_TIMEOUT_S = 60.0
+# Environment variables a worker may see: enough for Python, locale and fontconfig; never the app's API keys.
+_WORKER_ENV_NAMES = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
+                     "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH", "SYSTEMROOT")
+_WORKER_ENV_PREFIXES = ("LC_", "XDG_", "FONTCONFIG_")
+
+
+def worker_environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _WORKER_ENV_NAMES or k.startswith(_WORKER_ENV_PREFIXES)}
+    env["MALLOC_ARENA_MAX"] = "2"  # keeps the address space (RLIMIT_AS) close to what is really used
+    return env
 
 
 class _Timeout(Exception):
@@ -91,10 +101,9 @@ class WorkerProcess:
             sys.executable, "-P", "-m", "svgagent.core.render_worker",
             "--memory-mb", str(self.memory_mb), "--max-bytes", str(self.max_bytes),
         ]  # fmt: skip
-        env = dict(os.environ, MALLOC_ARENA_MAX="2")
         self._proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, bufsize=0, start_new_session=True,
+            env=worker_environment(), bufsize=0, start_new_session=True,
         )  # fmt: skip
         os.set_blocking(self._proc.stdin.fileno(), False)
         os.set_blocking(self._proc.stdout.fileno(), False)

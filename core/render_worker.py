@@ -35,7 +35,8 @@ from .errors import RenderError
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
 OK, ERROR, ERROR_RECYCLE, READY = 0, 1, 2, 3
-_WARMUP_SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/><text>a</text></svg>'
+_WARMUP_SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/>' \
+    b"<text>a</text></svg>"
 DEFAULT_SIZE = 512
 DEFAULT_MAX_BYTES = 1_000_000
 MAX_OUTPUT_SIZE = 16_384  # cairo cannot make image surfaces wider than 32767 px
@@ -44,6 +45,7 @@ DEFAULT_SIDE_PX = 100.0  # used for a missing width/height when nothing else tel
 _DPI = 96
 _FONT_SIZE_PX = 16.0  # cairosvg's default font size (12pt at 96 dpi)
 
+_EMPTY_SVG = b'<svg xmlns="http://www.w3.org/2000/svg"/>'
 _GZIP_MAGIC = b"\x1f\x8b"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _RASTER_SIGNATURES = ((_PNG_MAGIC, "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF87a", "GIF"), (b"GIF89a", "GIF"))
@@ -56,7 +58,7 @@ class RenderOutOfMemory(RenderError):
     """The render needed more memory than the process may use (the worker recycles itself after this)."""
 
 
-# --------------------------------------------------------------------------------------------- input checks
+# --------------------------------------------------------------------------- input checks, inline-only fetcher
 
 
 def _shorten(text: str, limit: int = 80) -> str:
@@ -113,9 +115,6 @@ def svg_input_bytes(svg: str | bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> byt
     return data
 
 
-# ------------------------------------------------------------------------------------- the inline-only fetcher
-
-
 def _decode_data_url(url: str) -> bytes:
     header, comma, body = url[len("data:") :].partition(",")
     if not comma:
@@ -161,7 +160,8 @@ def _check_embedded_image(payload: bytes) -> None:
 def _make_fetcher(max_bytes: int):
     def fetch_inline_only(url: str, resource_type: str) -> bytes:
         """cairosvg calls this for every resource it wants (images, <use>/<tref> targets, CSS @import)."""
-        url = str(url)
+        if url.rstrip("/") == f"file://{os.path.abspath('')}".rstrip("/"):  # how cairosvg passes a missing href
+            return _EMPTY_SVG if resource_type == "image/svg+xml" else b""  # nothing to draw, nothing was read
         if not url[:5].lower() == "data:":
             raise RenderError(f"external reference refused: {_shorten(url)} (only inline data: URLs are allowed)")
         payload = _decode_data_url(url)
@@ -199,9 +199,8 @@ def _parse_length(raw: str | None, what: str) -> float | None:
 def _parse_viewbox(raw: str | None) -> tuple[float, float, float, float] | None:
     if raw is None or not raw.strip():
         return None
-    parts = re.split(r"[\s,]+", raw.strip())
     try:
-        numbers = tuple(float(part) for part in parts)
+        numbers = tuple(float(part) for part in re.split(r"[\s,]+", raw.strip()))
     except ValueError:
         numbers = ()
     if len(numbers) != 4 or not all(math.isfinite(n) for n in numbers):
@@ -315,28 +314,22 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
         out_w, out_h = fit_longest_side(width, height, size)
         # Pin the root's size to what we resolved so cairosvg's view matches ours (percentages, missing sizes).
         tree["width"], tree["height"] = repr(width), repr(height)
-        surface = _opaque_png_surface_class()(tree, None, _DPI, output_width=out_w, output_height=out_h, background_color="white")
+        surface_class = _opaque_png_surface_class()
+        surface = surface_class(tree, None, _DPI, output_width=out_w, output_height=out_h, background_color="white")
         png = _surface_to_png(surface.cairo)
         surface.finish()
         return png
     except RenderError:
         raise
-    except MemoryError:
-        raise RenderOutOfMemory("SVG needs more memory than the renderer may use") from None
     except RecursionError:
         raise RenderError("SVG is nested too deeply to render") from None
     except Exception as err:  # noqa: BLE001 - cairosvg/cairo raise many types; all mean "cannot render"
-        if "NO_MEMORY" in str(err):
+        if isinstance(err, MemoryError) or "NO_MEMORY" in str(err):
             raise RenderOutOfMemory("SVG needs more memory than the renderer may use") from None
         raise RenderError(f"SVG could not be rendered ({type(err).__name__}: {_shorten(str(err), 160)})") from None
 
 
 # ---------------------------------------------------------------------------------------- worker process
-
-
-def _read_exact(stream, count: int) -> bytes | None:
-    data = stream.read(count)
-    return data if data is not None and len(data) == count else None
 
 
 def _send(fd: int, status: int, payload: bytes) -> None:
@@ -366,25 +359,25 @@ def worker_main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed by libraries goes to stderr, never into the reply stream
-    requests = sys.stdin.buffer
 
     try:
         render_svg_to_png(_WARMUP_SVG, 16)  # loads fonts and caches before the memory limit applies
     except RenderError:
         pass
-    limit = args.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_AS, (args.memory_mb << 20, args.memory_mb << 20))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file writes at all (pipes are not files)
     _exit_when_orphaned()
     out_of_memory = f"SVG needs more memory than the renderer allows ({args.memory_mb} MB)"
     _send(reply_fd, READY, b"")
 
     while True:
-        header = _read_exact(requests, REQUEST_HEADER.size)
-        if header is None:
-            return 0
+        header = sys.stdin.buffer.read(REQUEST_HEADER.size)
+        if len(header) < REQUEST_HEADER.size:
+            return 0  # stdin closed: the parent is done with us
         size, length = REQUEST_HEADER.unpack(header)
-        svg = _read_exact(requests, length)
-        if svg is None:
+        svg = sys.stdin.buffer.read(length)
+        if len(svg) < length:
             return 0
         try:
             png = render_svg_to_png(svg, size, max_bytes=args.max_bytes)
@@ -397,7 +390,6 @@ def worker_main(argv: list[str] | None = None) -> int:
             _send(reply_fd, ERROR_RECYCLE, reason.encode("utf-8", "replace"))
         else:
             _send(reply_fd, OK, png)
-        del svg
 
 
 if __name__ == "__main__":

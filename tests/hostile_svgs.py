@@ -51,15 +51,17 @@ class HostileCase:
 # ------------------------------------------------------------------------------------------ planted content
 
 
-def png_bytes(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
-    """A solid-colour RGB PNG."""
-    row = b"\x00" + bytes(rgb) * width
-
+def _png(width: int, height: int, bit_depth: int, colour_type: int, pixel_rows: bytes) -> bytes:
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(row * height)) + chunk(b"IEND", b"")
+    header = struct.pack(">IIBBBBB", width, height, bit_depth, colour_type, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixel_rows) + chunk(b"IEND", b"")
+
+
+def png_bytes(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A solid-colour RGB PNG."""
+    return _png(width, height, 8, 2, zlib.compress((b"\x00" + bytes(rgb) * width) * height))
 
 
 @lru_cache(maxsize=None)
@@ -67,13 +69,7 @@ def png_bomb(side: int = 20_000) -> bytes:
     """A 1-bit greyscale PNG of side x side pixels: ~50 kB compressed, side*side*4 bytes once decoded by cairo."""
     row = b"\x00" + bytes((side + 7) // 8)
     compressor = zlib.compressobj(9)
-    body = b"".join(compressor.compress(row) for _ in range(side)) + compressor.flush()
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+    return _png(side, side, 1, 0, b"".join(compressor.compress(row) for _ in range(side)) + compressor.flush())
 
 
 PLANTED_FILES = {

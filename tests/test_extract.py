@@ -80,9 +80,10 @@ def test_raw_svg_with_xml_declaration() -> None:
 
 def test_upper_case_tags() -> None:
     svg = '<SVG VIEWBOX="0 0 10 10"><RECT WIDTH="2" HEIGHT="2"/></SVG>'
-    assert extract_svg(f"```svg\n{svg}\n```") == ExtractResult(svg, None, "fence")
+    normalised = '<svg VIEWBOX="0 0 10 10"><RECT WIDTH="2" HEIGHT="2"/></svg>'  # root name only
+    assert extract_svg(f"```svg\n{svg}\n```") == ExtractResult(normalised, None, "fence")
     mixed = '<Svg width="10"><g></g></sVg>'
-    assert extract_svg(mixed) == ExtractResult(mixed, None, "raw")
+    assert extract_svg(mixed) == ExtractResult('<svg width="10"><g></g></svg>', None, "raw")
 
 
 def test_attribute_containing_angle_bracket() -> None:
@@ -260,3 +261,13 @@ def test_pathological_answers_stay_fast(answer: str) -> None:
     started = time.perf_counter()
     extract_svg(answer)
     assert time.perf_counter() - started < 5.0
+
+
+def test_upper_case_root_is_normalised_so_it_renders() -> None:
+    from svgagent.core.render import render_svg_to_png
+
+    answer = 'Here:\n<SVG xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5" fill="red"/></SVG>'
+    result = extract_svg(answer)
+    assert result.svg is not None
+    assert result.svg.startswith("<svg ") and result.svg.endswith("</svg>")
+    assert render_svg_to_png(result.svg, 32).startswith(b"\x89PNG")
