@@ -1,0 +1,276 @@
+"""Config pane: generated from the settings model, validated as you type, saved to svgagent.toml."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import Field
+from textual.widgets import Input, Label, Select, Static, Switch
+
+from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_until
+from svgagent.core.models import JudgeMode
+from svgagent.core.settings import Settings, load_settings
+from svgagent.tui.widgets.config_form import (
+    ConfigForm,
+    FocusHome,
+    dump_toml,
+    form_fields,
+    save_project_config,
+    toml_string,
+    validate_field,
+)
+
+
+def _form(app: ConfigFormApp) -> ConfigForm:
+    return app.query_one(ConfigForm)
+
+
+def _hint(app: ConfigFormApp, name: str) -> str:
+    return str(app.query_one(f"#hint-{name}", Static).render())
+
+
+async def _type(app: ConfigFormApp, pilot, field: str, text: str, *, keys: bool = True) -> None:  # noqa: ANN001
+    """Empty the field, then type ``text`` key by key (or set it at once, like a paste, with ``keys=False``)."""
+    widget = app.query_one(f"#field-{field}", Input)
+    widget.focus()
+    await pilot.pause()
+    widget.value = ""
+    if keys and text:
+        await pilot.press(*text)
+    elif text:
+        widget.value = text
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+# --- the model as a form (no UI) -------------------------------------------------------------------------------
+
+
+def test_form_is_generated_from_the_model() -> None:
+    specs = {s.name: s for s in form_fields()}
+    expected = {
+        name for name, info in Settings.model_fields.items()
+        if info.validation_alias is None and name not in ("home", "store")
+    }
+    assert set(specs) == expected
+    assert {"fireworks_api_key", "openai_api_key", "fireworks_account_id", "home", "store"}.isdisjoint(specs)
+    assert specs["judge_mode"].kind == "select"
+    assert [c[1] for c in specs["judge_mode"].choices] == list(JudgeMode)
+    assert specs["reasoning_effort"].kind == "select" and specs["reasoning_effort"].optional
+    assert specs["cache"].kind == "switch"
+    assert specs["dataset"].kind == "dataset"
+    assert specs["rows"].kind == "input" and specs["rows"].optional
+    assert specs["concurrency"].description == "policy requests in flight"
+
+
+def test_a_new_model_field_gets_a_control() -> None:
+    class More(Settings):
+        dry_run: bool = Field(False, description="do nothing")
+        colour: str = Field("red", description="a colour")
+
+    specs = {s.name: s for s in form_fields(More)}
+    assert specs["dry_run"].kind == "switch" and specs["colour"].kind == "input"
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "value", "error"),
+    [
+        ("concurrency", "32", 32, None),
+        ("concurrency", "0", None, "out of range — allowed: an integer from 1 to 1024"),
+        ("concurrency", "many", None, "not a whole number — allowed: an integer from 1 to 1024"),
+        ("temperature", "abc", None, "not a number — allowed: a number from 0.0 to 2.0"),
+        ("request_timeout_s", "0", None, "out of range — allowed: a number above 0 up to 3600"),
+        ("rows", "", None, None),
+        ("rows", " 5 ", 5, None),
+        ("base_url", "ftp://x", None, "must start with http:// or https://"),
+        ("base_url", "http://localhost:8000/v1/", "http://localhost:8000/v1", None),
+        ("model", "  ", None, "must not be empty"),
+        ("judge_mode", JudgeMode.PER_REQUIREMENT, JudgeMode.PER_REQUIREMENT, None),
+    ],
+)
+def test_validate_field_uses_the_model(name: str, raw: object, value: object, error: str | None) -> None:
+    assert validate_field(Settings(), name, raw) == (value, error)
+
+
+def test_toml_writer_round_trips_awkward_strings() -> None:
+    data = {"model": 'a "quoted" \\ name\twith\ncontrol\x01', "n": 3, "f": 0.1, "b": False, "none": None,
+            "mode": JudgeMode.COUNT, "list": [1, "x"], "table": {"k": True}, "weird key": "v"}
+    text = dump_toml(data, "header line")
+    assert text.startswith("# header line\n") and "none" not in text
+    back = tomllib.loads(text)
+    assert back == {"model": data["model"], "n": 3, "f": 0.1, "b": False, "mode": "count", "list": [1, "x"],
+                    "table": {"k": True}, "weird key": "v"}
+    assert toml_string("é") == '"é"'
+
+
+def test_save_keeps_unmanaged_keys_and_drops_defaults(isolated_env: Path) -> None:
+    target = isolated_env / "svgagent.toml"
+    target.write_text('home = "/data/svg"\nconcurrency = 4\nmodel = "old"\n')
+    values = {name: Settings.model_fields[name].default for name in ("model", "concurrency", "threshold", "rows")}
+    values.update(model="new", threshold=0.75)
+    save_project_config(values, target)
+    assert tomllib.loads(target.read_text()) == {"model": "new", "threshold": 0.75, "home": "/data/svg"}
+
+
+def test_save_refuses_to_overwrite_a_broken_file(isolated_env: Path) -> None:
+    target = isolated_env / "svgagent.toml"
+    target.write_text("model = \n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        save_project_config({"model": "x"}, target)
+    assert target.read_text() == "model = \n"
+
+
+# --- the widget ---------------------------------------------------------------------------------------------------
+
+
+async def test_invalid_concurrency_shows_error_and_keeps_valid_value() -> None:
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = _form(app)
+        await _type(app, pilot, "concurrency", "0")
+        assert form.errors() == {"concurrency": "out of range — allowed: an integer from 1 to 1024"}
+        assert form.values()["concurrency"] == 16
+        assert _hint(app, "concurrency") == "✗ out of range — allowed: an integer from 1 to 1024"
+        assert app.query_one("#field-concurrency").has_class("-invalid")
+        assert "✗ out of range" in screen_text(app)
+        assert not [m for m in app.messages if isinstance(m, ConfigForm.Changed)]
+
+        await pilot.press("backspace", "3", "2")
+        await pilot.pause()
+        assert form.errors() == {}
+        assert form.values()["concurrency"] == 32
+        assert _hint(app, "concurrency") == "policy requests in flight"
+        assert not app.query_one("#field-concurrency").has_class("-invalid")
+        changed = [m for m in app.messages if isinstance(m, ConfigForm.Changed)]
+        assert changed and changed[-1].settings.concurrency == 32
+        assert form.settings.concurrency == 32
+
+
+async def test_optional_blank_and_other_fields() -> None:
+    app = ConfigFormApp(load_settings(rows=10))
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = _form(app)
+        assert app.query_one("#field-rows", Input).value == "10"
+        await _type(app, pilot, "rows", "")
+        assert form.values()["rows"] is None and form.errors() == {}
+        await _type(app, pilot, "base_url", "ftp://nope", keys=False)
+        assert form.errors()["base_url"] == "must start with http:// or https://"
+        assert form.values()["base_url"] == "https://api.fireworks.ai/inference/v1"
+        await _type(app, pilot, "temperature", "1.5")
+        assert form.values()["temperature"] == 1.5
+
+
+async def test_select_and_switch_by_keyboard() -> None:
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = _form(app)
+        app.query_one("#field-judge_mode", Select).focus()
+        await pilot.press("enter", "down", "enter")
+        await pilot.pause()
+        assert form.values()["judge_mode"] is JudgeMode.PER_REQUIREMENT
+
+        app.query_one("#field-cache", Switch).focus()
+        await pilot.press("space")
+        await pilot.pause()
+        assert form.values()["cache"] is False
+        assert str(app.query_one("#state-cache", Label).render()) == "off"
+        assert [m.settings.cache for m in app.messages if isinstance(m, ConfigForm.Changed)][-1] is False
+
+
+async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
+    good = isolated_env / "questions.json"
+    good.write_text(json.dumps([{"prompt": "a red circle", "requirements": ["red", "circle"]}] * 3))
+    bad = isolated_env / "broken.json"
+    bad.write_text("{not json")
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = _form(app)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _hint(app, "dataset").startswith("built-in: ") and _hint(app, "dataset").endswith(" rows")
+        path_input = app.query_one("#field-dataset", Input)
+        assert path_input.disabled
+
+        app.query_one("#dataset-kind", Select).focus()
+        await pilot.press("enter", "down", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not path_input.disabled
+        assert "enter the path" in form.errors()["dataset"]
+        assert form.values()["dataset"] == "builtin"
+
+        await _type(app, pilot, "dataset", "missing.json", keys=False)
+        assert form.errors()["dataset"] == "no such file: missing.json"
+
+        await _type(app, pilot, "dataset", "broken.json", keys=False)
+        assert "broken.json" in form.errors()["dataset"] and form.values()["dataset"] == "builtin"
+
+        await _type(app, pilot, "dataset", "questions.json", keys=False)
+        assert form.errors() == {}
+        assert form.values()["dataset"] == "questions.json"
+        assert _hint(app, "dataset") == "svgbench: 3 rows"
+
+
+async def test_ctrl_s_writes_toml_that_load_settings_reads(isolated_env: Path) -> None:
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _type(app, pilot, "concurrency", "8")
+        await _type(app, pilot, "judge_model", 'gpt "4o"')
+        await _type(app, pilot, "rows", "5")
+        app.query_one("#field-cache", Switch).focus()
+        await pilot.press("space", "ctrl+s")
+        await pilot.pause()
+        saved = [m for m in app.messages if isinstance(m, ConfigForm.Saved)]
+        assert saved and saved[0].path == isolated_env / "svgagent.toml"
+    text = (isolated_env / "svgagent.toml").read_text()
+    assert tomllib.loads(text) == {"concurrency": 8, "judge_model": 'gpt "4o"', "rows": 5, "cache": False}
+    assert "key" not in text.lower()
+    settings = load_settings()
+    assert (settings.concurrency, settings.judge_model, settings.rows, settings.cache) == (8, 'gpt "4o"', 5, False)
+
+
+async def test_save_is_refused_while_a_field_is_invalid(isolated_env: Path) -> None:
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _type(app, pilot, "runs", "0")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not (isolated_env / "svgagent.toml").exists()
+        assert any("fix runs" in n.message for n in app._notifications)
+        assert not [m for m in app.messages if isinstance(m, ConfigForm.Saved)]
+
+
+async def test_escape_hands_focus_back() -> None:
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.focused is app.query_one("#field-model")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is None
+        assert [m for m in app.messages if isinstance(m, FocusHome)][0].origin is _form(app)
+
+
+async def test_save_from_the_command_palette(isolated_env: Path) -> None:
+    app = ConfigFormApp(load_settings(concurrency=3))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Config: Save")
+        await wait_until(pilot, lambda: palette_hits(app) and "Save config" in palette_hits(app)[0])
+        assert palette_hits(app)[0].startswith("Config: Save config")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+    assert tomllib.loads((isolated_env / "svgagent.toml").read_text()) == {"concurrency": 3}
+
+
+def test_snapshot_80x24(snap_compare) -> None:  # noqa: ANN001
+    assert snap_compare(ConfigFormApp(Settings()), terminal_size=(80, 24), run_before=_settle)
+
+
+async def _settle(pilot) -> None:  # noqa: ANN001
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()

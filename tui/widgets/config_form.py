@@ -1,0 +1,521 @@
+"""The Config pane: every run setting of the core ``Settings`` model as a form, validated as you type.
+
+The form is generated from ``Settings.model_fields``: ``Input`` for text and numbers, ``Select`` for enums and
+literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
+Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
+field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
+field and ``values()`` keeps the last valid one.
+
+``ctrl+s`` writes ``svgagent.toml`` in the working directory with the values that differ from the model defaults
+(keys the form does not manage are kept from the existing file; comments are not). Start/stop/resume belong to the
+app: it listens for ``ConfigForm.Changed`` and uses the settings it carries for the next run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import tomllib
+import types
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from enum import Enum
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import SecretStr, ValidationError
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Input, Label, Select, Static, Switch
+
+from svgagent.core.dataset import BUILTIN, load_dataset
+from svgagent.core.errors import SvgAgentError
+from svgagent.core.secrets import atomic_write_text
+from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings, describe_field_limits
+
+FieldKind = Literal["input", "select", "switch", "dataset"]
+DATASET_FILE = "file"
+
+
+class FocusHome(Message):
+    """Escape in a form field: the app may move focus to its main view (e.g. the rollout table)."""
+
+    def __init__(self, origin: Widget) -> None:
+        super().__init__()
+        self.origin = origin
+
+
+# --- the model, seen as form fields (no UI here) -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    name: str
+    kind: FieldKind
+    description: str
+    optional: bool = False
+    choices: tuple[tuple[str, Any], ...] = ()
+
+
+def _split_optional(annotation: Any) -> tuple[Any, bool]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(annotation))
+        return (args[0] if len(args) == 1 else annotation), optional
+    return annotation, False
+
+
+def _mentions(annotation: Any, kinds: tuple[type, ...]) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, kinds):
+        return True
+    return any(_mentions(arg, kinds) for arg in typing.get_args(annotation))
+
+
+def form_fields(model: type[Settings] = Settings) -> list[FieldSpec]:
+    """The fields the form shows, in model order. Skipped: keys (fields with their own variable name, secrets)
+    and local paths; they belong to the Secrets pane and the command line."""
+    specs = []
+    for name, info in model.model_fields.items():
+        if info.validation_alias is not None or _mentions(info.annotation, (SecretStr, Path)):
+            continue
+        base, optional = _split_optional(info.annotation)
+        description = info.description or ""
+        if name == "dataset":
+            specs.append(FieldSpec(name, "dataset", description))
+        elif base is bool:
+            specs.append(FieldSpec(name, "switch", description, optional))
+        elif isinstance(base, type) and issubclass(base, Enum):
+            choices = tuple((str(m.value), m) for m in base)
+            specs.append(FieldSpec(name, "select", description, optional, choices))
+        elif typing.get_origin(base) is Literal:
+            choices = tuple((str(v), v) for v in typing.get_args(base))
+            specs.append(FieldSpec(name, "select", description, optional, choices))
+        else:
+            specs.append(FieldSpec(name, "input", description, optional))
+    return specs
+
+
+_SHORT_MESSAGES = {
+    "int_parsing": "not a whole number",
+    "int_from_float": "not a whole number",
+    "float_parsing": "not a number",
+    "greater_than": "out of range",
+    "greater_than_equal": "out of range",
+    "less_than": "out of range",
+    "less_than_equal": "out of range",
+    "string_too_short": "must not be empty",
+    "missing": "required",
+}
+
+
+def field_error_message(name: str, err: ValidationError) -> str:
+    """One short line for the first problem, with the allowed range when the model has one."""
+    item = err.errors()[0] if err.errors() else {"type": "", "msg": "invalid"}
+    msg = _SHORT_MESSAGES.get(item["type"]) or str(item.get("msg", "invalid")).removeprefix("Value error, ")
+    limits = describe_field_limits(name)
+    info = Settings.model_fields.get(name)
+    if limits and (info is None or limits != info.description):
+        return f"{msg} — allowed: {limits}"
+    return msg
+
+
+def validate_field(base: Settings, name: str, raw: Any) -> tuple[Any, str | None]:
+    """``(value, None)`` when ``raw`` is a valid value for ``name`` (blank text means None for optional fields),
+    else ``(None, message)``. Validation runs the model's own field constraints and validators."""
+    value = raw
+    if isinstance(raw, str):
+        value = raw.strip()
+        info = Settings.model_fields[name]
+        if value == "" and _split_optional(info.annotation)[1]:
+            value = None
+    trial = base.model_copy()
+    try:
+        Settings.__pydantic_validator__.validate_assignment(trial, name, value)
+    except ValidationError as err:
+        return None, field_error_message(name, err)
+    return getattr(trial, name), None
+
+
+def input_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Enum):
+        return str(value.value)
+    return str(value)
+
+
+# --- svgagent.toml -----------------------------------------------------------------------------------------------
+
+_BARE_KEY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
+
+
+def toml_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def toml_key(key: str) -> str:
+    return key if key and set(key) <= _BARE_KEY else toml_string(key)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML literal for a scalar, a list or a (inline) table."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return toml_value(value.value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return toml_string(str(value))
+
+
+def dump_toml(data: dict[str, Any], header: str = "") -> str:
+    """Flat ``key = value`` lines (None values are left out: TOML has no null)."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in data.items() if v is not None]
+    return "\n".join(lines) + "\n"
+
+
+def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:
+    """Write the form's ``values`` that differ from the model defaults to ``svgagent.toml`` (atomically), keeping
+    the keys the form does not manage from the existing file. Raises ``ValueError`` if that file is not TOML."""
+    target = path or Path.cwd() / PROJECT_CONFIG_FILE
+    kept: dict[str, Any] = {}
+    mode = 0o644
+    if target.exists():
+        with target.open("rb") as handle:
+            try:
+                kept = {k: v for k, v in tomllib.load(handle).items() if k not in values}
+            except tomllib.TOMLDecodeError as err:
+                raise ValueError(f"{target.name} is not valid TOML ({err}); fix or remove it first") from None
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    changed = {}
+    for name, value in values.items():
+        info = Settings.model_fields[name]
+        if value is not None and value != info.get_default(call_default_factory=True):
+            changed[name] = value
+    header = "svgagent run settings, written by the TUI: values that differ from the defaults."
+    atomic_write_text(target, dump_toml({**changed, **kept}, header), mode)
+    return target
+
+
+# --- the widget -------------------------------------------------------------------------------------------------
+
+
+class _FormBody(VerticalScroll, can_focus=False):
+    pass
+
+
+class ConfigForm(Widget):
+    """Run settings as a keyboard form. ``values()`` holds only valid values; ``errors()`` the fields in error."""
+
+    DEFAULT_CSS = """
+    ConfigForm { height: 1fr; }
+    ConfigForm > _FormBody { height: 1fr; padding: 0 1; }
+    ConfigForm .row { height: 1; }
+    ConfigForm .field-label { width: 19; height: 1; color: $text; }
+    ConfigForm .row Input, ConfigForm .row Select { width: 1fr; }
+    ConfigForm .row Switch { border: none; height: 1; padding: 0 1; width: auto; }
+    ConfigForm .row Switch:focus { border: none; background: $block-cursor-background; }
+    ConfigForm .hint { height: auto; margin-left: 19; color: $text-muted; }
+    ConfigForm .hint.-error { color: $text-error; }
+    ConfigForm #dataset-kind { width: 16; }
+    ConfigForm #field-dataset { width: 1fr; }
+    """
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("ctrl+s", "save", "Save config", id="config.save", tooltip=f"Write {PROJECT_CONFIG_FILE} here"),
+        Binding("escape", "focus_home", "Back", id="config.back", tooltip="Leave the form"),
+    ]
+
+    class Changed(Message):
+        """The valid values changed: ``settings`` is what the next run should use."""
+
+        def __init__(self, form: ConfigForm, settings: Settings) -> None:
+            super().__init__()
+            self.form = form
+            self.settings = settings
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ConfigForm.Changed) and message.form is self.form
+
+    class Saved(Message):
+        def __init__(self, form: ConfigForm, path: Path) -> None:
+            super().__init__()
+            self.form = form
+            self.path = path
+
+    class _DatasetChecked(Message):
+        def __init__(self, source: str, value: str | None, note: str, error: str | None) -> None:
+            super().__init__()
+            self.source, self.value, self.note, self.error = source, value, note, error
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        save_path: Path | None = None,
+        name: str | None = None,
+        id: str | None = None,  # noqa: A002 - Textual's name
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._base = settings
+        self._save_path = save_path
+        self._specs = form_fields()
+        self._values: dict[str, Any] = {s.name: getattr(settings, s.name) for s in self._specs}
+        self._errors: dict[str, str] = {}
+        self._dataset_pending: str | None = None
+
+    # --- public API ---------------------------------------------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        """The last valid value of every field in the form."""
+        return dict(self._values)
+
+    def errors(self) -> dict[str, str]:
+        """Fields whose current input is invalid, with the message shown next to them."""
+        return dict(self._errors)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings given to the form with its valid values applied (keys and local paths unchanged)."""
+        return self._base.model_copy(update=self._values)
+
+    @property
+    def save_path(self) -> Path:
+        return self._save_path or Path.cwd() / PROJECT_CONFIG_FILE
+
+    # --- compose ------------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with _FormBody():
+            for spec in self._specs:
+                with Horizontal(classes="row"):
+                    yield Label(spec.name, classes="field-label")
+                    yield from self._controls(spec)
+                yield Static(spec.description, id=f"hint-{spec.name}", classes="hint", markup=False)
+
+    def _controls(self, spec: FieldSpec) -> Iterable[Widget]:
+        value = self._values[spec.name]
+        wid = f"field-{spec.name}"
+        if spec.kind == "switch":
+            yield Switch(bool(value), id=wid)
+            yield Label("on" if value else "off", id=f"state-{spec.name}", classes="switch-state")
+        elif spec.kind == "select":
+            options = [(label, choice) for label, choice in spec.choices]
+            initial = Select.NULL if value is None else value
+            yield Select(options, value=initial, allow_blank=spec.optional, prompt="(none)", id=wid, compact=True)
+        elif spec.kind == "dataset":
+            is_builtin = str(value).strip() == BUILTIN
+            kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
+            kind = BUILTIN if is_builtin else DATASET_FILE
+            yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
+            yield Input(
+                "" if is_builtin else str(value), placeholder="path to questions.json or .jsonl",
+                id=wid, compact=True, disabled=is_builtin,
+            )
+        else:
+            yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+
+    def on_mount(self) -> None:
+        self._check_dataset(str(self._values["dataset"]))
+
+    # --- editing ------------------------------------------------------------------------------------------------
+    def _spec_for(self, widget: Widget | None) -> FieldSpec | None:
+        wid = getattr(widget, "id", None) or ""
+        if wid == "dataset-kind":
+            wid = "field-dataset"
+        name = wid.removeprefix("field-")
+        return next((s for s in self._specs if s.name == name), None)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        spec = self._spec_for(event.input)
+        if spec is None:
+            return
+        event.stop()
+        if spec.kind == "dataset":
+            self._dataset_edited()
+        else:
+            self._apply(spec.name, event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if self._spec_for(event.input) is not None:
+            event.stop()
+            self.screen.focus_next()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        spec = self._spec_for(event.select)
+        if spec is None:
+            return
+        event.stop()
+        if spec.kind == "dataset":
+            path_input = self.query_one("#field-dataset", Input)
+            path_input.disabled = event.value != DATASET_FILE
+            self._dataset_edited()
+            return
+        self._apply(spec.name, None if event.value is Select.NULL else event.value)
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        spec = self._spec_for(event.switch)
+        if spec is not None:
+            event.stop()
+            self.query_one(f"#state-{spec.name}", Label).update("on" if event.value else "off")
+            self._apply(spec.name, event.value)
+
+    def _apply(self, name: str, raw: Any) -> None:
+        value, error = validate_field(self._base, name, raw)
+        if error is None:
+            self._accept(name, value)
+        self._show(name, error)
+
+    def _accept(self, name: str, value: Any) -> None:
+        self._errors.pop(name, None)
+        if self._values.get(name) != value or type(self._values.get(name)) is not type(value):
+            self._values[name] = value
+            self.post_message(self.Changed(self, self.settings))
+
+    def _show(self, name: str, error: str | None, note: str | None = None) -> None:
+        if error is not None:
+            self._errors[name] = error
+        else:
+            self._errors.pop(name, None)
+        spec = next(s for s in self._specs if s.name == name)
+        hint = self.query_one(f"#hint-{name}", Static)
+        hint.update(f"✗ {error}" if error else (note or spec.description))
+        hint.set_class(error is not None, "-error")
+        control = self.query_one(f"#field-{name}")
+        control.set_class(error is not None, "-invalid")
+
+    # --- dataset ------------------------------------------------------------------------------------------------
+    def _dataset_edited(self) -> None:
+        kind = self.query_one("#dataset-kind", Select).value
+        if kind != DATASET_FILE:
+            self._check_dataset(BUILTIN)
+            return
+        text = self.query_one("#field-dataset", Input).value.strip()
+        if not text:
+            self._dataset_pending = None
+            self._show("dataset", "enter the path of a dataset file (questions.json or .jsonl)")
+            return
+        path = Path(text).expanduser()
+        if not path.exists():
+            self._dataset_pending = None
+            self._show("dataset", f"no such file: {text}")
+        elif not path.is_file():
+            self._dataset_pending = None
+            self._show("dataset", f"not a file: {text}")
+        else:
+            self._check_dataset(text)
+
+    def _check_dataset(self, source: str) -> None:
+        self._dataset_pending = source
+        self._show("dataset", None, "checking…")
+        self._load_dataset(source)
+
+    @work(thread=True, exclusive=True, group="config-dataset", exit_on_error=False)
+    def _load_dataset(self, source: str) -> None:
+        try:
+            dataset = load_dataset(source)
+        except (SvgAgentError, OSError, ValueError) as err:
+            self.post_message(self._DatasetChecked(source, None, "", str(err)))
+            return
+        label = "built-in" if source == BUILTIN else dataset.format
+        note = f"{label}: {len(dataset)} rows"
+        self.post_message(self._DatasetChecked(source, source, note, None))
+
+    def on_config_form__dataset_checked(self, message: _DatasetChecked) -> None:
+        message.stop()
+        if message.source != self._dataset_pending:
+            return  # the field changed while this file was being read
+        self._dataset_pending = None
+        if message.error is not None:
+            self._show("dataset", message.error)
+            return
+        value, error = validate_field(self._base, "dataset", message.value)
+        if error is None:
+            self._accept("dataset", value)
+        self._show("dataset", error, message.note)
+
+    # --- actions ------------------------------------------------------------------------------------------------
+    def action_save(self) -> None:
+        if self._errors:
+            names = ", ".join(self._errors)
+            self.notify(f"Not saved: fix {names} first", title="Config", severity="error")
+            return
+        if self._dataset_pending is not None:
+            self.notify("Not saved: the dataset is still being checked", title="Config", severity="warning")
+            return
+        try:
+            path = save_project_config(self.values(), self.save_path)
+        except (OSError, ValueError) as err:
+            self.notify(f"Not saved: {err}", title="Config", severity="error")
+            return
+        self.notify(f"Saved {path.name}", title="Config")
+        self.post_message(self.Saved(self, path))
+
+    def action_focus_home(self) -> None:
+        self.screen.set_focus(None)
+        self.post_message(FocusHome(self))
+
+
+class WidgetCommands(Provider):
+    """Command-palette entries for the key bindings of every ``widget_type`` on the screen. Add the subclasses to
+    ``App.COMMANDS`` (or a screen's ``COMMANDS``) so each action is in the palette as well as in the Footer."""
+
+    widget_type: ClassVar[type[Widget]] = Widget
+    title: ClassVar[str] = ""
+
+    def _commands(self) -> list[tuple[str, str, Any]]:
+        found = []
+        for widget in self.screen.query(self.widget_type):
+            for item in type(widget).BINDINGS:
+                if not isinstance(item, Binding) or not item.show or widget.check_action(item.action, ()) is False:
+                    continue
+                key = self.app.get_key_display(item)
+                name = f"{self.title}: {item.description}"
+                found.append((name, f"key {key}", partial(widget.run_action, item.action)))
+        return found
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+
+
+class ConfigFormCommands(WidgetCommands):
+    widget_type = ConfigForm
+    title = "Config"
