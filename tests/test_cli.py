@@ -96,11 +96,35 @@ def test_bad_input_is_one_line_exit_2(home: Path, args: list[str], needle: str) 
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-def test_bad_dataset_file_is_reported_without_writing(home: Path, tmp_path: Path) -> None:
-    bad = tmp_path / "bad.json"
-    bad.write_text('[{"prompt": "Draw a cat.", "requirements": []}]')
+BAD_DATASETS = {
+    "empty-requirements": b'[{"prompt": "Draw a cat.", "requirements": []}]',
+    "missing-prompt": b'[{"requirements": ["A cat."]}]',
+    "wrong-types": b'[{"prompt": "Draw a cat.", "requirements": "a cat"}]',
+    "not-utf8": b'[{"prompt": "Draw a \xff\xfe cat.", "requirements": ["A cat."]}]',
+    "not-json": b"[{prompt: nope",
+    "empty-array": b"[]",
+    "jsonl-bad-line": b'{"messages": [], "input_metadata": {"dataset_info": {"original_prompt": "x", '
+                      b'"requirements": ["y"]}}}\n{broken\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DATASETS))
+def test_bad_dataset_file_is_one_clear_line_and_writes_nothing(home: Path, tmp_path: Path, case: str) -> None:
+    bad = tmp_path / f"{case}.data"
+    bad.write_bytes(BAD_DATASETS[case])
     out = svgagent("eval", "--demo", "--dataset", str(bad))
-    assert out.returncode == 2 and "bad.json" in out.stderr
+    assert out.returncode == 2, out.stderr
+    assert bad.name in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not home.exists()
+
+
+def test_huge_dataset_is_refused_without_reading_it(home: Path, tmp_path: Path) -> None:
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as f:  # sparse: large on paper, cheap to make
+        f.truncate(60 * 1024 * 1024)
+    out = svgagent("eval", "--demo", "--dataset", str(huge))
+    assert out.returncode == 2 and "huge.json" in out.stderr and "large" in out.stderr
     assert not home.exists()
 
 
