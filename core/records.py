@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -17,6 +18,11 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "render_s", "judge_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens",
     "cached", "created", "updated", "override_score", "override_fulfilled", "override_verdicts_json", "override_at",
 )
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
 
 
 @dataclass(slots=True)
@@ -76,7 +82,7 @@ class RolloutRecord:
                 data[flag] = bool(data[flag])
         if data.get("is_score_valid") is not None:
             data["is_score_valid"] = bool(data["is_score_valid"])
-        names = {f.name for f in fields(cls)}
+        names = _field_names(cls)
         return cls(**{k: v for k, v in data.items() if k in names})
 
     @property
