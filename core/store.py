@@ -85,6 +85,24 @@ MIGRATIONS: list[str] = [
     ALTER TABLE rollouts ADD COLUMN override_verdicts_json TEXT;
     ALTER TABLE rollouts ADD COLUMN override_at TEXT;
     """,
+    # v3: RFT jobs launched from here, so the app can list and poll them
+    """
+    CREATE TABLE rft_jobs (
+        job_name TEXT PRIMARY KEY,
+        display_name TEXT,
+        base_url TEXT NOT NULL,
+        account TEXT NOT NULL,
+        dataset TEXT,
+        evaluator TEXT,
+        base_model TEXT,
+        output_model TEXT,
+        created TEXT NOT NULL,
+        last_state TEXT,
+        last_json TEXT,
+        updated TEXT NOT NULL
+    );
+    CREATE INDEX rft_jobs_by_created ON rft_jobs(created);
+    """,
 ]
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
@@ -411,6 +429,126 @@ class Store:
                 "INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
                 (key, kind, json.dumps(value), now_iso()),
             )
+
+
+    # --- RFT jobs (v3) ---------------------------------------------------------------------------------------
+    def remember_job(
+        self,
+        *,
+        job_name: str,
+        base_url: str,
+        account: str,
+        display_name: str | None = None,
+        dataset: str | None = None,
+        evaluator: str | None = None,
+        base_model: str | None = None,
+        output_model: str | None = None,
+        created: str | None = None,
+        last_state: str | None = None,
+        job: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a launched RFT job (insert, or refresh everything but ``created`` when it is already known).
+        ``job`` is the job resource as Fireworks returned it (no secrets in it)."""
+        stamp = now_iso()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO rft_jobs(job_name, display_name, base_url, account, dataset, evaluator, base_model,"
+                " output_model, created, last_state, last_json, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(job_name) DO UPDATE SET display_name=excluded.display_name, base_url=excluded.base_url,"
+                " account=excluded.account, dataset=excluded.dataset, evaluator=excluded.evaluator,"
+                " base_model=excluded.base_model, output_model=excluded.output_model,"
+                " last_state=COALESCE(excluded.last_state, rft_jobs.last_state),"
+                " last_json=COALESCE(excluded.last_json, rft_jobs.last_json), updated=excluded.updated",
+                (job_name, display_name, base_url, account, dataset, evaluator, base_model, output_model,
+                 created or stamp, last_state, json.dumps(job) if job is not None else None, stamp),
+            )
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        """Remembered RFT jobs, newest first: the columns as a dict, plus ``last`` (the parsed ``last_json``)."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM rft_jobs ORDER BY created DESC, job_name").fetchall()
+        out = []
+        for row in rows:
+            item = dict(row)
+            item["last"] = json.loads(item["last_json"]) if item["last_json"] else None
+            out.append(item)
+        return out
+
+    def update_job_state(self, job_name: str, state: str, job: dict[str, Any] | None = None) -> bool:
+        """Store the latest polled state (and job resource) of a remembered job; False when it is unknown."""
+        with self._tx() as db:
+            if job is None:
+                cur = db.execute("UPDATE rft_jobs SET last_state=?, updated=? WHERE job_name=?",
+                                 (state, now_iso(), job_name))
+            else:
+                output = (job.get("trainingConfig") or {}).get("outputModel")
+                cur = db.execute(
+                    "UPDATE rft_jobs SET last_state=?, last_json=?, output_model=COALESCE(?, output_model),"
+                    " updated=? WHERE job_name=?",
+                    (state, json.dumps(job), output, now_iso(), job_name),
+                )
+        return cur.rowcount > 0
+
+    # --- analysis and imports -------------------------------------------------------------------------------
+    def rollout_verdicts(self, run_id: str, *, current_only: bool = True) -> dict[str, list[list[Any]]]:
+        """The judge's per-requirement verdicts ``[index, fulfilled, reason]`` of the rollouts of ``run_id`` that
+        have them, by rollout id, without loading answers or images."""
+        sql = "SELECT rollout_id, verdicts_json FROM rollouts WHERE run_id = ? AND verdicts_json IS NOT NULL"
+        if current_only:
+            sql += " AND is_current = 1"
+        with self._lock:
+            rows = self._db.execute(sql, (run_id,)).fetchall()
+        return {r[0]: json.loads(r[1]) for r in rows}
+
+    def insert_run(
+        self,
+        *,
+        name: str | None,
+        settings: dict[str, Any],
+        dataset: dict[str, Any],
+        rollouts: Sequence[dict[str, Any]],
+        status: str = "imported",
+    ) -> str:
+        """Create a run whose rollouts arrive in any state (an import), in one transaction: the run and all its
+        rollouts are stored, or nothing is. Each rollout needs ``row_index``, ``row_id``, ``sample_index``,
+        ``prompt``, ``requirements`` (a list) and ``status``; ``attempt``, ``created`` and any column
+        :meth:`update_rollout` accepts are optional. Rollout ids are assigned here."""
+        run_id = new_run_id()
+        stamp = now_iso()
+        required = ("row_index", "row_id", "sample_index", "prompt", "requirements", "status")
+        records = []
+        for item in rollouts:
+            missing = [k for k in required if k not in item]
+            if missing:
+                raise ValueError(f"rollout is missing {missing}")
+            extra = {k: v for k, v in item.items() if k not in required and k not in ("attempt", "created")}
+            unknown = set(extra) - _ROLLOUT_COLUMNS
+            if unknown:
+                raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
+            attempt = int(item.get("attempt") or 1)
+            requirements = list(item["requirements"])
+            columns = {
+                "rollout_id": rollout_id_for(run_id, item["row_index"], item["sample_index"], attempt),
+                "run_id": run_id, "row_index": item["row_index"], "row_id": item["row_id"],
+                "sample_index": item["sample_index"], "attempt": attempt, "prompt": item["prompt"],
+                "requirements_json": json.dumps(requirements), "total": len(requirements),
+                "created": item.get("created") or stamp, "updated": stamp,
+                **{k: _to_db(v) for k, v in extra.items()},
+                "status": _to_db(item["status"]),
+            }
+            records.append(columns)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (run_id, name or run_id, stamp, stamp, status, json.dumps(settings), json.dumps(dataset)),
+            )
+            for columns in records:
+                db.execute(
+                    f"INSERT INTO rollouts({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    tuple(columns.values()),
+                )
+        return run_id
 
 
 def _to_db(value: Any) -> Any:

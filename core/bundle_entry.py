@@ -1,0 +1,299 @@
+"""The SVG judge as a Fireworks evaluator: scores one rollout exactly as `svgagent eval` scores it.
+
+This module is the entry file of the evaluator bundle that `svgagent rft create` builds (see svgagent's
+`evaluator_bundle` module). The bundle holds copies of the same core modules `svgagent eval` uses
+(extraction, the sandboxed renderer, the judge's prompt, schema and parsing, the shared models and errors) under
+its own package name, plus `svgagent_bundle.json` with the judge settings captured at build time.
+
+Scoring (the engine's rules, step by step):
+
+1. extract the SVG from the answer; none found: a *valid* score of 0;
+2. render it in a sandboxed worker process (size cap, data:-only fetcher, timeout, memory limit); a render
+   failure: a *valid* 0;
+3. ask the vision judge (the same question, response schema and parsing, count clamped to 0..N); score =
+   fulfilled / N. A judge that gives no usable answer, or cannot be reached: an *invalid* score.
+
+`score_answer` / `score_answer_sync` / `score_row` are plain functions (no eval-protocol needed). When the
+`eval-protocol` package is importable, `test_svgagent_judge` is also defined: the Eval Protocol pointwise
+evaluation test Fireworks runs (entry point `test_svgagent_judge.py::test_svgagent_judge`); it reports an invalid
+score as 0 with `is_score_valid=False`. The judge key is read from OPENAI_API_KEY (a Fireworks secret).
+
+No `from __future__ import annotations` here on purpose: Eval Protocol checks the test's annotations by identity.
+"""
+
+import asyncio
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import openai
+
+from svgagent.core.errors import RenderError
+from svgagent.core.extract import extract_svg
+from svgagent.core.judge import Judge
+from svgagent.core.models import JudgeMode
+from svgagent.core.render import Renderer
+
+PACKAGE = "svgagent.core"  # the bundle renames this package; see _worker_path()
+CONFIG_FILE = "svgagent_bundle.json"
+SAMPLE_FILE = "sample.jsonl"
+KEY_ENV = "OPENAI_API_KEY"
+ENTRY_FUNCTION = "test_svgagent_judge"
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """The settings that decide a score; the bundle captures them from the user's svgagent settings."""
+
+    judge_model: str = "gpt-4.1"
+    judge_base_url: str = "https://api.openai.com/v1"
+    judge_mode: str = "count"
+    render_size: int = 512
+    render_timeout_s: float = 20.0
+    render_memory_mb: int = 1024
+    request_timeout_s: float = 120.0
+    max_retries: int = 3
+    max_format_retries: int = 1
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "JudgeConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def load(cls, path: Optional[Path] = None) -> "JudgeConfig":
+        """The config written next to this file by the bundle builder (defaults when there is none)."""
+        target = path or Path(__file__).resolve().with_name(CONFIG_FILE)
+        if not target.is_file():
+            return cls()
+        return cls.from_dict(json.loads(target.read_text(encoding="utf-8")).get("config", {}))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RolloutScore:
+    """One rollout's score. `score` is None when it is not a valid measurement (judge outage / garbage)."""
+
+    score: Optional[float]
+    is_score_valid: bool
+    fulfilled: Optional[int]
+    total: int
+    reason: str
+    stage: str  # "extract", "render" or "judge": where the outcome was decided
+
+    @property
+    def reward(self) -> float:
+        """What the trainer receives: the score, or 0 for an invalid one."""
+        return float(self.score) if self.is_score_valid and self.score is not None else 0.0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "reward": self.reward}
+
+
+# ---- the sandboxed renderer, shared by every rollout of this process -------------------------------------------
+_renderer_lock = threading.Lock()
+_renderer: Optional[Renderer] = None
+_renderer_problem: Optional[str] = None  # set when the self-test render failed: the environment is broken
+_renderer_tested = False
+SELF_TEST_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/></svg>'
+
+
+def _worker_path() -> None:
+    """Render workers run `python -P -m <package>.render_worker`; inside the bundle that package lives next to
+    this file, so the bundle directory must be on the workers' PYTHONPATH."""
+    root = Path(__file__).resolve().parent
+    if not (root / PACKAGE).is_dir():
+        return  # running from the installed svgagent package
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(root) not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(root), *parts])
+
+
+def shared_renderer(config: JudgeConfig) -> Renderer:
+    global _renderer
+    with _renderer_lock:
+        if _renderer is None or _renderer.closed:
+            _worker_path()
+            _renderer = Renderer(size=config.render_size, timeout_s=config.render_timeout_s,
+                                 memory_mb=config.render_memory_mb, workers=min(4, os.cpu_count() or 1))
+        return _renderer
+
+
+def close_renderer() -> None:
+    global _renderer, _renderer_tested, _renderer_problem
+    with _renderer_lock:
+        if _renderer is not None:
+            _renderer.close()
+            _renderer = None
+        _renderer_tested, _renderer_problem = False, None
+
+
+async def renderer_problem(config: JudgeConfig) -> Optional[str]:
+    """Why this evaluator cannot render anything (None when a trivial SVG renders). A renderer that cannot
+    start (e.g. cairosvg or the cairo library missing) must not turn every rollout into a valid 0."""
+    global _renderer_tested, _renderer_problem
+    if not _renderer_tested:
+        try:
+            await shared_renderer(config).render(SELF_TEST_SVG, 8)
+            _renderer_problem = None
+        except RenderError as err:
+            _renderer_problem = (f"the evaluator cannot render SVG at all ({err}): its environment needs cairosvg "
+                                 "and the cairo library")
+        _renderer_tested = True
+    return _renderer_problem
+
+
+# ---- scoring ---------------------------------------------------------------------------------------------------
+def _describe_judge_error(err: BaseException, config: JudgeConfig) -> str:
+    if isinstance(err, openai.APITimeoutError):
+        return f"judge request timed out after {config.request_timeout_s:g} s ({config.max_retries} retries)"
+    if isinstance(err, openai.APIConnectionError):
+        return f"judge endpoint unreachable: {config.judge_base_url} ({config.max_retries} retries)"
+    if isinstance(err, openai.AuthenticationError):
+        return f"judge key rejected (HTTP 401) by {config.judge_base_url}: check the {KEY_ENV} secret"
+    if isinstance(err, openai.RateLimitError):
+        return f"judge endpoint rate-limited (HTTP 429) after {config.max_retries} retries"
+    if isinstance(err, openai.APIStatusError):
+        message = str(getattr(err, "message", "") or err).splitlines()[0][:200]
+        return f"judge endpoint answered HTTP {err.status_code}: {message}"
+    return f"judge call failed: {type(err).__name__}: {str(err)[:200]}"
+
+
+def _invalid(total: int, reason: str) -> RolloutScore:
+    return RolloutScore(None, False, None, total, reason, "judge")
+
+
+async def score_answer(answer: Optional[str], requirements: Sequence[str], prompt: Optional[str] = None, *,
+                       config: Optional[JudgeConfig] = None, judge_client: Optional[openai.AsyncOpenAI] = None,
+                       renderer: Optional[Renderer] = None) -> RolloutScore:
+    """Score a policy answer against its numbered requirements (see the module docstring for the rules)."""
+    cfg = config or JudgeConfig.load()
+    reqs = [str(r) for r in requirements]
+    total = len(reqs)
+    if total == 0:
+        return RolloutScore(None, False, None, 0, "the row has no requirements to judge", "extract")
+    extracted = extract_svg(answer)
+    if extracted.svg is None:
+        return RolloutScore(0.0, True, 0, total, extracted.reason or "no SVG found in the answer", "extract")
+    if renderer is None and (problem := await renderer_problem(cfg)) is not None:
+        return RolloutScore(None, False, None, total, problem, "render")
+    try:
+        png = await (renderer or shared_renderer(cfg)).render(extracted.svg, cfg.render_size)
+    except RenderError as err:
+        return RolloutScore(0.0, True, 0, total, f"render failed: {err}", "render")
+    client = judge_client
+    if client is None:
+        key = os.environ.get(KEY_ENV, "").strip()
+        if not key:
+            return _invalid(total, f"{KEY_ENV} is not set in the evaluator: store the judge key as a Fireworks "
+                                   "secret (svgagent rft create uploads it)")
+        client = openai.AsyncOpenAI(base_url=cfg.judge_base_url, api_key=key, timeout=cfg.request_timeout_s,
+                                    max_retries=cfg.max_retries)
+    try:
+        judge = Judge(client, cfg.judge_model, JudgeMode(cfg.judge_mode), cfg.max_format_retries)
+        verdict = await judge.judge(png, reqs, prompt)
+    except openai.APIError as err:
+        return _invalid(total, _describe_judge_error(err, cfg))
+    finally:
+        if judge_client is None:
+            await client.close()
+    if verdict.valid and verdict.score is not None:
+        return RolloutScore(verdict.score, True, verdict.fulfilled, total, verdict.rationale, "judge")
+    return _invalid(total, verdict.rationale)
+
+
+def score_answer_sync(answer: Optional[str], requirements: Sequence[str], prompt: Optional[str] = None,
+                      **kwargs: Any) -> RolloutScore:
+    """`score_answer` for callers without an event loop."""
+    return asyncio.run(score_answer(answer, requirements, prompt, **kwargs))
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "" if content is None else str(content)
+
+
+def rollout_inputs(messages: Sequence[Any], dataset_info: Optional[dict]) -> tuple:
+    """(answer, requirements, original prompt) from a rollout: the last assistant message and the row's info."""
+    answer = ""
+    for message in reversed(list(messages or [])):
+        role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+        if role == "assistant":
+            content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+            answer = _text(content)
+            break
+    info = dataset_info or {}
+    return answer, list(info.get("requirements") or []), info.get("original_prompt")
+
+
+async def score_row(row: dict, **kwargs: Any) -> RolloutScore:
+    """Score an Eval Protocol row given as a dict (`messages` ending with the answer, `input_metadata`)."""
+    info = ((row.get("input_metadata") or {}).get("dataset_info")) or {}
+    answer, requirements, prompt = rollout_inputs(row.get("messages") or [], info)
+    return await score_answer(answer, requirements, prompt, **kwargs)
+
+
+# ---- the Eval Protocol evaluation test (only when eval-protocol is installed) --------------------------------
+def _eval_protocol() -> Optional[dict]:
+    try:
+        from eval_protocol.models import EvaluateResult, EvaluationRow, MetricResult
+        from eval_protocol.pytest import evaluation_test
+    except ImportError:
+        return None
+    processor = None
+    try:
+        from eval_protocol.pytest import SingleTurnRolloutProcessor
+
+        processor = SingleTurnRolloutProcessor()
+    except ImportError:
+        try:
+            from eval_protocol.pytest import default_single_turn_rollout_processor as processor
+        except ImportError:
+            processor = None
+    return {"EvaluateResult": EvaluateResult, "EvaluationRow": EvaluationRow, "MetricResult": MetricResult,
+            "evaluation_test": evaluation_test, "processor": processor}
+
+
+def _define_evaluation_test(ep: dict) -> Any:
+    EvaluationRow = ep["EvaluationRow"]
+    EvaluateResult = ep["EvaluateResult"]
+    MetricResult = ep["MetricResult"]
+    # Local runs (`pytest test_svgagent_judge.py`) sample the policy with these; SVGAGENT_EP_COMPLETION_PARAMS
+    # (a JSON object, e.g. {"model": "openai/m", "api_base": "http://127.0.0.1:8765/v1"}) replaces them.
+    params = {"model": "fireworks_ai/accounts/fireworks/models/qwen3-0p6b", "temperature": 0.7, "max_tokens": 4096}
+    if os.environ.get("SVGAGENT_EP_COMPLETION_PARAMS"):
+        params = json.loads(os.environ["SVGAGENT_EP_COMPLETION_PARAMS"])
+    options: dict = {
+        "input_dataset": [str(Path(__file__).resolve().with_name(SAMPLE_FILE))],
+        "completion_params": [params],
+        "mode": "pointwise",
+    }
+    if ep["processor"] is not None:
+        options["rollout_processor"] = ep["processor"]
+
+    async def test_svgagent_judge(row: EvaluationRow) -> EvaluationRow:
+        info = row.input_metadata.dataset_info if row.input_metadata is not None else None
+        answer, requirements, prompt = rollout_inputs(row.messages, info)
+        result = await score_answer(answer, requirements, prompt)
+        counted = f"{result.fulfilled} of {result.total} requirements" if result.fulfilled is not None else "no count"
+        row.evaluation_result = EvaluateResult(
+            score=result.reward, is_score_valid=result.is_score_valid, reason=result.reason,
+            metrics={"requirements": MetricResult(score=result.reward, is_score_valid=result.is_score_valid,
+                                                  reason=f"{counted} ({result.stage})")})
+        return row
+
+    test_svgagent_judge.__name__ = test_svgagent_judge.__qualname__ = ENTRY_FUNCTION
+    return ep["evaluation_test"](**options)(test_svgagent_judge)
+
+
+_EP = _eval_protocol()
+if _EP is not None:
+    test_svgagent_judge = _define_evaluation_test(_EP)

@@ -1,0 +1,266 @@
+"""The evaluator bundle: the judge packaged as a `.tar.gz` Fireworks builds and runs during RFT.
+
+Generated at build time from the same source files `svgagent eval` runs, so there is one source of truth:
+
+    test_svgagent_judge.py   entry: a copy of core/bundle_entry.py (the plain scoring function + the Eval Protocol
+                             pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
+    svgjudge/                copies of core/{errors,models,extract,render_worker,render,chat,judge}.py
+    svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
+    sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
+    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ...
+    README.md
+
+The copies are the source files byte for byte except for one mechanical rename: the package `svgagent.core`
+becomes `svgjudge` (imports and the render worker's module name). The build checks that every import of the
+package names a bundled module, so a core change that needs another module fails the build, not the evaluator.
+
+The code hash is a SHA-256 over every file's path and bytes; the archive is deterministic (sorted entries, fixed
+times and owners), so the same code always gives the same hash, archive and evaluator id
+(`svgagent-judge-<first 12 hex digits>`), and a re-run reuses the evaluator Fireworks already built.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import SvgAgentError
+from .models import DatasetRow
+from .prompt import ep_row
+
+CORE_DIR = Path(__file__).resolve().parent
+SOURCE_PACKAGE = "svgagent.core"
+BUNDLE_PACKAGE = "svgjudge"
+SOURCE_MODULES = ("errors", "models", "extract", "render_worker", "render", "chat", "judge")
+TEMPLATE_MODULE = "bundle_entry"
+ENTRY_FILE = "test_svgagent_judge.py"
+ENTRY_FUNCTION = "test_svgagent_judge"
+ENTRY_POINT = f"{ENTRY_FILE}::{ENTRY_FUNCTION}"
+CONFIG_FILE = "svgagent_bundle.json"
+SAMPLE_FILE = "sample.jsonl"
+EVALUATOR_PREFIX = "svgagent-judge"
+DISPLAY_NAME = "svgagent SVG judge"
+DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how many numbered requirements it meets"
+REQUIREMENTS = (
+    "eval-protocol",
+    "openai>=1.40",
+    "cairosvg>=2.7",
+    "cairocffi>=1.6",
+    "defusedxml>=0.7",
+    "pillow>=9.1",
+    "pydantic>=2.7",
+)
+CONFIG_FIELDS = ("judge_model", "judge_base_url", "judge_mode", "render_size", "render_timeout_s", "render_memory_mb",
+                 "request_timeout_s", "max_retries")
+_FIXED_MTIME = 315_532_800  # 1980-01-01, as wheels use: archives do not depend on when they were built
+_SAMPLE_ROW = DatasetRow(index=0, row_id="sample_0", prompt="A red circle centred on a white background.",
+                         requirements=("There is exactly one circle.", "The circle is red.",
+                                       "The circle is centred.", "The background is white."))
+
+
+class BundleError(SvgAgentError):
+    """The bundle cannot be built (a bundled module imports something the bundle does not hold)."""
+
+
+@dataclass(frozen=True)
+class EvaluatorBundle:
+    """A built bundle: its files (relative path -> bytes), the .tar.gz archive and its identity."""
+
+    files: Mapping[str, bytes]
+    archive: bytes
+    code_hash: str
+    config: Mapping[str, Any]
+    entry_point: str = ENTRY_POINT
+    requirements: str = "\n".join(REQUIREMENTS) + "\n"
+    directory: Path | None = field(default=None, compare=False)
+
+    @property
+    def short_hash(self) -> str:
+        return self.code_hash[:12]
+
+    @property
+    def evaluator_id(self) -> str:
+        return f"{EVALUATOR_PREFIX}-{self.short_hash}"
+
+    @property
+    def filename(self) -> str:
+        return f"{self.evaluator_id}.tar.gz"
+
+
+def config_from_settings(settings: Any) -> dict[str, Any]:
+    """The judge settings the evaluator needs, from a `Settings` (no keys: those travel as Fireworks secrets)."""
+    out: dict[str, Any] = {}
+    for name in CONFIG_FIELDS:
+        value = getattr(settings, name)
+        out[name] = getattr(value, "value", value)  # JudgeMode -> "count"
+    return out
+
+
+def _rename(source: str) -> str:
+    return source.replace(SOURCE_PACKAGE, BUNDLE_PACKAGE)
+
+
+def _check_imports(name: str, source: str) -> None:
+    """Every import of the bundle package (absolute or relative) must name a bundled module."""
+    tree = ast.parse(source, filename=name)
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names if a.name.split(".")[0] == BUNDLE_PACKAGE]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 1:
+                targets = [f"{BUNDLE_PACKAGE}.{node.module}"] if node.module else []
+            elif node.level > 1:
+                raise BundleError(f"{name}: relative import beyond the bundled package ({'.' * node.level}"
+                                  f"{node.module or ''})")
+            elif node.module and node.module.split(".")[0] == BUNDLE_PACKAGE:
+                targets = [node.module]
+            elif node.module and node.module.split(".")[0] == "svgagent":
+                targets = [node.module]
+        for target in targets:
+            parts = target.split(".")
+            if parts[0] != BUNDLE_PACKAGE or len(parts) != 2 or parts[1] not in SOURCE_MODULES:
+                raise BundleError(f"{name} imports {target}, which the evaluator bundle does not contain: add it to "
+                                  "SOURCE_MODULES in core/evaluator_bundle.py or drop the import")
+
+
+def _source(module: str) -> bytes:
+    path = CORE_DIR / f"{module}.py"
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise BundleError(f"cannot read {path} for the evaluator bundle ({err.strerror or err})") from None
+
+
+def _readme(config: Mapping[str, Any]) -> str:
+    return (
+        "# svgagent SVG judge (evaluator bundle)\n\n"
+        "Generated by `svgagent rft create`; do not edit: rebuild instead.\n\n"
+        f"Entry point: `{ENTRY_POINT}` (an Eval Protocol pointwise evaluation test).\n"
+        "Plain scoring without eval-protocol:\n\n"
+        "```python\n"
+        "from test_svgagent_judge import score_answer_sync\n"
+        "print(score_answer_sync(answer_text, requirements, prompt).to_dict())\n"
+        "```\n\n"
+        f"Judge: `{config.get('judge_model')}` at `{config.get('judge_base_url')}`, mode "
+        f"`{config.get('judge_mode')}`, PNG longest side {config.get('render_size')} px. The key is read from "
+        "OPENAI_API_KEY.\n"
+    )
+
+
+def bundle_files(config: Mapping[str, Any]) -> dict[str, bytes]:
+    """The bundle's files (relative path -> bytes), generated from the current core sources."""
+    files: dict[str, bytes] = {}
+    digests: dict[str, str] = {}
+    for module in SOURCE_MODULES:
+        raw = _source(module)
+        digests[f"core/{module}.py"] = hashlib.sha256(raw).hexdigest()
+        text = _rename(raw.decode("utf-8"))
+        _check_imports(f"{BUNDLE_PACKAGE}/{module}.py", text)
+        files[f"{BUNDLE_PACKAGE}/{module}.py"] = text.encode("utf-8")
+    files[f"{BUNDLE_PACKAGE}/__init__.py"] = (
+        '"""Copies of the svgagent core modules that score a rollout (generated; do not edit)."""\n').encode()
+    raw = _source(TEMPLATE_MODULE)
+    digests[f"core/{TEMPLATE_MODULE}.py"] = hashlib.sha256(raw).hexdigest()
+    entry = _rename(raw.decode("utf-8"))
+    _check_imports(ENTRY_FILE, entry)
+    files[ENTRY_FILE] = entry.encode("utf-8")
+    manifest = {"entry_point": ENTRY_POINT, "config": dict(config), "sources": digests}
+    files[CONFIG_FILE] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    files[SAMPLE_FILE] = (json.dumps(ep_row(_SAMPLE_ROW), ensure_ascii=False) + "\n").encode("utf-8")
+    files["requirements.txt"] = ("\n".join(REQUIREMENTS) + "\n").encode("utf-8")
+    files["README.md"] = _readme(config).encode("utf-8")
+    return dict(sorted(files.items()))
+
+
+def code_hash(files: Mapping[str, bytes]) -> str:
+    """SHA-256 over every file's path, size and bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        data = files[path]
+        digest.update(path.encode("utf-8") + b"\0" + str(len(data)).encode() + b"\0")
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def _tar_info(name: str, size: int = 0, directory: bool = False) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mtime = _FIXED_MTIME
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mode = 0o755 if directory else 0o644
+    if directory:
+        info.type = tarfile.DIRTYPE
+    return info
+
+
+def archive_files(files: Mapping[str, bytes]) -> bytes:
+    """A deterministic .tar.gz of `files` (files at the archive root, directories listed once)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        seen: set[str] = set()
+        for path in sorted(files):
+            parts = path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if folder not in seen:
+                    seen.add(folder)
+                    tar.addfile(_tar_info(folder, directory=True))
+            tar.addfile(_tar_info(path, len(files[path])), io.BytesIO(files[path]))
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", fileobj=out, mode="wb", mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def write_files(files: Mapping[str, bytes], directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for path, data in files.items():
+        target = directory / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return directory
+
+
+def build_bundle(settings: Any = None, *, config: Mapping[str, Any] | None = None,
+                 out_dir: Path | None = None) -> EvaluatorBundle:
+    """Build the bundle from the current sources. The judge settings come from `config`, else `settings`, else
+    the defaults of `svgagent.core.settings.Settings`. With `out_dir` the bundle directory is written there."""
+    if config is None:
+        if settings is None:
+            from .settings import Settings
+
+            settings = Settings.model_construct()  # defaults only: no files or environment read
+        config = config_from_settings(settings)
+    files = bundle_files(config)
+    archive = archive_files(files)
+    directory = write_files(files, Path(out_dir)) if out_dir is not None else None
+    return EvaluatorBundle(files=files, archive=archive, code_hash=code_hash(files), config=dict(config),
+                           directory=directory)
+
+
+def unpack_archive(archive: bytes, directory: Path) -> Path:
+    """Unpack a bundle archive into `directory` (refusing links and paths outside it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        tar.extractall(directory, filter="data")
+    return directory
+
+
+def archive_members(archive: bytes) -> dict[str, bytes]:
+    """The regular files of a bundle archive (path -> bytes)."""
+    out: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                handle = tar.extractfile(member)
+                out[member.name] = handle.read() if handle else b""
+    return out

@@ -1,0 +1,217 @@
+"""The evaluator bundle: generated from the core sources, deterministic, and scoring exactly like the engine.
+
+The parity test runs the engine on real rollouts (policy and judge: the project's OpenAI simulator), uploads the
+bundle through a launch against the simulated Fireworks control plane, takes the archive the simulator received,
+unpacks it and runs its plain scoring function in a separate interpreter on the engine's answers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from svgagent.core import bundle_entry
+from svgagent.core.dataset import load_dataset
+from svgagent.core.demo import demo_overrides
+from svgagent.core.engine import Engine
+from svgagent.core.evaluator_bundle import (
+    BUNDLE_PACKAGE,
+    CORE_DIR,
+    ENTRY_FILE,
+    ENTRY_POINT,
+    SOURCE_MODULES,
+    BundleError,
+    _check_imports,
+    archive_members,
+    build_bundle,
+    config_from_settings,
+    unpack_archive,
+)
+from svgagent.core.fireworks_api import ControlPlane
+from svgagent.core.fireworks_sim import FireworksSim
+from svgagent.core.render import Renderer
+from svgagent.core.rft_launch import LaunchRequest, launch, prepare_launch
+from svgagent.core.rft_params import RftParams
+from svgagent.core.settings import load_settings
+from svgagent.core.simulator import Simulator
+from svgagent.core.store import Store
+
+EP_INSTALLED = importlib.util.find_spec("eval_protocol") is not None
+
+SCORE_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import test_svgagent_judge as entry
+cases = json.load(sys.stdin)
+out = [entry.score_answer_sync(c["answer"], c["requirements"], c["prompt"]).to_dict() for c in cases]
+entry.close_renderer()
+print(json.dumps({
+    "scores": out,
+    "svgagent_modules": sorted(m for m in sys.modules if m.split(".")[0] == "svgagent"),
+    "eval_protocol_loaded": "eval_protocol" in sys.modules,
+    "has_ep_test": hasattr(entry, "test_svgagent_judge"),
+    "entry_file": entry.__file__,
+}))
+"""
+
+
+def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
+    one, two = build_bundle(), build_bundle()
+    assert one.archive == two.archive and one.code_hash == two.code_hash
+    assert one.evaluator_id == f"svgagent-judge-{one.code_hash[:12]}" and len(one.evaluator_id) <= 63
+    assert one.entry_point == ENTRY_POINT == "test_svgagent_judge.py::test_svgagent_judge"
+    assert archive_members(one.archive) == dict(one.files)
+    for module in SOURCE_MODULES:  # byte-for-byte copies, package renamed
+        source = (CORE_DIR / f"{module}.py").read_text(encoding="utf-8")
+        copied = one.files[f"{BUNDLE_PACKAGE}/{module}.py"].decode()
+        assert copied == source.replace("svgagent.core", BUNDLE_PACKAGE)
+        assert "svgagent.core" not in copied
+    entry = (CORE_DIR / "bundle_entry.py").read_text(encoding="utf-8")
+    assert one.files[ENTRY_FILE].decode() == entry.replace("svgagent.core", BUNDLE_PACKAGE)
+    requirements = one.files["requirements.txt"].decode().split()
+    for name in ("eval-protocol", "openai", "cairosvg", "pillow", "pydantic"):
+        assert any(r.split(">")[0] == name for r in requirements), name
+    assert one.requirements == one.files["requirements.txt"].decode()
+    manifest = json.loads(one.files["svgagent_bundle.json"])
+    assert manifest["entry_point"] == ENTRY_POINT and set(manifest["sources"]) >= {"core/judge.py", "core/extract.py"}
+    # the judge settings are part of the code: another judge gives another evaluator
+    other = build_bundle(config={**one.config, "judge_model": "another-judge"})
+    assert other.code_hash != one.code_hash and other.evaluator_id != one.evaluator_id
+
+
+def test_build_refuses_an_import_the_bundle_does_not_hold() -> None:
+    _check_imports("ok.py", "from svgjudge.models import JudgeMode\nfrom .errors import RenderError\nimport openai\n")
+    for bad in ("from svgjudge.policy import generate", "from .settings import Settings",
+                "from svgagent.tui import cli", "import svgjudge.store"):
+        with pytest.raises(BundleError, match="does not contain"):
+            _check_imports("bad.py", bad)
+
+
+def test_entry_defines_the_ep_test_only_with_eval_protocol() -> None:
+    if EP_INSTALLED:
+        pytest.skip("eval-protocol is installed in this environment")
+    assert importlib.util.find_spec("eval_protocol") is None
+    assert not hasattr(bundle_entry, "test_svgagent_judge")  # the plain functions need no eval-protocol
+    assert callable(bundle_entry.score_answer) and callable(bundle_entry.score_row)
+
+
+def test_rollout_inputs_take_the_last_assistant_answer() -> None:
+    messages = [{"role": "user", "content": "draw"}, {"role": "assistant", "content": "first"},
+                {"role": "user", "content": "again"},
+                {"role": "assistant", "content": [{"type": "text", "text": "```svg\n<svg/>"}, {"type": "x"}]}]
+    info = {"requirements": ["a", "b"], "original_prompt": "p"}
+    assert bundle_entry.rollout_inputs(messages, info) == ("```svg\n<svg/>", ["a", "b"], "p")
+    assert bundle_entry.rollout_inputs([{"role": "user", "content": "x"}], None) == ("", [], None)
+
+
+@pytest.fixture(scope="module")
+def renderer() -> Renderer:
+    with Renderer(size=256, workers=1) as r:
+        yield r
+
+
+async def test_invalid_scores_when_the_judge_cannot_answer(renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    svg_answer = '```svg\n<svg viewBox="0 0 10 10"><rect width="10" height="10" fill="red"/></svg>\n```'
+    no_svg = await bundle_entry.score_answer("I cannot draw", ["red"], renderer=renderer)
+    assert (no_svg.score, no_svg.is_score_valid, no_svg.stage) == (0.0, True, "extract")
+    broken = await bundle_entry.score_answer('<svg width="-5" height="10"></svg>', ["red"], renderer=renderer)
+    assert (broken.score, broken.is_score_valid, broken.stage) == (0.0, True, "render")
+    assert broken.reason.startswith("render failed: ") and "negative" in broken.reason
+    missing = await bundle_entry.score_answer(svg_answer, ["red"], renderer=renderer)
+    assert not missing.is_score_valid and missing.reward == 0.0 and "OPENAI_API_KEY" in missing.reason
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    cfg = bundle_entry.JudgeConfig(judge_base_url=f"http://127.0.0.1:{closed}/v1", max_retries=0, render_size=256)
+    down = await bundle_entry.score_answer(svg_answer, ["red"], config=cfg, renderer=renderer)
+    assert not down.is_score_valid and down.score is None and "unreachable" in down.reason
+    empty = await bundle_entry.score_answer(svg_answer, [], renderer=renderer)
+    assert not empty.is_score_valid
+
+
+async def test_a_renderer_that_cannot_start_gives_invalid_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        closed = False
+
+        def __init__(self, **kw: object) -> None:
+            pass
+
+        async def render(self, svg: str, size: int) -> bytes:
+            raise bundle_entry.RenderError("SVG could not be rendered (ModuleNotFoundError: No module named 'cairosvg')")
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(bundle_entry, "Renderer", Broken)
+    bundle_entry.close_renderer()
+    try:
+        svg = '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect width="4" height="4"/></svg>'
+        result = await bundle_entry.score_answer(f"```svg\n{svg}\n```", ["a"])
+        assert (result.is_score_valid, result.score, result.stage) == (False, None, "render")
+        assert "cannot render SVG at all" in result.reason and "cairosvg" in result.reason
+        no_svg = await bundle_entry.score_answer("nothing to see", ["a"])
+        assert no_svg.is_score_valid and no_svg.score == 0.0  # still the model's fault
+    finally:
+        bundle_entry.close_renderer()
+
+
+async def test_uploaded_bundle_scores_exactly_like_the_engine(tmp_path: Path) -> None:
+    with Simulator() as sim:
+        settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=8,
+                                 render_size=256, max_retries=1, request_timeout_s=10)
+        store = Store(settings.store_path())
+        async with Engine(settings, store, use_cache=False) as engine:
+            run_id = engine.create_run(load_dataset("builtin"))
+            # the engine scores a stored answer as it is (resume path): plant answers that fail to render
+            planted = ['```svg\n<svg width="-5" height="10"></svg>\n```',
+                       '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+                       '<image xlink:href="file:///etc/passwd" width="9" height="9"/></svg>']
+            for rec, answer in zip(store.list_rollouts(run_id), planted):
+                store.update_rollout(rec.rollout_id, raw_answer=answer, finish_reason="stop")
+            await engine.run(run_id)
+        rollouts = store.list_rollouts(run_id, heavy=True)
+        store.close()
+        assert {r.status.value for r in rollouts} >= {"scored"}
+
+        # launch against the simulated control plane; take the archive it received
+        with FireworksSim() as fw:
+            request = LaunchRequest(params=RftParams(base_model="qwen3-0p6b"), rows=2,
+                                    fireworks_api_key="fw-test-key", openai_api_key="sk-test-key",
+                                    judge_config=config_from_settings(settings), base_url=fw.base_url,
+                                    evaluator_poll_s=0.001, dataset_poll_s=0.001, max_retries=0)
+            prepared = prepare_launch(request)
+            with ControlPlane("fw-test-key", base_url=fw.base_url, max_retries=0) as cp:
+                launch(prepared, cp)
+            archive = fw.evaluator_archive(prepared.evaluator_id)
+        assert archive == prepared.bundle.archive
+        bundle_dir = unpack_archive(archive, tmp_path / "bundle")
+        assert json.loads((bundle_dir / "svgagent_bundle.json").read_text())["config"]["judge_base_url"] == \
+            sim.base_url
+
+        cases = [{"answer": r.raw_answer, "requirements": list(r.requirements), "prompt": r.prompt} for r in rollouts]
+        env = {**os.environ, "OPENAI_API_KEY": "sk-test-key"}
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.run([sys.executable, "-c", SCORE_SCRIPT, str(bundle_dir)], input=json.dumps(cases),
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout)
+
+    assert result["svgagent_modules"] == []  # the bundle is self-contained
+    assert Path(result["entry_file"]).parent == bundle_dir.resolve()
+    assert result["eval_protocol_loaded"] is EP_INSTALLED and result["has_ep_test"] is EP_INSTALLED
+    stages = set()
+    for rollout, scored in zip(rollouts, result["scores"], strict=True):
+        stages.add(scored["stage"])
+        assert scored["is_score_valid"] == bool(rollout.is_score_valid), rollout.rollout_id
+        assert scored["score"] == rollout.score, (rollout.rollout_id, scored, rollout.reason)
+        assert scored["fulfilled"] == rollout.fulfilled
+        assert scored["total"] == rollout.total == len(rollout.requirements)
+    assert stages == {"extract", "render", "judge"}, stages

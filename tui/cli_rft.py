@@ -1,0 +1,476 @@
+"""`svgagent rft …`: launch a Fireworks RFT job with the svgagent judge, and monitor, cancel or resume jobs.
+
+Progress goes to stderr, results to stdout (`--json`: one JSON document). Exit status: 0 ok, 1 the control plane
+failed (message says what to do) or a watched job did not complete, 2 usage/config error (bad flag, missing key,
+refused confirmation), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from svgagent.core.errors import ConfigError
+from svgagent.core.rft_params import FLAGS, defaults, parse_params
+
+# Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
+# and building the parser happens for every svgagent command.
+if TYPE_CHECKING:
+    from svgagent.core.fireworks_api import ControlPlane
+    from svgagent.core.rft_launch import PlannedRequest
+    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft_params import RftParams
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEMO_STEP_S = 0.5
+DEMO_ACCOUNT = "simulated-account"  # svgagent.core.rft_launch.DEMO_ACCOUNT
+DEMO_JOB_ID = "svgagent-demo-job"  # svgagent.core.rft_launch.DEMO_JOB_ID
+DEMO_POLL_S = 0.25
+TAG = "[simulated] "
+_CONFIG_KINDS = frozenset({"missing_key", "auth"})
+
+
+def _wrap(text: str) -> str:
+    return "\n".join(textwrap.fill(part, 100) for part in text.split("\n"))
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Shows `(default: X)` for options that have a real default (not None/False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" not in text and action.default not in (None, False, argparse.SUPPRESS) \
+                and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
+# ---- parser --------------------------------------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser, *, json_help: str = "print JSON to stdout") -> None:
+    p.add_argument("--demo", action="store_true",
+                   help="use a simulated Fireworks control plane on 127.0.0.1 with fake keys (nothing is sent)")
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.add_argument("--store", help="run store: a .db file or a directory (default: $SVGAGENT_HOME or the user "
+                                   "data dir)")
+
+
+def add_rft_parser(subparsers: Any) -> None:
+    rft = subparsers.add_parser(
+        "rft", help="launch and monitor Fireworks reinforcement fine-tuning jobs", formatter_class=_Formatter,
+        description=_wrap("Reinforcement fine-tuning on Fireworks with the svgagent judge as the reward.\n\n"
+                          "keys: FIREWORKS_API_KEY (control plane) and OPENAI_API_KEY (the judge, uploaded as a "
+                          "Fireworks secret); optional FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL. Read from the "
+                          "environment or ./.env."),
+        epilog="examples:\n  svgagent rft create --demo --rows 8 --yes --watch\n"
+               "  svgagent rft create --base-model accounts/fireworks/models/qwen3-0p6b --rows 64 --dry-run\n"
+               "  svgagent rft status JOB --watch\n  svgagent rft list --json")
+    sub = rft.add_subparsers(dest="rft_command", metavar="ACTION", required=True)
+
+    d = defaults()
+    p = sub.add_parser("create", help="upload evaluator, secrets and dataset, then start an RFT job",
+                       formatter_class=_Formatter,
+                       description=_wrap("Resolve the account, store the judge key as a secret, build and upload "
+                                         "the evaluator bundle (reused when Fireworks already built this code), "
+                                         "upload the dataset (reused when identical), then create the job. "
+                                         "Re-running after a failure continues where it stopped; the same settings "
+                                         "give the same job id, so a finished launch is reported, not repeated."))
+    g = p.add_argument_group("model and data")
+    g.add_argument("--base-model", help="model to fine-tune, e.g. accounts/fireworks/models/qwen3-0p6b "
+                                        "(required unless --demo)")
+    g.add_argument("--dataset", help="'builtin', an SVGBench questions.json or an Eval Protocol JSONL file "
+                                     "(default: the settings' dataset, builtin)")
+    g.add_argument("--rows", type=int, help="use only the first N rows")
+    g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
+    g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
+    g = p.add_argument_group("hyperparameters (checked locally before anything is sent)")
+    g.add_argument("--epochs", type=int, default=d["epochs"], help="passes over the dataset, 1..10")
+    g.add_argument("--learning-rate", type=float, default=d["learning_rate"], help="1e-05..0.0005")
+    g.add_argument("--lora-rank", type=int, default=d["lora_rank"], help="4..128, a power of two")
+    g.add_argument("--batch-size", type=int, default=d["batch_size"], help="training batch in tokens")
+    g.add_argument("--max-context-length", type=int, default=d["max_context_length"], help="tokens per sequence")
+    g.add_argument("--chunk-size", type=int, default=d["chunk_size"], help="rows per rollout chunk, 1..10000")
+    g.add_argument("--temperature", type=float, default=d["temperature"], help="rollout temperature, >0..2")
+    g.add_argument("--top-p", type=float, default=d["top_p"], help="rollout top-p, >0..1")
+    g.add_argument("--max-output-tokens", type=int, default=d["max_output_tokens"],
+                   help="rollout completion token limit")
+    g.add_argument("--n", type=int, default=d["n"], help="responses per prompt (responseCandidatesCount), 2..64")
+    g.add_argument("--loss", default=d["loss"], metavar="{grpo,dapo}", help="policy-optimization loss")
+    g.add_argument("--kl-beta", type=float, help="KL penalty weight, 0..10 (default: Fireworks' default)")
+    g = p.add_argument_group("judge (baked into the evaluator)")
+    g.add_argument("--judge-model", help="vision judge model (default: the settings', gpt-4.1)")
+    g.add_argument("--judge-base-url", help="judge endpoint (default: the settings', https://api.openai.com/v1)")
+    g.add_argument("--judge-mode", choices=["count", "per-requirement"], help="default: the settings', count")
+    g = p.add_argument_group("launch")
+    g.add_argument("--job-id", help="job id (default: derived from dataset, evaluator and hyperparameters)")
+    g.add_argument("--force", action="store_true", help="rebuild the evaluator even if Fireworks has this code")
+    g.add_argument("--dry-run", action="store_true", help="print every request that would be sent; send nothing")
+    g.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    g.add_argument("--watch", action="store_true", help="after the launch, follow the job until it ends")
+    g.add_argument("--poll-interval", type=float,
+                   help="seconds between polls of the evaluator build / the job (default: 10 / 5; demo 0.25)")
+    _common(p, json_help="print {job, evaluator, dataset, links} (with --dry-run: the plan) as JSON")
+
+    p = sub.add_parser("status", help="one job's state and progress", formatter_class=_Formatter,
+                       description=_wrap("Show a job's state. With --watch, refresh until it ends (exit 0 when "
+                                         "it completed, 1 otherwise); when polls fail the last known state stays "
+                                         "shown with its age while polling backs off."))
+    p.add_argument("job", metavar="JOB", nargs="?", help="job id or accounts/…/reinforcementFineTuningJobs/ID "
+                                                          "(optional with --demo)")
+    p.add_argument("--watch", action="store_true", help="refresh until the job reaches a terminal state")
+    p.add_argument("--poll-interval", type=float, help="seconds between polls (default: 5; demo 0.25)")
+    _common(p, json_help="print {name, display_name, state, status, percent, epoch, processed, failed, total, "
+                         "created, completed, output_model, links}")
+
+    p = sub.add_parser("list", help="the account's RFT jobs, newest first", formatter_class=_Formatter)
+    p.add_argument("--limit", type=int, default=50, help="at most this many jobs")
+    _common(p, json_help="print a JSON list of job objects (the status --json shape)")
+
+    p = sub.add_parser("cancel", help="cancel a job (asks first unless --yes)", formatter_class=_Formatter)
+    p.add_argument("job", metavar="JOB", nargs="?", help="job id or resource name (optional with --demo)")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    _common(p, json_help="print the job's status JSON after cancelling")
+
+    p = sub.add_parser("resume", help="resume a cancelled, failed or paused job", formatter_class=_Formatter)
+    p.add_argument("job", metavar="JOB", nargs="?", help="job id or resource name (optional with --demo)")
+    _common(p, json_help="print the job's status JSON after resuming")
+
+
+# ---- output helpers ------------------------------------------------------------------------------------------
+class _Out:
+    """Plain text to stderr (progress) and stdout (results); every line tagged in demo mode."""
+
+    def __init__(self, demo: bool) -> None:
+        self.demo = demo
+
+    def _tag(self, text: str) -> str:
+        return "\n".join(TAG + line for line in text.splitlines()) if self.demo else text
+
+    def err(self, text: str = "") -> None:
+        print(self._tag(text), file=sys.stderr, flush=True)
+
+    def out(self, text: str = "") -> None:
+        print(self._tag(text), flush=True)
+
+    def json(self, data: Any) -> None:
+        if self.demo:
+            data = [{**d, "simulated": True} for d in data] if isinstance(data, list) else {**data, "simulated": True}
+        print(json.dumps(data, indent=2, ensure_ascii=False), flush=True)
+
+
+def _confirm(question: str, out: _Out, hint: str = "") -> None:
+    """Ask on the terminal; refuse (ConfigError, exit 2) when stdin is not a terminal."""
+    if not sys.stdin or not sys.stdin.isatty():
+        raise ConfigError("stdin is not a terminal, so the confirmation cannot be asked: pass --yes to go ahead "
+                          f"without it{hint}")
+    sys.stderr.write((TAG if out.demo else "") + question + " [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise ConfigError("not confirmed: nothing was sent")
+
+
+def _print_plan(steps: list[PlannedRequest], base_url: str, write: Any) -> None:
+    write(f"Plan: {len(steps)} requests to {base_url} (secrets masked)")
+    for number, step in enumerate(steps, start=1):
+        query = "?" + "&".join(f"{k}={v}" for k, v in step.query.items()) if step.query else ""
+        write(f"{number:>3}. {step.step:<9} {step.method} {step.path}{query}")
+        if step.body is not None:
+            write(f"{'':15}body: {json.dumps(step.body, ensure_ascii=False)}")
+        if step.note:
+            write(f"{'':15}({step.note})")
+
+
+def _base_url(explicit: str | None) -> str:
+    from svgagent.core.fireworks_api import DEFAULT_BASE_URL
+
+    return (explicit or os.environ.get("FIREWORKS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+# ---- create --------------------------------------------------------------------------------------------------
+def _params(args: argparse.Namespace) -> RftParams:
+    values = {name: getattr(args, name, None) for name in FLAGS}
+    if args.demo and not values.get("base_model"):
+        values["base_model"] = "accounts/fireworks/models/qwen3-0p6b"
+    return parse_params(**values)
+
+
+def _create(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.rft_launch import (
+        DEMO_FIREWORKS_KEY,
+        DEMO_OPENAI_KEY,
+        LaunchEvent,
+        LaunchRequest,
+        check_keys,
+        demo_control_plane,
+        launch,
+        open_control_plane,
+        plan,
+        prepare_launch,
+    )
+    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.settings import load_settings
+    from svgagent.core.store import Store
+
+    params = _params(args)  # ParamsError (exit 2) before anything else
+    judge = {"judge_model": args.judge_model, "judge_base_url": args.judge_base_url, "judge_mode": args.judge_mode}
+    with contextlib.ExitStack() as stack:
+        if args.demo:
+            sim, _ = stack.enter_context(demo_control_plane(step_seconds=DEMO_STEP_S))
+            settings = load_settings(**judge, store=args.store, fireworks_api_key=DEMO_FIREWORKS_KEY,
+                                     openai_api_key=DEMO_OPENAI_KEY)
+            base_url: str | None = sim.base_url
+        else:
+            settings = load_settings(**judge, store=args.store)
+            base_url = None
+        poll = args.poll_interval or (DEMO_POLL_S if args.demo else 10.0)
+        request = LaunchRequest.from_settings(settings, params, dataset=args.dataset, rows=args.rows,
+                                              base_url=base_url, force_evaluator=args.force, job_id=args.job_id,
+                                              evaluator_poll_s=poll, dataset_poll_s=min(poll, 2.0))
+        if args.demo:  # the simulator's own account, never the user's
+            request = dataclasses.replace(request, account_id=None)
+        prepared = prepare_launch(request)
+        steps = plan(prepared)
+        target = _base_url(request.base_url)
+        if args.demo:
+            out.err(f"demo mode: a simulated Fireworks control plane at {target} (account {DEMO_ACCOUNT}); nothing "
+                    "is sent to Fireworks")
+        if args.dry_run:
+            for name in request.missing_keys():
+                out.err(f"warning: {name} is not set: the launch would stop before sending anything")
+            if args.json:
+                out.json({"dry_run": True, "base_url": target, "evaluator": prepared.evaluator_id,
+                          "dataset": prepared.dataset_id, "job": prepared.job_id,
+                          "plan": [s.to_dict() for s in steps]})
+            else:
+                _print_plan(steps, target, out.out)
+                out.out("dry run: nothing was sent")
+            return EXIT_OK
+        check_keys(request)
+        if not args.yes:
+            _print_plan(steps, target, out.err)
+            _confirm(f"Launch RFT job {prepared.job_id} ({len(prepared.rows)} rows, {params.base_model})?", out,
+                     " (or --dry-run to only see the plan)")
+        cp = stack.enter_context(open_control_plane(request))
+        store = None if args.demo else stack.enter_context(Store(settings.store_path()))
+
+        shown: dict[str, str] = {}
+
+        def show(event: LaunchEvent) -> None:
+            if event.status == "start":
+                return
+            if event.status == "progress":  # "BUILDING (12 s elapsed)": print when more than the number changed
+                key = re.sub(r"\d+", "#", event.message)
+                if shown.get(event.step) == key:
+                    return
+                shown[event.step] = key
+            mark = {"done": "✓", "reused": "✓", "failed": "✗"}.get(event.status, " ")
+            out.err(f"[{event.index}/{event.total}] {mark} {event.step}: {event.message}")
+
+        result = launch(prepared, cp, on_event=show, store=store)
+        if args.json:
+            out.json(result.to_json())
+        else:
+            view = JobView.from_job(result.job, cp.base_url)
+            out.out(f"job        {result.job_name}  ({view.phase}{', already existed' if result.reused.get('job') else ''})")
+            out.out(f"evaluator  {result.evaluator.get('name')}  ({result.evaluator.get('state')}"
+                    f"{', reused' if result.reused.get('evaluator') else ''})")
+            out.out(f"dataset    {result.dataset.get('name')}  ({result.dataset.get('state')}, "
+                    f"{len(prepared.rows)} rows{', reused' if result.reused.get('dataset') else ''})")
+            for kind, link in result.links.items():
+                out.out(f"{kind + ' link':<10} {link}")
+            if not args.watch:
+                out.out(f"follow it: svgagent rft status {result.job_id} --watch" + (" (the simulator stops when "
+                        "this command ends)" if args.demo else ""))
+        if args.watch:
+            return _watch(lambda: cp.get_job(result.job_name), cp.base_url, poll if args.demo else
+                          (args.poll_interval or 5.0), out, None if args.demo else store, as_json=False)
+        return EXIT_OK
+
+
+# ---- monitor -------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[ControlPlane, str, Any]]:
+    """(control plane, job name or id, store or None) for status/list/cancel/resume."""
+    from svgagent.core.fireworks_api import ControlPlane
+    from svgagent.core.rft_launch import demo_control_plane
+
+    if args.demo:
+        with demo_control_plane(step_seconds=DEMO_STEP_S, seed_job=True) as (sim, cp):
+            out.err(f"demo mode: a simulated Fireworks control plane at {sim.base_url} holding one job, "
+                    f"{DEMO_JOB_ID}; nothing is sent to Fireworks")
+            if args.rft_command == "resume":  # the seeded job is running: pause it so there is something to resume
+                sim.set_job_state(DEMO_JOB_ID, "JOB_STATE_PAUSED", "paused (simulated)")
+            yield cp, getattr(args, "job", None) or DEMO_JOB_ID, None
+        return
+    from svgagent.core.settings import load_settings
+    from svgagent.core.store import Store
+
+    if hasattr(args, "job") and not args.job:
+        raise ConfigError("JOB is required (a job id or accounts/…/reinforcementFineTuningJobs/ID; see "
+                          "`svgagent rft list`)")
+    settings = load_settings(store=args.store)
+    key = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else ""
+    with ControlPlane(key, account_id=settings.fireworks_account_id, max_retries=settings.max_retries) as cp, \
+            Store(settings.store_path()) as store:
+        yield cp, getattr(args, "job", None) or "", store
+
+
+def _remember_state(store: Any, view: JobView, job: dict[str, Any] | None = None) -> None:
+    if store is not None and view.name:
+        store.update_job_state(view.name, view.state, job)
+
+
+def _show_view(view: JobView, out: _Out) -> None:
+    out.out(f"{view.job_id}  {view.display_name}".rstrip())
+    out.out(f"  state     {view.summary_line()}")
+    if view.output_model:
+        out.out(f"  output    {view.output_model}")
+    out.out(f"  created   {view.created or '–'}" + (f"   completed {view.completed}" if view.completed else ""))
+    for kind, link in view.links.items():
+        out.out(f"  {kind:<9} {link}")
+
+
+def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Any, *, as_json: bool) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    from svgagent.core.rft_monitor import JobPoller, PollOutcome, format_duration, watch_job
+
+    jobs: dict[str, Any] = {}
+
+    def fetch_and_keep() -> dict[str, Any]:
+        jobs["last"] = fetch()
+        return jobs["last"]
+
+    poller = JobPoller(fetch_and_keep, base_url, interval=interval, max_interval=max(60.0, interval))
+    console = Console(stderr=True, highlight=False)
+    prefix = escape(TAG) if out.demo else ""
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                        TextColumn("{task.fields[detail]}"), console=console, transient=False)
+    seen: dict[str, str] = {}
+
+    def update(outcome: PollOutcome) -> None:
+        view = outcome.view
+        if outcome.error is not None:
+            wait = f"{outcome.delay:.1f} s" if outcome.delay < 10 else format_duration(outcome.delay)
+            retry = "" if outcome.fatal else f"; retrying in {wait}"
+            line = (f"{view.phase} {view.percent or 0}% — last known state, {format_duration(view.age())} old: "
+                    if view is not None else "no state yet: ") + f"{outcome.error}{retry}"
+            progress.console.print(prefix + escape(line), markup=True, soft_wrap=True)
+            if view is not None:
+                progress.update(task, detail=escape(f"(stale, {format_duration(view.age())} old)"))
+            return
+        assert view is not None
+        _remember_state(store, view, jobs.get("last"))
+        progress.update(task, completed=view.percent or 0, description=prefix + escape(f"{view.job_id} {view.phase}"),
+                        detail=escape(view.progress_text()))
+        line = view.summary_line()
+        key = f"{view.phase}|{view.percent}|{view.processed}"
+        if seen.get("key") != key:
+            seen["key"] = key
+            progress.console.print(prefix + escape(line), markup=True, soft_wrap=True)
+
+    try:
+        with progress:
+            task = progress.add_task(prefix + "waiting for the job", total=100, detail="")
+            final = watch_job(poller, update)
+    except KeyboardInterrupt:
+        out.err("stopped watching; the job keeps running (svgagent rft status JOB --watch to follow it again)")
+        return EXIT_INTERRUPTED
+    if final.fatal and final.error is not None:
+        raise final.error
+    view = final.view
+    assert view is not None
+    if as_json:
+        out.json(view.to_json())
+    else:
+        out.err(f"{view.job_id} ended {view.state}" + (f": {view.status}" if view.status else ""))
+    return EXIT_OK if view.state in ("COMPLETED", "EARLY_STOPPED") else EXIT_FAILED
+
+
+def _status(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.rft_monitor import JobView
+
+    with _monitor_plane(args, out) as (cp, job, store):
+        if args.watch:
+            interval = args.poll_interval or (DEMO_POLL_S if args.demo else 5.0)
+            return _watch(lambda: cp.get_job(job), cp.base_url, interval, out, store, as_json=args.json)
+        data = cp.get_job(job)
+        view = JobView.from_job(data, cp.base_url)
+        _remember_state(store, view, data)
+        out.json(view.to_json()) if args.json else _show_view(view, out)
+        return EXIT_OK
+
+
+def _list(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.rft_monitor import job_views
+
+    if args.limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    with _monitor_plane(args, out) as (cp, _, store):
+        views = job_views(cp, limit=args.limit)
+        if args.json:
+            out.json([v.to_json() for v in views])
+            return EXIT_OK
+        if not views:
+            out.out("no RFT jobs in this account yet (svgagent rft create starts one)")
+            return EXIT_OK
+        for v in views:
+            progress = f"{v.percent}%" if v.percent is not None else ""
+            out.out(f"{v.job_id:<28} {v.phase:<14} {progress:>4}  {(v.created or '')[:19]:<19}  {v.display_name}")
+        return EXIT_OK
+
+
+def _cancel(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.rft_monitor import JobView
+
+    with _monitor_plane(args, out) as (cp, job, store):
+        if not args.yes:
+            _confirm(f"Cancel RFT job {job}? Its progress stops (resume continues it later).", out)
+        cp.cancel_job(job)
+        data = cp.get_job(job)
+        view = JobView.from_job(data, cp.base_url)
+        _remember_state(store, view, data)
+        out.json(view.to_json()) if args.json else out.out(f"cancel requested: {view.job_id} is {view.phase}")
+        return EXIT_OK
+
+
+def _resume(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.rft_monitor import JobView
+
+    with _monitor_plane(args, out) as (cp, job, store):
+        data = cp.resume_job(job)
+        view = JobView.from_job(data, cp.base_url)
+        _remember_state(store, view, data)
+        out.json(view.to_json()) if args.json else out.out(f"resumed: {view.job_id} is {view.phase}")
+        return EXIT_OK
+
+
+def cmd_rft(args: argparse.Namespace) -> int:
+    from svgagent.core.fireworks_api import FireworksError
+
+    out = _Out(getattr(args, "demo", False))
+    action = {"create": _create, "status": _status, "list": _list, "cancel": _cancel, "resume": _resume}
+    try:
+        return action[args.rft_command](args, out)
+    except FireworksError as err:
+        out.err(f"svgagent: error: {err}")
+        if getattr(err, "step", None) and err.kind not in _CONFIG_KINDS:
+            out.err("Run the same command again to continue: finished steps are reused (no duplicate evaluator, "
+                    "dataset or job).")
+        return EXIT_USAGE if err.kind in _CONFIG_KINDS else EXIT_FAILED
+    except ConfigError as err:
+        out.err(f"svgagent: error: {err}")
+        return EXIT_USAGE
+
+
+__all__ = ["add_rft_parser", "cmd_rft"]
