@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _report import report
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
@@ -73,13 +74,18 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'cpu ms/rollout':>15}")
+            figures: dict[str, float] = {}
             for c in args.concurrency:
                 r = asyncio.run(one_run(url, args.n, c, Path(tmp)))
                 ideal = math.ceil(r["n"] / c) * 2 * args.latency
                 print(f"{r['n']:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} "
                       f"{1000 * r['cpu'] / r['n']:>15.2f}")
+                figures[f"engine wall/ideal, C={c}"] = round(r["wall"] / ideal, 2)
+                figures[f"engine CPU ms/rollout, C={c}"] = round(1000 * r["cpu"] / r["n"], 2)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS of the engine process: {peak_mb:.0f} MB")
+        figures["engine peak RSS MB"] = round(peak_mb)
+        report(figures)
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -16,6 +16,7 @@ import random
 import statistics
 import time
 
+from _report import report
 from svgagent.core.errors import RenderError
 from svgagent.core.render import Renderer, render_svg_to_png
 
@@ -162,6 +163,9 @@ def main() -> None:
         elapsed, failures, _ = asyncio.run(bench_pool(simple, args.workers))
         print(f"pool, simple SVGs: {args.simple} in {elapsed:.2f} s = {args.simple / elapsed:.0f} renders/s "
               f"({failures} failed)")
+    report({"render p50 ms (model-like SVG)": round(percentile(times, 0.5) * 1000, 1),
+            "render p95 ms (model-like SVG)": round(percentile(times, 0.95) * 1000, 1),
+            "render pool throughput / single process": round(pooled / single, 2)})
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _report import report
 from svgagent.core.models import DatasetRow, RolloutStatus
 from svgagent.core.store import Store
 
@@ -83,6 +84,9 @@ def main() -> int:
           f"p95 {1000 * pct(light, 0.95):.1f} ms, max {1000 * max(light):.1f} ms ({len(light)} reads)")
     print(f"reader, one heavy rollout: p50 {1000 * statistics.median(heavy):.2f} ms, "
           f"p95 {1000 * pct(heavy, 0.95):.2f} ms, max {1000 * max(heavy):.1f} ms")
+    report({"store state changes/s": round(writes / elapsed),
+            f"store reader p95 ms, light view of {args.rollouts} rollouts": round(1000 * pct(light, 0.95), 1),
+            "store reader p95 ms, one heavy rollout": round(1000 * pct(heavy, 0.95), 2)})
     return 0
 
 

@@ -1,0 +1,72 @@
+"""Run every benchmark (each in its own process) and print one table of headline figures with their targets.
+
+    .venv/bin/python bench/run_all.py [--quick]
+
+Ratios are measured within one run, so they mean something on a shared, noisy machine; absolute times are context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from _report import PREFIX
+
+HERE = Path(__file__).parent
+TARGETS = {
+    "engine wall/ideal, C=64": ("<=", 1.10),
+    "tui longest event-loop stall ms": ("<", 100),
+    "tui open finished 10k run s": ("<", 1.0),
+    "tui first paint s": ("<", 1.5),
+    "tui RSS MB": ("<", 300),
+}
+
+
+def run(script: str, args: list[str]) -> dict[str, float]:
+    print(f"\n=== {script} {' '.join(args)}", flush=True)
+    proc = subprocess.run([sys.executable, str(HERE / script), *args], capture_output=True, text=True, timeout=900)
+    figures: dict[str, float] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(PREFIX):
+            figures.update(json.loads(line[len(PREFIX):]))
+        else:
+            print(line)
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:])
+        print(f"{script} exited {proc.returncode}")
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller workloads (a smoke run, not the targets)")
+    args = parser.parse_args()
+    plan = [
+        ("engine.py", ["--n", "300"] if args.quick else []),
+        ("render.py", ["--n", "40", "--simple", "200"] if args.quick else []),
+        ("store.py", ["--rollouts", "2000", "--seconds", "2"] if args.quick else []),
+    ]
+    if (HERE / "tui.py").exists():
+        plan.append(("tui.py", ["--rollouts", "2000"] if args.quick else []))
+    figures: dict[str, float] = {}
+    for script, extra in plan:
+        figures.update(run(script, extra))
+    print(f"\n{'figure':<58} {'value':>10}  target")
+    failed = 0
+    for name, value in figures.items():
+        target = TARGETS.get(name)
+        verdict = ""
+        if target:
+            op, limit = target
+            ok = value <= limit if op == "<=" else value < limit
+            failed += not ok
+            verdict = f"{op} {limit}  {'met' if ok else 'MISSED'}"
+        print(f"{name:<58} {value:>10}  {verdict}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
