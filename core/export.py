@@ -1,13 +1,30 @@
-"""Exports of a run: Eval Protocol ``EvaluationRow`` JSONL and a flat CSV. Never includes keys or PNG bytes."""
+"""Exports of a run: Eval Protocol ``EvaluationRow`` JSONL, a flat CSV, and the pictures as files.
+
+Never includes keys. Every JSONL line validates under ``eval_protocol.models.EvaluationRow`` (checked in CI by
+``tests/ep_validate.py`` with the real package, see ``.ci/ep_validate.sh``).
+
+What goes where in an ``EvaluationRow``:
+
+- ``evaluation_result.score`` is the *effective* score: a person's override when there is one, else the judge's,
+  so other tools see the reviewed number; ``is_score_valid`` says whether it counts (an override always does).
+- ``execution_metadata.extra["svgagent"]`` keeps what Eval Protocol has no field for (the judge's own score when a
+  person overrode it, the override, stage timings, the state, reason and error), so ``svgagent import`` restores
+  a run exactly. Other tools ignore it.
+- PNG bytes are never in the JSONL; ``--assets DIR`` writes them (and the SVGs) as files named from rollout ids.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
+from .errors import SvgAgentError
 from .models import RolloutStatus
 from .prompt import format_prompt
 from .records import RolloutRecord, RunRecord
@@ -15,10 +32,13 @@ from .records import RolloutRecord, RunRecord
 # rollout_status codes: 100 finished, 101 running; gRPC codes for errors.
 STATUS_FINISHED, STATUS_RUNNING, STATUS_DEADLINE, STATUS_UNAVAILABLE, STATUS_INTERNAL = 100, 101, 4, 14, 13
 
+EXTRA_KEY = "svgagent"  # execution_metadata.extra[EXTRA_KEY]
+EXTRA_FORMAT = 1
+
 CSV_COLUMNS = (
     "run_id", "rollout_id", "row_id", "row_index", "sample_index", "attempt", "status", "score", "fulfilled", "total",
     "is_score_valid", "reason", "error", "generation_s", "render_s", "judge_s", "prompt_tokens", "completion_tokens",
-    "prompt",
+    "override_score", "prompt",
 )
 
 
@@ -41,19 +61,66 @@ def evaluation_result(rec: RolloutRecord) -> dict[str, Any] | None:
     if not rec.status.terminal:
         return None
     metrics: dict[str, Any] = {}
-    if rec.fulfilled is not None and rec.total:
+    fulfilled = rec.effective_fulfilled
+    if fulfilled is not None and rec.total:
         metrics["requirements_fulfilled"] = {
-            "score": rec.fulfilled / rec.total,
-            "is_score_valid": bool(rec.is_score_valid),
-            "reason": f"{rec.fulfilled}/{rec.total} requirements fulfilled",
+            "score": fulfilled / rec.total,
+            "is_score_valid": rec.counts_toward_mean,
+            "reason": f"{fulfilled}/{rec.total} requirements fulfilled" + (" (human review)" if rec.overridden else ""),
         }
-    for index, fulfilled, reason in rec.verdicts or []:
-        metrics[f"requirement_{index}"] = {"score": 1.0 if fulfilled else 0.0, "is_score_valid": True, "reason": reason}
+    if rec.override_verdicts is not None:
+        for index, ok in enumerate(rec.override_verdicts, start=1):
+            metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,
+                                               "reason": "human review"}
+    elif not rec.overridden:
+        for index, ok, reason in rec.verdicts or []:
+            metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,
+                                               "reason": str(reason or "")}
+    reason = rec.rationale or rec.reason or rec.error or ""
+    if rec.overridden:
+        metrics["judge_score"] = {
+            "score": rec.score if rec.score is not None else 0.0,
+            "is_score_valid": bool(rec.is_score_valid),
+            "reason": "the judge's score, before a person overrode it",
+        }
+        judged = f"{rec.fulfilled}/{rec.total}" if rec.fulfilled is not None else "no valid score"
+        note = f"human override: {rec.override_fulfilled}/{rec.total} (judge: {judged})"
+        reason = f"{note}\n{reason}" if reason else note
+    score = rec.effective_score
     return {
-        "score": rec.score if rec.score is not None else 0.0,
-        "is_score_valid": bool(rec.is_score_valid),
-        "reason": rec.rationale or rec.reason or rec.error or "",
+        "score": float(score) if score is not None else 0.0,
+        "is_score_valid": rec.counts_toward_mean,
+        "reason": reason,
         "metrics": metrics,
+    }
+
+
+def _extra(rec: RolloutRecord) -> dict[str, Any]:
+    """What Eval Protocol has no field for, so an import can restore the rollout exactly."""
+    override = None
+    if rec.overridden:
+        override = {"score": rec.override_score, "fulfilled": rec.override_fulfilled,
+                    "verdicts": rec.override_verdicts, "at": rec.override_at}
+    return {
+        "format": EXTRA_FORMAT,
+        "status": rec.status.value,
+        "row_index": rec.row_index,
+        "sample_index": rec.sample_index,
+        "attempt": rec.attempt,
+        "score": rec.score,
+        "fulfilled": rec.fulfilled,
+        "is_score_valid": rec.is_score_valid,
+        "reason": rec.reason,
+        "error": rec.error,
+        "rationale": rec.rationale,
+        "verdicts": rec.verdicts,
+        "override": override,
+        "generation_s": rec.generation_s,
+        "render_s": rec.render_s,
+        "judge_s": rec.judge_s,
+        "judge_prompt_tokens": rec.judge_prompt_tokens,
+        "judge_completion_tokens": rec.judge_completion_tokens,
+        "cached": rec.cached,
     }
 
 
@@ -64,6 +131,7 @@ def evaluation_row(run: RunRecord, rec: RolloutRecord) -> dict[str, Any]:
         messages.append({"role": "assistant", "content": rec.raw_answer})
     settings = run.settings
     duration = sum(x or 0.0 for x in (rec.generation_s, rec.render_s, rec.judge_s))
+    eval_s = None if rec.render_s is None and rec.judge_s is None else (rec.render_s or 0.0) + (rec.judge_s or 0.0)
     return {
         "messages": messages,
         "input_metadata": {
@@ -94,7 +162,11 @@ def evaluation_row(run: RunRecord, rec: RolloutRecord) -> dict[str, Any]:
                 "completion_tokens": rec.completion_tokens or 0,
                 "total_tokens": rec.tokens,
             },
-            "duration_seconds": duration,
+            "duration_seconds": duration,  # deprecated in Eval Protocol; the two below replace it
+            "rollout_duration_seconds": rec.generation_s,
+            "eval_duration_seconds": eval_s,
+            "finish_reason": rec.finish_reason,
+            "extra": {EXTRA_KEY: _extra(rec)},
         },
         "created_at": rec.created,
     }
@@ -121,3 +193,72 @@ def csv_text(rollouts: Iterable[RolloutRecord]) -> str:
     buf = io.StringIO()
     write_csv(rollouts, buf)
     return buf.getvalue()
+
+
+# --- assets ---------------------------------------------------------------------------------------------------------
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_STEM = 120
+
+
+def safe_stem(name: str) -> str:
+    """A file name stem from ``name`` that is safe on every platform: only ``A-Z a-z 0-9 . _ -``, not starting
+    with a dot or dash (no hidden files, nothing a shell tool takes for an option), at most 120 characters."""
+    stem = _UNSAFE.sub("_", name).lstrip(".-")[:MAX_STEM].rstrip(".")
+    return stem or "rollout"
+
+
+@dataclass
+class AssetWriter:
+    """Writes each rollout's PNG (the exact image the judge saw) and SVG into ``directory`` as
+    ``<rollout id>.png`` / ``.svg``; names are made safe and unique (``-2``, ``-3`` … on a clash)."""
+
+    directory: Path
+    pngs: int = 0
+    svgs: int = 0
+    _taken: set[str] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        self.directory = Path(self.directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise SvgAgentError(f"cannot create assets directory {self.directory}: {err.strerror or err}") from None
+
+    def _stem(self, rollout_id: str) -> str:
+        base = safe_stem(rollout_id)
+        stem, n = base, 1
+        while stem.lower() in self._taken:  # lower(): case-insensitive file systems
+            n += 1
+            stem = f"{base}-{n}"
+        self._taken.add(stem.lower())
+        return stem
+
+    def write(self, rec: RolloutRecord) -> list[Path]:
+        if rec.png is None and rec.svg is None:
+            return []
+        stem = self._stem(rec.rollout_id)
+        try:
+            return self._write_files(rec, stem)
+        except OSError as err:
+            raise SvgAgentError(f"cannot write assets to {self.directory}: {err.strerror or err}") from None
+
+    def _write_files(self, rec: RolloutRecord, stem: str) -> list[Path]:
+        written = []
+        if rec.png is not None:
+            path = self.directory / f"{stem}.png"
+            path.write_bytes(rec.png)
+            self.pngs += 1
+            written.append(path)
+        if rec.svg is not None:
+            path = self.directory / f"{stem}.svg"
+            path.write_text(rec.svg, encoding="utf-8")
+            self.svgs += 1
+            written.append(path)
+        return written
+
+    def tee(self, rollouts: Iterable[RolloutRecord]) -> Iterator[RolloutRecord]:
+        """Pass ``rollouts`` through, writing each one's assets on the way (one pass over a heavy iterator)."""
+        for rec in rollouts:
+            self.write(rec)
+            yield rec

@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="output format")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--assets", metavar="DIR", help="also write each rollout's PNG and SVG into DIR (named by rollout id)")
     _add_store(p)
 
     p = sub.add_parser("render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter)
@@ -104,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
     p.add_argument("--run", metavar="RUN_ID", help="open a stored run")
     _add_store(p)
+
+    from .cli_rft import add_rft_parser
+
+    add_rft_parser(sub)
+
+    from .cli_compare import add_analysis_parsers  # runs compare, runs stats, import
+
+    add_analysis_parsers(sub, runs_sub)
     return parser
 
 
@@ -113,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["tui", *([] if argv is None else argv)])
     try:
+        if getattr(args, "analysis", None):  # runs compare | runs stats | import
+            from .cli_compare import cmd_analysis
+
+            return cmd_analysis(args)
         if args.command == "eval":
             from .cli_eval import cmd_eval
 
@@ -129,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .cli_runs import cmd_render
 
             return cmd_render(args)
+        if args.command == "rft":
+            from .cli_rft import cmd_rft
+
+            return cmd_rft(args)
         if args.command == "tui":
             from .cli_tui import cmd_tui
 

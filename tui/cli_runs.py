@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.errors import RenderError, StoreError
-from svgagent.core.export import iter_jsonl, write_csv
+from svgagent.core.export import AssetWriter, iter_jsonl, write_csv
 from svgagent.core.render import Renderer
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
@@ -83,6 +83,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         run = store.get_run(args.run_id)
         rollouts = store.iter_rollouts(run.run_id)
+        assets = AssetWriter(Path(args.assets)) if getattr(args, "assets", None) else None
+        if assets is not None:
+            rollouts = assets.tee(rollouts)
         if args.output:
             target = Path(args.output)
             fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".export-")
@@ -96,6 +99,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             print(f"exported {count} rollouts of {run.run_id} to {target}", file=sys.stderr)
         else:
             _write(args.format, run, rollouts, sys.stdout)
+        if assets is not None:
+            print(f"wrote {assets.pngs} PNGs and {assets.svgs} SVGs to {assets.directory}", file=sys.stderr)
     return EXIT_OK
 
 

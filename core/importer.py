@@ -1,0 +1,455 @@
+"""Importing evaluated Eval Protocol rows (JSONL) as a run, reviewable and comparable like one made here.
+
+One line → one rollout. Mapping:
+
+- prompt and requirements: ``input_metadata.dataset_info.{original_prompt, requirements}``; else parsed from
+  ``dataset_info.formatted_prompt`` or the first user message (the SVGBench format: prompt, instruction, example,
+  ``Requirements:`` and numbered lines).
+- row identity: ``input_metadata.row_id`` (else a stable hash of prompt and requirements). Lines with the same
+  row id, prompt and requirements are samples of one row, numbered in file order.
+- answer: the last assistant message (text parts joined when the content is a list of parts).
+- score: ``evaluation_result.score`` / ``is_score_valid`` / ``reason``; ``rollout_status.code`` 100 (or absent)
+  means finished, another gRPC code means the rollout failed (its message becomes the error). A valid score on a
+  finished rollout → ``scored``; an invalid score → ``failed`` without a valid score.
+- no ``evaluation_result`` but an answer → ``queued`` with the answer stored and ``finish_reason`` set (the
+  original one, else ``imported``): the engine then skips generation and only renders and judges it
+  (:func:`judge_imported`).
+- ``execution_metadata.usage`` → tokens; ``rollout_duration_seconds`` / ``eval_duration_seconds`` → timings.
+- an ``execution_metadata.extra["svgagent"]`` block (our own exports) restores what Eval Protocol has no field
+  for — the judge's score next to a person's override, reason, error, verdicts, stage timings — but only when it
+  agrees with the standard fields; the standard fields always decide the effective score.
+
+A line that cannot be used is skipped and reported with its line number; the run and all its rollouts are written
+in one transaction, so a failure leaves nothing behind. A file with no usable line raises :class:`NothingImported`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SvgAgentError
+from .export import EXTRA_FORMAT, EXTRA_KEY
+from .extract import extract_svg
+from .models import RolloutStatus
+from .prompt import format_prompt
+from .records import RunSummary
+from .store import Store
+
+IMPORTED_FINISH_REASON = "imported"
+FORMAT_EVALUATED = "eval-protocol-evaluated"
+_GRPC_NAMES = {
+    1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 6: "ALREADY_EXISTS",
+    7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE",
+    12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED",
+    102: "SCORE_INVALID", 103: "RESPONSE_QUALITY_ERROR",
+}
+FINISHED, RUNNING = 100, 101
+_NUMBERED = re.compile(r"\s*(\d+)[.)]\s?(.*)")
+
+
+class LineError(ValueError):
+    """One line cannot be imported; the message says why."""
+
+
+class NothingImported(SvgAgentError):
+    """No line of the file could be imported (no run was created)."""
+
+    def __init__(self, message: str, skipped: Sequence[SkippedLine] = ()) -> None:
+        super().__init__(message)
+        self.skipped = tuple(skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRollout:
+    """One usable line: the row it belongs to and the rollout columns to store."""
+
+    line: int
+    row_id: str
+    prompt: str
+    requirements: tuple[str, ...]
+    columns: dict[str, Any]
+    completion_params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> RolloutStatus:
+        return RolloutStatus(self.columns["status"])
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    run_id: str
+    name: str
+    imported: int
+    rows: int
+    scored: int
+    failed: int
+    queued: int  # no score yet: answer stored, waiting for the judge
+    skipped: tuple[SkippedLine, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "name": self.name, "imported": self.imported, "rows": self.rows,
+                "scored": self.scored, "failed": self.failed, "queued": self.queued,
+                "skipped": [{"line": s.line, "reason": s.reason} for s in self.skipped]}
+
+
+# --- reading ---------------------------------------------------------------------------------------------------------
+
+
+def read_evaluation_rows(path: Path | str) -> tuple[list[ParsedRollout], list[SkippedLine]]:
+    """Parse every line of ``path``: the usable rollouts and the skipped lines with their reasons.
+    Raises :class:`SvgAgentError` when the file cannot be read at all."""
+    path = Path(path).expanduser()
+    try:
+        handle = path.open("rb")
+    except OSError as err:
+        raise SvgAgentError(f"{path}: cannot read ({err.strerror or err})") from None
+    parsed: list[ParsedRollout] = []
+    skipped: list[SkippedLine] = []
+    with handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                skipped.append(SkippedLine(lineno, f"not valid UTF-8 (byte offset {err.start})"))
+                continue
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as err:
+                skipped.append(SkippedLine(lineno, f"invalid JSON ({err.msg}, column {err.colno})"))
+                continue
+            try:
+                parsed.append(parse_evaluation_row(obj, lineno))
+            except LineError as err:
+                skipped.append(SkippedLine(lineno, str(err)))
+    return parsed, skipped
+
+
+def parse_evaluation_row(obj: Any, line: int = 0) -> ParsedRollout:
+    """One evaluated ``EvaluationRow`` (a decoded JSON object) → a :class:`ParsedRollout`. Raises LineError."""
+    if not isinstance(obj, dict):
+        raise LineError(f"expected a JSON object, got {_kind(obj)}")
+    messages = obj.get("messages")
+    if messages is None:
+        messages = []
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise LineError("'messages' must be a list of message objects")
+    meta = _obj(obj, "input_metadata")
+    info = _obj(meta, "dataset_info", "input_metadata.")
+    prompt, requirements = _prompt_and_requirements(info, messages)
+    total = info.get("total_requirements")
+    if total is not None and total != len(requirements):
+        raise LineError(f"dataset_info.total_requirements is {total!r} but there are {len(requirements)} requirements")
+    row_id = meta.get("row_id")
+    if row_id is None:
+        digest = hashlib.sha256(json.dumps([prompt, list(requirements)]).encode()).hexdigest()[:12]
+        row_id = f"row_{digest}"
+    elif not isinstance(row_id, str) or not row_id.strip():
+        raise LineError(f"input_metadata.row_id must be a non-empty string, got {row_id!r}")
+    answer = _last_assistant(messages)
+    execution = _obj(obj, "execution_metadata")
+    columns = _outcome(obj, answer, len(requirements))
+    columns.update(_usage_and_timing(execution))
+    if answer is not None:
+        columns["raw_answer"] = answer
+        columns["finish_reason"] = _str(execution.get("finish_reason")) or IMPORTED_FINISH_REASON
+        columns["svg"] = extract_svg(answer).svg
+    extra = (execution.get("extra") or {}).get(EXTRA_KEY) if isinstance(execution.get("extra"), dict) else None
+    if isinstance(extra, dict) and extra.get("format") == EXTRA_FORMAT:
+        _restore_extra(columns, extra, len(requirements))
+    created = obj.get("created_at")
+    if isinstance(created, str) and created.strip():
+        columns["created"] = created
+    params = meta.get("completion_params")
+    return ParsedRollout(line, row_id, prompt, requirements, columns, params if isinstance(params, dict) else {})
+
+
+def parse_formatted_prompt(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """(prompt, requirements) from an SVGBench formatted prompt, or None when ``text`` has no requirements list.
+
+    The exact format (``format_prompt``) is recognised first, so the prompt comes back byte-identical; otherwise
+    the prompt is everything before the last ``Requirements:`` line."""
+    suffix = format_prompt("", [])  # instruction, example and "Requirements:\n" — what follows the prompt
+    cut = text.rfind(suffix)
+    if cut >= 0:
+        prompt, tail = text[:cut], text[cut + len(suffix):]
+    else:
+        match = None
+        for match in re.finditer(r"(?im)^\s*requirements\s*:\s*$", text):
+            pass
+        if match is None:
+            return None
+        prompt, tail = text[: match.start()].strip(), text[match.end():]
+    requirements: list[str] = []
+    for line in tail.split("\n"):
+        numbered = _NUMBERED.fullmatch(line)
+        if numbered and int(numbered.group(1)) == len(requirements) + 1:
+            requirements.append(numbered.group(2))
+        elif line.strip() and requirements:
+            requirements[-1] += "\n" + line
+        elif line.strip():
+            return None
+    if not prompt.strip() or not requirements or not all(r.strip() for r in requirements):
+        return None
+    return prompt, tuple(requirements)
+
+
+def _prompt_and_requirements(info: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[str, tuple[str, ...]]:
+    original, reqs = info.get("original_prompt"), info.get("requirements")
+    if original is not None or reqs is not None:
+        if not isinstance(original, str) or not original.strip():
+            raise LineError("dataset_info.original_prompt must be a non-empty string")
+        if not isinstance(reqs, list) or not reqs or not all(isinstance(r, str) and r.strip() for r in reqs):
+            raise LineError("dataset_info.requirements must be a non-empty list of non-empty strings")
+        return original, tuple(reqs)
+    candidates = [info.get("formatted_prompt")]
+    candidates += [_text(m.get("content")) for m in messages if m.get("role") == "user"][:1]
+    for text in candidates:
+        if isinstance(text, str):
+            found = parse_formatted_prompt(text)
+            if found is not None:
+                return found
+    raise LineError("no prompt with numbered requirements (neither input_metadata.dataset_info nor the user message)")
+
+
+def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, Any]:
+    """Status, score and reasons from evaluation_result and rollout_status."""
+    status = obj.get("rollout_status")
+    if status is not None and not isinstance(status, dict):
+        raise LineError(f"rollout_status must be an object, got {_kind(status)}")
+    code = (status or {}).get("code")
+    if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+        raise LineError(f"rollout_status.code must be an integer, got {code!r}")
+    message = _str((status or {}).get("message"))
+    rollout_error = None
+    if code not in (None, FINISHED, RUNNING):
+        rollout_error = f"rollout failed ({_GRPC_NAMES.get(code, 'code')} {code})" + (f": {message}" if message else "")
+    result = obj.get("evaluation_result")
+    if result is None:
+        if rollout_error is not None:
+            return {"status": RolloutStatus.FAILED, "is_score_valid": False, "reason": message or rollout_error,
+                    "error": rollout_error}
+        if answer is None:
+            raise LineError("not an evaluated row: no assistant answer, no evaluation_result and no error status")
+        return {"status": RolloutStatus.QUEUED}
+    if not isinstance(result, dict):
+        raise LineError(f"evaluation_result must be an object, got {_kind(result)}")
+    score = result.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise LineError(f"evaluation_result.score must be a finite number, got {score!r}")
+    valid = result.get("is_score_valid", True)
+    if not isinstance(valid, bool):
+        raise LineError(f"evaluation_result.is_score_valid must be true or false, got {valid!r}")
+    explanation = _str(result.get("reason")) or ""
+    if not valid:
+        return {"status": RolloutStatus.FAILED, "score": None, "is_score_valid": False,
+                "reason": _first_line(explanation) or message or "score invalid",
+                "error": rollout_error or "score invalid (is_score_valid is false)", "rationale": explanation or None}
+    columns: dict[str, Any] = {
+        "status": RolloutStatus.SCORED if rollout_error is None else RolloutStatus.FAILED,
+        "score": float(score), "is_score_valid": True, "reason": _first_line(explanation) or None,
+        "rationale": explanation or None, "error": rollout_error,
+        "fulfilled": _fulfilled(result, float(score), total),
+    }
+    verdicts = _metric_verdicts(result.get("metrics"), total)
+    if verdicts is not None:
+        columns["verdicts_json"] = json.dumps(verdicts)
+    return columns
+
+
+def _fulfilled(result: dict[str, Any], score: float, total: int) -> int | None:
+    metrics = result.get("metrics")
+    metric = metrics.get("requirements_fulfilled") if isinstance(metrics, dict) else None
+    candidates = [metric.get("score")] if isinstance(metric, dict) else []
+    for value in [*candidates, score]:
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            count = value * total
+            if abs(count - round(count)) < 1e-6 and 0 <= round(count) <= total:
+                return round(count)
+    return None
+
+
+def _metric_verdicts(metrics: Any, total: int) -> list[list[Any]] | None:
+    if not isinstance(metrics, dict):
+        return None
+    out = []
+    for index in range(1, total + 1):
+        metric = metrics.get(f"requirement_{index}")
+        if not isinstance(metric, dict) or not isinstance(metric.get("score"), int | float):
+            return None
+        out.append([index, metric["score"] >= 0.5, _str(metric.get("reason")) or ""])
+    return out
+
+
+def _usage_and_timing(execution: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    usage = execution.get("usage")
+    if isinstance(usage, dict):
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                out[key] = value
+    for source, column in (("rollout_duration_seconds", "generation_s"), ("eval_duration_seconds", "judge_s")):
+        value = execution.get(source)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            out[column] = float(value)
+    return out
+
+
+def _restore_extra(columns: dict[str, Any], extra: dict[str, Any], total: int) -> None:
+    """Fill in what an svgagent export kept in ``execution_metadata.extra`` — when it agrees with the standard
+    fields (same effective score and validity); otherwise the standard fields stand alone."""
+    try:
+        status = RolloutStatus(extra.get("status"))
+    except ValueError:
+        return
+    override = extra.get("override") if isinstance(extra.get("override"), dict) else None
+    judge_score = extra.get("score")
+    effective = override.get("score") if override else judge_score
+    valid = bool(override) or (bool(extra.get("is_score_valid")) and judge_score is not None)
+    here = RolloutStatus(columns["status"])
+    if status.terminal != here.terminal:
+        return
+    if here.terminal:
+        ours = columns.get("score") if columns.get("is_score_valid") else None
+        if valid != bool(columns.get("is_score_valid")):
+            return
+        if valid and (not isinstance(effective, int | float) or ours is None or abs(float(effective) - ours) > 1e-9):
+            return
+        columns.update(status=status, score=judge_score, fulfilled=extra.get("fulfilled"),
+                       is_score_valid=extra.get("is_score_valid"), reason=extra.get("reason"),
+                       error=extra.get("error"), rationale=extra.get("rationale"),
+                       verdicts_json=json.dumps(extra["verdicts"]) if extra.get("verdicts") is not None else None)
+        if override:
+            verdicts = override.get("verdicts")
+            columns.update(override_score=override.get("score"), override_fulfilled=override.get("fulfilled"),
+                           override_verdicts_json=json.dumps(verdicts) if isinstance(verdicts, list)
+                           and len(verdicts) == total else None, override_at=override.get("at"))
+    for key in ("generation_s", "render_s", "judge_s", "judge_prompt_tokens", "judge_completion_tokens"):
+        value = extra.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            columns[key] = value
+        elif value is None:
+            columns.pop(key, None)
+
+
+# --- writing ---------------------------------------------------------------------------------------------------------
+
+
+def import_file(store: Store, path: Path | str, *, name: str | None = None,
+                settings: dict[str, Any] | None = None) -> ImportResult:
+    """Import ``path`` into ``store`` as a new run (all-or-nothing). ``settings`` (no secrets: e.g.
+    ``Settings.public_dict()``) is stored with the run, overlaid with the model and sampling parameters found in the
+    rows. Raises :class:`NothingImported` when no line is usable."""
+    path = Path(path).expanduser()
+    parsed, skipped = read_evaluation_rows(path)
+    if not parsed:
+        what = "is empty" if not skipped else f"has no importable line ({len(skipped)} skipped)"
+        raise NothingImported(f"{path}: {what}; nothing was imported", skipped)
+    groups: dict[tuple[str, str, tuple[str, ...]], list[ParsedRollout]] = {}
+    for item in parsed:
+        groups.setdefault((item.row_id, item.prompt, item.requirements), []).append(item)
+    rollouts = []
+    for row_index, ((row_id, prompt, requirements), items) in enumerate(groups.items()):
+        for sample_index, item in enumerate(items):
+            rollouts.append({"row_index": row_index, "row_id": row_id, "sample_index": sample_index,
+                             "prompt": prompt, "requirements": list(requirements), **item.columns})
+    run_settings = dict(settings or {})
+    models = list(dict.fromkeys(str(p.completion_params["model"]) for p in parsed if p.completion_params.get("model")))
+    first = next((p.completion_params for p in parsed if p.completion_params), {})
+    # The policy side is whatever the file says, or unknown: never this machine's default model.
+    for key in ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"):
+        run_settings[key] = first.get(key)
+    if len(models) > 1:
+        run_settings["models"] = models
+    run_settings["imported_from"] = path.name
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        digest = None
+    dataset = {"name": path.name, "source": str(path.resolve()), "sha256": digest, "rows": len(groups),
+               "format": FORMAT_EVALUATED}
+    run_id = store.insert_run(name=name or f"import of {path.name}", settings=run_settings, dataset=dataset,
+                              rollouts=rollouts, status="imported")
+    threshold = float(run_settings.get("threshold", 0.5))
+    store.set_run_status(run_id, "imported", store.summarize(run_id, threshold))
+    statuses = [p.status for p in parsed]
+    return ImportResult(
+        run_id=run_id, name=store.get_run(run_id).name, imported=len(parsed), rows=len(groups),
+        scored=statuses.count(RolloutStatus.SCORED), failed=statuses.count(RolloutStatus.FAILED),
+        queued=statuses.count(RolloutStatus.QUEUED), skipped=tuple(skipped),
+    )
+
+
+async def judge_imported(store: Store, run_id: str, settings: Any, **engine_kwargs: Any) -> RunSummary:
+    """Render and judge the queued rollouts of an imported run with svgagent's judge (``settings``: a
+    :class:`~svgagent.core.settings.Settings`). Their answers are stored, so the policy is never called: the
+    engine gets a placeholder policy client that points nowhere."""
+    import openai
+
+    from .engine import Engine
+
+    placeholder = openai.AsyncOpenAI(api_key="unused-for-imports", base_url="http://127.0.0.1:9/v1", max_retries=0)
+    try:
+        async with Engine(settings, store, policy=engine_kwargs.pop("policy", placeholder), **engine_kwargs) as engine:
+            return await engine.run(run_id)
+    finally:
+        await placeholder.close()
+
+
+# --- small helpers ---------------------------------------------------------------------------------------------------
+
+
+def _obj(parent: dict[str, Any], key: str, prefix: str = "") -> dict[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LineError(f"{prefix}{key} must be an object, got {_kind(value)}")
+    return value
+
+
+def _text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(parts) if parts else None
+    return None
+
+
+def _last_assistant(messages: list[dict[str, Any]]) -> str | None:
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return _text(message.get("content"))
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0][:limit] if stripped else ""
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)

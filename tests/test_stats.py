@@ -1,0 +1,282 @@
+"""`svgagent runs stats` and svgagent.core.stats: histogram, summary statistics, failure categories, percentiles
+and the requirements most often failed. Expected numbers come from the statistics module and the specs."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from fractions import Fraction
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from svgagent.core.extract import EMPTY_ANSWER, NO_SVG, ONLY_IN_REASONING
+from svgagent.core.models import RolloutStatus
+from svgagent.core.policy import describe_api_error
+from svgagent.core.settings import load_settings
+from svgagent.core.stats import (
+    FailureCategory,
+    bar,
+    classify_failure,
+    compute_stats,
+    histogram_counts,
+    histogram_lines,
+    percentile,
+    run_stats,
+)
+from svgagent.core.store import Store
+from svgagent.tui.cli import main
+from test_compare import make_run
+
+FAILED = RolloutStatus.FAILED
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(tmp_path / "runs.db") as s:
+        yield s
+
+
+# --- histogram -------------------------------------------------------------------------------------------------------
+
+
+def exact_counts(scores: list[Fraction], bins: int) -> list[int]:
+    """Bins [i/bins, (i+1)/bins), the last one closed, with exact fractions."""
+    counts = [0] * bins
+    for s in scores:
+        for i in range(bins):
+            low, high = Fraction(i, bins), Fraction(i + 1, bins)
+            if low <= s < high or (i == bins - 1 and s == high):
+                counts[i] += 1
+                break
+    return counts
+
+
+@pytest.mark.parametrize("bins", [1, 3, 4, 5, 7, 10, 20, 100])
+def test_histogram_counts_match_exact_bins(bins: int) -> None:
+    scores = [Fraction(k, n) for n in range(1, 16) for k in range(0, n + 1)]
+    assert histogram_counts([float(s) for s in scores], bins) == exact_counts(scores, bins)
+
+
+def test_histogram_edges_and_out_of_range_scores() -> None:
+    assert histogram_counts([0.0, 0.1, 0.0999, 1.0, 0.57], 10) == [2, 1, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert histogram_counts([0.57], 100)[57] == 1
+    assert histogram_counts([-0.5, 1.5], 4) == [1, 0, 0, 1]  # unclamped judges: counted at the ends
+    with pytest.raises(ValueError):
+        histogram_counts([0.5], 0)
+
+
+def test_bar_is_drawn_to_an_eighth_of_a_cell() -> None:
+    assert bar(3, 3, 10) == "█" * 10
+    eighths = round(8 * 10 / 3)  # 26.67 → 27 eighths: 3 full cells and 3/8
+    assert bar(1, 3, 10) == "█" * (eighths // 8) + "▍"
+    assert bar(0, 3, 10) == "" and bar(1, 1000, 4) == "▏"  # a non-zero count is never invisible
+
+
+def test_histogram_lines() -> None:
+    scores = [0.0, 0.05, 0.5, 0.5, 0.55, 1.0, 1.0, 1.0]
+    lines = histogram_lines(scores, 5, width=12)
+    assert len(lines) == 5
+    assert lines[0].startswith("0.0–0.2 │") and lines[-1].startswith("0.8–1.0 │")
+    counts = exact_counts([Fraction(s).limit_denominator(100) for s in scores], 5)
+    for line, count in zip(lines, counts):
+        drawn = line.split("│")[1]
+        assert len(drawn) == 12  # padded to the bar width: columns line up
+        assert drawn.rstrip() == bar(count, max(counts), 12)
+        assert line.split("│")[2].split()[0] == str(count)
+        assert line.endswith(f"{100 * count / len(scores):.1f}%")
+    assert lines[2].split("│")[1] == "█" * 12  # the largest bin fills the width
+    assert histogram_lines([], 3) == ["0.0–0.3 │" + " " * 40 + "│ 0     –", "0.3–0.7 │" + " " * 40 + "│ 0     –",
+                                      "0.7–1.0 │" + " " * 40 + "│ 0     –"]
+
+
+# --- failure categories ----------------------------------------------------------------------------------------------
+
+
+def _api_errors() -> list[tuple[BaseException, str, FailureCategory]]:
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    response = httpx.Response(503, request=request)
+    return [
+        (openai.APITimeoutError(request=request), "policy", FailureCategory.TIMEOUT),
+        (openai.APITimeoutError(request=request), "judge", FailureCategory.TIMEOUT),
+        (openai.APIConnectionError(request=request), "judge", FailureCategory.ENDPOINT_ERROR),
+        (openai.InternalServerError("overloaded", response=response, body=None), "policy",
+         FailureCategory.ENDPOINT_ERROR),
+        (openai.RateLimitError("slow down", response=httpx.Response(429, request=request), body=None), "policy",
+         FailureCategory.ENDPOINT_ERROR),
+        (openai.AuthenticationError("bad key", response=httpx.Response(401, request=request), body=None), "judge",
+         FailureCategory.ENDPOINT_ERROR),
+    ]
+
+
+def test_classify_the_reasons_the_engine_writes() -> None:
+    settings = load_settings()
+    for err, who, category in _api_errors():
+        text = describe_api_error(err, who, settings)
+        assert classify_failure(text, text) is category, text
+    for reason in (NO_SVG, EMPTY_ANSWER, ONLY_IN_REASONING):
+        assert classify_failure(reason) is FailureCategory.NO_SVG
+    assert classify_failure("render failed: SVG too large: 9999999 bytes") is FailureCategory.RENDER_ERROR
+    assert classify_failure("render failed: render timed out after 10 s") is FailureCategory.RENDER_ERROR
+    judge = "The judge gave no usable answer after 2 attempts: the answer is not JSON."
+    assert classify_failure(judge, "judge gave no usable answer") is FailureCategory.JUDGE_INVALID
+    internal = "internal error in policy stage: KeyError: 'x'"
+    assert classify_failure(internal, internal) is FailureCategory.OTHER
+    assert classify_failure(None, None) is FailureCategory.OTHER
+    # What svgagent import writes for foreign failures.
+    assert classify_failure("took too long", "rollout failed (DEADLINE_EXCEEDED 4): took too long") is \
+        FailureCategory.TIMEOUT
+    assert classify_failure("x", "rollout failed (UNAVAILABLE 14): x") is FailureCategory.ENDPOINT_ERROR
+    assert classify_failure("bad", "score invalid (is_score_valid is false)") is FailureCategory.JUDGE_INVALID
+
+
+# --- the whole report ------------------------------------------------------------------------------------------------
+
+ROWS = [
+    ("row_0", "Draw a cat", 4, [4, 3, 1]),
+    ("row_1", "Draw a dog", 5, [0, 5, None]),
+    ("row_2", "Draw a sun", 2, [1, {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
+                                    "reason": NO_SVG, "generation_s": 9.0}]),
+    ("row_3", "Draw a car", 4, [{"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
+                                 "reason": "render failed: SVG is empty"},
+                                {"status": FAILED, "is_score_valid": False, "reason": "policy request timed out "
+                                 "after 120 s (3 retries)", "error": "policy request timed out after 120 s"},
+                                {"status": FAILED, "is_score_valid": False, "reason": "The judge gave no usable "
+                                 "answer after 2 attempts: not JSON.", "error": "judge gave no usable answer"}]),
+    ("row_4", "Draw a hat", 5, [{"status": RolloutStatus.SCORED, "score": 0.2, "fulfilled": 1, "is_score_valid": True,
+                                 "override": 4}, {"status": RolloutStatus.QUEUED, "generation_s": None,
+                                                  "prompt_tokens": None, "completion_tokens": None}]),
+]
+
+
+def expected_scores() -> list[float]:
+    out = []
+    for _, _, n, specs in ROWS:
+        for spec in specs:
+            if isinstance(spec, int):
+                out.append(spec / n)
+            elif isinstance(spec, dict) and spec.get("override") is not None:
+                out.append(spec["override"] / n)
+            elif isinstance(spec, dict) and spec.get("is_score_valid"):
+                out.append(spec["score"])
+    return out
+
+
+def test_summary_statistics(store: Store) -> None:
+    run = make_run(store, ROWS, threshold=0.6)
+    s = run_stats(store, run)
+    scores = expected_scores()
+    assert s.rollouts == 13 and s.terminal == 12 and s.valid == len(scores) == 9
+    assert s.mean == pytest.approx(statistics.fmean(scores))
+    assert s.stderr == pytest.approx(statistics.stdev(scores) / math.sqrt(len(scores)))
+    assert s.median == pytest.approx(statistics.median(scores))
+    assert s.threshold == 0.6  # the run's own threshold
+    assert s.passed == sum(1 for x in scores if x >= 0.6)
+    assert s.pass_rate == pytest.approx(s.passed / len(scores))
+    assert list(s.histogram) == exact_counts([Fraction(x).limit_denominator(100) for x in scores], 10)
+    assert s.failures == {"no SVG": 1, "render error": 1, "judge invalid": 1, "timeout": 1, "endpoint error": 1,
+                          "other": 0}
+    assert list(s.failures) == [c.value for c in FailureCategory]
+    by_count = {g.key: g for g in s.by_requirement_count}
+    for n in (2, 4, 5):
+        group = [x for (_, _, total, specs) in ROWS if total == n for x in expected_for(specs, total)]
+        assert by_count[n].n == len(group)
+        assert by_count[n].mean == pytest.approx(statistics.fmean(group))
+        assert by_count[n].stderr == pytest.approx(statistics.stdev(group) / math.sqrt(len(group)))
+    assert run_stats(store, run, threshold=0.0).pass_rate == 1.0
+
+
+def expected_for(specs: list, n: int) -> list[float]:  # type: ignore[type-arg]
+    out = []
+    for spec in specs:
+        if isinstance(spec, int):
+            out.append(spec / n)
+        elif isinstance(spec, dict) and spec.get("override") is not None:
+            out.append(spec["override"] / n)
+        elif isinstance(spec, dict) and spec.get("is_score_valid"):
+            out.append(spec["score"])
+    return out
+
+
+def test_percentiles_match_statistics_quantiles(store: Store) -> None:
+    run = make_run(store, ROWS)
+    rollouts = store.list_rollouts(run)
+    s = compute_stats(rollouts)
+    gens = [r.generation_s for r in rollouts if r.generation_s is not None]
+    cuts = statistics.quantiles(gens, n=100, method="inclusive")
+    p = s.percentiles["generation_s"]
+    assert p.n == len(gens) == 12
+    assert (p.p50, p.p90, p.p99) == pytest.approx((cuts[49], cuts[89], cuts[98]))
+    judge = s.percentiles["judge_s"]
+    assert judge.n == 6 and judge.p50 == pytest.approx(0.5)
+    tokens = s.percentiles["tokens"]
+    assert tokens.n == 12 and tokens.p99 == pytest.approx(150)
+    assert percentile([], 50) is None and percentile([7.0], 99) == 7.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(statistics.median([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_requirements_most_often_failed(store: Store) -> None:
+    t, f = True, False
+    judged = [[1, t, "ok"], [2, f, "missing"], [3, f, "wrong colour"]]
+    all_ok = [[1, t, ""], [2, t, ""], [3, t, ""]]
+    rows = [
+        ("row_0", "Draw a cat", 3, [
+            {"status": RolloutStatus.SCORED, "score": 1 / 3, "fulfilled": 1, "is_score_valid": True,
+             "verdicts_json": json.dumps(judged)},
+            {"status": RolloutStatus.SCORED, "score": 1.0, "fulfilled": 3, "is_score_valid": True,
+             "verdicts_json": json.dumps(all_ok)},
+            # A person's per-requirement verdicts replace the judge's.
+            {"status": RolloutStatus.SCORED, "score": 1.0, "fulfilled": 3, "is_score_valid": True,
+             "verdicts_json": json.dumps(all_ok), "override_verdicts": [f, f, t]},
+            # Overridden with a bare count: the judge's verdicts are no longer the truth; left out.
+            {"status": RolloutStatus.SCORED, "score": 1 / 3, "fulfilled": 1, "is_score_valid": True,
+             "verdicts_json": json.dumps(judged), "override": 3},
+        ]),
+        ("row_1", "Draw a dog", 2, [
+            {"status": RolloutStatus.SCORED, "score": 0.5, "fulfilled": 1, "is_score_valid": True,
+             "verdicts_json": json.dumps([[1, f, "no dog"], [2, t, "grass"]])},
+            1,  # count mode: no verdicts
+        ]),
+    ]
+    run = make_run(store, rows)
+    assert set(store.rollout_verdicts(run)) == {f"{run}.0.0", f"{run}.0.1", f"{run}.0.2", f"{run}.0.3", f"{run}.1.0"}
+    report = run_stats(store, run).requirements
+    assert report.rollouts_with_verdicts == 4 and report.from_overrides == 1 and report.count_only_overrides == 1
+    # Tally by hand: row_0 #1 failed once (override), #2 twice (judge + override), #3 once (judge); row_1 #1 once.
+    got = {(r.row_id, r.index): (r.failed, r.judged) for r in report.most_failed}
+    assert got == {("row_0", 2): (2, 3), ("row_0", 1): (1, 3), ("row_0", 3): (1, 3), ("row_1", 1): (1, 1)}
+    assert (report.most_failed[0].row_id, report.most_failed[0].index) == ("row_0", 2)
+    assert report.most_failed[1].row_id == "row_1"  # 1 of 1 fails more often than 1 of 3
+    assert report.most_failed[0].text == "row_0: requirement 2"
+    assert len(run_stats(store, run, top=2).requirements.most_failed) == 2
+
+
+def test_empty_run(store: Store) -> None:
+    run = make_run(store, [("row_0", "Draw a cat", 2, [{"status": RolloutStatus.QUEUED}])])
+    s = run_stats(store, run, bins=4)
+    assert s.valid == 0 and s.mean is None and s.median is None and s.pass_rate is None
+    assert list(s.histogram) == [0, 0, 0, 0] and s.requirements.most_failed == ()
+    json.dumps(s.to_dict())
+
+
+def test_cli_stats_json_and_text(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    run = make_run(store, ROWS, name="stats run", threshold=0.6)
+    db = str(store.path)
+    assert main(["runs", "stats", run, "--json", "--bins", "5", "--store", db]) == 0
+    data = json.loads(capsys.readouterr().out)
+    scores = expected_scores()
+    assert data["mean"] == pytest.approx(statistics.fmean(scores)) and data["name"] == "stats run"
+    assert data["histogram"]["counts"] == exact_counts([Fraction(x).limit_denominator(100) for x in scores], 5)
+    assert data["histogram"]["edges"] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    assert data["failures"]["timeout"] == 1 and data["percentiles"]["generation_s"]["n"] == 12
+    assert main(["runs", "stats", run, "--bins", "4", "--store", db]) == 0
+    text = capsys.readouterr().out
+    assert sum(1 for line in text.splitlines() if "│" in line and "–" in line.split("│")[0]) == 4
+    assert f"median {statistics.median(scores):.3f}" in text and "pass rate (score ≥ 0.6)" in text
+    assert "judge invalid" in text and "generation_s" in text
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "stats", run, "--bins", "0", "--store", db])
+    assert exited.value.code == 2 and "--bins" in capsys.readouterr().err

@@ -1,0 +1,336 @@
+"""`svgagent runs compare`, `svgagent runs stats` and `svgagent import`: headless, core only.
+
+Exit status: 0 ok; 2 usage/config error (unknown run, bad flag, a file with no importable line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from svgagent.core.compare import Comparison
+    from svgagent.core.stats import RunStats
+
+EXIT_OK, EXIT_USAGE = 0, 2
+STORE_HELP = "run store: a .db file or a directory (default: $SVGAGENT_HOME or the user data dir)"
+
+COMPARE_EPILOG = """\
+Rows are aligned by row id AND prompt text (a row id alone can name different prompts in different datasets).
+Each run contributes, per row, the mean of its valid effective scores (human override, else judge), so several
+samples per row count once. delta = B − A: positive is an improvement of B over A. The paired mean difference
+and its standard error are over rows scored in both runs; wins/losses/ties count those rows by the sign of delta.
+
+examples:
+  svgagent runs compare RUN_A RUN_B
+  svgagent runs compare RUN_A RUN_B --only regressions --limit 20
+  svgagent runs compare RUN_A RUN_B --json
+"""
+
+STATS_EPILOG = """\
+Scores are effective scores (human override, else judge) of rollouts with a valid score. Pass rate: share of
+those with score >= threshold. Failures are put into one category each from their reason text. Percentiles
+interpolate linearly. Requirements most often failed come from per-requirement verdicts (judge mode
+per-requirement, or a person's verdicts from review).
+"""
+
+IMPORT_EPILOG = """\
+Each line is an evaluated Eval Protocol EvaluationRow (e.g. from `svgagent export` or another tool). Lines that
+cannot be used are reported with their line number and skipped; the run is written in one transaction. Rows
+without an evaluation_result keep their answer and stay queued; --judge renders and judges them with svgagent's
+judge (the policy is never called).
+
+exit status: 0 imported, 2 no usable line (no run is created) or a usage error
+
+examples:
+  svgagent import results.jsonl --name "baseline from EP"
+  svgagent import answers.jsonl --judge --demo
+"""
+
+
+def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._SubParsersAction) -> None:
+    """Register `runs compare`, `runs stats` (under ``runs_sub``) and `import` (under ``sub``)."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = runs_sub.add_parser("compare", help="compare two runs row by row", formatter_class=fmt,
+                            description="Compare run B against run A, row by row.", epilog=COMPARE_EPILOG)
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    p.add_argument("--only", choices=["regressions", "improvements"], help="show only rows where B got worse/better")
+    p.add_argument("--sort", choices=["delta", "abs", "row"], default="delta",
+                   help="delta: worst first (default); abs: biggest change first; row: dataset order")
+    p.add_argument("--reverse", action="store_true", help="reverse the order (delta: best first)")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="show at most N rows")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("--store", help=STORE_HELP)
+    p.set_defaults(analysis="compare")
+
+    p = runs_sub.add_parser("stats", help="score distribution and summary statistics of a run", formatter_class=fmt,
+                            description="Score histogram, summary statistics, failures by category, latency and "
+                            "token percentiles, and the requirements most often failed.", epilog=STATS_EPILOG)
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--bins", type=_bins, default=10, help="histogram bins, 1..100 (default 10)")
+    p.add_argument("--threshold", type=float, help="pass threshold, 0..1 (default: the run's own)")
+    p.add_argument("--top", type=_positive_int, default=10, help="requirements to list (default 10)")
+    p.add_argument("--width", type=_positive_int, default=40, help="histogram bar width in cells (default 40)")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("--store", help=STORE_HELP)
+    p.set_defaults(analysis="stats")
+
+    p = sub.add_parser("import", help="import evaluated Eval Protocol JSONL as a run", formatter_class=fmt,
+                       description="Turn evaluated Eval Protocol rows into a run in the store, reviewable and "
+                       "comparable like one made here.", epilog=IMPORT_EPILOG)
+    p.add_argument("file", metavar="FILE.jsonl")
+    p.add_argument("--name", help="a name for the run (default: 'import of FILE')")
+    p.add_argument("--judge", action="store_true", help="judge rows that have no score with svgagent's judge")
+    p.add_argument("--demo", action="store_true", help="with --judge: use the built-in simulator as judge (no keys)")
+    p.add_argument("--judge-model", help="judge model for --judge (default gpt-4.1)")
+    p.add_argument("--judge-base-url", help="judge endpoint for --judge")
+    p.add_argument("--judge-mode", choices=["count", "per-requirement"], help="judge mode for --judge")
+    p.add_argument("--threshold", type=float, help="mean score needed to pass, 0..1 (stored with the run)")
+    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    p.add_argument("--store", help=STORE_HELP)
+    p.set_defaults(analysis="import")
+
+
+def cmd_analysis(args: argparse.Namespace) -> int:
+    return {"compare": cmd_compare, "stats": cmd_stats, "import": cmd_import}[args.analysis](args)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _bins(text: str) -> int:
+    value = _positive_int(text)
+    if value > 100:
+        raise argparse.ArgumentTypeError(f"at most 100 bins, got {value}")
+    return value
+
+
+def _fmt(value: float | None, digits: int = 3, *, sign: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _rest(console: Console, widths: tuple[int, ...]) -> int:
+    """Cells left for a last column after fixed ``widths`` in a default rich Table (padding 1 + borders)."""
+    columns = len(widths) + 1
+    return max(console.width - sum(widths) - 2 * columns - (columns + 1), 12)
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+# --- compare ---------------------------------------------------------------------------------------------------------
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from svgagent.core.compare import compare_runs
+
+    from .cli_runs import open_store
+
+    with open_store(args) as store:
+        comparison = compare_runs(store, args.run_a, args.run_b)
+    sort = "abs_delta" if args.sort == "abs" else args.sort
+    rows = comparison.select(args.only, sort, descending=args.reverse, limit=args.limit)
+    if args.json:
+        print(json.dumps(comparison.to_dict(rows), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print_comparison(Console(), comparison, rows)
+    return EXIT_OK
+
+
+def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    name_a = "" if c.name_a in ("", c.run_a) else escape(c.name_a[:40]) + " "
+    name_b = "" if c.name_b in ("", c.run_b) else escape(c.name_b[:40]) + " "
+    console.print(f"[bold]A[/] {c.run_a} {name_a} mean {_fmt(c.mean_a)} ± {_fmt(c.stderr_a)}")
+    console.print(f"[bold]B[/] {c.run_b} {name_b} mean {_fmt(c.mean_b)} ± {_fmt(c.stderr_b)}")
+    if c.paired_rows:
+        console.print(f"paired rows {c.paired_rows}: B − A = [bold]{_fmt(c.mean_diff, sign=True)}[/] ± "
+                      f"{_fmt(c.diff_stderr)}  (A {_fmt(c.paired_mean_a)}, B {_fmt(c.paired_mean_b)})")
+    else:
+        console.print("no row has a valid score in both runs: nothing to pair")
+    notes = [f"wins [green]{c.wins}[/]", f"losses [red]{c.losses}[/]", f"ties {c.ties}", f"only in A: {c.only_a}",
+             f"only in B: {c.only_b}"]
+    if c.unscored:
+        notes.append(f"no valid score in one run: {c.unscored}")
+    if c.requirements_changed:
+        notes.append(f"[yellow]requirements differ: {c.requirements_changed}[/]")
+    console.print(" · ".join(notes))
+    if not rows:
+        console.print("no rows to show")
+        return
+    table = Table("row", "A", "B", "Δ", "n A/B", "prompt")
+    widths = (min(max(len(r.row_id) for r in rows), 24), 5, 5, 6, 5)
+    for column, width in zip(table.columns, widths):
+        column.min_width = column.max_width = width
+        column.no_wrap = True
+    table.columns[0].overflow = "ellipsis"
+    prompt_width = _rest(console, widths)
+    for r in rows:
+        delta = r.delta
+        style = "green" if r.outcome == "improvement" else "red" if r.outcome == "regression" else ""
+        shown = _fmt(delta, sign=True) if delta is not None else {"only_a": "only A", "only_b": "only B"}.get(
+            r.outcome, "–")
+        counts = f"{len(r.a.valid_scores) if r.a else '–'}/{len(r.b.valid_scores) if r.b else '–'}"
+        table.add_row(escape(r.row_id), _fmt(r.mean_a), _fmt(r.mean_b), f"[{style}]{shown}[/]" if style else shown,
+                      counts, escape(_clip(r.prompt, prompt_width)))
+    console.print(table)
+
+
+# --- stats -----------------------------------------------------------------------------------------------------------
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from svgagent.core.errors import ConfigError
+    from svgagent.core.stats import run_stats
+
+    from .cli_runs import open_store
+
+    if args.threshold is not None and not 0 <= args.threshold <= 1:
+        raise ConfigError(f"--threshold must be between 0 and 1, got {args.threshold:g}")
+    with open_store(args) as store:
+        run = store.get_run(args.run_id)
+        stats = run_stats(store, run.run_id, threshold=args.threshold, bins=args.bins, top=args.top)
+    if args.json:
+        print(json.dumps({"name": run.name, **stats.to_dict()}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print_stats(Console(), stats, run.name, width=args.width)
+    return EXIT_OK
+
+
+def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 40) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    title = f"[bold]{escape(name)}[/] ({s.run_id})" if name and name != s.run_id else f"[bold]{s.run_id}[/]"
+    console.print(f"{title}: {s.rollouts} rollouts, {s.terminal} finished, "
+                  f"{s.valid} with a valid score")
+    if s.valid:
+        console.print(f"mean {_fmt(s.mean)} ± {_fmt(s.stderr)} · median {_fmt(s.median)} · pass rate (score ≥ "
+                      f"{s.threshold:g}) {100 * (s.pass_rate or 0):.1f}% ({s.passed}/{s.valid})")
+        console.print()
+        for line in s.histogram_lines(width):
+            console.print(escape(line), highlight=False)
+    else:
+        console.print("no valid scores yet")
+    console.print()
+    table = Table("failure", "count", title="failures by category", title_justify="left")
+    for category, count in s.failures.items():
+        table.add_row(category, str(count))
+    console.print(table)
+    if s.by_requirement_count:
+        table = Table("requirements", "n", "mean", "± stderr", title="score by number of requirements",
+                      title_justify="left")
+        for g in s.by_requirement_count:
+            table.add_row(str(g.key), str(g.n), _fmt(g.mean), _fmt(g.stderr))
+        console.print(table)
+    table = Table("", "n", "p50", "p90", "p99", title="latency and tokens", title_justify="left")
+    for label, p in s.percentiles.items():
+        digits = 0 if label == "tokens" else 2
+        table.add_row(label, str(p.n), _fmt(p.p50, digits), _fmt(p.p90, digits), _fmt(p.p99, digits))
+    console.print(table)
+    report = s.requirements
+    if report.most_failed:
+        table = Table("row", "#", "failed", "rate", "requirement", title=(
+            f"requirements most often failed ({report.rollouts_with_verdicts} rollouts with verdicts, "
+            f"{report.from_overrides} from human review)"), title_justify="left")
+        widths = (min(max(len(r.row_id) for r in report.most_failed), 24), 2,
+                  max(len(f"{r.failed}/{r.judged}") for r in report.most_failed), 4)
+        for column, cells in zip(table.columns, widths):
+            column.min_width = column.max_width = max(cells, len(str(column.header)))
+            column.no_wrap = True
+        table.columns[0].overflow = "ellipsis"
+        text_width = _rest(console, tuple(c.min_width or 0 for c in table.columns[:-1]))
+        for r in report.most_failed:
+            table.add_row(escape(r.row_id), str(r.index), f"{r.failed}/{r.judged}", f"{100 * r.failure_rate:.0f}%",
+                          escape(_clip(r.text, text_width)))
+        console.print(table)
+    else:
+        console.print("no per-requirement verdicts (judge mode per-requirement, or review verdicts, provide them)")
+    if report.count_only_overrides:
+        console.print(f"{report.count_only_overrides} rollouts overridden with a count only are not in the "
+                      "requirement table")
+
+
+# --- import ----------------------------------------------------------------------------------------------------------
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    import asyncio
+    import contextlib
+
+    from svgagent.core.demo import demo_overrides, demo_simulator
+    from svgagent.core.errors import ConfigError
+    from svgagent.core.importer import NothingImported, import_file, judge_imported
+    from svgagent.core.settings import load_settings
+    from svgagent.core.store import Store
+
+    if args.demo and not args.judge:
+        raise ConfigError("--demo only applies with --judge (it makes the simulator the judge)")
+    overrides: dict[str, Any] = {k: getattr(args, k) for k in ("judge_model", "judge_base_url", "judge_mode",
+                                                               "threshold", "store")}
+    err = sys.stderr
+    with contextlib.ExitStack() as stack:
+        if args.judge and args.demo:
+            sim = stack.enter_context(demo_simulator(policy_latency_s=0.0, judge_latency_s=0.05))
+            demo = demo_overrides(sim.base_url)
+            overrides.update({k: v for k, v in demo.items() if k.startswith("judge") or k == "openai_api_key"})
+        settings = load_settings(**overrides)
+        if args.judge and settings.openai_api_key is None:
+            raise ConfigError("--judge needs OPENAI_API_KEY (in .env or the environment) — or add --demo")
+        store = stack.enter_context(Store(settings.store_path()))
+        try:
+            result = import_file(store, args.file, name=args.name, settings=settings.public_dict())
+        except NothingImported as exc:
+            _report_skipped(exc.skipped, err)
+            if args.json:
+                print(json.dumps({"run_id": None, "imported": 0, "error": str(exc),
+                                  "skipped": [{"line": s.line, "reason": s.reason} for s in exc.skipped]}))
+            print(f"svgagent: error: {exc}", file=err)
+            return EXIT_USAGE
+        _report_skipped(result.skipped, err)
+        print(f"imported {result.imported} rollouts ({result.rows} rows) as run {result.run_id}: "
+              f"{result.scored} scored, {result.failed} failed, {result.queued} without a score; "
+              f"{len(result.skipped)} lines skipped", file=err)
+        data: dict[str, Any] = result.to_dict()
+        if result.queued and args.judge:
+            print(f"judging {result.queued} rollouts with {settings.judge_model}…", file=err)
+            summary = asyncio.run(judge_imported(store, result.run_id, settings))
+            data["summary"] = summary.to_dict()
+            print(f"judged: mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)} over {summary.done} finished "
+                  f"rollouts ({summary.invalid} without a valid score)", file=err)
+        elif result.queued:
+            print(f"{result.queued} rollouts have no score: import the file again with --judge to judge them", file=err)
+        if args.json:
+            print(json.dumps(data, indent=2))
+        else:
+            print(result.run_id)
+    return EXIT_OK
+
+
+def _report_skipped(skipped: Any, out: Any) -> None:
+    for item in skipped[:50]:
+        print(f"line {item.line}: skipped: {item.reason}", file=out)
+    if len(skipped) > 50:
+        print(f"… and {len(skipped) - 50} more skipped lines", file=out)
