@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
+from .field_limits import numeric_range
 
 _MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.IGNORECASE)
 _RESOURCE_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -176,23 +177,11 @@ def allowed_range(field: str) -> str:
     info = RftParams.model_fields.get(field)
     if info is None:
         return ""
-    lo = hi = None
-    strict = False
-    for meta in info.metadata:
-        if getattr(meta, "ge", None) is not None:
-            lo = meta.ge
-        if getattr(meta, "gt", None) is not None:
-            lo, strict = meta.gt, True
-        if getattr(meta, "le", None) is not None:
-            hi = meta.le
     if field == "loss":
         return "one of: grpo, dapo"
     if field == "lora_rank":
         return "a power of two from 4 to 128"
-    if lo is None or hi is None:
-        return ""
-    kind = "an integer" if info.annotation is int else "a number"
-    return f"{kind} {'above' if strict else 'from'} {lo:g} {'and up ' if strict else ''}to {hi:g}"
+    return numeric_range(info)
 
 
 def _problem(item: dict[str, Any]) -> ParamProblem:

@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
+from .field_limits import numeric_range
 from .models import JudgeMode
 
 APP_NAME = "svgagent"
@@ -148,19 +149,9 @@ def describe_field_limits(name: str) -> str:
     info = Settings.model_fields.get(name)
     if info is None:
         return ""
-    lo = hi = None
-    strict_lo = False
-    for meta in info.metadata:
-        if getattr(meta, "ge", None) is not None:
-            lo = meta.ge
-        if getattr(meta, "gt", None) is not None:
-            lo, strict_lo = meta.gt, True
-        if getattr(meta, "le", None) is not None:
-            hi = meta.le
-    ann = info.annotation
-    kind = "an integer" if ann in (int, int | None) else "a number" if ann in (float, float | None) else ""
-    if lo is not None and hi is not None:
-        return f"{kind} {'above' if strict_lo else 'from'} {lo} {'up ' if strict_lo else ''}to {hi}".strip()
+    numeric = numeric_range(info)
+    if numeric:
+        return numeric
     if name == "judge_mode":
         return "one of: " + ", ".join(m.value for m in JudgeMode)
     if name == "reasoning_effort":

@@ -44,7 +44,7 @@ def test_precedence_flags_env_dotenv_toml_user(isolated_env: Path, monkeypatch: 
     [
         ("concurrency", 0, "concurrency=0"),
         ("concurrency", 5000, "1 to 1024"),
-        ("temperature", 3.0, "0.0 to 2.0"),
+        ("temperature", 3.0, "0 to 2"),
         ("threshold", 1.5, "threshold=1.5"),
         ("judge_mode", "vibes", "count, per-requirement"),
         ("render_size", 1, "render_size"),

@@ -1,0 +1,22 @@
+"""One home for turning a pydantic field's numeric constraints into words ("an integer from 1 to 1024")."""
+
+from __future__ import annotations
+
+from pydantic.fields import FieldInfo
+
+
+def numeric_range(info: FieldInfo) -> str:
+    """'an integer from 1 to 10', 'a number above 0 and up to 1', or '' when the field has no closed range."""
+    lo = hi = None
+    strict = False
+    for meta in info.metadata:
+        if getattr(meta, "ge", None) is not None:
+            lo = meta.ge
+        if getattr(meta, "gt", None) is not None:
+            lo, strict = meta.gt, True
+        if getattr(meta, "le", None) is not None:
+            hi = meta.le
+    if lo is None or hi is None:
+        return ""
+    kind = "an integer" if info.annotation in (int, int | None) else "a number"
+    return f"{kind} {'above' if strict else 'from'} {lo:g} {'and up ' if strict else ''}to {hi:g}"
