@@ -1,0 +1,362 @@
+"""The main screen: rollout table + summary, preview, config, secrets and the job monitor's place.
+
+At 80×24 the panes are tabs (number keys switch); from 120×40 they sit side by side in a grid. The screen follows
+the event bus with one coalescing worker (≤ 10 table updates a second) and drives runs through ``RunControl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, Vertical
+from textual.events import Resize
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Label, Static, Tab, Tabs
+
+from svgagent.core.dataset import load_dataset
+from svgagent.core.errors import SvgAgentError
+from svgagent.core.events import Subscription
+from svgagent.core.models import RolloutUpdate
+from svgagent.core.query import QueryError
+from svgagent.core.records import RolloutRecord, summarize_rows
+from svgagent.core.settings import Settings
+
+from ..tui.widgets.job_panel import JobPanel
+from ..tui.widgets.panes import config_pane, secrets_pane
+from ..tui.widgets.preview import Preview
+from ..tui.widgets.rollout_table import RolloutTable
+from ..tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
+from .dashboard_actions import RunActions
+from .keys_first import AppKeysFirst
+
+if TYPE_CHECKING:
+    from ..tui.app import SvgAgentApp
+
+FEED_INTERVAL_S = 0.1
+LIVE_FILTER_ROWS = 2_000  # up to this many rows the filter applies on every key
+PANES = ("rollouts", "preview", "config", "secrets", "jobs")
+PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
+DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
+WIDE = (120, 40)
+
+
+class LiveBatch(Message):
+    """The latest stored state of the rollouts that changed since the last batch."""
+
+    def __init__(self, run_id: str, records: list[RolloutRecord]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.records = records
+
+
+def latest_per_rollout(events: list[RolloutUpdate]) -> dict[str, RolloutUpdate]:
+    """Keep only the last event of each rollout (events arrive in order)."""
+    latest: dict[str, RolloutUpdate] = {}
+    for event in events:
+        latest[event.rollout_id] = event
+    return latest
+
+
+class Dashboard(AppKeysFirst, RunActions, Screen):
+    AUTO_FOCUS = "#rollouts"
+    BINDINGS = [
+        Binding("r", "start_run", "Run", id="app.run", tooltip="Start a run with the Config pane's settings"),
+        Binding("s", "stop_run", "Stop", id="app.stop", tooltip="Stop the run; finished rollouts are kept"),
+        Binding("c", "resume_run", "Resume", id="app.resume", tooltip="Continue the open run's unfinished rollouts"),
+        Binding("R", "rerun", "Rerun", id="app.rerun", tooltip="Rerun marked (else failed) rollouts as new attempts"),
+        Binding("o", "open_run", "Runs", id="app.open_run", tooltip="Open a past run"),
+        Binding("f", "full_image", "Image", id="preview.full", tooltip="Show the picture full-resolution"),
+        *(
+            Binding(str(i), f"pane('{name}')", PANE_TITLES[name], id=f"pane.{name}", show=False,
+                    tooltip=f"Go to the {PANE_TITLES[name]} pane (the tabs and pane titles show the numbers)")
+            for i, name in enumerate(PANES, start=1)
+        ),
+        Binding("escape", "focus_table", "Back", id="app.focus_table",
+                tooltip="Back to the rollout table; on the table, clear the filter"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.run_id: str | None = None
+        self.unfinished = 0
+        self._key_state: tuple[object, ...] = ()
+        self.threshold = 0.5
+        self.active_pane = "rollouts"
+        self.live_batches = 0
+        self._filter_timer: Timer | None = None
+
+    @property
+    def svg_app(self) -> SvgAgentApp:
+        return self.app  # type: ignore[return-value]
+
+    # --- layout -------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        app = self.svg_app
+        yield Static(DEMO_BANNER, id="banner", classes="" if app.demo else "-hidden")
+        yield Tabs(*(Tab(f"{i} {PANE_TITLES[n]}", id=f"tab-{n}") for i, n in enumerate(PANES, start=1)),
+                   id="pane-tabs")
+        with Container(id="panes"):
+            with Vertical(id="pane-rollouts", classes="pane -active"):
+                yield RolloutTable(id="rollouts")
+                with Horizontal(id="filter-bar", classes="-hidden"):
+                    yield Label("filter ", id="filter-label")
+                    yield Input(placeholder="score<0.5 status:failed invalid overridden row:3 text",
+                                id="filter", compact=True)
+                yield SummaryBar(id="summary")
+            with Vertical(id="pane-preview", classes="pane"):
+                yield Preview(app.store, id="preview")
+            with Vertical(id="pane-config", classes="pane"):
+                yield config_pane(app.settings)
+            with Vertical(id="pane-secrets", classes="pane"):
+                yield secrets_pane(app.env_file, app.settings)
+            with Vertical(id="pane-jobs", classes="pane"):
+                yield JobPanel(id="jobs")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        for name in PANES:
+            self.query_one(f"#pane-{name}").border_title = f"{PANES.index(name) + 1} {PANE_TITLES[name]}"
+        self.query_one(RolloutTable).empty_message = self._empty_message()
+        self._layout(self.app.size.width, self.app.size.height)
+        self.set_interval(1.0, self._tick)
+        if self.svg_app.initial_run_id:
+            self.open_run(self.svg_app.initial_run_id)
+        else:
+            self.refresh_summary()
+
+    def _empty_message(self, settings: Settings | None = None) -> list[str]:
+        settings = settings or self.svg_app.settings
+        what = f"dataset {settings.dataset}"
+        if settings.dataset == "builtin":
+            try:
+                count = len(load_dataset("builtin"))
+            except SvgAgentError:
+                count = 0
+            count = min(count, settings.rows) if settings.rows else count
+            what = f"built-in dataset ({count} prompts)"
+        return [
+            "No run open yet.",
+            "",
+            f"press r to start a run on the {what}",
+            "press o to open a past run, 3 to change settings, ? for every key, q to quit",
+        ]
+
+    def on_config_form_changed(self, message: Message) -> None:
+        """Settings edited in the Config pane: the welcome text follows (the app keeps them for the next run)."""
+        table = self.query_one(RolloutTable)
+        table.empty_message = self._empty_message(getattr(message, "settings", None))
+        table.refresh()
+
+    def on_resize(self, event: Resize) -> None:
+        self._layout(event.size.width, event.size.height)
+
+    def _layout(self, width: int, height: int) -> None:
+        wide = width >= WIDE[0] and height >= WIDE[1]
+        self.set_class(wide, "-wide")
+        self.set_class(not wide, "-narrow")
+
+    @property
+    def wide(self) -> bool:
+        return self.has_class("-wide")
+
+    def action_pane(self, name: str) -> None:
+        """Show pane ``name`` (narrow) or move focus into it (wide)."""
+        self.active_pane = name
+        for pane in PANES:
+            self.query_one(f"#pane-{pane}").set_class(pane == name, "-active")
+        tabs = self.query_one(Tabs)
+        if tabs.active != f"tab-{name}":
+            tabs.active = f"tab-{name}"
+        target = self._focus_target(name)
+        self.set_focus(target)
+        if name == "preview":
+            self.query_one(Preview).reload()
+
+    def _focus_target(self, name: str) -> Widget | None:
+        if name == "rollouts":
+            return self.query_one(RolloutTable)
+        if name == "preview":
+            return self.query_one(Preview)
+        pane = self.query_one(f"#pane-{name}")
+        focusable = [w for w in pane.query("*") if w.focusable]
+        return focusable[0] if focusable else None
+
+    @on(Tabs.TabActivated, "#pane-tabs")
+    def _tab_clicked(self, event: Tabs.TabActivated) -> None:
+        name = (event.tab.id or "tab-rollouts").removeprefix("tab-")
+        if name != self.active_pane:
+            self.action_pane(name)
+
+    def action_focus_table(self) -> None:
+        """Escape: back to the table; on the table itself, clear the filter."""
+        table = self.query_one(RolloutTable)
+        if table.has_focus and not table.query_filter.empty:
+            self._apply_filter("", quiet=True)
+            self._filter_done()
+            return
+        if self.query_one("#filter", Input).has_focus:
+            self._filter_done()
+        self.action_pane("rollouts")
+
+    def on_focus_home(self, message: Message) -> None:
+        """Escape in the config form (``FocusHome``): back to the table."""
+        self.action_pane("rollouts")
+
+    # --- filter -------------------------------------------------------------------------------------------
+    @on(RolloutTable.FilterRequested)
+    def _filter_requested(self) -> None:
+        box = self.query_one("#filter", Input)
+        self.query_one("#filter-bar").remove_class("-hidden")
+        box.value = self.query_one(RolloutTable).query_filter.text
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        """Applied as you type; on big runs once typing pauses, so each key stays instant."""
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        if len(self.query_one(RolloutTable).records) < LIVE_FILTER_ROWS:
+            self._apply_filter(event.value, quiet=True)
+        else:
+            self._filter_timer = self.set_timer(0.2, lambda: self._apply_filter(event.value, quiet=True))
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        if self._apply_filter(event.value, quiet=False):
+            self._filter_done()
+            self.query_one(RolloutTable).focus()
+
+    def _apply_filter(self, text: str, *, quiet: bool) -> bool:
+        box = self.query_one("#filter", Input)
+        try:
+            self.query_one(RolloutTable).set_filter(text)
+        except QueryError as err:
+            box.add_class("-error")
+            if not quiet:
+                self.notify(str(err), title="Filter", severity="error")
+            return False
+        box.remove_class("-error")
+        self.refresh_summary()
+        return True
+
+    def _filter_done(self) -> None:
+        box = self.query_one("#filter", Input)
+        table = self.query_one(RolloutTable)
+        box.value = table.query_filter.text
+        box.remove_class("-error")
+        self.query_one("#filter-bar").set_class(table.query_filter.empty, "-hidden")
+
+    # --- the open run -------------------------------------------------------------------------------------
+    def open_run(self, run_id: str) -> None:
+        store = self.svg_app.store
+        run = store.get_run(run_id)
+        self.run_id = run_id
+        self.threshold = float(run.settings.get("threshold", self.svg_app.settings.threshold))
+        self.query_one(RolloutTable).load(store.list_rollouts(run_id))
+        self.sub_title = f"{run.name} ({run_id})"
+        self.refresh_summary()
+
+    def reload_run(self) -> None:
+        if self.run_id is not None:
+            self.query_one(RolloutTable).load(self.svg_app.store.list_rollouts(self.run_id))
+            self.query_one(Preview).reload()
+            self.refresh_summary()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide keys that do nothing right now, so the Footer shows what can be done (and fits 80 columns)."""
+        running = self.svg_app.control.running
+        if action == "stop_run":
+            return running
+        if action in ("start_run", "open_run"):
+            return not running
+        if action == "rerun":
+            return not running and self.run_id is not None
+        if action == "resume_run":
+            return not running and self.run_id is not None and self.unfinished > 0
+        if action == "full_image":
+            return self.run_id is not None
+        if action == "focus_table":
+            table = self.query_one(RolloutTable)
+            return not table.has_focus or not table.query_filter.empty
+        return True
+
+    def _keys_changed(self) -> None:
+        filtered = not self.query_one(RolloutTable).query_filter.empty
+        state = (self.svg_app.control.running, self.run_id, self.unfinished > 0, filtered)
+        if state != self._key_state:
+            self._key_state = state
+            self.refresh_bindings()
+
+    def refresh_summary(self) -> None:
+        bar = self.query_one(SummaryBar)
+        table = self.query_one(RolloutTable)
+        if self.run_id is None:
+            bar.show(format_summary(None))
+            self._keys_changed()
+            return
+        control = self.svg_app.control
+        summary = summarize_rows(list(table.records.values()), self.threshold)
+        elapsed = control.elapsed(self.run_id)
+        live = control.running and control.run_id == self.run_id
+        eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts, elapsed) if live else None
+        run = self.svg_app.store.get_run(self.run_id)
+        state = "running" if live else run.status
+        bar.show(format_summary(summary, run_label=run.name, elapsed=elapsed, eta=eta,
+                                shown=len(table.visible_ids), state=state))
+        self.unfinished = summary.rollouts - summary.done
+        self._keys_changed()
+
+    def _tick(self) -> None:
+        control = self.svg_app.control
+        if control.running and control.run_id == self.run_id:
+            self.refresh_summary()
+
+    @on(RolloutTable.CursorMoved)
+    def _cursor_moved(self, event: RolloutTable.CursorMoved) -> None:
+        self.query_one(Preview).show_rollout(event.rollout_id)
+
+    # --- following the engine -----------------------------------------------------------------------------
+    def start_feed(self) -> None:
+        """Follow the bus while the engine works (call right after starting it): subscribe now, so no event is
+        missed, and drain every FEED_INTERVAL_S in a worker that ends once the engine has stopped."""
+        subscription = self.svg_app.bus.subscribe()
+        self.app.run_worker(self._follow(subscription), name="event feed", group="feed", exclusive=True,
+                            exit_on_error=False)
+
+    async def _follow(self, subscription: Subscription[RolloutUpdate]) -> None:
+        control = self.svg_app.control
+        try:
+            while True:
+                await asyncio.sleep(FEED_INTERVAL_S)
+                finished = not control.running
+                events = subscription.drain()
+                run_id = self.run_id
+                ids = [rid for rid, e in latest_per_rollout(events).items() if e.run_id == run_id]
+                if ids and run_id is not None:
+                    self.post_message(LiveBatch(run_id, self.svg_app.store.get_rollouts(ids)))
+                if finished:
+                    return
+        finally:
+            subscription.close()
+
+    def on_live_batch(self, batch: LiveBatch) -> None:
+        if batch.run_id != self.run_id:
+            return
+        self.live_batches += 1
+        table = self.query_one(RolloutTable)
+        with self.app.batch_update():
+            table.apply(batch.records)
+            self.refresh_summary()
+            if table.cursor_id in {r.rollout_id for r in batch.records}:
+                self.query_one(Preview).reload()

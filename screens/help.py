@@ -1,0 +1,125 @@
+"""`?`: every key of every screen (as remapped by the user's keymap), and the filter language."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from ..tui.widgets.rollout_table import RolloutTable
+from .dashboard import Dashboard
+from .keys_first import AppKeysFirst
+from .rollout_detail import RolloutDetail
+from .run_picker import RunPicker
+
+FILTER_HELP = [
+    ("score<0.5  score>=0.8", "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
+                              "render, tokens, row, sample, attempt"),
+    ("status:failed", "status (a prefix is enough: status:fail)"),
+    ("row:3  sample:1  id:…", "row index (or row id), sample, text in the rollout id"),
+    ("invalid  overridden", "no valid score · you overrode the judge (also: valid, cached, marked)"),
+    ("prompt:…  error:…", "text in the prompt · in the error"),
+    ("red circle  \"two words\"", "free text, matched against the prompt and the row id"),
+    ("-status:failed", "a leading - negates a term; all terms must hold"),
+]
+
+
+def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
+    sections: list[tuple[str, list[Binding]]] = [
+        ("Everywhere", [b for b in type(app).BINDINGS if isinstance(b, Binding)]),
+        ("Dashboard", list(Dashboard.BINDINGS)),
+        ("Rollout table", list(RolloutTable.BINDINGS)),
+        ("Rollout screen", list(RolloutDetail.BINDINGS)),
+        ("Run picker", list(RunPicker.BINDINGS)),
+    ]
+    try:
+        from ..tui.widgets.config_form import ConfigForm
+
+        sections.append(("Config pane", [b for b in ConfigForm.BINDINGS if isinstance(b, Binding)]))
+    except ImportError:
+        pass
+    try:
+        from ..tui.widgets.secrets_form import SecretsPane
+
+        sections.append(("Secrets pane", [b for b in SecretsPane.BINDINGS if isinstance(b, Binding)]))
+    except ImportError:
+        pass
+    return sections
+
+
+def key_text(app: App, binding: Binding) -> str:
+    """The keys of ``binding`` as the user's keymap has them."""
+    keymap = getattr(app, "_keymap", {}) or {}
+    keys = keymap.get(binding.id, binding.key) if binding.id else binding.key
+    shown = []
+    for key in keys.split(","):
+        key = key.strip()
+        if key == binding.key.split(",")[0] and binding.key_display and binding.id not in keymap:
+            shown.append(binding.key_display)
+        else:
+            shown.append(app.get_key_display(Binding(key, binding.action)))
+    return " ".join(shown)
+
+
+def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]]) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False, expand=True)
+    table.add_column("key", style="bold cyan", no_wrap=True, min_width=10)
+    table.add_column("action", ratio=1)
+    table.add_column("id", style="dim", no_wrap=True)
+    for title, bindings in sections:
+        table.add_row(Text(title, style="bold underline"), "", "")
+        if title == "Everywhere":
+            table.add_row(app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "command_palette")),
+                          "Command palette — every action of the screen, searchable", "")
+        for binding in bindings:
+            what = binding.description + (f" — {binding.tooltip}" if binding.tooltip else "")
+            table.add_row(key_text(app, binding), what, binding.id or "")
+        table.add_row("", "", "")
+    return table
+
+
+def filter_table() -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False, expand=True)
+    table.add_column("example", style="bold cyan", no_wrap=True)
+    table.add_column("meaning", ratio=1)
+    for example, meaning in FILTER_HELP:
+        table.add_row(example, meaning)
+    return table
+
+
+class HelpScreen(AppKeysFirst, Screen[None]):
+    BINDINGS = [
+        Binding("escape,q,question_mark", "close", "Close", id="help.close"),
+        Binding("j,down", "scroll(1)", "Down", show=False, id="help.down"),
+        Binding("k,up", "scroll(-1)", "Up", show=False, id="help.up"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        intro = Text.assemble(
+            ("svgagent keys", "bold"),
+            " — remap any of them by id in the [keymap] table of your config file, e.g. ",
+            ('"app.run" = "ctrl+r"', "italic"),
+            ". ctrl+p opens the command palette with every action.",
+        )
+        with VerticalScroll(id="help-body"):
+            yield Static(Group(intro, Text(""), keys_table(self.app, binding_sections(self.app)),
+                               Text("Filter (press / on the table)", style="bold underline"), filter_table()),
+                         id="help-text")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def action_scroll(self, step: int) -> None:
+        body = self.query_one("#help-body", VerticalScroll)
+        body.scroll_relative(y=step, animate=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

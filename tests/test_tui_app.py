@@ -1,0 +1,309 @@
+"""Pilot tests of the app over a store with fixed data: keys, panes, filter, sort, override, help, run picker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from factories import RUN_ID, build_run
+from textual.widgets import Input, OptionList, Tabs
+from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, table_of
+
+from svgagent.core.store import Store
+from svgagent.screens.help import HelpScreen
+from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.screens.run_picker import RunPicker
+from svgagent.tui.widgets.rollout_table import RolloutTable
+from svgagent.tui.widgets.summary_bar import SummaryBar
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(tmp_path / "runs.db") as s:
+        build_run(s)
+        yield s
+
+
+def ids(app) -> list[str]:  # type: ignore[no-untyped-def]
+    return [rid.removeprefix(RUN_ID + ".") for rid in table_of(app).visible_ids]
+
+
+async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.focused, RolloutTable)
+        assert ids(app) == ["0.0", "1.0", "2.0", "3.0", "4.0", "5.0"]
+        assert rows(app)[0] == ("", "0.0", "row_0", "0", "✓ scored", "0.75", "3/4", "1.5", "0.8", "460")
+        assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")
+        assert rows(app)[4][5] == "0.75*"  # the human override, marked
+        assert rows(app)[5][4] == "· queued"
+        summary = app.dashboard.query_one(SummaryBar).plain
+        for part in ("fixture run", "5/6 done", "mean 0.625 ± 0.217", "PASS", "2 failed (1 invalid)", "2,300 tokens",
+                     "1 overridden", "elapsed –"):
+            assert part in summary
+
+
+async def test_empty_state_tells_a_newcomer_what_to_press(store: Store) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = table_of(app)
+        assert table.visible_ids == []
+        assert "press r to start a run on the built-in dataset (33 prompts)" in " ".join(table.empty_message)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        preview = preview_of(app)
+        assert preview.record is not None and preview.record.rollout_id == f"{RUN_ID}.0.0"
+        image = preview.image_text
+        assert image is not None and "▀" in image.plain
+        colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
+        assert (135, 206, 235) in colours  # the sky of the fixed SVG, in 24-bit colour
+        assert "triangle is too small to count" in plain(preview.query_one("#info-rationale"))
+        assert "The sky is light blue." in plain(preview.query_one("#info-requirements"))
+        await pilot.press("j", "j")
+        await settle(pilot)
+        assert preview.record.rollout_id == f"{RUN_ID}.2.0"
+        assert preview.image_text is None and "no <svg> element" in (preview.record.reason or "")
+
+
+async def test_filter_language_and_escape(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        cases = {"score<0.5": ["2.0"], "status:failed": ["2.0", "3.0"], "invalid": ["3.0"],
+                 "overridden": ["4.0"], "row:3": ["3.0"], "flag": ["1.0"], "score>=0.75 -overridden": ["0.0", "1.0"]}
+        for text, expected in cases.items():
+            await pilot.press("slash")
+            box = app.dashboard.query_one("#filter", Input)
+            assert box.has_focus
+            box.value = text
+            await pilot.press("enter")
+            await pilot.pause()
+            assert ids(app) == expected, text
+            assert isinstance(app.focused, RolloutTable)
+            assert f"showing {len(expected)}" in app.dashboard.query_one(SummaryBar).plain
+        await pilot.press("slash", *"scor", "less_than_sign", "1")  # typed: "scor" is an unknown field
+        assert box.value == "scor<1" and box.has_class("-error")
+        assert ids(app) == []  # the last valid text, "scor" (free text), stays applied
+        box.value = "score<0.5"
+        await pilot.pause()
+        assert ids(app) == ["2.0"] and not box.has_class("-error")  # applied as you type
+        box.value = "scor<1"
+        await pilot.pause()
+        assert box.has_class("-error") and ids(app) == ["2.0"]  # the last valid filter stays
+        await pilot.press("enter")
+        assert any("unknown field 'scor'" in n for n in notifications(app)) and box.has_focus
+        await pilot.press("escape")
+        assert isinstance(app.focused, RolloutTable)
+        await pilot.press("escape")  # on the table: clears the filter
+        assert len(ids(app)) == 6 and app.dashboard.query_one("#filter-bar").has_class("-hidden")
+
+
+async def test_sort_cycles_columns_and_reverses(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = table_of(app)
+        await pilot.press("S")
+        assert table.sort_column == "row"
+        await pilot.press("S", "S", "S")
+        assert table.sort_column == "score" and not table.sort_reverse
+        assert ids(app) == ["2.0", "0.0", "4.0", "1.0", "3.0", "5.0"]
+        await pilot.press("minus")
+        assert table.sort_reverse and ids(app) == ["1.0", "0.0", "4.0", "2.0", "3.0", "5.0"]
+        await pilot.press("S")
+        assert table.sort_column == "fulfilled"
+
+
+async def test_override_per_requirement_and_count(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, RolloutDetail) and detail.rollout_id == f"{RUN_ID}.0.0"
+        options = detail.query_one("#requirements", OptionList)
+        assert options.option_count == 4 and "judge ✓" in str(options.get_option_at_index(0).prompt)
+        await pilot.press("space")  # requirement 1: the judge said ✓, you say ✗
+        rec = store.get_rollout(f"{RUN_ID}.0.0")
+        assert rec.override_verdicts == [False, True, True, False] and rec.override_fulfilled == 2
+        assert rec.score == 0.75 and rec.fulfilled == 3  # the judge's verdict is kept
+        await pilot.press("j", "j", "j", "x")
+        assert store.get_rollout(f"{RUN_ID}.0.0").override_verdicts == [False, True, True, True]
+        await pilot.press("escape")
+        await settle(pilot)
+        assert rows(app)[0][5:7] == ("0.75*", "3/4")
+        await pilot.press("j", "enter")  # row 1, count mode: +/- set your count
+        await pilot.press("minus")
+        assert store.get_rollout(f"{RUN_ID}.1.0").override_fulfilled == 3
+        await pilot.press("escape")
+        await settle(pilot)
+        assert rows(app)[1][5] == "0.75*"
+        assert "3 overridden" in app.dashboard.query_one(SummaryBar).plain
+        await pilot.press("enter", "u", "escape")
+        await settle(pilot)
+        assert rows(app)[1][5] == "1.00" and not store.get_rollout(f"{RUN_ID}.1.0").overridden
+        assert "2 overridden" in app.dashboard.query_one(SummaryBar).plain
+
+
+async def test_detail_shows_attempt_history_and_errors(store: Store) -> None:
+    store.new_attempts(RUN_ID, [f"{RUN_ID}.3.0"])
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert ids(app)[3] == "3.0.a2"
+        await pilot.press("j", "j", "j", "enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, RolloutDetail) and detail.has_class("-narrow")
+        attempts = [a.rollout_id for a in store.attempts_of(detail.rollout_id)]
+        assert attempts == [f"{RUN_ID}.3.0", f"{RUN_ID}.3.0.a2"]
+        history = plain(detail.query_one("#detail-attempts"))
+        assert "✗ failed" in history and "2 ◀    · queued" in history and "judge unreachable" in history
+        await pilot.press("escape")
+        await pilot.press("k", "enter")
+        await settle(pilot)
+        assert app.screen.rollout_id == f"{RUN_ID}.2.0"  # type: ignore[attr-defined]
+        error = app.screen.query_one("#info-error")
+        assert not error.has_class("-hidden")
+
+
+async def test_help_lists_every_binding_id(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        from svgagent.screens.help import binding_sections
+
+        every = [b.id for _, bindings in binding_sections(app) for b in bindings]
+        assert None not in every and len(every) == len(set(every)) >= 30
+        for ident in ("app.run", "app.stop", "app.resume", "app.rerun", "app.open_run", "table.filter",
+                      "table.sort", "table.mark", "detail.toggle", "preview.full", "pane.secrets"):
+            assert ident in every
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_run_picker_opens_another_run(store: Store) -> None:
+    build_run(store, run_id="20250101-000000-old0", name="older run")
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        picker = app.screen
+        assert isinstance(picker, RunPicker)
+        assert [r.run_id for r in picker.runs] == [RUN_ID, "20250101-000000-old0"] or len(picker.runs) == 2
+        options = picker.query_one(OptionList)
+        target = next(i for i in range(options.option_count) if options.get_option_at_index(i).id.endswith("old0"))
+        options.highlighted = target
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.dashboard.run_id == "20250101-000000-old0"
+        assert table_of(app).visible_ids[0].startswith("20250101-000000-old0.")
+        assert "older run" in app.dashboard.query_one(SummaryBar).plain
+        await pilot.press("o", "escape")
+        assert app.dashboard.run_id == "20250101-000000-old0"
+
+
+async def test_panes_are_tabs_at_80x24_and_side_by_side_at_120x40(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        dash = app.dashboard
+        assert dash.has_class("-narrow")
+        shown = lambda: [n for n in ("rollouts", "preview", "config", "secrets", "jobs")  # noqa: E731
+                         if dash.query_one(f"#pane-{n}").region.area > 0]
+        assert shown() == ["rollouts"]
+        for key, name in (("2", "preview"), ("3", "config"), ("4", "secrets"), ("5", "jobs"), ("1", "rollouts")):
+            await pilot.press("escape", key)
+            await pilot.pause()
+            assert shown() == [name], name
+            assert dash.query_one(Tabs).active == f"tab-{name}"
+        assert "RFT jobs appear here" in plain(dash.query_one("#jobs"))
+        assert isinstance(app.focused, RolloutTable)
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert dash.has_class("-wide") and shown() == ["rollouts", "preview", "config", "secrets", "jobs"]
+
+
+async def test_escape_in_a_text_field_hands_focus_back(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        assert app.focused is not None and app.focused.id and app.focused.id.startswith("field-")
+        await pilot.press("r")  # typed into the field, not a run
+        assert not app.control.running
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.focused, RolloutTable)
+
+
+async def test_missing_keys_say_which_and_jump_to_secrets(store: Store) -> None:
+    settings = settings_for(store.path, fireworks_api_key=None, openai_api_key="sk-test-key")
+    app = make_app(store, settings=settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.dashboard.active_pane == "secrets"
+        assert any("FIREWORKS_API_KEY is not set" in n for n in notifications(app))
+        assert not app.control.running and len(store.list_runs()) == 1
+
+
+async def test_demo_banner_and_full_image_needs_a_terminal(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID, demo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        banner = app.dashboard.query_one("#banner")
+        assert not banner.has_class("-hidden")
+        assert "demo mode: simulated model and judge — add keys in the Secrets pane" in plain(banner)
+        await pilot.press("f")
+        assert any("needs a real terminal" in n for n in notifications(app))
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.dashboard.query_one("#banner").has_class("-hidden")
+
+
+async def test_keymap_from_config_remaps_by_id(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID, keymap={"app.help": "f1", "table.sort": "f6"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f6")
+        assert table_of(app).sort_column == "row"
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        text = plain(app.screen.query_one("#help-text"), width=160)
+        assert "f1" in text and "f6" in text and "app.help" in text
+
+
+async def test_command_palette_lists_the_actions(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        from svgagent.tui.commands import ActionCommands
+
+        provider = ActionCommands(app.dashboard)
+        names = [name for name, _, _ in provider._commands()]
+        for wanted in ("Run", "Rerun", "Filter", "Sort", "Mark", "Open", "Help", "Quit", "Runs"):
+            assert wanted in names
+        await pilot.press("ctrl+p")
+        await pilot.press(*"rerun")
+        await settle(pilot)
+        from textual.command import CommandPalette
+
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+        option_list = palette.query_one(OptionList)
+        texts = [str(option_list.get_option_at_index(i).prompt) for i in range(option_list.option_count)]
+        assert any("Rerun" in t for t in texts)

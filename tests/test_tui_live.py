@@ -1,0 +1,183 @@
+"""Pilot tests with the engine running against the simulator: start, stop/resume, rerun, coalesced updates."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from factories import RUN_ID, build_run
+from tui_support import make_app, notifications, rows, settings_for, settle, table_of, wait_until
+
+from svgagent.core.demo import demo_overrides, demo_simulator
+from svgagent.core.models import RolloutStatus
+from svgagent.core.store import Store
+from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.tui.widgets.summary_bar import SummaryBar
+
+
+@pytest.fixture
+def sim_overrides() -> Iterator[dict[str, Any]]:
+    with demo_simulator(policy_latency_s=0.01, judge_latency_s=0.01) as sim:
+        yield demo_overrides(sim.base_url)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "runs.db") as s:
+        yield s
+
+
+def demo_app(store: Store, overrides: dict[str, Any], **settings: Any) -> Any:
+    values = {**overrides, **settings}
+    return make_app(store, demo=True, settings=settings_for(store.path, **values), demo_overrides=overrides,
+                    clock=time.monotonic)
+
+
+async def test_r_starts_a_run_that_fills_the_table_live(store: Store, sim_overrides: dict[str, Any]) -> None:
+    app = demo_app(store, sim_overrides, rows=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        run_id = app.dashboard.run_id
+        assert run_id is not None and len(table_of(app).visible_ids) == 4
+        await settle(pilot)  # waits for the engine and the feed to finish
+        assert not app.control.running
+        stored = store.list_rollouts(run_id)
+        assert [r.status.terminal for r in stored] == [True] * 4
+        assert store.get_run(run_id).status == "completed"
+        table_rows = rows(app)
+        for rec, cells in zip(stored, table_rows):
+            assert cells[1] == f"{rec.row_index}.0"
+            assert cells[4] in ("✓ scored", "✗ failed")
+            expected = "–" if rec.effective_score is None else f"{rec.effective_score:.2f}"
+            assert cells[5] == expected
+        assert "4/4 done" in app.dashboard.query_one(SummaryBar).plain
+        assert app.dashboard.live_batches >= 1
+
+
+async def test_updates_are_coalesced_to_at_most_ten_a_second(store: Store, sim_overrides: dict[str, Any]) -> None:
+    app = demo_app(store, sim_overrides, rows=24, concurrency=4, judge_concurrency=4)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        started = time.monotonic()
+        await pilot.press("r")
+        await settle(pilot)
+        elapsed = time.monotonic() - started
+        events = 24 * 4  # at least generating, rendering, judging, finished per rollout
+        batches = app.dashboard.live_batches
+        assert 1 <= batches <= elapsed * 10 + 2, (batches, elapsed)
+        assert batches < events
+        assert all(cells[4] in ("✓ scored", "✗ failed") for cells in rows(app))
+
+
+async def test_s_stops_keeping_finished_work_and_c_resumes(store: Store, sim_overrides: dict[str, Any]) -> None:
+    with demo_simulator(policy_latency_s=0.3, judge_latency_s=0.05) as slow:
+        overrides = demo_overrides(slow.base_url)
+        app = demo_app(store, overrides, rows=10, concurrency=2, judge_concurrency=2)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("r")
+            run_id = app.dashboard.run_id
+            assert run_id is not None
+            await wait_until(pilot, lambda: any(r.status.terminal for r in table_of(app).records.values()))
+            await pilot.press("s")
+            await settle(pilot)
+            assert not app.control.running
+            stored = store.list_rollouts(run_id)
+            finished = [r for r in stored if r.status.terminal]
+            assert 1 <= len(finished) < 10
+            assert {r.status for r in stored if not r.status.terminal} == {RolloutStatus.QUEUED}
+            assert store.get_run(run_id).status == "interrupted"
+            assert [cells[4] for cells in rows(app)].count("· queued") == 10 - len(finished)
+            kept = {r.rollout_id: r.score for r in finished}
+            await pilot.press("c")
+            await settle(pilot)
+            stored = store.list_rollouts(run_id)
+            assert all(r.status.terminal for r in stored) and store.get_run(run_id).status == "completed"
+            assert {r.rollout_id: r.score for r in stored if r.rollout_id in kept} == kept
+            assert all(cells[4] != "· queued" for cells in rows(app))
+
+
+async def test_R_reruns_failed_then_marked_as_new_attempts(store: Store, sim_overrides: dict[str, Any]) -> None:
+    build_run(store)  # rows 2 and 3 failed, row 5 never ran
+    app = demo_app(store, sim_overrides)
+    app.initial_run_id = RUN_ID
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")  # nothing marked: every failed rollout
+        await settle(pilot)
+        for row in (2, 3):
+            attempts = store.attempts_of(f"{RUN_ID}.{row}.0")
+            assert [a.attempt for a in attempts] == [1, 2]
+            assert [a.is_current for a in attempts] == [False, True] and attempts[1].status.terminal
+        ids = table_of(app).visible_ids
+        assert f"{RUN_ID}.2.0.a2" in ids and f"{RUN_ID}.2.0" not in ids and len(ids) == 6
+        assert store.get_rollout(f"{RUN_ID}.5.0").status.terminal  # resuming finished the queued one too
+        await pilot.press("g", "space", "space")  # mark rows 0 and 1
+        assert table_of(app).marked == {f"{RUN_ID}.0.0", f"{RUN_ID}.1.0"}
+        assert rows(app)[0][0] == "●"
+        await pilot.press("R")
+        await settle(pilot)
+        assert table_of(app).marked == frozenset()
+        assert [a.attempt for a in store.attempts_of(f"{RUN_ID}.0.0")] == [1, 2]
+        assert [a.attempt for a in store.attempts_of(f"{RUN_ID}.4.0")] == [1]  # not marked, not failed
+        await pilot.press("g", "enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, RolloutDetail) and detail.rollout_id == f"{RUN_ID}.0.0.a2"
+        assert len(store.attempts_of(detail.rollout_id)) == 2
+
+
+async def test_config_pane_settings_are_used_by_the_next_run(store: Store, sim_overrides: dict[str, Any]) -> None:
+    from textual.widgets import Input
+
+    app = demo_app(store, sim_overrides, rows=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        field = app.dashboard.query_one("#field-rows", Input)
+        field.value = "2"
+        await settle(pilot)
+        assert app.settings.rows == 2
+        assert app.settings.base_url == sim_overrides["base_url"]  # still the simulator: demo mode
+        assert "built-in dataset (2 prompts)" in " ".join(table_of(app).empty_message)
+        await pilot.press("escape", "r")
+        await settle(pilot)
+        run_id = app.dashboard.run_id
+        assert run_id is not None and len(store.list_rollouts(run_id)) == 2
+        assert store.get_run(run_id).settings["rows"] == 2
+
+
+async def test_saving_keys_leaves_implicit_demo_mode(store: Store, sim_overrides: dict[str, Any]) -> None:
+    from svgagent.tui.widgets.secrets_form import SecretsPane
+
+    real = settings_for(store.path)
+    app = demo_app(store, sim_overrides)
+    app.settings_loader = lambda: real
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        pane = app.dashboard.query_one(SecretsPane)
+        pane.post_message(SecretsPane.Saved(pane, ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]))
+        await settle(pilot)
+        assert not app.demo and app.settings is real
+        assert app.dashboard.query_one("#banner").has_class("-hidden")
+        assert any("Demo mode off" in n or "keys saved" in n for n in notifications(app))
+
+
+async def test_quitting_during_a_run_stops_it_and_keeps_finished_work(store: Store) -> None:
+    with demo_simulator(policy_latency_s=0.3, judge_latency_s=0.05) as slow:
+        app = demo_app(store, demo_overrides(slow.base_url), rows=6, concurrency=1, judge_concurrency=1)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("r")
+            run_id = app.dashboard.run_id
+            await wait_until(pilot, lambda: any(r.status.terminal for r in table_of(app).records.values()))
+            await pilot.press("q")
+            await pilot.pause()
+        assert app.return_code == 0
+        assert store.get_run(run_id).status == "interrupted"  # type: ignore[arg-type]
+        statuses = [r.status for r in store.list_rollouts(run_id)]  # type: ignore[arg-type]
+        assert any(s.terminal for s in statuses) and RolloutStatus.QUEUED in statuses

@@ -1,0 +1,53 @@
+"""Snapshots of the dashboard, the rollout screen and help at 80×24 and 120×40 — fixed data, fixed clock, no
+animations, a PNG rendered from a fixed SVG. Review the report before `--snapshot-update`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from factories import RUN_ID, build_run
+from textual.pilot import Pilot
+from tui_support import make_app, settle
+
+from svgagent.core.store import Store
+
+SIZES = [(80, 24), (120, 40)]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "runs.db") as s:
+        build_run(s)
+        yield s
+
+
+def ready(*keys: str):  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        if keys:
+            await pilot.press(*keys)
+            await settle(pilot)
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_rollout_screen(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    store.set_override(f"{RUN_ID}.0.0", fulfilled=None, verdicts=[True, True, True, True])
+    assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready("enter"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready("question_mark"))
+
+
+def test_first_screen_in_demo_mode(snap_compare, store: Store) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(make_app(store, demo=True), terminal_size=(80, 24), run_before=ready())

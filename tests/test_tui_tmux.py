@@ -1,0 +1,100 @@
+"""A real terminal: tmux runs `svgagent tui --demo` at 80×24; keys start a run, the screen shows scored rows, the
+half-block picture in 24-bit colour, the judge's rationale and the Footer; `q` exits 0 and leaves the alternate
+screen. Skipped only when tmux is missing (CI installs it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    """One private tmux server (its own socket), so the test never touches the user's sessions."""
+
+    def __init__(self, socket: str, env: dict[str, str]) -> None:
+        self.socket = socket
+        self.env = env
+
+    def run(self, *args: str) -> str:
+        result = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], env=self.env,
+                                capture_output=True, text=True, timeout=30, check=True)
+        return result.stdout
+
+    def capture(self, *, escapes: bool = False) -> str:
+        return self.run("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "app")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "app", *keys)
+
+    def wait_for(self, what: str, check: Callable[[str], bool], timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.capture()
+            if check(screen):
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+    env.update(TERM="xterm-256color", COLORTERM="truecolor", SVGAGENT_HOME=str(tmp_path / "svgagent-home"),
+               LANG="C.UTF-8", LC_ALL="C.UTF-8")
+    server = Tmux(f"svgagent-test-{os.getpid()}", env)
+    try:
+        yield server
+    finally:
+        subprocess.run(["tmux", "-L", server.socket, "kill-server"], env=env, capture_output=True, timeout=30)
+
+
+def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
+    exit_file = tmp_path / "exit-status"
+    script = Path(sys.executable).with_name("svgagent")
+    command = shlex.quote(str(script)) if script.exists() else f"{shlex.quote(sys.executable)} -m svgagent.tui.cli"
+    wrapper = tmp_path / "run.sh"
+    wrapper.write_text(
+        f"cd {shlex.quote(str(Path.cwd()))}\n"
+        f"{command} tui --demo\n"
+        f"echo $? > {shlex.quote(str(exit_file))}\n"
+        "exec sleep 600\n"
+    )
+    tmux.run("new-session", "-d", "-s", "app", "-x", "80", "-y", "24", f"sh {shlex.quote(str(wrapper))}")
+
+    first = tmux.wait_for("the first screen", lambda s: "press r to start a run" in s)
+    assert "demo mode: simulated model and judge" in first
+    assert "q Quit" in first and "? Help" in first  # the Footer
+
+    tmux.keys("r")
+    scored = re.compile(r"✓ scored\s+\d\.\d\d\s+\d+/\d+")
+    screen = tmux.wait_for("a finished run", lambda s: " r Run" in s and bool(scored.search(s)))
+    assert len(scored.findall(screen)) >= 3
+    tmux.wait_for("the summary (once the toast is gone)", lambda s: bool(re.search(r"(\d+)/\1 done", s)))
+
+    tmux.keys("2")  # the Preview tab: picture, verdict, rationale
+    tmux.wait_for("the preview", lambda s: "Judge's rationale" in s and "▀" in s)
+    coloured = tmux.capture(escapes=True)
+    assert re.search(r"\x1b\[[0-9;]*(38|48);2;\d+;\d+;\d+[0-9;]*m[▀▄]", coloured), "no 24-bit half blocks"
+    plain = tmux.capture()
+    assert "[simulated judge]" in plain and "q Quit" in plain
+
+    tmux.keys("q")
+    deadline = time.monotonic() + 30
+    while not exit_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert exit_file.exists(), tmux.capture()
+    assert exit_file.read_text().strip() == "0"
+    assert tmux.run("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+    assert "Rollouts" not in tmux.capture()  # the app's screen is gone with the alternate screen

@@ -1,0 +1,241 @@
+"""The TUI's parts on their own: the rollout table at 10,000 rows, cells, summary, images, keymap, `svgagent tui`."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from factories import FLAG_SVG, RUN_ID, SCENE_SVG, big_run, build_run, render_png
+from textual.app import App, ComposeResult
+from textual.geometry import Region
+from tui_support import FIXED_CLOCK  # noqa: F401 - configures term-image for this module too
+
+from svgagent.core.errors import ConfigError
+from svgagent.core.models import RolloutStatus, RolloutUpdate
+from svgagent.core.records import summarize_rows
+from svgagent.core.store import Store
+from svgagent.screens.dashboard import latest_per_rollout
+from svgagent.tui.cli import main
+from svgagent.tui.imaging import fit_cells, png_to_text, show_full_resolution
+from svgagent.tui.keymap import read_keymap
+from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, short_id
+from svgagent.tui.widgets.rollout_table import RolloutTable
+from svgagent.tui.widgets.summary_bar import estimate_eta, format_duration, format_summary
+
+
+class TableApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.moved: list[str | None] = []
+
+    def compose(self) -> ComposeResult:
+        yield RolloutTable(id="t")
+
+    def on_rollout_table_cursor_moved(self, message: RolloutTable.CursorMoved) -> None:
+        self.moved.append(message.rollout_id)
+
+
+# --- the table -------------------------------------------------------------------------------------------------
+def test_columns_fit_an_80_column_terminal() -> None:
+    assert TABLE_WIDTH <= 78  # 80 minus the scrollbar and a margin
+    assert [c.key for c in COLUMNS][1:] == ["rollout", "row", "sample", "status", "score", "fulfilled", "gen",
+                                             "judge", "tokens"]
+
+
+async def test_ten_thousand_rows_load_sort_filter_and_scroll_quickly(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        big_run(store, 10_000)
+        records = store.list_rollouts(RUN_ID)
+        app = TableApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.query_one(RolloutTable)
+            started = time.perf_counter()
+            table.load(records)
+            await pilot.pause()
+            load_s = time.perf_counter() - started
+            assert len(table.visible_ids) == 10_000
+            started = time.perf_counter()
+            table.set_sort("score", reverse=True)
+            table.set_filter("score>=0.5 -row:7")
+            await pilot.pause()
+            reorder_s = time.perf_counter() - started
+            assert len(table.visible_ids) == 5_999  # scores 0.5, 0.75, 1 (6,000 rows) minus row 7
+            first = table.records[table.visible_ids[0]]
+            assert first.score == 1.0
+            table.focus()
+            started = time.perf_counter()
+            await pilot.press(*["pagedown"] * 5, *["j"] * 20, "end", "home")
+            keys_s = time.perf_counter() - started
+            changed = [r for r in records[:500]]
+            for rec in changed:
+                rec.generation_s = 99.0
+            started = time.perf_counter()
+            table.apply(changed)
+            await pilot.pause()
+            apply_s = time.perf_counter() - started
+        # generous bounds (shared CI machines); a DataTable needs seconds just to add 10,000 rows
+        print(f"10k rows: load {load_s:.3f}s reorder {reorder_s:.3f}s keys {keys_s:.3f}s apply {apply_s:.3f}s")
+        assert load_s < 1.5 and reorder_s < 1.0 and apply_s < 0.5 and keys_s < 6.0, (load_s, reorder_s, apply_s, keys_s)
+
+
+async def test_apply_repaints_only_the_cells_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        records = store.list_rollouts(RUN_ID)
+        app = TableApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.query_one(RolloutTable)
+            table.load(records)
+            await pilot.pause()
+            painted: list[Region] = []
+            monkeypatch.setattr(table, "refresh", lambda *regions, **kw: painted.extend(regions))
+            row = records[1]
+            row.score, row.fulfilled = 0.5, 2  # score and fulfilled change, nothing else
+            table.apply([row])
+            score_col = [c.key for c in COLUMNS].index("score")
+            x = sum(c.width + 1 for c in COLUMNS[:score_col])
+            assert painted == [Region(x, 2, 7, 1), Region(x + 7, 2, 10, 1)]
+            assert table.row_cells(row.rollout_id)[5:7] == ("0.50", "2/4")
+            painted.clear()
+            table.apply([row])  # same state again: nothing to repaint
+            assert painted == []
+
+
+async def test_table_messages_and_marks(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        app = TableApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.query_one(RolloutTable)
+            table.load(store.list_rollouts(RUN_ID))
+            table.focus()
+            await pilot.press("space", "space", "k")
+            assert table.marked == {f"{RUN_ID}.0.0", f"{RUN_ID}.1.0"} and table.cursor_id == f"{RUN_ID}.1.0"
+            await pilot.click(RolloutTable, offset=(5, 4))  # header line, then rows 0, 1, 2: the fourth row
+            await pilot.pause()
+            assert table.cursor_id == f"{RUN_ID}.3.0" and app.moved[-1] == f"{RUN_ID}.3.0"
+            table.set_filter("marked")
+            assert len(table.visible_ids) == 2
+            table.clear_marks()
+            assert table.marked == frozenset()
+
+
+def test_cells_show_overrides_and_missing_values(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        by_row = {r.row_index: r for r in store.list_rollouts(RUN_ID)}
+    assert cells_for(by_row[4])[5] == "0.75*" and cells_for(by_row[4])[6] == "3/4"
+    assert cells_for(by_row[3])[4:7] == ("✗ failed", "–", "–/4")
+    assert short_id(f"{RUN_ID}.3.0.a2", RUN_ID) == "3.0.a2"
+
+
+def test_latest_event_per_rollout_wins() -> None:
+    def ev(rid: str, status: RolloutStatus) -> RolloutUpdate:
+        return RolloutUpdate(run_id="r", rollout_id=rid, status=status, row_index=0, sample_index=0)
+
+    events = [ev("a", RolloutStatus.GENERATING), ev("b", RolloutStatus.GENERATING), ev("a", RolloutStatus.SCORED)]
+    latest = latest_per_rollout(events)
+    assert list(latest) == ["a", "b"] and latest["a"].status is RolloutStatus.SCORED
+
+
+def test_store_reads_many_rollouts_in_batches(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        big_run(store, 1_200)
+        ids = [f"{RUN_ID}.{i}.0" for i in range(0, 1_200, 1)] + ["missing"]
+        found = store.get_rollouts(ids)
+        assert len(found) == 1_200 and found[0].png is None
+        heavy = store.get_rollouts([f"{RUN_ID}.5.0"], heavy=True)
+        assert heavy[0].rollout_id == f"{RUN_ID}.5.0"
+
+
+# --- summary -----------------------------------------------------------------------------------------------------
+def test_summary_line_has_every_figure(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        summary = summarize_rows(store.list_rollouts(RUN_ID), 0.5)
+    text = format_summary(summary, run_label="fixture run", elapsed=65, eta=30, shown=2, state="running").plain
+    for part in ("fixture run", "running", "5/6 done", "showing 2", "mean 0.625 ± 0.217 PASS (≥0.5)",
+                 "2 failed (1 invalid)", "2,300 tokens", "elapsed 1m05s", "ETA 30s", "1 overridden"):
+        assert part in text
+    assert "ETA" not in format_summary(summary, elapsed=None, state="completed").plain
+    assert format_summary(None).plain == "no run open"
+
+
+def test_durations_and_eta() -> None:
+    assert [format_duration(s) for s in (None, 0, 59.4, 61, 3_725)] == ["–", "0s", "59s", "1m01s", "1h02m"]
+    assert estimate_eta(done_now=10, done_at_start=0, total=40, elapsed=20.0) == 60.0
+    assert estimate_eta(done_now=5, done_at_start=5, total=40, elapsed=20.0) is None
+
+
+# --- pictures ----------------------------------------------------------------------------------------------------
+def test_fit_cells_keeps_the_aspect_ratio() -> None:
+    assert fit_cells(100, 100, 40, 10) == (20, 10)  # square: 20 columns x 10 lines = 20 x 20 half-block pixels
+    assert fit_cells(120, 80, 30, 30) == (30, 10)
+    assert fit_cells(10, 1000, 40, 5) == (1, 5)
+
+
+def test_png_becomes_24_bit_half_blocks() -> None:
+    text = png_to_text(render_png(SCENE_SVG), 20, 10)
+    lines = text.plain.split("\n")
+    assert len(lines) == 10 and {len(line) for line in lines} == {20}
+    assert "▀" in text.plain or "▄" in text.plain
+    colours = {s.style.color.triplet for s in text.spans if s.style and s.style.color}
+    assert (255, 204, 0) in colours  # the sun, drawn with a 24-bit foreground
+    flag = png_to_text(render_png(FLAG_SVG), 30, 30)
+    assert len(flag.plain.split("\n")) == 10  # 3:2 picture in 30 columns
+
+
+def test_full_resolution_view_without_a_terminal_falls_back_to_blocks() -> None:
+    out = io.StringIO()
+    show_full_resolution(render_png(SCENE_SVG), "0.0 (row_0)", stdin=io.StringIO(), stdout=out)
+    written = out.getvalue()
+    assert "0.0 (row_0) — block · press any key to go back" in written
+    assert "\x1b[38;2;" in written or "\x1b[48;2;" in written
+
+
+# --- configuration and the command -------------------------------------------------------------------------------
+def test_keymap_table_is_read_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    assert read_keymap(path) == {}
+    path.write_text('model = "x"\n[keymap]\n"app.run" = "ctrl+r"\n"table.filter" = "slash, f3"\n')
+    assert read_keymap(path) == {"app.run": "ctrl+r", "table.filter": "slash,f3"}
+    path.write_text('[keymap]\n"app.run" = 3\n')
+    with pytest.raises(ConfigError, match="app.run"):
+        read_keymap(path)
+
+
+def test_tui_with_an_unknown_run_fails_before_the_screen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Store(tmp_path / "runs.db"):
+        pass
+    assert main(["tui", "--store", str(tmp_path), "--run", "nope"]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from svgagent.tui.app import SvgAgentApp
+
+    seen: dict[str, Any] = {}
+
+    def fake_run(self: SvgAgentApp, *args: Any, **kwargs: Any) -> None:
+        seen.update(demo=self.demo, base_url=self.settings.base_url, model=self.settings.model,
+                    loader=self.settings_loader is not None, store=self.store.path, keymap=self._user_keymap)
+
+    monkeypatch.setattr(SvgAgentApp, "run", fake_run)
+    from svgagent.core.settings import user_config_file
+
+    config = user_config_file()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('threshold = 0.7\n[keymap]\n"app.run" = "ctrl+r"\n')  # settings and keymap, one file
+    assert main(["tui", "--store", str(tmp_path)]) == 0
+    assert seen["keymap"] == {"app.run": "ctrl+r"}
+    assert seen["demo"] and seen["base_url"].startswith("http://127.0.0.1:") and seen["loader"]
+    assert seen["model"] == "simulated-policy" and seen["store"] == tmp_path / "runs.db"
+    monkeypatch.setenv("FIREWORKS_API_KEY", "fw-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-key")
+    assert main(["tui", "--store", str(tmp_path)]) == 0
+    assert not seen["demo"] and seen["base_url"] == "https://api.fireworks.ai/inference/v1"
+    assert main(["tui", "--store", str(tmp_path), "--demo"]) == 0
+    assert seen["demo"] and not seen["loader"]  # asked for: saving keys does not leave it

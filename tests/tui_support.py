@@ -1,0 +1,87 @@
+"""Helpers for the TUI tests: a deterministic app over a test store, and small waiting/reading utilities."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from svgagent.core.settings import Settings, load_settings
+from svgagent.core.store import Store
+from svgagent.tui.app import SvgAgentApp
+from svgagent.tui.imaging import configure_term_image
+from svgagent.tui.widgets.preview import Preview
+from svgagent.tui.widgets.rollout_table import RolloutTable
+
+FIXED_CLOCK = 1000.0
+
+configure_term_image()  # test setup: no terminal queries, fixed cell ratio (cmd_tui does the same)
+
+
+def settings_for(store_path: Path, **extra: Any) -> Settings:
+    values: dict[str, Any] = {"fireworks_api_key": "fw-test-key", "openai_api_key": "sk-test-key"}
+    values.update(extra)
+    return load_settings(store=str(store_path), **values)
+
+
+def make_app(store: Store, *, run_id: str | None = None, demo: bool = False, settings: Settings | None = None,
+             **kwargs: Any) -> SvgAgentApp:
+    app = SvgAgentApp(
+        settings=settings or settings_for(store.path),
+        store=store,
+        demo=demo,
+        run_id=run_id,
+        env_file=Path.cwd() / ".env",
+        clock=kwargs.pop("clock", lambda: FIXED_CLOCK),
+        **kwargs,
+    )
+    app.animation_level = "none"  # deterministic and fast: no tab underline or scroll animations
+    return app
+
+
+def table_of(app: SvgAgentApp) -> RolloutTable:
+    return app.dashboard.query_one(RolloutTable)
+
+
+def preview_of(app: SvgAgentApp) -> Preview:
+    return app.dashboard.query_one(Preview)
+
+
+def rows(app: SvgAgentApp) -> list[tuple[str, ...]]:
+    table = table_of(app)
+    return [table.row_cells(rid) for rid in table.visible_ids]
+
+
+def notifications(app: SvgAgentApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def settle(pilot: Pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Let the app run until ``condition()`` holds (checked every 50 ms)."""
+    waited = 0.0
+    while not condition():
+        if waited > timeout:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.05)
+        waited += 0.05
+
+
+def plain(widget: Any, width: int = 100) -> str:
+    """The text a Static shows (its content rendered without styles)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
+    content = widget.content
+    with console.capture() as capture:
+        console.print(content if not isinstance(content, str) else content, markup=False)
+    return capture.get()

@@ -1,0 +1,165 @@
+"""The svgagent terminal app. It receives its core objects (settings, store, clock) so tests pass fakes; screens
+and widgets do the work, the app only holds what is shared: settings, the store, the event bus and the run in
+progress."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
+
+from svgagent.core.errors import ConfigError
+from svgagent.core.events import EventBus
+from svgagent.core.models import RolloutUpdate
+from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
+from svgagent.core.store import Store
+
+from .commands import ActionCommands
+from .run_control import ENGINE_GROUP, RunControl, RunEnded
+
+log = logging.getLogger(__name__)
+
+
+def _palette_providers() -> set[Any]:
+    providers: set[Any] = {ActionCommands}
+    try:
+        from .widgets.config_form import ConfigFormCommands
+
+        providers.add(ConfigFormCommands)
+    except ImportError:
+        pass
+    try:
+        from .widgets.secrets_form import SecretsPaneCommands
+
+        providers.add(SecretsPaneCommands)
+    except ImportError:
+        pass
+    return providers
+
+
+class SvgAgentApp(App[int]):
+    """``settings``: what the next run uses; ``demo``: the endpoints are the simulator (banner shown);
+    ``run_id``: a stored run to open; ``env_file``: where the Secrets pane keeps keys; ``clock``: monotonic
+    seconds for elapsed/ETA; ``keymap``: binding id → keys; ``demo_overrides``: re-applied to settings the
+    Config pane sends while in demo mode; ``settings_loader``: re-reads settings after keys are saved (given
+    when demo mode was chosen only because keys were missing, so saving keys leaves it)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "svgagent"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit (a run in progress is stopped, finished work kept)"),
+        Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="Every key"),
+    ]
+    COMMANDS = App.COMMANDS | _palette_providers()
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        demo: bool = False,
+        run_id: str | None = None,
+        env_file: Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        keymap: Mapping[str, str] | None = None,
+        demo_overrides: Mapping[str, Any] | None = None,
+        settings_loader: Callable[[], Settings] | None = None,
+        bus: EventBus[RolloutUpdate] | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.store = store
+        self.demo = demo
+        self.initial_run_id = run_id
+        self.env_file = env_file or Path.cwd() / ".env"
+        self.clock = clock
+        self.demo_overrides = dict(demo_overrides or {})
+        self.settings_loader = settings_loader
+        self.bus: EventBus[RolloutUpdate] = bus or EventBus()
+        self.control = RunControl(self, store, self.bus, clock)
+        self._user_keymap = dict(keymap or {})
+
+    def on_mount(self) -> None:
+        if self._user_keymap:
+            self.set_keymap(self._user_keymap)
+        from svgagent.screens.dashboard import Dashboard
+
+        self.push_screen(Dashboard())
+
+    @property
+    def dashboard(self) -> Any:
+        from svgagent.screens.dashboard import Dashboard
+
+        return next(s for s in self.screen_stack if isinstance(s, Dashboard))
+
+    # --- settings -----------------------------------------------------------------------------------------
+    def _with_demo(self, settings: Settings) -> Settings:
+        if not self.demo or not self.demo_overrides:
+            return settings
+        update = {k: SecretStr(v) if k in SECRET_FIELDS and isinstance(v, str) else v
+                  for k, v in self.demo_overrides.items()}
+        return settings.model_copy(update=update)
+
+    def settings_for_run(self, stored: Mapping[str, Any]) -> Settings:
+        """Settings to resume a stored run: what it was started with, plus this session's keys / demo endpoints."""
+        try:
+            base = load_settings(**{k: v for k, v in stored.items() if k in Settings.model_fields})
+        except ConfigError:
+            base = self.settings
+        return self._with_demo(base)
+
+    def on_config_form_changed(self, message: Any) -> None:
+        self.settings = self._with_demo(message.settings)
+
+    def on_secrets_pane_saved(self, message: Any) -> None:
+        if self.settings_loader is None:
+            return
+        try:
+            fresh = self.settings_loader()
+        except ConfigError as err:
+            self.notify(str(err), severity="error")
+            return
+        if self.demo and not fresh.missing_keys():
+            self.demo = False
+            self.settings = fresh
+            self.dashboard.query_one("#banner").add_class("-hidden")
+            self.notify(f"keys saved: the next run uses {fresh.model}, judged by {fresh.judge_model}",
+                        title="Demo mode off")
+
+    # --- actions ------------------------------------------------------------------------------------------
+    def action_help(self) -> None:
+        from svgagent.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        await self.control.stop()
+        self.exit(0)
+
+    # --- workers: the one place failures are reported -----------------------------------------------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == ENGINE_GROUP and self.control.run_id is not None:
+            if event.state is WorkerState.SUCCESS:
+                self.dashboard.post_message(RunEnded(self.control.run_id, summary=worker.result))
+            elif event.state is WorkerState.ERROR:
+                log.error("run %s failed", self.control.run_id, exc_info=worker.error)
+                self.dashboard.post_message(RunEnded(self.control.run_id, error=_describe(worker.error)))
+        elif event.state is WorkerState.ERROR:
+            log.error("worker %s failed", worker.name, exc_info=worker.error)
+            self.notify(_describe(worker.error), title=f"{worker.name or 'background task'} failed",
+                        severity="error")
+
+
+def _describe(error: BaseException | None) -> str:
+    if error is None:
+        return "unknown error"
+    return f"{type(error).__name__}: {error}" if not str(error).startswith(type(error).__name__) else str(error)

@@ -1,0 +1,59 @@
+"""`svgagent tui`: open the terminal app — against the simulator when asked (--demo) or when no keys are set."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from svgagent.core.settings import Settings, load_settings, user_config_file
+
+from .cli import EXIT_OK
+
+
+def tui_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {"store": getattr(args, "store", None)}
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from svgagent.core.demo import demo_overrides, demo_simulator
+    from svgagent.core.store import Store
+
+    from .imaging import configure_term_image
+    from .keymap import read_keymap
+
+    overrides = tui_settings(args)
+    real = load_settings(**overrides)
+    implicit_demo = not args.demo and bool(real.missing_keys())
+    demo = args.demo or implicit_demo
+    keymap = read_keymap(user_config_file())
+    configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(Store(real.store_path()))
+        if args.run:
+            store.get_run(args.run)  # unknown id: a clear error before the screen switches
+        extra: dict[str, Any] = {}
+        settings: Settings = real
+        if demo:
+            sim = stack.enter_context(demo_simulator())
+            extra = demo_overrides(sim.base_url)
+            settings = load_settings(**overrides, **extra)
+        from .app import SvgAgentApp
+
+        app = SvgAgentApp(
+            settings=settings,
+            store=store,
+            demo=demo,
+            run_id=args.run,
+            env_file=Path.cwd() / ".env",
+            keymap=keymap,
+            demo_overrides=extra,
+            settings_loader=(lambda: load_settings(**overrides)) if implicit_demo else None,
+        )
+        app.run()
+    if app.return_code:
+        print("svgagent: the app stopped with an error (see above)", file=sys.stderr)
+        return app.return_code
+    return EXIT_OK

@@ -1,0 +1,112 @@
+"""PNG → terminal pictures with term-image: half blocks as Rich text for panes, the best protocol full screen.
+
+term-image looks for a terminal when it is imported and may query it later; inside a Textual app (and in tests)
+neither may happen. :func:`configure_term_image` (called by ``cmd_tui`` before the app starts, and by test setup)
+imports it quietly, turns queries off and fixes the cell ratio, so drawing is deterministic and never touches the
+terminal. Only :func:`show_full_resolution`, run while the app is suspended, lets term-image ask the terminal which
+graphics protocol it speaks (kitty, iTerm2) and falls back to half blocks.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import warnings
+from typing import Any
+
+from PIL import Image
+from rich.text import Text
+
+CELL_RATIO = 0.5  # a terminal cell is half as wide as it is tall: one half-block pixel is square
+_configured = False
+
+
+def configure_term_image(cell_ratio: float = CELL_RATIO) -> None:
+    """Import term-image without terminal queries and with a fixed cell ratio. Idempotent."""
+    global _configured
+    warnings.filterwarnings("ignore", message="It seems this process is not running within a terminal")
+    import term_image
+
+    term_image.disable_queries()
+    term_image.set_cell_ratio(float(cell_ratio))
+    _configured = True
+
+
+def _decode(png: bytes) -> Image.Image:
+    with Image.open(io.BytesIO(png)) as im:
+        im.load()
+        if im.mode in ("RGBA", "LA", "P"):
+            rgba = im.convert("RGBA")
+            flat = Image.new("RGB", rgba.size, (255, 255, 255))
+            flat.paste(rgba, mask=rgba.getchannel("A"))
+            return flat
+        return im.convert("RGB")
+
+
+def fit_cells(width_px: int, height_px: int, max_cols: int, max_lines: int) -> tuple[int, int]:
+    """(columns, lines) of the largest half-block picture of that aspect ratio inside the box."""
+    max_cols, max_lines = max(1, max_cols), max(1, max_lines)
+    scale = min(max_cols / width_px, (2 * max_lines) / height_px)
+    cols = max(1, min(max_cols, round(width_px * scale)))
+    lines = max(1, min(max_lines, round(height_px * scale / 2)))
+    return cols, lines
+
+
+def png_to_text(png: bytes, max_cols: int, max_lines: int) -> Text:
+    """The PNG as 24-bit half-block characters (▀/▄ with colours), scaled to fit the box. Call from a thread."""
+    if not _configured:
+        configure_term_image()
+    from term_image.image import BlockImage
+
+    image = _decode(png)
+    cols, lines = fit_cells(image.width, image.height, max_cols, max_lines)
+    block = BlockImage(image)
+    block.set_size(cols, lines)
+    return Text.from_ansi(str(block).rstrip("\n"), no_wrap=True, end="")
+
+
+def show_full_resolution(png: bytes, caption: str, *, stdin: Any = None, stdout: Any = None) -> None:
+    """Draw ``png`` over the whole (suspended) terminal with the best protocol it has; wait for a key."""
+    out = stdout or sys.stdout
+    inp = stdin or sys.stdin
+    import term_image
+    from term_image.image import auto_image_class
+
+    term_image.enable_queries()
+    try:
+        image_cls = auto_image_class()
+        picture = image_cls(_decode(png))
+        picture.set_size(frame_size=(0, -2))
+        out.write("\x1b[2J\x1b[H")
+        out.write(str(picture))
+        out.write(f"\n{caption} — {image_cls.__name__.removesuffix('Image').lower()} · press any key to go back")
+        out.flush()
+        _wait_for_key(inp)
+        clear = getattr(image_cls, "clear", None)
+        if callable(clear) and image_cls.__name__ != "BlockImage":
+            try:
+                clear()
+            except Exception:  # noqa: BLE001 - clearing is best effort
+                pass
+    finally:
+        term_image.disable_queries()
+        configure_term_image()
+
+
+def _wait_for_key(inp: Any) -> None:
+    try:
+        fd = inp.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if not os.isatty(fd):
+        return
+    import termios
+    import tty
+
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd)
+        os.read(fd, 16)
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)

@@ -1,0 +1,159 @@
+"""Everything written about one rollout — verdict, requirements ✓/✗, rationale, prompt, error, timings, SVG —
+as Rich renderables (pure functions) and one widget that shows them. Used by the preview and the rollout screen."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from svgagent.core.models import RolloutStatus
+from svgagent.core.records import RolloutRecord
+
+from .rollout_cells import STATUS_ICONS
+
+SVG_PREVIEW_LINES = 400
+
+
+def judge_marks(rec: RolloutRecord) -> dict[int, tuple[bool, str]]:
+    """Per-requirement verdicts of the judge, 1-based index → (fulfilled, reason); empty in count mode."""
+    marks: dict[int, tuple[bool, str]] = {}
+    for item in rec.verdicts or ():
+        index, fulfilled, reason = (list(item) + [None, None, ""])[:3]
+        if isinstance(index, int):
+            marks[index] = (bool(fulfilled), str(reason or ""))
+    return marks
+
+
+def _mark(value: bool | None) -> tuple[str, str]:
+    if value is None:
+        return "·", "dim"
+    return ("✓", "green") if value else ("✗", "red")
+
+
+def verdict_text(rec: RolloutRecord) -> Text:
+    """``judge 3/4 = 0.75 · you 2/4 = 0.50*`` or what is missing."""
+    text = Text()
+    text.append(f"{STATUS_ICONS[rec.status]} {rec.status.value}", style="bold")
+    if rec.score is not None:
+        text.append(f"  judge {rec.fulfilled if rec.fulfilled is not None else '–'}/{rec.total} = {rec.score:.2f}")
+    elif rec.status.terminal:
+        text.append("  no valid score", style="red")
+    if rec.overridden:
+        text.append(f"  you {rec.override_fulfilled}/{rec.total} = {rec.override_score:.2f}*", style="bold yellow")
+    if rec.attempt > 1:
+        text.append(f"  attempt {rec.attempt}", style="dim")
+    return text
+
+
+def requirements_text(rec: RolloutRecord, human: list[bool] | None = None) -> Text:
+    """One line per requirement: the judge's ✓/✗ (per-requirement mode), the human's when overridden."""
+    marks = judge_marks(rec)
+    human = human if human is not None else rec.override_verdicts
+    text = Text()
+    if not marks and rec.fulfilled is not None:
+        text.append(f"judge counted {rec.fulfilled} of {rec.total} fulfilled (count mode)\n", style="italic")
+    if rec.override_fulfilled is not None and human is None:
+        text.append(f"you counted {rec.override_fulfilled} of {rec.total}\n", style="yellow")
+    for i, requirement in enumerate(rec.requirements, start=1):
+        if marks:
+            icon, style = _mark(marks[i][0] if i in marks else None)
+            text.append(f"{icon} ", style=style)
+        if human is not None:
+            icon, style = _mark(human[i - 1] if i - 1 < len(human) else None)
+            text.append(f"you {icon} ", style=f"bold {style}")
+        text.append(f"{i}. {requirement}")
+        if marks.get(i, (True, ""))[1]:
+            text.append(f"\n     {marks[i][1]}", style="dim")
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+def error_text(rec: RolloutRecord) -> Text | None:
+    parts = []
+    if rec.error:
+        parts.append(rec.error)
+    if rec.reason and rec.status is RolloutStatus.FAILED and rec.reason != rec.error:
+        parts.append(rec.reason)
+    return Text("\n".join(parts), style="red") if parts else None
+
+
+def timing_text(rec: RolloutRecord) -> Text:
+    def sec(v: float | None) -> str:
+        return "–" if v is None else f"{v:.2f} s"
+
+    text = Text(
+        f"generation {sec(rec.generation_s)} · render {sec(rec.render_s)} · judge {sec(rec.judge_s)} · "
+        f"tokens {rec.prompt_tokens or 0} + {rec.completion_tokens or 0}"
+        + (" · cached answer" if rec.cached else ""),
+        style="dim",
+    )
+    return text
+
+
+def svg_renderable(svg: str | None, *, max_lines: int | None = SVG_PREVIEW_LINES) -> RenderableType:
+    if not svg:
+        return Text("no SVG", style="dim")
+    lines = svg.splitlines()
+    shown = "\n".join(lines[:max_lines]) if max_lines else svg
+    syntax = Syntax(shown, "xml", line_numbers=True, word_wrap=True, theme="ansi_dark", background_color="default")
+    if max_lines and len(lines) > max_lines:
+        return Group(syntax, Text(f"… {len(lines) - max_lines} more lines: press enter for the rollout screen",
+                                  style="dim"))
+    return syntax
+
+
+def _heading(title: str) -> Text:
+    return Text(title, style="bold underline")
+
+
+class RolloutInfo(Vertical):
+    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG."""
+
+    DEFAULT_CSS = """
+    RolloutInfo { height: auto; }
+    RolloutInfo > Static { height: auto; margin-bottom: 1; }
+    RolloutInfo > .-hidden { display: none; }
+    """
+
+    def __init__(self, *, full: bool = False, show_requirements: bool = True, show_verdict: bool = True,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.full = full
+        self.show_requirements = show_requirements
+        self.show_verdict = show_verdict
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="info-verdict")
+        yield Static(id="info-error")
+        yield Static(id="info-rationale")
+        yield Static(id="info-requirements")
+        yield Static(id="info-prompt")
+        yield Static(id="info-timing")
+        yield Static(id="info-svg")
+
+    def show(self, rec: RolloutRecord | None) -> None:
+        sections: dict[str, RenderableType | None] = dict.fromkeys(
+            ("verdict", "error", "rationale", "requirements", "prompt", "timing", "svg")
+        )
+        if rec is not None:
+            error = error_text(rec)
+            sections.update(
+                verdict=verdict_text(rec) if self.show_verdict else None,
+                error=Group(_heading("Error"), error) if error else None,
+                requirements=Group(_heading("Requirements"), requirements_text(rec))
+                if self.show_requirements else None,
+                rationale=Group(_heading("Judge's rationale"), Text(rec.rationale)) if rec.rationale else None,
+                prompt=Group(_heading("Prompt"), Text(rec.prompt)),
+                timing=timing_text(rec),
+                svg=Group(_heading("SVG source"), svg_renderable(rec.svg, max_lines=None if self.full else
+                                                                   SVG_PREVIEW_LINES)) if rec.svg else None,
+            )
+        for name, renderable in sections.items():
+            widget = self.query_one(f"#info-{name}", Static)
+            widget.set_class(renderable is None, "-hidden")
+            widget.update(renderable if renderable is not None else "")

@@ -1,0 +1,86 @@
+"""The summary line under the rollout table: progress, mean ± stderr, pass/fail, failures, tokens, time, overrides."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from svgagent.core.records import RunSummary
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def estimate_eta(done_now: int, done_at_start: int, total: int, elapsed: float | None) -> float | None:
+    """Seconds left at the pace of this session, or None before the first rollout finished."""
+    finished = done_now - done_at_start
+    if elapsed is None or finished <= 0 or elapsed <= 0:
+        return None
+    return (total - done_now) * elapsed / finished
+
+
+def format_summary(
+    s: RunSummary | None,
+    *,
+    run_label: str = "",
+    elapsed: float | None = None,
+    eta: float | None = None,
+    shown: int | None = None,
+    state: str = "",
+) -> Text:
+    """One line (wrapping when narrow) of everything the summary bar shows. Pure, for tests."""
+    text = Text()
+    if s is None:
+        return Text("no run open", style="dim")
+    sep = Text(" · ", style="dim")
+
+    def part(*pieces: str | tuple[str, str]) -> None:
+        if text:
+            text.append_text(sep)
+        for piece in pieces:
+            text.append(piece) if isinstance(piece, str) else text.append(*piece)
+
+    if run_label:
+        part((run_label, "bold"))
+    if state:
+        part((state, "italic"))
+    part(f"{s.done}/{s.rollouts} done")
+    if shown is not None and shown != s.rollouts:
+        part((f"showing {shown}", "bold"))
+    if s.mean_score is None:
+        part("mean –")
+    else:
+        part(f"mean {s.mean_score:.3f} ± {s.stderr or 0:.3f} ",
+             ("PASS" if s.passed else "FAIL", "bold green" if s.passed else "bold red"), f" (≥{s.threshold:g})")
+    failed = f"{s.failed} failed" + (f" ({s.invalid} invalid)" if s.invalid else "")
+    part((failed, "red") if s.failed else failed)
+    part(f"{s.prompt_tokens + s.completion_tokens:,} tokens")
+    part(f"elapsed {format_duration(elapsed)}")
+    if state == "running":
+        part(f"ETA {format_duration(eta)}")
+    part((f"{s.overridden} overridden", "yellow") if s.overridden else "0 overridden")
+    return text
+
+
+class SummaryBar(Static):
+    """Shows :func:`format_summary`; ``show`` keeps the last text so tests can read it."""
+
+    DEFAULT_CSS = """
+    SummaryBar { height: auto; max-height: 3; padding: 0 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("no run open", id=id)
+        self.plain = "no run open"
+
+    def show(self, text: Text) -> None:
+        self.plain = text.plain
+        self.update(text)
