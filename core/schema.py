@@ -1,0 +1,87 @@
+"""The run store's schema, as an ordered list of migrations: ``MIGRATIONS[i]`` upgrades a file from v``i`` to
+v``i+1`` (the version lives in ``PRAGMA user_version``). Append new migrations; never edit a released one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # v1
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        status TEXT NOT NULL,
+        settings_json TEXT NOT NULL,
+        dataset_json TEXT NOT NULL,
+        summary_json TEXT
+    );
+    CREATE TABLE rollouts (
+        rollout_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+        row_index INTEGER NOT NULL,
+        row_id TEXT NOT NULL,
+        sample_index INTEGER NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        is_current INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        requirements_json TEXT NOT NULL,
+        raw_answer TEXT,
+        finish_reason TEXT,
+        svg TEXT,
+        png BLOB,
+        judge_raw TEXT,
+        rationale TEXT,
+        verdicts_json TEXT,
+        score REAL,
+        fulfilled INTEGER,
+        total INTEGER NOT NULL,
+        is_score_valid INTEGER,
+        reason TEXT,
+        error TEXT,
+        generation_s REAL,
+        render_s REAL,
+        judge_s REAL,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        judge_prompt_tokens INTEGER,
+        judge_completion_tokens INTEGER,
+        cached INTEGER NOT NULL DEFAULT 0,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    );
+    CREATE INDEX rollouts_by_run ON rollouts(run_id, is_current, row_index, sample_index);
+    CREATE TABLE cache (
+        key TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        value_json TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    """,
+    # v2: human overrides, kept next to the judge's verdict
+    """
+    ALTER TABLE rollouts ADD COLUMN override_score REAL;
+    ALTER TABLE rollouts ADD COLUMN override_fulfilled INTEGER;
+    ALTER TABLE rollouts ADD COLUMN override_verdicts_json TEXT;
+    ALTER TABLE rollouts ADD COLUMN override_at TEXT;
+    """,
+    # v3: RFT jobs launched from here, so the app can list and poll them
+    """
+    CREATE TABLE rft_jobs (
+        job_name TEXT PRIMARY KEY,
+        display_name TEXT,
+        base_url TEXT NOT NULL,
+        account TEXT NOT NULL,
+        dataset TEXT,
+        evaluator TEXT,
+        base_model TEXT,
+        output_model TEXT,
+        created TEXT NOT NULL,
+        last_state TEXT,
+        last_json TEXT,
+        updated TEXT NOT NULL
+    );
+    CREATE INDEX rft_jobs_by_created ON rft_jobs(created);
+    """,
+]
