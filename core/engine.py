@@ -122,9 +122,10 @@ class Engine:
     async def run(self, run_id: str) -> RunSummary:
         """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume)."""
         self.store.reset_unfinished(run_id)
-        pending = self.store.list_rollouts(run_id, statuses=[RolloutStatus.QUEUED.value])
+        # heavy: a resumed rollout brings its stored answer, so it is not generated again
+        pending = self.store.list_rollouts(run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value])
         self.store.set_run_status(run_id, "running")
-        tasks = [asyncio.create_task(self._rollout(run_id, rec.rollout_id)) for rec in pending]
+        tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -155,8 +156,8 @@ class Engine:
             )
         )
 
-    async def _rollout(self, run_id: str, rollout_id: str) -> None:
-        rec = self.store.get_rollout(rollout_id)
+    async def _rollout(self, rec: RolloutRecord) -> None:
+        rollout_id = rec.rollout_id
         stage = "policy"
         try:
             answer, answered = await self._answer(rec)
