@@ -211,17 +211,20 @@ class Engine:
         if rec.raw_answer is not None and rec.finish_reason is not None:
             return PolicyAnswer(rec.raw_answer, rec.finish_reason,
                                 Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0)), {}
-        self._emit(rec, RolloutStatus.GENERATING)
-        messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
-        key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages, rec.sample_index)
-        cached = self.store.cache_get(key) if self.use_cache else None
-        t0 = time.perf_counter()
-        if cached is not None:
-            answer = PolicyAnswer.from_cache(cached)
-        else:
-            async with self._policy_sem:
-                t0 = time.perf_counter()
+        # A rollout waiting for a policy slot stays queued: on a 10,000-rollout run, marking (and storing, and
+        # publishing) every rollout "generating" at once froze the app for a second or more.
+        async with self._policy_sem:
+            self._emit(rec, RolloutStatus.GENERATING)
+            messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
+            key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages,
+                            rec.sample_index)
+            cached = self.store.cache_get(key) if self.use_cache else None
+            t0 = time.perf_counter()
+            if cached is not None:
+                answer = PolicyAnswer.from_cache(cached)
+            else:
                 answer = await generate(self._policy, self.settings.model, messages, self._params)
+        if cached is None:
             self.store.cache_put(key, "policy", answer.to_cache())
         return answer, dict(
             raw_answer=answer.content,

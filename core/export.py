@@ -262,3 +262,75 @@ class AssetWriter:
         for rec in rollouts:
             self.write(rec)
             yield rec
+
+
+# --- a whole run to a file (the CLI's `svgagent export` and the TUI's export dialog) ----------------------------------
+
+FORMATS = ("jsonl", "csv")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    run_id: str
+    format: str
+    rollouts: int
+    path: Path | None  # None: written to a stream
+    assets_dir: Path | None = None
+    pngs: int = 0
+    svgs: int = 0
+
+
+def write_rollouts(fmt: str, run: RunRecord, rollouts: Iterable[RolloutRecord], out: TextIO) -> int:
+    """Write ``rollouts`` as ``fmt`` (``jsonl`` or ``csv``) to ``out``; returns how many were written."""
+    if fmt == "csv":
+        return write_csv(rollouts, out)
+    if fmt != "jsonl":
+        raise SvgAgentError(f"unknown export format {fmt!r} (use {' or '.join(FORMATS)})")
+    count = 0
+    for line in iter_jsonl(run, rollouts):
+        out.write(line)
+        count += 1
+    return count
+
+
+def export_run(store: Any, run_id: str, fmt: str, target: Path | None, *, assets: Path | None = None,
+               out: TextIO | None = None) -> ExportResult:
+    """Export the current rollouts of ``run_id`` from ``store`` (a :class:`~svgagent.core.store.Store`) as ``fmt``.
+
+    With a ``target`` path the file is written atomically (a temporary file in the same directory, then renamed),
+    so a failed export never leaves half a file; without one the lines go to ``out``. ``assets``: also write each
+    rollout's PNG and SVG into that directory (see :class:`AssetWriter`). Raises :class:`SvgAgentError` with one
+    line when a file or directory cannot be written."""
+    import os
+    import tempfile
+
+    if fmt not in FORMATS:
+        raise SvgAgentError(f"unknown export format {fmt!r} (use {' or '.join(FORMATS)})")
+    run = store.get_run(run_id)
+    rollouts: Iterable[RolloutRecord] = store.iter_rollouts(run.run_id)
+    writer = AssetWriter(Path(assets)) if assets is not None else None
+    if writer is not None:
+        rollouts = writer.tee(rollouts)
+    if target is None:
+        if out is None:
+            raise ValueError("export_run needs a target path or an output stream")
+        count = write_rollouts(fmt, run, rollouts, out)
+    else:
+        target = Path(target)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".export-")
+        except OSError as err:
+            raise SvgAgentError(f"cannot write {target}: {err.strerror or err}") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
+                count = write_rollouts(fmt, run, rollouts, stream)
+            # mkstemp makes the file private (0600); an export is an ordinary file (it never holds keys)
+            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
+            os.replace(tmp, target)
+        except BaseException as err:
+            Path(tmp).unlink(missing_ok=True)
+            if isinstance(err, OSError):
+                raise SvgAgentError(f"cannot write {target}: {err.strerror or err}") from None
+            raise
+    return ExportResult(run.run_id, fmt, count, target, writer.directory if writer else None,
+                        writer.pngs if writer else 0, writer.svgs if writer else 0)

@@ -19,4 +19,11 @@ def numeric_range(info: FieldInfo) -> str:
     if lo is None or hi is None:
         return ""
     kind = "an integer" if info.annotation in (int, int | None) else "a number"
-    return f"{kind} {'above' if strict else 'from'} {lo:g} {'and up ' if strict else ''}to {hi:g}"
+    return f"{kind} {'above' if strict else 'from'} {_num(lo)} {'and up ' if strict else ''}to {_num(hi)}"
+
+
+def _num(value: float) -> str:
+    """2.0 → '2', 1048576 → '1048576', 0.0001 → '0.0001' (never exponent notation for whole numbers)."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.10g}"

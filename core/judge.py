@@ -42,7 +42,15 @@ from typing import Any
 import openai
 
 from svgagent.core.chat import chat_completion
-from svgagent.core.models import JudgeMode, JudgeVerdict, RequirementVerdict, Usage
+from svgagent.core.models import (
+    COUNT_KEY,
+    COUNT_SCHEMA_NAME,
+    PER_REQUIREMENT_SCHEMA_NAME,
+    JudgeMode,
+    JudgeVerdict,
+    RequirementVerdict,
+    Usage,
+)
 
 __all__ = [
     "COUNT_KEY",
@@ -55,10 +63,6 @@ __all__ = [
     "response_format_for",
     "schema_name_for",
 ]
-
-COUNT_SCHEMA_NAME = "svg_requirements_count"
-PER_REQUIREMENT_SCHEMA_NAME = "svg_requirements_verdicts"
-COUNT_KEY = "number_of_fulfilled_requirements"
 
 _COUNT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -24,6 +24,13 @@ class JudgeMode(StrEnum):
     PER_REQUIREMENT = "per-requirement"
 
 
+# The judge's answer formats (JSON schema names and the count's key), shared by the judge and the simulator —
+# here rather than in judge.py so the simulator (demo mode) starts without importing the openai client.
+COUNT_SCHEMA_NAME = "svg_requirements_count"
+PER_REQUIREMENT_SCHEMA_NAME = "svg_requirements_verdicts"
+COUNT_KEY = "number_of_fulfilled_requirements"
+
+
 @dataclass(frozen=True, slots=True)
 class DatasetRow:
     """One prompt with its numbered visual requirements. ``index`` is its identity in the dataset."""

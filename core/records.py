@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
 import math
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -18,6 +21,26 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "render_s", "judge_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens",
     "cached", "created", "updated", "override_score", "override_fulfilled", "override_verdicts_json", "override_at",
 )
+
+
+# store column → RolloutRecord field, where they differ (the JSON columns are parsed)
+_RENAMED = {"requirements_json": "requirements", "verdicts_json": "verdicts",
+            "override_verdicts_json": "override_verdicts"}
+_STATUSES = {s.value: s for s in RolloutStatus}
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Build many long-lived objects without the cyclic collector running: they are not garbage, yet every
+    ~700 allocations would trigger a collection, and some of them walk the whole heap (a Textual app's ~170k
+    objects: 0.1–0.2 s each). Collection resumes afterwards, as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @functools.cache
@@ -84,6 +107,53 @@ class RolloutRecord:
             data["is_score_valid"] = bool(data["is_score_valid"])
         names = _field_names(cls)
         return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
+    def from_tuples(cls, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[RolloutRecord]:
+        """Records from plain row tuples whose columns are named ``columns``: what :meth:`from_row` makes, three
+        to four times faster — the column plan is worked out once, records are built from positional
+        arguments, statuses are looked up, identical requirement lists are parsed once, and the cyclic GC waits
+        (see :func:`paused_gc`). The app reads every rollout of a run each time it opens one: 10,000 of them."""
+        order = [f.name for f in fields(cls)]
+        index: dict[str, int] = {}
+        for i, column in enumerate(columns):
+            name = _RENAMED.get(column, column)
+            if name in order:
+                index[name] = i
+        prefix: list[int] = []  # columns of the leading fields, in field order: passed by position
+        for name in order:
+            if name not in index:
+                break
+            prefix.append(index[name])
+        extra = [(name, index[name]) for name in order[len(prefix):] if name in index]  # passed by keyword
+        i_req, i_status = index["requirements"], index["status"]
+        flags = [index[n] for n in ("is_current", "cached") if n in index]
+        i_valid = index.get("is_score_valid")
+        json_cols = [index[n] for n in ("verdicts", "override_verdicts") if n in index]
+        loads, statuses = json.loads, _STATUSES
+        parsed: dict[str, list[Any]] = {}
+        out: list[RolloutRecord] = []
+        with paused_gc():
+            for row in rows:
+                v = list(row)
+                text = v[i_req]
+                requirements = parsed.get(text)
+                if requirements is None:
+                    requirements = parsed[text] = loads(text)
+                v[i_req] = list(requirements)  # a list of its own, as from_row gives
+                status = statuses.get(v[i_status])
+                v[i_status] = status if status is not None else RolloutStatus(v[i_status])
+                for i in flags:
+                    v[i] = bool(v[i])
+                if i_valid is not None and v[i_valid] is not None:
+                    v[i_valid] = bool(v[i_valid])
+                for i in json_cols:
+                    v[i] = loads(v[i]) if v[i] else None
+                record = cls(*[v[i] for i in prefix])
+                for name, i in extra:
+                    setattr(record, name, v[i])
+                out.append(record)
+        return out
 
     @property
     def tokens(self) -> int:

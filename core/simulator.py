@@ -44,8 +44,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
-from svgagent.core.judge import PER_REQUIREMENT_SCHEMA_NAME
-from svgagent.core.models import JudgeMode
+from svgagent.core.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
 from svgagent.core.simulator_content import judge_answer, parse_requirements, policy_answer, prompt_key
 from svgagent.core.simulator_wire import (
     FAULT_KINDS,

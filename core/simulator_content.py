@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from svgagent.core.judge import COUNT_KEY
-from svgagent.core.models import JudgeMode
+from svgagent.core.models import COUNT_KEY, JudgeMode
 
 Quality = Literal["good", "partial", "broken", "no_svg", "truncated"]
 GarbageKind = Literal["non_json", "truncated_json", "schema", "out_of_range", "non_integer"]

@@ -207,13 +207,10 @@ class Store:
         cols = "*" if heavy else ", ".join(LIGHT_COLUMNS)
         ids = list(dict.fromkeys(rollout_ids))
         found: list[RolloutRecord] = []
-        with self._lock:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                rows = self._db.execute(
-                    f"SELECT {cols} FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk
-                ).fetchall()
-                found.extend(RolloutRecord.from_row(r) for r in rows)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            found.extend(self._rollouts(
+                f"SELECT {cols} FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk))
         return found
 
     def list_rollouts(
@@ -230,9 +227,25 @@ class Store:
             sql += f" AND status IN ({','.join('?' * len(wanted))})"
             params.extend(wanted)
         sql += " ORDER BY row_index, sample_index, attempt"
+        return self._rollouts(sql, params)
+
+    def _rollouts(self, sql: str, params: Sequence[Any]) -> list[RolloutRecord]:
+        """Rollouts a query selects, read as plain tuples (a 10,000-rollout run is read on every open)."""
         with self._lock:
-            rows = self._db.execute(sql, params).fetchall()
-        return [RolloutRecord.from_row(r) for r in rows]
+            cursor = self._db.cursor()
+            cursor.row_factory = None
+            rows = cursor.execute(sql, params).fetchall()
+            columns = [d[0] for d in cursor.description]
+        return RolloutRecord.from_tuples(columns, rows)
+
+    def status_counts(self, run_id: str) -> dict[RolloutStatus, int]:
+        """How many current rollouts of ``run_id`` are in each state (states with none are left out) — counted
+        by SQLite, without loading the rollouts."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT status, COUNT(*) FROM rollouts WHERE run_id = ? AND is_current = 1 GROUP BY status", (run_id,)
+            ).fetchall()
+        return {RolloutStatus(status): count for status, count in rows}
 
     def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
         """Heavy rollouts one by one (exports) without holding a whole run's PNGs in memory."""
@@ -304,12 +317,11 @@ class Store:
             ).fetchone()
             if base is None:
                 raise StoreError(f"no rollout {rollout_id!r}")
-            rows = self._db.execute(
+            return self._rollouts(
                 f"SELECT {', '.join(LIGHT_COLUMNS)} FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?"
                 " ORDER BY attempt",
                 tuple(base),
-            ).fetchall()
-        return [RolloutRecord.from_row(r) for r in rows]
+            )
 
     def set_override(self, rollout_id: str, *, fulfilled: int | None, verdicts: Sequence[bool] | None = None) -> None:
         """Store a human verdict next to the judge's: a count, or one ✓/✗ per requirement. None clears it."""

@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-import openai
-
 DEFAULT_CONTROL_PLANE = "https://api.fireworks.ai"
 ACCOUNT_HEADER = "x-fireworks-account-id"
 MAX_RETRIES = 1
@@ -84,6 +81,9 @@ def _status_error(code: int, url: str, body: str) -> VerifyResult:
 
 
 def _connection_problem(err: Exception, url: str, timeout: float) -> VerifyResult:
+    import httpx
+    import openai
+
     if isinstance(err, (openai.APITimeoutError, httpx.TimeoutException)) or "timed out" in type(err).__name__.lower():
         return VerifyResult("unreachable", f"unreachable: no answer from {_host(url)} within {timeout:g} s")
     return VerifyResult("unreachable", f"unreachable: could not connect to host {_host(url)}")
@@ -93,6 +93,8 @@ async def verify_openai_key(
     base_url: str, key: str, timeout: float = 10, *, name: str = "OPENAI_API_KEY"
 ) -> VerifyResult:
     """List the models of an OpenAI-compatible endpoint with ``key``. ``name`` labels the key in the message."""
+    import openai  # imported here: ~1 s that the Secrets pane (and so the app's first frame) must not wait for
+
     shown = display_url(base_url.rstrip("/"))
     if not key or not key.strip():
         return VerifyResult("error", f"{name} is not set")
@@ -116,6 +118,7 @@ async def verify_openai_key(
 
 async def verify_fireworks_key(key: str, base_url: str | None = None, timeout: float = 10) -> VerifyResult:
     """Ask the Fireworks control plane whether ``key`` is valid; an accepted key reports its account id."""
+    import httpx
     from fireworks import (  # imported here: the client is only needed when a key is checked
         APIConnectionError,
         APIStatusError,

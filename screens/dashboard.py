@@ -7,13 +7,15 @@ the event bus with one coalescing worker (≤ 10 table updates a second) and dri
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
 from textual.events import Resize
+from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
@@ -27,7 +29,9 @@ from svgagent.core.models import RolloutUpdate
 from svgagent.core.query import QueryError
 from svgagent.core.records import RolloutRecord, summarize_rows
 from svgagent.core.settings import Settings
+from svgagent.core.store import Store
 
+from ..tui.widgets.histogram import Histogram
 from ..tui.widgets.job_panel import JobPanel
 from ..tui.widgets.panes import config_pane, secrets_pane
 from ..tui.widgets.preview import Preview
@@ -41,6 +45,9 @@ if TYPE_CHECKING:
 
 FEED_INTERVAL_S = 0.1
 LIVE_FILTER_ROWS = 2_000  # up to this many rows the filter applies on every key
+SUMMARY_EVERY_BATCH_ROWS = 2_000  # up to this many rows every live batch refreshes the summary
+SUMMARY_MIN_INTERVAL_S = 0.5  # above it, at most this often
+BACKGROUND_RELOAD_ROWS = 2_000  # from this many rows a reload reads the store in a thread
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
@@ -54,6 +61,14 @@ class LiveBatch(Message):
         super().__init__()
         self.run_id = run_id
         self.records = records
+
+
+class RunReloaded(Message):
+    """A big run read again in a thread: the rows that differ from what the table showed, and those now gone."""
+
+    def __init__(self, run_id: str, changed: list[RolloutRecord], removed: list[str]) -> None:
+        super().__init__()
+        self.run_id, self.changed, self.removed = run_id, changed, removed
 
 
 def latest_per_rollout(events: list[RolloutUpdate]) -> dict[str, RolloutUpdate]:
@@ -73,6 +88,9 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
         Binding("R", "rerun", "Rerun", id="app.rerun", tooltip="Rerun marked (else failed) rollouts as new attempts"),
         Binding("o", "open_run", "Runs", id="app.open_run", tooltip="Open a past run"),
         Binding("f", "full_image", "Image", id="preview.full", tooltip="Show the picture full-resolution"),
+        Binding("i", "stats", "Stats", id="app.stats",
+                tooltip="Score histogram and statistics of the run; pick a bin to filter the table"),
+        Binding("x", "export", "Export", id="app.export", tooltip="Export the run as JSONL or CSV (and pictures)"),
         *(
             Binding(str(i), f"pane('{name}')", PANE_TITLES[name], id=f"pane.{name}", show=False,
                     tooltip=f"Go to the {PANE_TITLES[name]} pane (the tabs and pane titles show the numbers)")
@@ -91,6 +109,7 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
         self.active_pane = "rollouts"
         self.live_batches = 0
         self._filter_timer: Timer | None = None
+        self._summary_at = 0.0  # time.monotonic() of the last summary refresh
 
     @property
     def svg_app(self) -> SvgAgentApp:
@@ -99,6 +118,8 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
     # --- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         app = self.svg_app
+        # choose the layout before the panes mount: switching it after restyles every widget (~0.2 s)
+        self._layout(app.size.width, app.size.height)
         yield Static(DEMO_BANNER, id="banner", classes="" if app.demo else "-hidden")
         yield Tabs(*(Tab(f"{i} {PANE_TITLES[n]}", id=f"tab-{n}") for i, n in enumerate(PANES, start=1)),
                    id="pane-tabs")
@@ -110,14 +131,15 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
                     yield Input(placeholder="score<0.5 status:failed invalid overridden row:3 text",
                                 id="filter", compact=True)
                 yield SummaryBar(id="summary")
+                yield Histogram(compact=True, max_cell=3, id="score-hist")
             with Vertical(id="pane-preview", classes="pane"):
                 yield Preview(app.store, id="preview")
             with Vertical(id="pane-config", classes="pane"):
-                yield config_pane(app.settings)
+                yield Lazy(config_pane(app.settings))
             with Vertical(id="pane-secrets", classes="pane"):
-                yield secrets_pane(app.env_file, app.settings)
+                yield Lazy(secrets_pane(app.env_file, app.settings))
             with Vertical(id="pane-jobs", classes="pane"):
-                yield JobPanel(id="jobs")
+                yield Lazy(JobPanel(id="jobs"))
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -268,8 +290,34 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
         self.refresh_summary()
 
     def reload_run(self) -> None:
-        if self.run_id is not None:
-            self.query_one(RolloutTable).load(self.svg_app.store.list_rollouts(self.run_id))
+        """Read the open run again (stop, resume, rerun, the run's end). A big run is read and compared in a
+        thread, and the table takes only the rows that changed: a 10,000-row reload would freeze the screen."""
+        if self.run_id is None:
+            return
+        table = self.query_one(RolloutTable)
+        if len(table.records) >= BACKGROUND_RELOAD_ROWS:
+            self._reload_in_thread(self.run_id, table)
+            return
+        table.load(self.svg_app.store.list_rollouts(self.run_id))
+        self.query_one(Preview).reload()
+        self.refresh_summary()
+
+    @work(thread=True, exclusive=True, group="reload", exit_on_error=False)
+    def _reload_in_thread(self, run_id: str, table: RolloutTable) -> None:
+        # its own read-only connection: WAL lets it read while the engine writes, and the engine's writes (on
+        # the event loop) never wait for this read to release the shared connection
+        with Store(self.svg_app.store.path, readonly=True) as reader:
+            records = reader.list_rollouts(run_id)
+        shown = dict(table.records)  # a snapshot: copying a dict is atomic
+        current = {r.rollout_id for r in records}
+        changed = [r for r in records if shown.get(r.rollout_id) != r]
+        self.post_message(RunReloaded(run_id, changed, [rid for rid in shown if rid not in current]))
+
+    def on_run_reloaded(self, message: RunReloaded) -> None:
+        if message.run_id != self.run_id:
+            return
+        with self.app.batch_update():
+            self.query_one(RolloutTable).merge(message.changed, message.removed)
             self.query_one(Preview).reload()
             self.refresh_summary()
 
@@ -284,7 +332,7 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
             return not running and self.run_id is not None
         if action == "resume_run":
             return not running and self.run_id is not None and self.unfinished > 0
-        if action == "full_image":
+        if action in ("full_image", "stats", "export"):
             return self.run_id is not None
         if action == "focus_table":
             table = self.query_one(RolloutTable)
@@ -299,8 +347,11 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
             self.refresh_bindings()
 
     def refresh_summary(self) -> None:
+        self._summary_at = time.monotonic()
         bar = self.query_one(SummaryBar)
         table = self.query_one(RolloutTable)
+        self.query_one("#score-hist", Histogram).show_records(table.records.values(),
+                                                              filter_text=table.query_filter.text)
         if self.run_id is None:
             bar.show(format_summary(None))
             self._keys_changed()
@@ -357,6 +408,9 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
         table = self.query_one(RolloutTable)
         with self.app.batch_update():
             table.apply(batch.records)
-            self.refresh_summary()
+            # the summary reads every row: on a big run at most twice a second (``_tick`` adds one a second)
+            now = time.monotonic()
+            if len(table.records) < SUMMARY_EVERY_BATCH_ROWS or now - self._summary_at >= SUMMARY_MIN_INTERVAL_S:
+                self.refresh_summary()
             if table.cursor_id in {r.rollout_id for r in batch.records}:
                 self.query_one(Preview).reload()

@@ -47,7 +47,7 @@ class RunActions:
             return True
         return False
 
-    def action_start_run(self: Dashboard) -> None:
+    def action_start_run(self: Dashboard, name: str | None = None) -> None:
         settings = self.svg_app.settings
         if self._busy() or not self._check_keys(settings):
             return
@@ -57,7 +57,7 @@ class RunActions:
             self.notify(str(err), title="Dataset", severity="error", timeout=8)
             self.action_pane("config")
             return
-        run_id = self.svg_app.control.start(settings, dataset=dataset)
+        run_id = self.svg_app.control.start(settings, dataset=dataset, name=name)
         self.start_feed()
         self.open_run(run_id)
         self.action_pane("rollouts")
@@ -127,6 +127,29 @@ class RunActions:
                 self.action_pane("rollouts")
 
         self.app.push_screen(RunPicker(self.svg_app.store, current=self.run_id), opened)
+
+    def action_stats(self: Dashboard) -> None:
+        if self.run_id is None:
+            self.notify("no run open: press o to open one", severity="warning")
+            return
+        from .stats import StatsScreen
+
+        def chosen(query: str | None) -> None:
+            if query and self._apply_filter(query, quiet=False):  # a histogram bin: its rollouts
+                self._filter_done()
+                self.action_pane("rollouts")
+
+        run = self.svg_app.store.get_run(self.run_id)
+        self.app.push_screen(StatsScreen(self.svg_app.store, self.run_id, name=run.name), chosen)
+
+    def action_export(self: Dashboard) -> None:
+        if self.run_id is None:
+            self.notify("no run open: press o to open one", severity="warning")
+            return
+        from .export_dialog import ExportDialog
+
+        run = self.svg_app.store.get_run(self.run_id)
+        self.app.push_screen(ExportDialog(self.svg_app.store, self.run_id, name=run.name))
 
     def action_full_image(self: Dashboard) -> None:
         rollout_id = self.query_one(RolloutTable).cursor_id

@@ -13,11 +13,15 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..tui.widgets.compare_table import CompareTable
 from ..tui.widgets.rollout_table import RolloutTable
+from .compare import CompareScreen
 from .dashboard import Dashboard
+from .export_dialog import ExportDialog
 from .keys_first import AppKeysFirst
 from .rollout_detail import RolloutDetail
 from .run_picker import RunPicker
+from .stats import StatsScreen
 
 FILTER_HELP = [
     ("score<0.5  score>=0.8", "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
@@ -38,6 +42,9 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         ("Rollout table", list(RolloutTable.BINDINGS)),
         ("Rollout screen", list(RolloutDetail.BINDINGS)),
         ("Run picker", list(RunPicker.BINDINGS)),
+        ("Compare screen", list(CompareScreen.BINDINGS) + list(CompareTable.BINDINGS)),
+        ("Stats screen", list(StatsScreen.BINDINGS)),
+        ("Export dialog", list(ExportDialog.BINDINGS)),
     ]
     try:
         from ..tui.widgets.config_form import ConfigForm
@@ -51,6 +58,14 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         sections.append(("Secrets pane", [b for b in SecretsPane.BINDINGS if isinstance(b, Binding)]))
     except ImportError:
         pass
+    from ..tui.widgets.job_panel import JobPanel
+    from ..tui.widgets.job_table import JobTable
+    from .confirm import Confirm
+    from .rft_launch import RftLaunchScreen
+
+    sections.append(("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)))
+    sections.append(("RFT launch screen", list(RftLaunchScreen.BINDINGS)))
+    sections.append(("Confirmation", list(Confirm.BINDINGS)))
     return sections
 
 

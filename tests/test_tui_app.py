@@ -228,7 +228,8 @@ async def test_panes_are_tabs_at_80x24_and_side_by_side_at_120x40(store: Store) 
             await pilot.pause()
             assert shown() == [name], name
             assert dash.query_one(Tabs).active == f"tab-{name}"
-        assert "RFT jobs appear here" in plain(dash.query_one("#jobs"))
+        await settle(pilot)  # the Jobs pane connected when it was first shown (here: an empty fake account)
+        assert "No RFT jobs in this account yet" in plain(dash.query_one("#jobs-detail"))
         assert isinstance(app.focused, RolloutTable)
         await pilot.resize_terminal(120, 40)
         await pilot.pause()

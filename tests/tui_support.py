@@ -28,6 +28,11 @@ def settings_for(store_path: Path, **extra: Any) -> Settings:
 
 def make_app(store: Store, *, run_id: str | None = None, demo: bool = False, settings: Settings | None = None,
              **kwargs: Any) -> SvgAgentApp:
+    if "job_source" not in kwargs:  # the Jobs pane must never reach Fireworks from a test: an empty account
+        from job_fakes import NOW, fake_source
+
+        kwargs["job_source"] = fake_source([])
+        kwargs.setdefault("wall_clock", lambda: NOW)
     app = SvgAgentApp(
         settings=settings or settings_for(store.path),
         store=store,

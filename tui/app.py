@@ -4,6 +4,7 @@ progress."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from .commands import ActionCommands
 from .run_control import ENGINE_GROUP, RunControl, RunEnded
 
 log = logging.getLogger(__name__)
+FREEZE_AGAIN_S = 1.0
 
 
 def _palette_providers() -> set[Any]:
@@ -49,7 +51,9 @@ class SvgAgentApp(App[int]):
     ``run_id``: a stored run to open; ``env_file``: where the Secrets pane keeps keys; ``clock``: monotonic
     seconds for elapsed/ETA; ``keymap``: binding id → keys; ``demo_overrides``: re-applied to settings the
     Config pane sends while in demo mode; ``settings_loader``: re-reads settings after keys are saved (given
-    when demo mode was chosen only because keys were missing, so saving keys leaves it)."""
+    when demo mode was chosen only because keys were missing, so saving keys leaves it); ``job_source``: where
+    the Jobs pane gets RFT jobs (a ``JobSource``; None: chosen from settings/demo), ``job_poll_s`` its poll
+    interval, ``wall_clock`` the time it shows ages against."""
 
     CSS_PATH = "app.tcss"
     TITLE = "svgagent"
@@ -72,6 +76,9 @@ class SvgAgentApp(App[int]):
         demo_overrides: Mapping[str, Any] | None = None,
         settings_loader: Callable[[], Settings] | None = None,
         bus: EventBus[RolloutUpdate] | None = None,
+        job_source: Any = None,
+        job_poll_s: float | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -85,6 +92,9 @@ class SvgAgentApp(App[int]):
         self.bus: EventBus[RolloutUpdate] = bus or EventBus()
         self.control = RunControl(self, store, self.bus, clock)
         self._user_keymap = dict(keymap or {})
+        self.job_source = job_source  # None: the Jobs pane picks one from settings/demo when it is first shown
+        self.job_poll_s = job_poll_s  # None: 10 s (2 s in demo mode)
+        self.wall_clock = wall_clock  # seconds since the epoch: RFT job ages and elapsed times
 
     def on_mount(self) -> None:
         if self._user_keymap:
@@ -92,6 +102,25 @@ class SvgAgentApp(App[int]):
         from svgagent.screens.dashboard import Dashboard
 
         self.push_screen(Dashboard())
+
+    def on_ready(self) -> None:
+        """The first frame has been composed. Textual drew it inside its start-up batch and writes only regions
+        that change afterwards, so the rows of the table would reach the terminal only with the next full
+        layout: repaint every top-level widget now, so the whole frame goes out at once."""
+        for widget in self.screen.children:
+            widget.refresh()
+        self._freeze_heap()
+        self.set_timer(FREEZE_AGAIN_S, self._freeze_heap)  # again once the lazily mounted panes are in
+
+    def _freeze_heap(self) -> None:
+        """What exists by now — modules, Textual's widgets and styles: ~250k objects — lives as long as the app.
+        Take it out of the cyclic GC's sight (``gc.freeze``), or each full collection walks all of it (0.1–0.5 s
+        on a small machine: the longest freezes while a big run streams). Acyclic objects are still freed as
+        usual; ``on_unmount`` hands everything back to the collector."""
+        gc.freeze()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()
 
     @property
     def dashboard(self) -> Any:
@@ -132,6 +161,13 @@ class SvgAgentApp(App[int]):
             self.dashboard.query_one("#banner").add_class("-hidden")
             self.notify(f"keys saved: the next run uses {fresh.model}, judged by {fresh.judge_model}",
                         title="Demo mode off")
+
+    def open_compare(self, run_a: str, run_b: str) -> bool:
+        """Show run B compared with run A row by row (the run picker and the job pane call this). An unknown run
+        or the same run twice gives a notification instead; returns whether the compare screen opened."""
+        from svgagent.screens.compare import open_compare
+
+        return open_compare(self, run_a, run_b)
 
     # --- actions ------------------------------------------------------------------------------------------
     def action_help(self) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -14,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.errors import RenderError, StoreError
-from svgagent.core.export import AssetWriter, iter_jsonl, write_csv
+from svgagent.core.export import export_run
 from svgagent.core.render import Renderer
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
@@ -81,37 +79,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        run = store.get_run(args.run_id)
-        rollouts = store.iter_rollouts(run.run_id)
-        assets = AssetWriter(Path(args.assets)) if getattr(args, "assets", None) else None
-        if assets is not None:
-            rollouts = assets.tee(rollouts)
-        if args.output:
-            target = Path(args.output)
-            fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".export-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-                    count = _write(args.format, run, rollouts, out)
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            print(f"exported {count} rollouts of {run.run_id} to {target}", file=sys.stderr)
-        else:
-            _write(args.format, run, rollouts, sys.stdout)
-        if assets is not None:
-            print(f"wrote {assets.pngs} PNGs and {assets.svgs} SVGs to {assets.directory}", file=sys.stderr)
+        result = export_run(store, args.run_id, args.format, Path(args.output) if args.output else None,
+                            assets=Path(args.assets) if getattr(args, "assets", None) else None, out=sys.stdout)
+    if result.path is not None:
+        print(f"exported {result.rollouts} rollouts of {result.run_id} to {result.path}", file=sys.stderr)
+    if result.assets_dir is not None:
+        print(f"wrote {result.pngs} PNGs and {result.svgs} SVGs to {result.assets_dir}", file=sys.stderr)
     return EXIT_OK
-
-
-def _write(fmt: str, run, rollouts, out) -> int:  # type: ignore[no-untyped-def]
-    if fmt == "csv":
-        return write_csv(rollouts, out)
-    count = 0
-    for line in iter_jsonl(run, rollouts):
-        out.write(line)
-        count += 1
-    return count
 
 
 def cmd_render(args: argparse.Namespace) -> int:

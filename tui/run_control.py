@@ -73,7 +73,7 @@ class RunControl:
             run_id = engine.create_run(dataset, name=name)
         self.run_id = run_id
         self.started_at, self.finished_at = self.clock(), None
-        self.done_at_start = sum(1 for r in self.store.list_rollouts(run_id) if r.status.terminal)
+        self.done_at_start = self._terminal(run_id)
         self.worker = self.app.run_worker(
             self._execute(engine, run_id), name=f"engine {run_id}", group=ENGINE_GROUP, exclusive=True,
             exit_on_error=False,
@@ -101,8 +101,12 @@ class RunControl:
             self.store.reset_unfinished(self.run_id)
         return True
 
+    def _terminal(self, run_id: str) -> int:
+        return sum(n for status, n in self.store.status_counts(run_id).items() if status.terminal)
+
     def unfinished(self, run_id: str) -> int:
-        return sum(1 for r in self.store.list_rollouts(run_id) if not r.status.terminal)
+        """Current rollouts of ``run_id`` not finished yet (counted in the store: a run may have 10,000)."""
+        return sum(n for status, n in self.store.status_counts(run_id).items() if not status.terminal)
 
     def failed_ids(self, run_id: str) -> list[str]:
         return [r.rollout_id for r in self.store.list_rollouts(run_id, statuses=[RolloutStatus.FAILED.value])]

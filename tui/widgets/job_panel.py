@@ -1,21 +1,307 @@
-"""The RFT job monitor's place on the dashboard. The monitor itself is its own piece of work; until it lands this
-pane says what will appear here, so the layout (and the number key that reaches it) is already final."""
+"""The Jobs pane: the account's RFT jobs and the ones launched here, polled from the control plane.
+
+Polling follows dolphie: one fetch at a time in a thread worker; when it has finished (and its result is on the
+screen) the next one is armed with ``set_timer`` — the interval after a success, a growing backoff after errors —
+so slow polls never overlap. When a poll fails the last known state stays, with its age. Nothing connects until
+the pane is first shown (at 80×24 that is when you open it), so start-up never waits for the network or the
+Fireworks client's import. Every time shown comes from the app's injectable wall clock (``app.wall_clock``).
+
+The source is ``source=`` or ``app.job_source``, else chosen from the settings (`job_source_for`: the simulator in
+demo mode); the pane closes it when it is unmounted (that stops the demo simulator).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
 from rich.text import Text
-from textual.widgets import Static
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.events import Show
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import DataTable, Static
 
-PLACEHOLDER = (
-    "RFT jobs appear here: state, progress and the latest reward of the fine-tuning jobs you launch, "
-    "polled from the Fireworks control plane."
-)
+from .job_actions import EVALUABLE, JobActions
+from .job_cells import job_detail, status_line
+from .job_source import DEFAULT_POLL_S, DEMO_POLL_S, RESUMABLE, JobSource, JobsOutcome, JobsPoller, job_source_for
+from .job_table import JobTable
+
+if TYPE_CHECKING:
+    from svgagent.core.rft_monitor import JobView
 
 
-class JobPanel(Static):
+class JobPanel(JobActions, Vertical):
     DEFAULT_CSS = """
-    JobPanel { height: 1fr; padding: 0 1; color: $text-muted; }
+    JobPanel { height: 1fr; }
+    JobPanel > #jobs-status { height: 1; padding: 0 1; }
+    JobPanel > #jobs-detail-box { height: 1fr; padding: 0 1; }
+    JobPanel #jobs-detail { height: auto; }
     """
+    BINDINGS = [
+        Binding("u", "refresh_jobs", "Refresh", id="jobs.refresh", tooltip="Fetch the RFT jobs now"),
+        Binding("n", "new_job", "New job", id="jobs.new",
+                tooltip="Launch an RFT job: hyperparameters, a dry-run preview, then confirm"),
+        Binding("K", "cancel_job", "Cancel", id="jobs.cancel", tooltip="Cancel the selected job (asks first)"),
+        Binding("p", "resume_job", "Resume", id="jobs.resume",
+                tooltip="Resume the selected job (cancelled, failed or paused)"),
+        Binding("e", "eval_output", "Eval", id="jobs.eval_output",
+                tooltip="Start a run of the job's output model on the Config's dataset (compare with the base model)"),
+        Binding("y", "copy_link", "Copy", id="jobs.copy_link",
+                tooltip="Copy the selected dashboard link to the clipboard (OSC 52)"),
+        Binding("b", "open_link", "Browser", id="jobs.open_link",
+                tooltip="Open the selected dashboard link in a web browser, when this machine has one"),
+        Binding("l", "next_link", "Next link", id="jobs.next_link", show=False,
+                tooltip="Select the job, dataset or evaluator link"),
+    ]
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(Text(PLACEHOLDER), id=id)
+    class Polled(Message):
+        """A poll (or an action on one job) finished; ``note`` is said to the user."""
+
+        def __init__(self, poller: JobsPoller, outcome: JobsOutcome, note: str = "", poll_again: bool = False,
+                     select: str | None = None) -> None:
+            super().__init__()
+            self.poller, self.outcome, self.note = poller, outcome, note
+            self.poll_again, self.select = poll_again, select
+
+    class ActionFailed(Message):
+        def __init__(self, title: str, error: str) -> None:
+            super().__init__()
+            self.title, self.error = title, error
+
+    def __init__(self, *, id: str | None = None, source: JobSource | None = None,  # noqa: A002
+                 interval: float | None = None, clock: Callable[[], float] | None = None) -> None:
+        super().__init__(id=id)
+        self._given_source = source
+        self._interval = interval
+        self._clock = clock
+        self.source: JobSource | None = None
+        self.poller: JobsPoller | None = None
+        self.views: tuple[JobView, ...] = ()
+        self.outcome: JobsOutcome | None = None
+        self.link = "job"
+        self.polls = 0
+        self._started = False
+        self._fetching = False
+        self._again = False
+        self._timer: Timer | None = None
+        self._next_at: float | None = None
+        self._derived_from: tuple[object, ...] | None = None
+        self._key_state: tuple[object, ...] = ()
+
+    # --- configuration (constructor first, then the app's) ------------------------------------------------
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._clock or getattr(self.app, "wall_clock", None) or time.time
+
+    @property
+    def interval(self) -> float:
+        if self._interval is not None:
+            return self._interval
+        configured = getattr(self.app, "job_poll_s", None)
+        if configured:
+            return float(configured)
+        return DEMO_POLL_S if self.source is not None and self.source.demo else DEFAULT_POLL_S
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("not connected yet", style="dim"), id="jobs-status")
+        yield JobTable(id="jobs-table")
+        with VerticalScroll(id="jobs-detail-box"):  # tab reaches it: the arrows scroll a long detail
+            yield Static(id="jobs-detail")
+
+    def on_show(self, event: Show) -> None:
+        self.start()
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    def on_unmount(self) -> None:
+        self._stop_timer()
+        if self.source is not None:
+            self.source.close()
+
+    # --- source and polling -------------------------------------------------------------------------------
+    def _source_key(self) -> tuple[object, ...]:
+        app: Any = self.app
+        settings = getattr(app, "settings", None)
+        key = getattr(settings, "fireworks_api_key", None)
+        digest = hashlib.sha256(key.get_secret_value().encode()).hexdigest() if key is not None else None
+        return (bool(getattr(app, "demo", False)), digest)  # a digest: no second copy of the key
+
+    def _make_source(self) -> JobSource:
+        app: Any = self.app
+        given = self._given_source or getattr(app, "job_source", None)
+        if given is not None:
+            self._derived_from = None
+            return given
+        self._derived_from = self._source_key()
+        return job_source_for(app.settings, demo=app.demo, store=getattr(app, "store", None))
+
+    def start(self) -> None:
+        """Connect and poll (once; later calls do nothing). Happens when the pane is first shown."""
+        if self._started:
+            return
+        self._started = True
+        self._use(self._make_source())
+
+    def _use(self, source: JobSource) -> None:
+        self._stop_timer()
+        self._fetching = self._again = False  # a fetch still running for an old source is ignored when it ends
+        self.source = source
+        self.views, self.outcome = (), None
+        self.query_one(JobTable).show((), self.clock())
+        if not source.available:
+            self.poller = None
+            self._redraw()
+            return
+        self.poller = JobsPoller(source, interval=self.interval, clock=self.clock)
+        self._redraw()
+        self.poll()
+
+    def poll(self) -> None:
+        """Fetch now, unless a fetch is already running (then fetch again as soon as it is done)."""
+        if self.poller is None:
+            return
+        if self._fetching:
+            self._again = True
+            return
+        self._stop_timer()
+        self._fetching = True
+        self.run_worker(partial(self._poll_in_thread, self.poller), thread=True, name="RFT job poll",
+                        group="jobs-poll", exit_on_error=False)
+
+    def _poll_in_thread(self, poller: JobsPoller) -> None:
+        outcome = poller.poll()
+        self.post_message(self.Polled(poller, outcome))
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._next_at = None
+
+    def _arm(self, delay: float) -> None:
+        self._stop_timer()
+        self._next_at = self.clock() + delay
+        self._timer = self.set_timer(delay, self.poll, name="jobs-poll")
+
+    def on_job_panel_polled(self, message: Polled) -> None:
+        message.stop()
+        if message.poller is not self.poller:
+            return  # from a source that has been replaced
+        is_poll = not message.note and not message.poll_again
+        if is_poll:
+            self._fetching = False
+            self.polls += 1
+        self.outcome = message.outcome
+        self.views = message.outcome.views
+        again = message.poll_again or self._again
+        if is_poll and not again and not message.outcome.fatal:
+            self._arm(message.outcome.delay)  # the next poll: only now that this one is done
+        with self.app.batch_update():
+            table = self.query_one(JobTable)
+            table.show(self.views, self.clock())
+            if message.select:
+                table.select(message.select)
+            self._redraw()
+        if message.note:
+            self.notify(message.note, title="RFT job", timeout=5)
+        if again:
+            self._again = False
+            self.poll()
+
+    def on_job_panel_action_failed(self, message: ActionFailed) -> None:
+        message.stop()
+        self.notify(message.error, title=message.title, severity="error", timeout=10)
+
+    # --- drawing ------------------------------------------------------------------------------------------
+    @property
+    def selected_view(self) -> JobView | None:
+        name = self.query_one(JobTable).selected
+        return next((v for v in self.views if v.name == name), None)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._redraw()
+
+    def _tick(self) -> None:
+        if self.source is None or not self.source.available:
+            return
+        running = [v for v in self.views if not v.terminal]
+        if running:
+            self.query_one(JobTable).show(self.views, self.clock())
+        self._redraw()
+
+    def _redraw(self) -> None:
+        now = self.clock()
+        status = self.query_one("#jobs-status", Static)
+        detail = self.query_one("#jobs-detail", Static)
+        source, outcome, view = self.source, self.outcome, self.selected_view
+        if source is None:
+            status.update(Text("not connected yet", style="dim"))
+            detail.update("")
+            return
+        if not source.available:
+            status.update(Text("not connected", style="dim"))
+            detail.update(Text(source.unavailable or "", style="yellow"))
+            self._keys_changed()
+            return
+        error = outcome.error if outcome is not None else None
+        next_in = None if self._next_at is None else max(0.0, self._next_at - now)
+        status.update(status_line(count=len(self.views), updated_at=outcome.updated_at if outcome else None,
+                                  now=now, error=str(error) if error else None, fatal=bool(outcome and outcome.fatal),
+                                  next_in=next_in, connecting=outcome is None))
+        parts: list[Any] = []
+        if error is not None:
+            parts.append(Text(f"{'Cannot list RFT jobs' if not self.views else 'Last poll failed'}: {error}",
+                              style="yellow"))
+        if outcome is None:
+            parts.append(Text(f"fetching RFT jobs from the {source.label}…", style="dim"))
+        elif view is not None:
+            parts.append(job_detail(view, now, self.link))
+        elif not self.views and error is None:
+            parts.append(Text("No RFT jobs in this account yet: press n to launch one.", style="dim"))
+        detail.update(Group(*parts))
+        self._keys_changed()
+
+    def _keys_changed(self) -> None:
+        view = self.selected_view
+        state = (view.name, view.state, bool(view.output_model), tuple(view.links)) if view else None
+        key = (state, self.source is not None and self.source.available)
+        if key != self._key_state:
+            self._key_state = key
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Show only the keys that apply to the selected job, so the Footer fits."""
+        view = self.selected_view
+        if action == "cancel_job":
+            return view is not None and not view.terminal and view.state != "CANCELLING"
+        if action == "resume_job":
+            return view is not None and view.state in RESUMABLE
+        if action == "eval_output":
+            return view is not None and bool(view.output_model) and view.state in EVALUABLE
+        if action in ("copy_link", "open_link", "next_link"):
+            return view is not None and bool(view.links)
+        return True
+
+    # --- actions ------------------------------------------------------------------------------------------
+    def action_refresh_jobs(self) -> None:
+        if not self._started:
+            self.start()
+            return
+        if self._derived_from is not None and self._source_key() != self._derived_from:
+            if self.source is not None:
+                self.source.close()  # keys saved or demo mode left: connect again with the new settings
+            self._use(self._make_source())
+            return
+        if self.source is not None and not self.source.available:
+            self.notify(self.source.unavailable or "not connected", severity="warning", timeout=6)
+            return
+        self.poll()

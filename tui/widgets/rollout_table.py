@@ -8,6 +8,7 @@ view order is a list of ids (filtered, then sorted), and ``render_line`` draws o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -20,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from svgagent.core.query import SORT_FIELDS, Query, parse_query, sort_records
-from svgagent.core.records import RolloutRecord
+from svgagent.core.records import RolloutRecord, paused_gc
 
 from .rollout_cells import COLUMNS, GAP, SORTABLE, STATUS_STYLES, TABLE_WIDTH, cells_for
 
@@ -122,8 +123,9 @@ class RolloutTable(ScrollView, can_focus=True):
 
     def load(self, records: Iterable[RolloutRecord]) -> None:
         """Replace every row (a new run, a reload after a rerun); the cursor stays on its rollout if it can."""
-        self._records = {r.rollout_id: r for r in records if r.is_current}
-        self._cells = {rid: cells_for(r) for rid, r in self._records.items()}
+        with paused_gc():  # 10,000 rows of cells: long-lived objects, no garbage
+            self._records = {r.rollout_id: r for r in records if r.is_current}
+            self._cells = {rid: cells_for(r) for rid, r in self._records.items()}
         self._marked &= set(self._records)
         self._rebuild()
 
@@ -150,6 +152,15 @@ class RolloutTable(ScrollView, can_focus=True):
                 self._refresh_cells(self._index[rid], changed)
         if rebuild:
             self._rebuild()
+
+    def merge(self, records: Iterable[RolloutRecord], removed: Iterable[str] = ()) -> None:
+        """Rows read from the store a moment ago (in a thread, while the engine may still be writing): each
+        replaces the table's row unless the table's is newer — a live update arrived after the read. ``removed``
+        rollouts are no longer current (a rerun replaced them)."""
+        newer = [r for r in records
+                 if (old := self._records.get(r.rollout_id)) is None or r.updated >= old.updated]
+        gone = [replace(self._records[rid], is_current=False) for rid in removed if rid in self._records]
+        self.apply(newer + gone)
 
     def _moves(self, old: RolloutRecord, new: RolloutRecord) -> bool:
         if not self.query_filter.empty and (

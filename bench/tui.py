@@ -1,0 +1,484 @@
+"""Benchmark the terminal app: event-loop stalls while a big run streams, opening a finished big run, first paint
+of a real `svgagent tui` process and its memory with a big run open.
+
+    .venv/bin/python bench/tui.py [--rollouts 10000] [--seconds 10] [--rate 100] [--repeat 5] [--no-real-engine]
+
+1. Streaming (headless, in this process): the app opens a run of N queued rollouts and resumes it with `c`; the
+   engine is replaced by a stand-in that, like the real one, writes each state change to the store and publishes
+   a RolloutUpdate on the app's bus — `--rate` changes a second, 64 rollouts in flight, each going generating →
+   rendering → judging (with a real PNG) → scored. A ticker task on the app's event loop sleeps 1 ms at a time and
+   records the longest gap between its wake-ups: the longest time the app could not react to a key.
+2. Open (headless, in this process, before anything else has run an app): from `SvgAgentApp(run_id=…)` to the
+   table holding every rollout of a finished N-rollout run.
+3. First paint (a real process under a pseudo-terminal, 120×40): from spawning `svgagent tui --demo` to the
+   dashboard's first frame on the terminal (its welcome text), median of `--repeat` starts.
+4. The same real process opening the finished N-rollout run (`svgagent tui --run ID`): spawn until the summary
+   "N/N done" is on the terminal, then its resident memory (VmRSS).
+5. The real engine (context, no target): the app resumes the queued N-rollout run with the real engine against
+   the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1.
+
+Noise: on a shared machine other processes steal the CPU; the idle baseline (1) and repeated starts (3, 4) show
+how much. Read the figures with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import fcntl
+import functools
+import os
+import pty
+import random
+import re
+import select
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from _report import report
+from svgagent.core.demo import demo_overrides
+from svgagent.core.models import DatasetRow, RolloutStatus, RolloutUpdate
+from svgagent.core.settings import load_settings
+from svgagent.core.store import Store
+from svgagent.tui.app import SvgAgentApp
+from svgagent.tui.imaging import configure_term_image
+from svgagent.tui.widgets.rollout_table import RolloutTable
+
+SIZE = (120, 40)
+IN_FLIGHT = 64
+ANSI = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|P[^\x1b]*\x1b\\|[@-Z\\-_])")
+FIRST_PAINT_MARKER = b"press r to start a run"
+
+
+# --- fixtures ------------------------------------------------------------------------------------------------
+def make_run(store: Store, n: int, *, finished: bool) -> str:
+    rows = [DatasetRow(i, f"row_{i}", f"Draw picture number {i}.",
+                       tuple(f"Requirement {j} of picture {i}." for j in range(6))) for i in range(n)]
+    settings = {"model": "bench-policy", "judge_model": "bench-judge", "threshold": 0.5}
+    run_id = store.create_run(name="bench", settings=settings, dataset={"name": "bench", "rows": n}, rows=rows,
+                              samples=1)
+    if finished:
+        with store._tx() as db:
+            db.executemany(
+                "UPDATE rollouts SET status='scored', fulfilled=?, score=?, is_score_valid=1, generation_s=?,"
+                " judge_s=?, render_s=0.05, prompt_tokens=100, completion_tokens=?, reason='ok' WHERE rollout_id=?",
+                [(i % 7, (i % 7) / 6, 1 + i % 9, 0.5 + i % 3, 200 + i % 50, f"{run_id}.{i}.0") for i in range(n)],
+            )
+        store.set_run_status(run_id, "completed", store.summarize(run_id, 0.5))
+    return run_id
+
+
+def sample_png() -> bytes:
+    import cairosvg
+
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><rect width="100" height="100" '
+           'fill="#87ceeb"/><circle cx="70" cy="30" r="15" fill="#fc0"/><rect y="70" width="100" height="30" '
+           'fill="#228b22"/></svg>')
+    return cairosvg.svg2png(bytestring=svg.encode(), output_width=512)
+
+
+class Ticker:
+    """Sleeps `period` at a time on the running loop and records each wake-up's gap: (start, end) in seconds."""
+
+    def __init__(self, period: float = 0.001) -> None:
+        self.period = period
+        self.gaps: list[tuple[float, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(self.period)
+            now = time.perf_counter()
+            self.gaps.append((last, now))
+            last = now
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+
+
+class StreamingEngine:
+    """Stands in for core.engine.Engine: the same store writes and bus events, at a fixed rate, no HTTP."""
+
+    rate = 100.0
+    seconds = 10.0
+    png = b""
+    emitted = 0
+    first_at = last_at = 0.0  # perf_counter() of the first and the last state change
+
+    def __init__(self, settings: Any, store: Store, *, bus: Any) -> None:
+        self.settings, self.store, self.bus = settings, store, bus
+
+    def _emit(self, rec: Any, status: RolloutStatus, **fields: Any) -> None:
+        self.store.update_rollout(rec.rollout_id, status=status, **fields)
+        self.bus.publish(RolloutUpdate(
+            run_id=rec.run_id, rollout_id=rec.rollout_id, status=status, row_index=rec.row_index,
+            sample_index=rec.sample_index, score=fields.get("score"), fulfilled=fields.get("fulfilled"),
+            total=rec.total, is_score_valid=fields.get("is_score_valid"), error=None))
+        cls = type(self)
+        cls.last_at = time.perf_counter()
+        if not cls.emitted:
+            cls.first_at = cls.last_at
+        cls.emitted += 1
+
+    def _step(self, rec: Any, stage: int, rng: random.Random) -> None:
+        if stage == 0:
+            self._emit(rec, RolloutStatus.GENERATING)
+        elif stage == 1:
+            self._emit(rec, RolloutStatus.RENDERING, svg="<svg/>", raw_answer="```svg\n<svg/>\n```",
+                       finish_reason="stop", prompt_tokens=120, completion_tokens=rng.randint(100, 900),
+                       generation_s=rng.uniform(0.5, 3))
+        elif stage == 2:
+            self._emit(rec, RolloutStatus.JUDGING, png=self.png, render_s=0.05)
+        else:
+            fulfilled = rng.randint(0, rec.total)
+            self._emit(rec, RolloutStatus.SCORED, score=fulfilled / rec.total, fulfilled=fulfilled,
+                       is_score_valid=True, reason="bench", judge_s=rng.uniform(0.3, 1.5), judge_raw=str(fulfilled),
+                       rationale="bench rationale")
+
+    async def run(self, run_id: str) -> Any:
+        self.store.reset_unfinished(run_id)
+        pending = self.store.list_rollouts(run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value])
+        self.store.set_run_status(run_id, "running")
+        rng = random.Random(7)
+        flight: list[list[Any]] = []  # [record, next stage]
+        t0 = time.perf_counter()
+        done = 0
+        try:
+            while (elapsed := time.perf_counter() - t0) < self.seconds:
+                due = int(elapsed * self.rate) - done
+                for _ in range(due):
+                    while len(flight) < IN_FLIGHT and pending:
+                        flight.append([pending.pop(0), 0])
+                    if not flight:
+                        break
+                    slot = flight[rng.randrange(len(flight))]
+                    self._step(slot[0], slot[1], rng)
+                    slot[1] += 1
+                    if slot[1] == 4:
+                        flight.remove(slot)
+                    done += 1
+                await asyncio.sleep(0.01)
+        except BaseException:
+            self.store.set_run_status(run_id, "interrupted")
+            raise
+        self.store.set_run_status(run_id, "interrupted")  # a stand-in never finishes a 10k run
+        return self.store.summarize(run_id, 0.5)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def headless_app(store: Store, run_id: str | None, env_file: Path) -> Any:
+    extra = demo_overrides("http://127.0.0.1:9/v1")  # never called: the stand-in engine makes no requests
+    settings = load_settings(store=str(store.path), **extra)
+    return SvgAgentApp(settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file,
+                       demo_overrides=extra)
+
+
+# --- 2. open a finished run ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def stamp_after(cls: type, name: str, stamps: dict[str, float], key: str,
+                when: Callable[[Any], bool] = lambda self: True) -> Iterator[None]:
+    """Record in ``stamps[key]`` when ``cls.name`` first returns for an object ``when`` accepts (instrumentation
+    only: the original runs as before)."""
+    original = getattr(cls, name)
+
+    @functools.wraps(original)  # the same signature: Textual passes handlers only the arguments they take
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        if when(self):
+            stamps.setdefault(key, time.perf_counter())
+        return result
+
+    with mock.patch.object(cls, name, wrapper):
+        yield
+
+
+async def measure_open(store: Store, run_id: str, n: int, env_file: Path) -> dict[str, float]:
+    """Seconds from ``SvgAgentApp(run_id=…)`` until the table holds every rollout, and until the first frame of
+    the dashboard has been composed and written (headless: written nowhere)."""
+    from textual.screen import Screen
+
+    from svgagent.screens.dashboard import Dashboard
+
+    stamps: dict[str, float] = {}
+    with stamp_after(RolloutTable, "load", stamps, "loaded"), \
+            stamp_after(Screen, "_compositor_refresh", stamps, "frame", lambda screen: isinstance(screen, Dashboard)):
+        t0 = time.perf_counter()
+        app = headless_app(store, run_id, env_file)
+        async with app.run_test(headless=True, size=SIZE) as pilot:
+            await pilot.pause()
+            ok = len(app.dashboard.query_one(RolloutTable).visible_ids) == n
+            await pilot.press("q")
+    if not ok or "loaded" not in stamps or "frame" not in stamps:
+        raise SystemExit("open: the table did not show every rollout")
+    return {"loaded": stamps["loaded"] - t0, "painted": stamps["frame"] - t0}
+
+
+async def settle(app: Any, pilot: Any) -> None:
+    """Let queued messages and the workers the app started finish (a superseded worker is cancelled: fine)."""
+    from textual.worker import WorkerCancelled, WorkerFailed
+
+    await pilot.pause()
+    try:
+        await app.workers.wait_for_complete()
+    except (WorkerCancelled, WorkerFailed):
+        pass
+    await pilot.pause()
+
+
+# --- 1. streaming ----------------------------------------------------------------------------------------------
+async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: float, rate: float) -> dict[str, Any]:
+    StreamingEngine.rate, StreamingEngine.seconds, StreamingEngine.png = rate, seconds, sample_png()
+    StreamingEngine.emitted = 0
+    StreamingEngine.first_at = StreamingEngine.last_at = 0.0
+    app = headless_app(store, run_id, env_file)
+    ticker = Ticker()
+    with mock.patch("svgagent.core.engine.Engine", StreamingEngine):
+        async with app.run_test(headless=True, size=SIZE) as pilot:
+            await settle(app, pilot)
+            ticker.start()
+            await asyncio.sleep(0.5)  # an idle baseline: what the loop's wake-ups cost with nothing to do
+            idle = max((end - start for start, end in ticker.gaps), default=0.0)
+            t0 = time.perf_counter()
+            await pilot.press("c")  # resume: RunControl starts the stand-in engine, the dashboard follows the bus
+            if not app.control.running:
+                raise SystemExit("streaming: the run did not start (is `c` bound to resume?)")
+            while app.control.running:
+                await asyncio.sleep(0.05)
+            await settle(app, pilot)
+            wall = time.perf_counter() - t0
+            await ticker.stop()
+            batches = app.dashboard.live_batches
+            await pilot.press("q")
+    first, last = StreamingEngine.first_at, StreamingEngine.last_at
+    # while the run streams: gaps wholly between the first and the last state change; the resume key press and
+    # the engine's start (reset, load the queue) come before, the run's end (summary, table reload) after
+    streaming = sorted(end - start for start, end in ticker.gaps if start >= first and end <= last)
+    resume = [end - start for start, end in ticker.gaps if end > t0 and start < first]
+    ending = [end - start for start, end in ticker.gaps if end > last]
+    return {"max": streaming[-1], "p99": streaming[int(0.99 * (len(streaming) - 1))],
+            "p50": statistics.median(streaming), "resume": max(resume), "end": max(ending, default=0.0),
+            "idle": idle, "wall": wall, "streamed": last - first, "events": StreamingEngine.emitted,
+            "batches": batches, "ticks": len(streaming)}
+
+
+# --- 5. the real engine ----------------------------------------------------------------------------------------
+async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: str, seconds: float,
+                              concurrency: int) -> dict[str, float]:
+    """Resume the N-rollout run with the real engine against the simulator (another process) for `seconds`, then
+    stop it: the longest event-loop gaps that began in the first second (the key press, the engine starting and
+    queueing every rollout), later, and from the stop on."""
+    extra = demo_overrides(url)
+    settings = load_settings(store=str(store.path), concurrency=concurrency, judge_concurrency=concurrency,
+                             max_retries=0, **extra)
+    app = SvgAgentApp(settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file,
+                      demo_overrides=extra)
+    ticker = Ticker()
+    async with app.run_test(headless=True, size=SIZE) as pilot:
+        await settle(app, pilot)
+        ticker.start()
+        t0 = time.perf_counter()
+        await pilot.press("c")
+        await asyncio.sleep(max(0.0, seconds - (time.perf_counter() - t0)))
+        t1 = time.perf_counter()
+        await pilot.press("s")
+        await settle(app, pilot)
+        t2 = time.perf_counter()
+        await ticker.stop()
+        await pilot.press("q")
+    done = sum(n for status, n in store.status_counts(run_id).items() if status.terminal)
+
+    def longest(start: float, end: float) -> float:  # of the gaps that began in [start, end)
+        return max((b - a for a, b in ticker.gaps if start <= a < end), default=0.0)
+
+    return {"start": longest(t0, t0 + 1), "steady": longest(t0 + 1, t1), "stop": longest(t1, t2), "done": done,
+            "seconds": t1 - t0}
+
+
+# --- 3 and 4: a real process under a pseudo-terminal ----------------------------------------------------------
+def svgagent_command() -> list[str]:
+    script = Path(sys.executable).with_name("svgagent")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "svgagent.tui.cli"]
+
+
+def clean_env(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SVGAGENT_", "TMUX", "FIREWORKS_", "OPENAI_"))}
+    home = root / "home"
+    env.update(TERM="xterm-256color", COLORTERM="truecolor", LANG="C.UTF-8", LC_ALL="C.UTF-8", HOME=str(home),
+               XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
+               XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"),
+               SVGAGENT_HOME=str(root / "svgagent-home"), COLUMNS=str(SIZE[0]), LINES=str(SIZE[1]))
+    return env
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
+                timeout: float = 60.0) -> dict[str, float]:
+    """Start `svgagent ARGS` on a fresh pseudo-terminal; seconds until `marker` is on it, then its RSS; quit."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*svgagent_command(), *args], stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+                            start_new_session=True, close_fds=True)
+    os.close(slave)
+    seen = b""
+    found = None
+    try:
+        deadline = t0 + timeout
+        while found is None and time.perf_counter() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError as err:
+                if err.errno == errno.EIO:
+                    break
+                raise
+            seen += chunk
+            if marker in ANSI.sub(b"", seen[-200_000:]):
+                found = time.perf_counter() - t0
+        if found is None:
+            text = ANSI.sub(b"", seen).decode(errors="replace")[-1500:]
+            raise SystemExit(f"`svgagent {' '.join(args)}`: {marker!r} never appeared; the terminal showed:\n{text}")
+        time.sleep(1.0)  # let the first frame's follow-up work finish before measuring memory
+        rss = rss_mb(proc.pid)
+        os.write(master, b"q")
+        end = time.perf_counter() + 15
+        while proc.poll() is None and time.perf_counter() < end:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    os.read(master, 1 << 16)
+                except OSError:
+                    break
+        return {"seconds": found, "rss": rss}
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        os.close(master)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the big run")
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long the run streams")
+    parser.add_argument("--rate", type=float, default=100.0, help="state changes per second while streaming")
+    parser.add_argument("--repeat", type=int, default=5, help="real-process starts per measurement (median)")
+    parser.add_argument("--no-real-engine", dest="real_engine", action="store_false",
+                        help="skip part 5, the real engine against the simulator")
+    parser.add_argument("--concurrency", type=int, default=16, help="part 5: policy and judge concurrency")
+    parser.add_argument("--latency", type=float, default=0.2, help="part 5: simulated policy and judge latency (s)")
+    args = parser.parse_args()
+    n = args.rollouts
+    configure_term_image()
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        env_file = root / "bench.env"
+        with Store(root / "open.db") as store:
+            finished_id = make_run(store, n, finished=True)
+            opened = asyncio.run(measure_open(store, finished_id, n, env_file))
+        print(f"open a finished {n:,}-rollout run (headless): every row in the table {opened['loaded']:.3f} s, "
+              f"first frame {opened['painted']:.3f} s after SvgAgentApp(run_id=…)")
+
+        with Store(root / "stream.db") as store:
+            live_id = make_run(store, n, finished=False)
+            s = asyncio.run(measure_streaming(store, live_id, env_file, args.seconds, args.rate))
+        print(f"streaming {s['events']} state changes over {s['streamed']:.1f} s "
+              f"({s['events'] / s['streamed']:.0f}/s) into a {n:,}-rollout run, {s['batches']} table updates: "
+              f"event-loop gap max {1000 * s['max']:.1f} ms, p99 {1000 * s['p99']:.1f} ms, median "
+              f"{1000 * s['p50']:.2f} ms ({s['ticks']} ticks; idle baseline max {1000 * s['idle']:.1f} ms); "
+              f"around the resume key press and engine start {1000 * s['resume']:.0f} ms, at the run's end "
+              f"{1000 * s['end']:.0f} ms")
+
+        real: dict[str, float] | None = None
+        if args.real_engine:
+            from engine import start_simulator  # bench/engine.py: the simulator in its own process
+
+            proc, url = start_simulator(args.latency)
+            try:
+                with Store(root / "real.db") as store:
+                    real_id = make_run(store, n, finished=False)
+                    real = asyncio.run(measure_real_engine(store, real_id, env_file, url, args.seconds,
+                                                           args.concurrency))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            print(f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
+                  f"{args.latency:g} s, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
+                  f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it, "
+                  f"{1000 * real['stop']:.0f} ms around the stop")
+
+        env = clean_env(root)
+        work = root / "work"
+        work.mkdir()
+        paints = [spawn_until(["tui", "--demo"], FIRST_PAINT_MARKER, work, env) for _ in range(args.repeat)]
+        first = [p["seconds"] for p in paints]
+        print(f"first paint of `svgagent tui --demo`: median {statistics.median(first):.2f} s "
+              f"({', '.join(f'{x:.2f}' for x in first)})")
+        opens = [spawn_until(["tui", "--store", str(root / "open.db"), "--run", finished_id],
+                             f"{n}/{n} done".encode(), work, env) for _ in range(args.repeat)]
+        open_s = [o["seconds"] for o in opens]
+        rss = [o["rss"] for o in opens]
+        print(f"`svgagent tui --run` with the finished {n:,}-rollout run: on screen after median "
+              f"{statistics.median(open_s):.2f} s ({', '.join(f'{x:.2f}' for x in open_s)}), "
+              f"RSS {statistics.median(rss):.0f} MB ({', '.join(f'{x:.0f}' for x in rss)})")
+        shutil.rmtree(root / "home", ignore_errors=True)
+
+    figures["tui longest event-loop stall ms"] = round(1000 * s["max"], 1)
+    figures["tui event-loop stall p99 ms"] = round(1000 * s["p99"], 1)
+    figures["tui stall ms, resume key to first update"] = round(1000 * s["resume"], 1)
+    figures["tui stall ms, run end and table reload"] = round(1000 * s["end"], 1)
+    figures["tui open finished 10k run s" if n == 10_000 else f"tui open finished {n} run s"] = round(
+        opened["loaded"], 3)
+    figures["tui open 10k run, first frame s" if n == 10_000 else f"tui open {n} run, first frame s"] = round(
+        opened["painted"], 3)
+    figures["tui first paint s"] = round(statistics.median(first), 2)
+    figures["tui process open run, spawn to summary s"] = round(statistics.median(open_s), 2)
+    figures["tui RSS MB"] = round(statistics.median(rss))
+    if real is not None:
+        figures["tui stall ms, real engine: first second"] = round(1000 * real["start"])
+        figures["tui stall ms, real engine: after it"] = round(1000 * real["steady"])
+    report(figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Pieces of the compare screen: the header text, the cells of a row (one per dataset row; the table that draws
+them is ``compare_table.CompareTable``), and one run's side of the highlighted row (its picture as half blocks,
+score and rationale), decoded in a thread worker."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.cells import cell_len, set_cell_size
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from svgagent.core.compare import Comparison, RowComparison, RowScores
+from svgagent.core.errors import StoreError
+from svgagent.core.records import RolloutRecord
+from svgagent.core.store import Store
+
+from ..imaging import png_to_text
+from .rollout_cells import short_id
+from .rollout_info import verdict_text
+
+DASH = "–"
+SETTLE_S = 0.05
+UNPAIRED = {"only_a": "only A", "only_b": "only B", "unscored": DASH}
+
+
+def fmt(value: float | None, digits: int = 3, *, sign: bool = False) -> str:
+    if value is None:
+        return DASH
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def row_key(row: RowComparison) -> str:
+    """A key that names the same dataset row across recomputations (row id and prompt, see core.compare)."""
+    return f"{row.row_id}\x1f{row.prompt}"
+
+
+def _run_label(run_id: str, name: str) -> str:
+    return run_id if name in ("", run_id) else f"{name} ({run_id})"
+
+
+def header_text(c: Comparison, view: str = "") -> Text:
+    """The comparison's headline: both means, the paired difference with its standard error, wins/losses/ties
+    and the rows only one run has; ``view`` (what the table shows) on the last line."""
+    text = Text()
+    for side, run_id, name, mean, stderr in (("A", c.run_a, c.name_a, c.mean_a, c.stderr_a),
+                                             ("B", c.run_b, c.name_b, c.mean_b, c.stderr_b)):
+        if side == "B":
+            text.append("\n")
+        text.append(f" {side} ", style="bold reverse")
+        text.append(f" mean {fmt(mean)} ± {fmt(stderr)}", style="bold")
+        text.append(f"  {_run_label(run_id, name)}", style="dim")
+    text.append("\n")
+    if c.paired_rows:
+        diff_style = "bold green" if (c.mean_diff or 0) > c.tie_tolerance else \
+            "bold red" if (c.mean_diff or 0) < -c.tie_tolerance else "bold"
+        text.append(f"paired rows {c.paired_rows}: B − A = ")
+        text.append(f"{fmt(c.mean_diff, sign=True)} ± {fmt(c.diff_stderr)}", style=diff_style)
+        text.append(f" (A {fmt(c.paired_mean_a)}, B {fmt(c.paired_mean_b)})", style="dim")
+    else:
+        text.append("no row has a valid score in both runs: nothing to pair", style="italic")
+    text.append(" · wins ")
+    text.append(str(c.wins), style="bold green")
+    text.append(" · losses ")
+    text.append(str(c.losses), style="bold red")
+    text.append(f" · ties {c.ties} · only in A {c.only_a} · only in B {c.only_b}")
+    if c.unscored:
+        text.append(f" · unscored in one run {c.unscored}")
+    if c.requirements_changed:
+        text.append(f" · requirements differ {c.requirements_changed}", style="yellow")
+    if view:
+        text.append(f"\n{view}", style="italic")
+    return text
+
+
+def clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if cell_len(flat) <= width else set_cell_size(flat, max(0, width - 1)) + "…"
+
+
+def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
+    """Cells of one table line: row, A, B, Δ, valid samples A/B, prompt."""
+    delta = row.delta
+    if delta is None:
+        shown = Text(UNPAIRED.get(row.outcome, DASH), style="dim", justify="right")
+    else:
+        style = {"improvement": "green", "regression": "red"}.get(row.outcome, "")
+        shown = Text(fmt(delta, sign=True), style=style, justify="right")
+    counts = f"{len(row.a.valid_scores) if row.a else DASH}/{len(row.b.valid_scores) if row.b else DASH}"
+    prompt = row.prompt if row.same_requirements else "≠req " + row.prompt
+    return (Text(row.row_id), Text(fmt(row.mean_a, 2), justify="right"), Text(fmt(row.mean_b, 2), justify="right"),
+            shown, Text(counts, justify="right"), Text(clip(prompt, prompt_width)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    rollout_id: str
+    cols: int
+    lines: int
+
+
+class CompareSide(Vertical):
+    """One run's side of the highlighted row: which sample, its picture, verdict and rationale."""
+
+    DEFAULT_CSS = """
+    CompareSide { width: 1fr; height: 100%; border: round $panel-lighten-2; padding: 0 1; }
+    CompareSide.-active { border: round $accent; }
+    CompareSide > .side-title { height: auto; }
+    CompareSide > Horizontal { height: 1fr; }
+    CompareSide .side-image { width: auto; height: auto; margin-right: 1; }
+    CompareSide .side-text { width: 1fr; height: 100%; scrollbar-size-vertical: 1; }
+    """
+
+    class Loaded(Message):
+        def __init__(self, request: _Request, record: RolloutRecord | None, image: Text | None, error: str) -> None:
+            super().__init__()
+            self.request, self.record, self.image, self.error = request, record, image, error
+
+    def __init__(self, store: Store, side: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.store = store
+        self.side = side
+        self.scores: RowScores | None = None
+        self.rollout_id: str | None = None
+        self.record: RolloutRecord | None = None
+        self.image_text: Text | None = None
+        self._pending: _Request | None = None
+        self.border_title = side
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="side-title")
+        with Horizontal():
+            yield Static(classes="side-image")
+            with VerticalScroll(classes="side-text"):
+                yield Static(classes="side-info")
+
+    def show(self, scores: RowScores | None, sample: int, *, missing: str = "", reread: bool = False) -> None:
+        """Show sample ``sample`` (wrapping around) of this run's rollouts of the row, or ``missing``;
+        ``reread``: read the rollout again even if it is the one shown (an override may have changed it)."""
+        self.scores = scores
+        title = self.query_one(".side-title", Static)
+        if scores is None or not scores.rollout_ids:
+            self.rollout_id, self.record, self.image_text, self._pending = None, None, None, None
+            title.update(Text(missing or "no rollout", style="dim italic"))
+            self.query_one(".side-image", Static).update("")
+            self.query_one(".side-info", Static).update("")
+            return
+        index = sample % scores.samples
+        self.rollout_id = scores.rollout_ids[index]
+        text = Text()
+        text.append(f"row mean {fmt(scores.mean)}", style="bold")
+        valid = len(scores.valid_scores)
+        text.append(f" · {scores.samples} sample{'s' if scores.samples != 1 else ''}"
+                    + (f", {valid} valid" if valid != scores.samples else ""), style="dim")
+        if scores.samples > 1:
+            text.append(f" · showing {index + 1}/{scores.samples}", style="dim")
+        title.update(text)
+        if reread:
+            self._pending = None
+        self.reload()
+
+    def reload(self) -> None:
+        if self.rollout_id is None:
+            return
+        body = self.query_one(Horizontal)
+        lines = max(3, body.size.height or 8)
+        cols = max(6, min((self.content_size.width or 30) // 2, lines * 2))
+        request = _Request(self.rollout_id, cols, lines)
+        if request == self._pending:
+            return
+        self._pending = request
+        self._load(request)
+
+    @work(thread=True, exclusive=True, group="compare-side", exit_on_error=False)
+    def _load(self, request: _Request) -> None:
+        worker = get_current_worker()
+        time.sleep(SETTLE_S)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
+        if worker.is_cancelled:
+            return
+        try:
+            record = self.store.get_rollout(request.rollout_id)
+        except StoreError as err:
+            self.post_message(self.Loaded(request, None, None, str(err)))
+            return
+        image, error = None, ""
+        if record.png and not worker.is_cancelled:
+            try:
+                image = png_to_text(record.png, request.cols, request.lines)
+            except Exception as err:  # noqa: BLE001 - a broken PNG must not break the screen
+                error = f"cannot draw the image: {err}"
+        if not worker.is_cancelled:
+            self.post_message(self.Loaded(request, record, image, error))
+
+    def on_compare_side_loaded(self, message: Loaded) -> None:
+        message.stop()
+        if message.request != self._pending:
+            return
+        rec = message.record
+        self.record, self.image_text = rec, message.image
+        image = self.query_one(".side-image", Static)
+        info = self.query_one(".side-info", Static)
+        if rec is None:
+            image.update("")
+            info.update(Text(message.error, style="red"))
+            return
+        if message.image is not None:
+            image.update(message.image)
+        else:
+            image.update(Text(message.error or "no image", style="dim italic"))
+        text = Text()
+        text.append(f"rollout {short_id(rec.rollout_id, rec.run_id)}\n", style="dim")
+        text.append_text(verdict_text(rec))
+        text.append("\n")
+        if rec.rationale:
+            text.append(rec.rationale)
+        for extra in (rec.reason if rec.reason and rec.reason != rec.rationale else None, rec.error):
+            if extra:
+                text.append(f"\n{extra}", style="red" if rec.error or rec.status.value == "failed" else "dim")
+        info.update(text)
+
+    def on_resize(self) -> None:
+        if self.rollout_id is not None:
+            self.call_after_refresh(self.reload)

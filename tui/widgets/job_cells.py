@@ -1,0 +1,167 @@
+"""What the Jobs pane draws for RFT jobs: table cells, the selected job's details and the status line. Pure
+functions of a `JobView` and a wall-clock time (so snapshots are deterministic); Rich only, no Textual."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timezone
+from typing import TYPE_CHECKING, Literal
+
+from rich.console import Group, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from svgagent.core.rft_monitor import JobView
+
+DASH = "–"
+LINK_KINDS = ("job", "dataset", "evaluator")
+BAR_FULL, BAR_EMPTY = "━", "╌"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str
+    label: str
+    width: int
+    justify: Literal["left", "right"] = "left"
+
+
+# most important first: a narrow pane shows the left columns, the details show everything
+COLUMNS: tuple[Column, ...] = (
+    Column("job", "job", 15),
+    Column("state", "state", 12),
+    Column("percent", "%", 4, "right"),
+    Column("bar", "progress", 10),
+    Column("requests", "requests", 9, "right"),
+    Column("elapsed", "elapsed", 7, "right"),
+)
+
+
+def state_style(view: JobView) -> str:
+    from svgagent.core.rft_monitor import CATEGORY_STYLE
+
+    return CATEGORY_STYLE.get(view.category, "")
+
+
+def duration(seconds: float | None) -> str:
+    from svgagent.core.rft_monitor import format_duration
+
+    return format_duration(seconds)
+
+
+def clip(text: str, width: int) -> str:
+    """Keep the end: job ids share their start (`svgagent-rft-…`) and differ at the end."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1:]
+
+
+def bar(percent: int | None, width: int, style: str) -> Text:
+    """A bar of ``width`` cells, filled to ``percent`` in ``style``."""
+    filled = 0 if percent is None else max(0, min(width, round(width * percent / 100)))
+    return Text.assemble((BAR_FULL * filled, style), (BAR_EMPTY * (width - filled), "dim"))
+
+
+def elapsed(view: JobView, now: float) -> float | None:
+    """Creation to completion, or to ``now`` while the job has not ended (an ended job without a completion time,
+    e.g. a cancelled one, has no elapsed time to show)."""
+    if view.terminal and not view.completed:
+        return None
+    return view.elapsed(now)
+
+
+def cells_for(view: JobView, now: float) -> tuple[Text, ...]:
+    """Every column (``COLUMNS`` order) for one job."""
+    style = state_style(view)
+    dim = "dim" if view.stale else ""
+    percent = DASH if view.percent is None else f"{view.percent}%"
+    requests = f"{view.processed}/{view.total}" if view.total else DASH
+    return (
+        Text(clip(view.job_id or view.name, COLUMNS[0].width), style=dim),
+        Text(view.phase, style=f"{style} {dim}".strip()),
+        Text(percent, style=dim, justify="right"),
+        bar(view.percent, COLUMNS[3].width, f"{style} {dim}".strip()),
+        Text(requests, style=dim, justify="right"),
+        Text(duration(elapsed(view, now)), style=dim, justify="right"),
+    )
+
+
+def format_created(created: str | None) -> str:
+    """`2026-01-01 12:00 UTC` (UTC, so every machine shows the same)."""
+    from svgagent.core.rft_monitor import parse_time
+
+    parsed = parse_time(created)
+    return DASH if parsed is None else f"{parsed.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def links_line(view: JobView, selected: str) -> Text:
+    text = Text()
+    for kind in LINK_KINDS:
+        if kind not in view.links:
+            continue
+        if text:
+            text.append("  ")
+        text.append(f" {kind} ", style="reverse bold" if kind == selected else "")
+    return text
+
+
+def job_detail(view: JobView, now: float, link: str) -> RenderableType:
+    """The selected job: name, coloured state with a progress bar, requests, times, output model, links."""
+    style = state_style(view)
+    title = Text(view.job_id or view.name, style="bold", no_wrap=True, overflow="ellipsis")
+    if view.display_name:
+        title.append(f"  {view.display_name}", style="dim")
+    head = Table.grid(expand=True, padding=(0, 1))
+    head.add_column(no_wrap=True)
+    head.add_column(ratio=1, no_wrap=True, overflow="crop")
+    head.add_column(no_wrap=True, justify="right")
+    progress = DASH if view.percent is None else f"{view.percent}%"
+    if view.epoch is not None and view.state in ("RUNNING", "WRITING_RESULTS"):
+        progress += f" · epoch {view.epoch}"
+    bar_style = "dim" if view.stale else style
+    head.add_row(Text(view.phase, style=f"bold {style}"),
+                 ProgressBar(total=100, completed=view.percent or 0, complete_style=bar_style,
+                             finished_style=bar_style, style="bar.back"),
+                 Text(progress))
+
+    rows = Table.grid(padding=(0, 1))
+    rows.add_column(style="dim", no_wrap=True)
+    rows.add_column(overflow="fold")
+    requests = view.progress_text() or "none yet"
+    if view.failed and "failed" not in requests:
+        requests += f" ({view.failed} failed)"
+    rows.add_row("requests", requests)
+    took = elapsed(view, now)
+    when = format_created(view.created)
+    if took is not None:
+        when += f" · {duration(took)} {'in total' if view.terminal else 'elapsed'}"
+    rows.add_row("created", when)
+    rows.add_row("output", view.output_model or "– (named when the job starts)")
+    if view.status and view.category in ("error", "warning"):
+        rows.add_row("status", Text(view.status, style=style))
+    parts: list[RenderableType] = [title, head, rows]
+    if view.links:
+        shown = link if link in view.links else next(iter(view.links))
+        rows.add_row("links", links_line(view, shown))
+        rows.add_row("", Text(view.links[shown], style="underline"))
+    return Group(*parts)
+
+
+def status_line(*, count: int, updated_at: float | None, now: float, error: str | None, fatal: bool,
+                next_in: float | None, connecting: bool) -> Text:
+    """`3 jobs · updated 12 s ago`, or the last known state's age (and the next retry) when polls fail."""
+    if connecting and updated_at is None and error is None:
+        return Text("connecting…", style="dim")
+    age = None if updated_at is None else max(0.0, now - updated_at)
+    ago = "never" if age is None else ("just now" if age < 1 else f"{duration(age)} ago")
+    if error is not None:
+        text = Text("⚠ ", style="bold yellow")
+        text.append("last known state, " + (f"{duration(age)} old" if age is not None else "nothing fetched yet"))
+        if fatal:
+            text.append(" · stopped: u retries", style="bold red")
+        elif next_in is not None:
+            text.append(f" · retry in {duration(next_in)}", style="dim")
+        return text
+    text = Text(f"{count} job{'' if count == 1 else 's'}")
+    text.append(f" · updated {ago}", style="dim")
+    return text
