@@ -12,7 +12,8 @@ import hashlib
 import json
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import openai
 
@@ -30,6 +31,7 @@ from .settings import Settings
 from .store import Store
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def cache_key(*parts: Any) -> str:
@@ -122,8 +124,10 @@ class Engine:
     async def run(self, run_id: str) -> RunSummary:
         """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume)."""
         self.store.reset_unfinished(run_id)
-        # heavy: a resumed rollout brings its stored answer, so it is not generated again
-        pending = self.store.list_rollouts(run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value])
+        # heavy: a resumed rollout brings its stored answer, so it is not generated again. Read in a thread: the
+        # engine may share its event loop with the app, and 10,000 rollouts take a few hundred milliseconds.
+        pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
+            run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
         self.store.set_run_status(run_id, "running")
         tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
         try:
@@ -134,9 +138,19 @@ class Engine:
             await asyncio.gather(*tasks, return_exceptions=True)
             self.store.set_run_status(run_id, "interrupted", self.store.summarize(run_id, self.settings.threshold))
             raise
-        summary = self.store.summarize(run_id, self.settings.threshold)
+        try:
+            summary = await asyncio.to_thread(self._read,
+                                              lambda store: store.summarize(run_id, self.settings.threshold))
+        except asyncio.CancelledError:  # stopped just as it finished: it did finish
+            self.store.set_run_status(run_id, "completed", self.store.summarize(run_id, self.settings.threshold))
+            raise
         self.store.set_run_status(run_id, "completed", summary)
         return summary
+
+    def _read(self, query: Callable[[Store], T]) -> T:
+        """Run a big read on a connection of its own (call it in a thread: the shared one stays free for writes)."""
+        with self.store.reader() as store:
+            return query(store)
 
     # --- one rollout ----------------------------------------------------------------------------------------
     def _emit(self, rec: RolloutRecord, status: RolloutStatus, **fields: Any) -> None:
