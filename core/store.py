@@ -69,6 +69,17 @@ class Store:
             raise StoreError(f"cannot open run store {self.path}: {err}") from None
 
     # --- lifecycle ------------------------------------------------------------------------------------------
+    @contextmanager
+    def reader(self) -> Iterator[Store]:
+        """A read-only store on the same file with its own connection, for a big read in another thread: WAL
+        lets it read while this connection writes, and this connection (the engine's, the app's event loop)
+        never waits for the read to finish."""
+        reader = Store(self.path, readonly=True)
+        try:
+            yield reader
+        finally:
+            reader.close()
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -273,10 +284,12 @@ class Store:
                     (run_id, *terminal),
                 ).fetchall()
             ]
+            # rows already queued are left alone: their `updated` stays, so readers comparing snapshots (the app
+            # reloading a 10,000-row run) see no change where there was none
             db.execute(
                 "UPDATE rollouts SET status = ?, updated = ? WHERE run_id = ? AND is_current = 1"
-                " AND status NOT IN (?, ?)",
-                (RolloutStatus.QUEUED.value, now_iso(), run_id, *terminal),
+                " AND status NOT IN (?, ?, ?)",
+                (RolloutStatus.QUEUED.value, now_iso(), run_id, *terminal, RolloutStatus.QUEUED.value),
             )
         return ids
 

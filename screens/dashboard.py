@@ -29,7 +29,6 @@ from svgagent.core.models import RolloutUpdate
 from svgagent.core.query import QueryError
 from svgagent.core.records import RolloutRecord, summarize_rows
 from svgagent.core.settings import Settings
-from svgagent.core.store import Store
 
 from ..tui.widgets.histogram import Histogram
 from ..tui.widgets.job_panel import JobPanel
@@ -306,7 +305,7 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
     def _reload_in_thread(self, run_id: str, table: RolloutTable) -> None:
         # its own read-only connection: WAL lets it read while the engine writes, and the engine's writes (on
         # the event loop) never wait for this read to release the shared connection
-        with Store(self.svg_app.store.path, readonly=True) as reader:
+        with self.svg_app.store.reader() as reader:
             records = reader.list_rollouts(run_id)
         shown = dict(table.records)  # a snapshot: copying a dict is atomic
         current = {r.rollout_id for r in records}
