@@ -20,7 +20,7 @@ from svgagent.core.store import Store
 from svgagent.tui.cli import main
 
 FW_KEY = "fw-FAKE-cli-key-0123456789abcdef"
-OPENAI_KEY = "sk-FAKE-cli-judge-9876543210zyxw"
+OPENAI_KEY = "FAKEOA-cli-judge-9876543210zyxw"
 SECRETS = (FW_KEY, OPENAI_KEY)
 STATUS_KEYS = {"name", "display_name", "state", "status", "percent", "epoch", "processed", "failed", "total",
                "created", "completed", "output_model", "links"}
@@ -83,7 +83,7 @@ def test_dry_run_sends_nothing(sim: FireworksSim, env: Path, capsys: pytest.Capt
     code, out, err = run(capsys, *CREATE, "--dry-run")
     assert code == 0 and sim.requests == []
     assert "GET /verifyApiKey" in out and "POST /v1/accounts/{account}/evaluatorsV2" in out
-    assert '"value": "sk-F…zyxw"' in out and "dry run: nothing was sent" in out
+    assert '"value": "FAKE…zyxw"' in out and "dry run: nothing was sent" in out
     code, out, err = run(capsys, *CREATE, "--dry-run", "--json")
     plan = json.loads(out)
     assert plan["dry_run"] is True and plan["job"].startswith("svgagent-rft-") and sim.requests == []

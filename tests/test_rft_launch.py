@@ -31,7 +31,7 @@ from svgagent.core.store import MIGRATIONS, Store
 
 ACCT = "sim-account"
 FW_KEY = "fw-FAKE-control-0123456789abcdef"
-OPENAI_KEY = "sk-FAKE-judge-9876543210zyxw"
+OPENAI_KEY = "FAKEOA-judge-9876543210zyxw"
 FAST = {"evaluator_poll_s": 0.001, "dataset_poll_s": 0.001, "evaluator_timeout_s": 5.0, "dataset_timeout_s": 5.0}
 
 

@@ -18,8 +18,8 @@ from svgagent.core.secrets import (
 )
 from svgagent.core.settings import load_settings
 
-FW = "fw_abcdefghijklmnop1234"
-OA = "sk-proj-ZYXWVUTSRQPONM9876"
+FW = "fwX-abcdefghijklmnop1234"
+OA = "skX-proj-ZYXWVUTSRQPONM9876"
 
 
 def _mode(path: Path) -> int:
@@ -29,8 +29,8 @@ def _mode(path: Path) -> int:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (FW, "fw_a…1234"),
-        (OA, "sk-p…9876"),
+        (FW, "fwX-…1234"),
+        (OA, "skX-…9876"),
         ("0123456789abcdef", "0123…cdef"),  # exactly the shortest length shown partly
         ("0123456789abcde", MASK_FULL),
         ("abc", MASK_FULL),
@@ -56,7 +56,7 @@ def test_known_keys_are_listed_even_without_a_file(isolated_env: Path) -> None:
 def test_sources_and_precedence(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env_file = isolated_env / ".env"
     env_file.write_text(
-        f"# keys\nFIREWORKS_API_KEY={FW}\nOPENAI_API_KEY=sk-from-dotenv-000000000\nEXTRA_TOKEN=tok-1234567890abcdef\n"
+        f"# keys\nFIREWORKS_API_KEY={FW}\nOPENAI_API_KEY=skX-from-dotenv-000000000\nEXTRA_TOKEN=tok-1234567890abcdef\n"
         "FIREWORKS_ACCOUNT_ID=\nSVGAGENT_CONCURRENCY=8\n"
     )
     environ = {"OPENAI_API_KEY": OA, "UNRELATED": "x"}
@@ -64,7 +64,7 @@ def test_sources_and_precedence(isolated_env: Path, monkeypatch: pytest.MonkeyPa
     assert list(by_name) == [*KNOWN_KEYS, "EXTRA_TOKEN", "SVGAGENT_CONCURRENCY"]  # known first, then file order
 
     fw = by_name["FIREWORKS_API_KEY"]
-    assert (fw.source, fw.value, fw.masked, fw.shadowed) == ("env-file", FW, "fw_a…1234", False)
+    assert (fw.source, fw.value, fw.masked, fw.shadowed) == ("env-file", FW, "fwX-…1234", False)
     oa = by_name["OPENAI_API_KEY"]  # both set: the environment wins, and the entry says .env is shadowed
     assert (oa.source, oa.value, oa.in_env_file, oa.shadowed) == ("environment", OA, True, True)
     assert by_name["FIREWORKS_ACCOUNT_ID"].source == "unset"  # blank counts as unset

@@ -31,10 +31,10 @@ ENV_TEXT = (
     f"FIREWORKS_API_KEY={GOOD_FIREWORKS}\n"
     "\n"
     "# judge\n"
-    "OPENAI_API_KEY=sk-wrong-key-for-the-judge-1111\n"
+    "OPENAI_API_KEY=skX-wrong-key-for-the-judge-1111\n"
     f"EXTRA_TOKEN={EXTRA}  # kept\n"
 )
-SECRETS = (GOOD_FIREWORKS, "sk-wrong-key-for-the-judge-1111", EXTRA, NEW_FW, GOOD_OPENAI)
+SECRETS = (GOOD_FIREWORKS, "skX-wrong-key-for-the-judge-1111", EXTRA, NEW_FW, GOOD_OPENAI)
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ async def test_table_lists_keys_with_source_and_mask(env_file: Path, monkeypatch
             "FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "EXTRA_TOKEN"
         ]
         assert pane.row_cells("FIREWORKS_API_KEY")[:3] == ["FIREWORKS_API_KEY", ".env", "fw_g…0002"]
-        assert pane.row_cells("OPENAI_API_KEY")[:3] == ["OPENAI_API_KEY", "env over .env", "sk-g…0001"]
+        assert pane.row_cells("OPENAI_API_KEY")[:3] == ["OPENAI_API_KEY", "env over .env", "oa-g…0001"]
         assert pane.row_cells("FIREWORKS_ACCOUNT_ID")[1:3] == ["unset", "—"]
         assert pane.row_cells("EXTRA_TOKEN")[1:3] == [".env", "extr…0042"]
         await _select(app, pilot, "OPENAI_API_KEY")
@@ -244,7 +244,7 @@ async def test_delete_needs_confirmation(env_file: Path) -> None:
         await pilot.pause()
         assert pane.mode == "table"
     assert dotenv_values(env_file) == {"FIREWORKS_API_KEY": GOOD_FIREWORKS,
-                                       "OPENAI_API_KEY": "sk-wrong-key-for-the-judge-1111"}
+                                       "OPENAI_API_KEY": "skX-wrong-key-for-the-judge-1111"}
     assert "# judge\n" in env_file.read_text()
 
 

@@ -114,7 +114,7 @@ def palette_hits(app: App[object]) -> list[str]:
 
 # --- fake key endpoints (127.0.0.1, random port) -------------------------------------------------------------------
 
-GOOD_OPENAI = "sk-good-openai-key-0000000001"
+GOOD_OPENAI = "oa-good-openai-key-0000000001"
 GOOD_FIREWORKS = "fw_good-fireworks-key-000000002"
 FAKE_ACCOUNT = "acct-local-123"
 
