@@ -47,6 +47,7 @@ def main() -> int:
     args = parser.parse_args()
     plan = [
         ("engine.py", ["--n", "300"] if args.quick else []),
+        ("client.py", ["--n", "100"] if args.quick else []),
         ("render.py", ["--n", "40", "--simple", "200"] if args.quick else []),
         ("store.py", ["--rollouts", "2000", "--seconds", "2"] if args.quick else []),
     ]
