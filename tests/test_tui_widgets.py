@@ -104,6 +104,30 @@ async def test_apply_repaints_only_the_cells_that_changed(tmp_path: Path, monkey
             assert painted == []
 
 
+async def test_merge_keeps_rows_a_live_update_made_newer(tmp_path: Path) -> None:
+    """A reload read in a thread lands after live updates: rows newer in the table stay, the rest are replaced, and
+    rollouts no longer current leave."""
+    from dataclasses import replace
+
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        records = store.list_rollouts(RUN_ID)
+        app = TableApp()
+        async with app.run_test(size=(80, 24)):
+            table = app.query_one(RolloutTable)
+            table.load(records)
+            snapshot = {r.rollout_id: r for r in records}
+            live = replace(records[0], score=1.0, fulfilled=4, updated="2999-01-01T00:00:00.000Z")
+            table.apply([live])  # a live batch, newer than the snapshot below
+            older = replace(snapshot[records[0].rollout_id], score=0.0, fulfilled=0)
+            reread = replace(snapshot[records[1].rollout_id], score=0.25, fulfilled=1,
+                             updated="2998-01-01T00:00:00.000Z")
+            table.merge([older, reread], removed=[records[2].rollout_id])
+            assert table.records[records[0].rollout_id].fulfilled == 4  # the live state wins
+            assert table.records[records[1].rollout_id].fulfilled == 1
+            assert records[2].rollout_id not in table.records and len(table.visible_ids) == 5
+
+
 async def test_table_messages_and_marks(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         build_run(store)
