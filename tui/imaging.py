@@ -110,3 +110,21 @@ def _wait_for_key(inp: Any) -> None:
         os.read(fd, 16)
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelled):
+    """(record, image text, error) for a rollout, for a thread worker: the record, its PNG drawn as half blocks
+    (None when it has none or cannot be drawn), and an error line. ``cancelled()`` is checked before drawing."""
+    from svgagent.core.errors import StoreError
+
+    try:
+        record = store.get_rollout(rollout_id)
+    except StoreError as err:
+        return None, None, str(err)
+    image, error = None, ""
+    if record.png and not cancelled():
+        try:
+            image = png_to_text(record.png, cols, lines)
+        except Exception as err:  # noqa: BLE001 - a broken PNG must not break the screen
+            error = f"cannot draw the image: {err}"
+    return record, image, error

@@ -21,7 +21,7 @@ from svgagent.core.errors import StoreError
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from ..imaging import png_to_text
+from ..imaging import png_to_text, load_rollout_picture
 from .rollout_cells import short_id
 from .rollout_info import RolloutInfo
 
@@ -97,18 +97,12 @@ class Preview(VerticalScroll):
         time.sleep(SETTLE_S)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
         if worker.is_cancelled:
             return
-        try:
-            record = self.store.get_rollout(request.rollout_id)
-        except StoreError as err:
-            self.post_message(self.Loaded(request, None, None, str(err)))
+        record, image, error = load_rollout_picture(
+            self.store, request.rollout_id, request.cols, request.lines, lambda: worker.is_cancelled
+        )
+        if record is None:
+            self.post_message(self.Loaded(request, None, None, error))
             return
-        image = None
-        error = ""
-        if record.png and not worker.is_cancelled:
-            try:
-                image = png_to_text(record.png, request.cols, request.lines)
-            except Exception as err:  # noqa: BLE001 - a broken PNG must not break the pane
-                error = f"cannot draw the image: {err}"
         if not worker.is_cancelled:
             self.post_message(self.Loaded(request, record, image, error))
 
