@@ -17,11 +17,10 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from svgagent.core.compare import Comparison, RowComparison, RowScores
-from svgagent.core.errors import StoreError
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from ..imaging import png_to_text, load_rollout_picture
+from ..imaging import load_rollout_picture
 from .rollout_cells import short_id
 from .rollout_info import verdict_text
 
