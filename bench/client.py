@@ -1,5 +1,5 @@
 """Benchmark what one chat request costs this process in CPU: the openai client as the engine builds it (aiohttp
-transport, through svgagent.core.chat), the same client on its default httpx pool, and a bare aiohttp POST +
+transport, through svgagent.core.scoring.chat), the same client on its default httpx pool, and a bare aiohttp POST +
 json.loads — all against the simulator in its own process.
 
     .venv/bin/python bench/client.py [--n 300]
@@ -22,7 +22,7 @@ import openai
 
 from _report import report
 from engine import start_simulator
-from svgagent.core.chat import chat_completion
+from svgagent.core.scoring.chat import chat_completion
 
 MESSAGES = [{"role": "user", "content": "Draw a red circle.\n1. There is a circle.\n2. The circle is red."}]
 

@@ -29,7 +29,7 @@ from svgagent.core.store import Store
 
 def start_simulator(latency: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "svgagent.core.simulator", "--port", "0", "--policy-latency", str(latency),
+        [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--policy-latency", str(latency),
          "--judge-latency", str(latency), "--judge-pixel-analysis", "false"],
         stdout=subprocess.PIPE, text=True,
     )
@@ -47,7 +47,7 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path) -> dict[s
     rows = min(len(dataset.rows), 25)
     runs = math.ceil(n / rows)
     settings = load_settings(**demo_overrides(url), store=store_dir / f"bench-{concurrency}.db", rows=rows,
-                             runs=runs, concurrency=concurrency, judge_concurrency=concurrency, cache=False,
+                             samples=runs, concurrency=concurrency, judge_concurrency=concurrency, cache=False,
                              max_retries=0, request_timeout_s=60)
     with Store(settings.store_path()) as store:
         async with Engine(settings, store) as engine:

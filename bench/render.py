@@ -17,8 +17,8 @@ import statistics
 import time
 
 from _report import report
-from svgagent.core.errors import RenderError
-from svgagent.core.render import Renderer, render_svg_to_png
+from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.render import Renderer, render_svg_to_png
 
 WORDS = ["sun", "tree", "house", "cat", "river", "moon", "boat", "hill", "bird", "cloud", "star", "road"]
 

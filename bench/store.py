@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from _report import report
-from svgagent.core.models import DatasetRow, RolloutStatus
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus
 from svgagent.core.store import Store
 
 

@@ -50,7 +50,7 @@ from unittest import mock
 
 from _report import report
 from svgagent.core.demo import demo_overrides
-from svgagent.core.models import DatasetRow, RolloutStatus, RolloutUpdate
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus, RolloutUpdate
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.app import SvgAgentApp
@@ -335,7 +335,7 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
 # --- 3 and 4: a real process under a pseudo-terminal ----------------------------------------------------------
 def svgagent_command() -> list[str]:
     script = Path(sys.executable).with_name("svgagent")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "svgagent.tui.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "svgagent.tui.cli.main"]
 
 
 def clean_env(root: Path) -> dict[str, str]:

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .records import RolloutRecord, mean_and_stderr
-from .store import Store
+from svgagent.core.records import RolloutRecord, mean_and_stderr
+from svgagent.core.store import Store
 
 TIE_TOLERANCE = 1e-9
 

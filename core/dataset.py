@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import DatasetError
-from .models import DatasetRow
+from svgagent.core.scoring.errors import DatasetError
+from svgagent.core.scoring.models import DatasetRow
 
 BUILTIN = "builtin"
 MAX_DATASET_BYTES = 50 * 1024 * 1024

@@ -17,18 +17,18 @@ from typing import Any, TypeVar
 
 import openai
 
-from .dataset import Dataset
-from .events import EventBus
-from .extract import extract_svg
-from .judge import Judge
-from .models import JudgeVerdict, RequirementVerdict, RolloutStatus, RolloutUpdate, Usage
-from .policy import PolicyAnswer, PolicyError, describe_api_error, generate, judge_client, policy_client, request_params
-from .prompt import format_prompt
-from .records import RolloutRecord, RunSummary
-from .render import Renderer
-from .errors import RenderError
-from .settings import Settings
-from .store import Store
+from svgagent.core.dataset import Dataset
+from svgagent.core.events import EventBus
+from svgagent.core.scoring.extract import extract_svg
+from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.models import JudgeVerdict, RequirementVerdict, RolloutStatus, RolloutUpdate, Usage
+from svgagent.core.policy import PolicyAnswer, PolicyError, describe_api_error, generate, judge_client, policy_client, request_params
+from svgagent.core.prompt import format_prompt
+from svgagent.core.records import RolloutRecord, RunSummary
+from svgagent.core.scoring.render import Renderer
+from svgagent.core.scoring.errors import RenderError
+from svgagent.core.settings import Settings
+from svgagent.core.store import Store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -119,7 +119,7 @@ class Engine:
         s = self.settings
         rows = list(dataset.rows[: s.rows] if s.rows else dataset.rows)
         ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
-        return self.store.create_run(name=name, settings=s.public_dict(), dataset=ref, rows=rows, samples=s.runs)
+        return self.store.create_run(name=name, settings=s.public_dict(), dataset=ref, rows=rows, samples=s.samples)
 
     async def run(self, run_id: str) -> RunSummary:
         """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume)."""

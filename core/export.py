@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .errors import SvgAgentError
-from .models import RolloutStatus
-from .prompt import format_prompt
-from .records import RolloutRecord, RunRecord
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.prompt import format_prompt
+from svgagent.core.records import RolloutRecord, RunRecord
 
 # rollout_status codes: 100 finished, 101 running; gRPC codes for errors.
 STATUS_FINISHED, STATUS_RUNNING, STATUS_DEADLINE, STATUS_UNAVAILABLE, STATUS_INTERNAL = 100, 101, 4, 14, 13

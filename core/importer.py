@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SvgAgentError
-from .export import EXTRA_FORMAT, EXTRA_KEY
-from .extract import extract_svg
-from .models import RolloutStatus
-from .prompt import format_prompt
-from .records import RunSummary
-from .store import Store
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.export import EXTRA_FORMAT, EXTRA_KEY
+from svgagent.core.scoring.extract import extract_svg
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.prompt import format_prompt
+from svgagent.core.records import RunSummary
+from svgagent.core.store import Store
 
 IMPORTED_FINISH_REASON = "imported"
 FORMAT_EVALUATED = "eval-protocol-evaluated"
@@ -401,7 +401,7 @@ async def judge_imported(store: Store, run_id: str, settings: Any, **engine_kwar
     engine gets a placeholder policy client that points nowhere."""
     import openai
 
-    from .engine import Engine
+    from svgagent.core.engine import Engine
 
     placeholder = openai.AsyncOpenAI(api_key="unused-for-imports", base_url="http://127.0.0.1:9/v1", max_retries=0)
     try:

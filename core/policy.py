@@ -11,9 +11,9 @@ from typing import Any
 
 import openai
 
-from .chat import chat_completion
-from .models import Usage
-from .settings import Settings
+from svgagent.core.scoring.chat import chat_completion
+from svgagent.core.scoring.models import Usage
+from svgagent.core.settings import Settings
 
 
 class PolicyError(Exception):

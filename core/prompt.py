@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .models import DatasetRow
+from svgagent.core.scoring.models import DatasetRow
 
 # Appended to the original prompt after one space.
 _INSTRUCTION = "Wrap the SVG code in an SVG code block following the example below."

@@ -24,9 +24,9 @@ import shlex
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .errors import SvgAgentError
-from .models import RolloutStatus
-from .records import RolloutRecord
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.records import RolloutRecord
 
 Predicate = Callable[[RolloutRecord, Collection[str]], bool]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 
 # Columns cheap enough to load for every row of a 10,000-rollout run (no answers, SVG or PNG).
 LIGHT_COLUMNS: tuple[str, ...] = (

@@ -23,14 +23,16 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import ConfigError
-from .field_limits import numeric_range
-from .models import JudgeMode
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.field_limits import numeric_range
+from svgagent.core.scoring.models import JudgeMode
 
 APP_NAME = "svgagent"
 PROJECT_CONFIG_FILE = "svgagent.toml"
 STORE_FILE = "runs.db"
 SECRET_FIELDS = ("fireworks_api_key", "openai_api_key")
+# Fields read from their own variable names (FIREWORKS_API_KEY, …): the Secrets pane's, not the Config pane's.
+KEY_FIELDS = (*SECRET_FIELDS, "fireworks_account_id")
 # Fields that describe where things live or how this process runs, not what a run measures.
 LOCAL_FIELDS = ("home", "store", "cache")
 
@@ -73,7 +75,8 @@ class Settings(BaseSettings):
     # data
     dataset: str = Field("builtin", min_length=1, description="'builtin' or a path (questions.json / EP JSONL)")
     rows: int | None = Field(None, ge=1, le=1_000_000, description="use the first N rows")
-    runs: int = Field(1, ge=1, le=1000, description="independent samples per row")
+    samples: int = Field(1, ge=1, le=1000, description="independent samples per row, like RFT's group size",
+                         validation_alias=AliasChoices("samples", "SVGAGENT_SAMPLES", "SVGAGENT_RUNS"))
     # local
     home: Path | None = Field(None, description="data directory (env SVGAGENT_HOME)")
     store: Path | None = Field(None, description="SQLite store file or directory")

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .models import RolloutStatus
-from .records import RolloutRecord, mean_and_stderr
-from .store import Store
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.records import RolloutRecord, mean_and_stderr
+from svgagent.core.store import Store
 
 DEFAULT_BINS = 10
 PERCENTILES = (50, 90, 99)

@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError
-from .models import DatasetRow, RolloutStatus
-from .records import LIGHT_COLUMNS, RolloutRecord, RunRecord, RunSummary, summarize_rows
-from .schema import MIGRATIONS
+from svgagent.core.scoring.errors import StoreError
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus
+from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, RunRecord, RunSummary, summarize_rows
+from svgagent.core.schema import MIGRATIONS
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid

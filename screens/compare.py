@@ -23,12 +23,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from svgagent.core.compare import Comparison, Only, RowComparison, SortKey, compare_runs
-from svgagent.core.errors import StoreError
+from svgagent.core.scoring.errors import StoreError
 from svgagent.core.store import Store
 
-from ..tui.widgets.compare_row import CompareSide, header_text
-from ..tui.widgets.compare_table import CompareTable
-from .keys_first import AppKeysFirst
+from svgagent.tui.widgets.compare_row import CompareSide, header_text
+from svgagent.tui.widgets.compare_table import CompareTable
+from svgagent.screens.keys_first import AppKeysFirst
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -231,7 +231,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         if rollout_id is None:
             self.notify(f"run {self.side.upper()} has no rollout for this row", severity="warning")
             return
-        from .rollout_detail import RolloutDetail
+        from svgagent.screens.rollout_detail import RolloutDetail
 
         def closed(changed: bool | None) -> None:
             if changed:  # an override changes the row means: compare again
@@ -246,7 +246,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         if rollout_id is None:
             self.notify(f"run {self.side.upper()} has no rollout for this row", severity="warning")
             return
-        from .dashboard_actions import show_full_image
+        from svgagent.tui.imaging import show_full_image
 
         show_full_image(self, rollout_id)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,24 +23,30 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Static, Tab, Tabs
 
 from svgagent.core.dataset import load_dataset
-from svgagent.core.errors import SvgAgentError
+from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.events import Subscription
-from svgagent.core.models import RolloutUpdate
+from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.query import QueryError
 from svgagent.core.records import RolloutRecord, summarize_rows
+from svgagent.core.rft.launch import trained_on
 from svgagent.core.settings import Settings
 
-from ..tui.widgets.histogram import Histogram
-from ..tui.widgets.job_panel import JobPanel
-from ..tui.widgets.panes import config_pane, secrets_pane
-from ..tui.widgets.preview import Preview
-from ..tui.widgets.rollout_table import RolloutTable
-from ..tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
-from .dashboard_actions import RunActions
-from .keys_first import AppKeysFirst
+from svgagent.tui.imaging import show_full_image
+from svgagent.tui.run_control import RunEnded
+from svgagent.tui.widgets.config_form import ConfigForm
+from svgagent.tui.widgets.histogram import Histogram
+from svgagent.tui.widgets.job_panel import JobPanel
+from svgagent.tui.widgets.panes import config_pane, secrets_pane
+from svgagent.tui.widgets.preview import Preview
+from svgagent.tui.widgets.rollout_table import RolloutTable
+from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
+from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.screens.run_picker import RunPicker
+from svgagent.screens.confirm import Confirm
+from svgagent.screens.keys_first import AppKeysFirst
 
 if TYPE_CHECKING:
-    from ..tui.app import SvgAgentApp
+    from svgagent.tui.services import AppServices
 
 FEED_INTERVAL_S = 0.1
 LIVE_FILTER_ROWS = 2_000  # up to this many rows the filter applies on every key
@@ -78,7 +84,11 @@ def latest_per_rollout(events: list[RolloutUpdate]) -> dict[str, RolloutUpdate]:
     return latest
 
 
-class Dashboard(AppKeysFirst, RunActions, Screen):
+def _names(missing: list[str]) -> str:
+    return " and ".join(missing) + (" is" if len(missing) == 1 else " are")
+
+
+class Dashboard(AppKeysFirst, Screen):
     AUTO_FOCUS = "#rollouts"
     BINDINGS = [
         Binding("r", "start_run", "Run", id="app.run", tooltip="Start a run with the Config pane's settings"),
@@ -111,7 +121,7 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
 
     @property
-    def svg_app(self) -> SvgAgentApp:
+    def svg_app(self) -> AppServices:
         return self.app  # type: ignore[return-value]
 
     # --- layout -------------------------------------------------------------------------------------------
@@ -278,6 +288,10 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
         box.remove_class("-error")
         self.query_one("#filter-bar").set_class(table.query_filter.empty, "-hidden")
 
+    def demo_ended(self) -> None:
+        """Keys were saved: the endpoints are real now, so the demo banner goes."""
+        self.query_one("#banner").add_class("-hidden")
+
     # --- the open run -------------------------------------------------------------------------------------
     def open_run(self, run_id: str) -> None:
         store = self.svg_app.store
@@ -413,3 +427,192 @@ class Dashboard(AppKeysFirst, RunActions, Screen):
                 self.refresh_summary()
             if table.cursor_id in {r.rollout_id for r in batch.records}:
                 self.query_one(Preview).reload()
+
+    # --- run actions --------------------------------------------------------------------------------------
+    def _check_keys(self, settings: Any) -> bool:
+        if self.svg_app.demo:
+            return True
+        missing = settings.missing_keys()
+        if missing:
+            self.notify(f"{_names(missing)} not set: add {'it' if len(missing) == 1 else 'them'} here, then press r",
+                        title="Keys missing", severity="error", timeout=8)
+            self.action_pane("secrets")
+            return False
+        return True
+
+    def _busy(self) -> bool:
+        if self.svg_app.control.running:
+            self.notify("a run is in progress: press s to stop it first", severity="warning")
+            return True
+        return False
+
+    def action_start_run(self, name: str | None = None) -> None:
+        settings = self.svg_app.settings
+        if self._busy() or not self._check_keys(settings):
+            return
+        try:
+            dataset = load_dataset(settings.dataset)
+        except SvgAgentError as err:
+            self.notify(str(err), title="Dataset", severity="error", timeout=8)
+            self.action_pane("config")
+            return
+        run_id = self.svg_app.control.start(settings, dataset=dataset, name=name)
+        self.start_feed()
+        self.open_run(run_id)
+        self.action_pane("rollouts")
+        rows = len(self.query_one(RolloutTable).records)
+        self.notify(f"run {run_id}: {rows} rollouts → {settings.model}", title="Run started", timeout=3)
+
+    async def action_stop_run(self) -> None:
+        control = self.svg_app.control
+        if not control.running:
+            self.notify("no run in progress", severity="warning", timeout=3)
+            return
+        await control.stop()
+        self.reload_run()
+        table = self.query_one(RolloutTable)
+        done = sum(1 for r in table.records.values() if r.status.terminal)
+        self.notify(f"stopped: {done} finished rollouts kept; c resumes the rest", title="Run stopped", timeout=4)
+
+    def _resume(self, what: str) -> bool:
+        app = self.svg_app
+        if self.run_id is None:
+            self.notify("no run open: press o to open one or r to start one", severity="warning")
+            return False
+        run = app.store.get_run(self.run_id)
+        settings = app.settings_for_run(run.settings)
+        if not self._check_keys(settings):
+            return False
+        app.control.start(settings, run_id=self.run_id)
+        self.start_feed()
+        self.reload_run()
+        self.notify(what, title="Run resumed", timeout=3)
+        return True
+
+    def action_resume_run(self) -> None:
+        if self._busy():
+            return
+        if self.run_id is None:
+            self.notify("no run open: press o to open one or r to start one", severity="warning")
+            return
+        left = self.svg_app.control.unfinished(self.run_id)
+        if left == 0:
+            self.notify("nothing left to run here; R reruns marked or failed rollouts", timeout=4)
+            return
+        self._resume(f"{left} unfinished rollouts of {self.run_id}")
+
+    def action_rerun(self) -> None:
+        if self._busy():
+            return
+        if self.run_id is None:
+            self.notify("no run open: press o to open one or r to start one", severity="warning")
+            return
+        table = self.query_one(RolloutTable)
+        ids = sorted(table.marked) or self.svg_app.control.failed_ids(self.run_id)
+        if not ids:
+            self.notify("nothing to rerun: mark rollouts with space (there are no failed ones)", severity="warning")
+            return
+        self.svg_app.store.new_attempts(self.run_id, ids)
+        table.clear_marks()
+        self._resume(f"{len(ids)} rollouts rerun as new attempts")
+
+    def action_open_run(self) -> None:
+        if self._busy():
+            return
+
+        def opened(run_id: str | None) -> None:
+            if run_id:
+                self.open_run(run_id)
+                self.action_pane("rollouts")
+
+        self.app.push_screen(RunPicker(self.svg_app.store, current=self.run_id), opened)
+
+    def action_stats(self) -> None:
+        if self.run_id is None:
+            self.notify("no run open: press o to open one", severity="warning")
+            return
+        from svgagent.screens.stats import StatsScreen
+
+        def chosen(query: str | None) -> None:
+            if query and self._apply_filter(query, quiet=False):  # a histogram bin: its rollouts
+                self._filter_done()
+                self.action_pane("rollouts")
+
+        run = self.svg_app.store.get_run(self.run_id)
+        self.app.push_screen(StatsScreen(self.svg_app.store, self.run_id, name=run.name), chosen)
+
+    def action_export(self) -> None:
+        if self.run_id is None:
+            self.notify("no run open: press o to open one", severity="warning")
+            return
+        from svgagent.screens.export_dialog import ExportDialog
+
+        run = self.svg_app.store.get_run(self.run_id)
+        self.app.push_screen(ExportDialog(self.svg_app.store, self.run_id, name=run.name))
+
+    def action_full_image(self) -> None:
+        rollout_id = self.query_one(RolloutTable).cursor_id
+        if rollout_id is None:
+            self.notify("no rollout selected", severity="warning")
+            return
+        show_full_image(self, rollout_id)
+
+    def on_rollout_table_opened(self, event: RolloutTable.Opened) -> None:
+        def closed(_: object = None) -> None:
+            table = self.query_one(RolloutTable)
+            table.apply(self.svg_app.store.get_rollouts([event.rollout_id]))
+            self.query_one(Preview).reload()
+            self.refresh_summary()
+
+        self.app.push_screen(RolloutDetail(self.svg_app.store, event.rollout_id), closed)
+
+    def on_run_ended(self, event: RunEnded) -> None:
+        if event.run_id == self.run_id:
+            self.reload_run()
+        if event.error:
+            self.notify(event.error, title="Run failed", severity="error", timeout=10)
+        elif event.summary is not None:
+            s = event.summary
+            mean = "–" if s.mean_score is None else f"{s.mean_score:.3f}"
+            self.notify(f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
+                        title="Run finished", timeout=5)
+
+    # --- what the Jobs pane asks for ----------------------------------------------------------------------
+    @on(JobPanel.CancelRequested)
+    def _confirm_cancel(self, message: JobPanel.CancelRequested) -> None:
+        view, panel = message.view, message.panel
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                panel.cancel(view)
+
+        at = f" at {view.percent}%" if view.percent is not None else ""
+        self.app.push_screen(Confirm(f"Cancel RFT job {view.job_id}?",
+                                     f"{view.display_name or view.job_id} is {view.phase}{at}. Its training stops; "
+                                     "p resumes it later from where it stopped.",
+                                     yes="cancel the job", no="keep it running"), answered)
+
+    @on(JobPanel.LaunchRequested)
+    def _open_launch(self, message: JobPanel.LaunchRequested) -> None:
+        from svgagent.screens.rft_launch import RftLaunchScreen
+
+        panel = message.panel
+        self.app.push_screen(RftLaunchScreen(message.source, self.svg_app.settings, on_launched=panel.job_launched))
+
+    @on(JobPanel.EvalRequested)
+    def _eval_output(self, message: JobPanel.EvalRequested) -> None:
+        """Point the Config's model at the job's output model and start a run of it, named `eval of <model>`, on
+        the Config's dataset — to compare with a run of the base model."""
+        app = self.svg_app
+        if self._busy():
+            return
+        app.settings = app.settings.model_copy(update={"model": message.model})
+        for form in self.query(ConfigForm):  # not there until the Config pane has been shown
+            form.set_text("model", message.model)
+        dataset_id = message.view.links.get("dataset", "").rsplit("/", 1)[-1]
+        same = trained_on(app.settings.dataset, app.settings.rows, dataset_id)
+        self.action_start_run(name=f"eval of {message.model}")
+        if same is False:
+            rows = f", {app.settings.rows} rows" if app.settings.rows else ""
+            self.notify(f"{message.view.job_id} trained on another dataset than the Config's ({app.settings.dataset}"
+                        f"{rows}): the eval uses the Config's", title="Dataset", severity="warning", timeout=8)

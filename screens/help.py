@@ -13,15 +13,15 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..tui.widgets.compare_table import CompareTable
-from ..tui.widgets.rollout_table import RolloutTable
-from .compare import CompareScreen
-from .dashboard import Dashboard
-from .export_dialog import ExportDialog
-from .keys_first import AppKeysFirst
-from .rollout_detail import RolloutDetail
-from .run_picker import RunPicker
-from .stats import StatsScreen
+from svgagent.tui.widgets.compare_table import CompareTable
+from svgagent.tui.widgets.rollout_table import RolloutTable
+from svgagent.screens.compare import CompareScreen
+from svgagent.screens.dashboard import Dashboard
+from svgagent.screens.export_dialog import ExportDialog
+from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.screens.run_picker import RunPicker
+from svgagent.screens.stats import StatsScreen
 
 FILTER_HELP = [
     ("score<0.5  score>=0.8", "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
@@ -47,21 +47,21 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         ("Export dialog", list(ExportDialog.BINDINGS)),
     ]
     try:
-        from ..tui.widgets.config_form import ConfigForm
+        from svgagent.tui.widgets.config_form import ConfigForm
 
         sections.append(("Config pane", [b for b in ConfigForm.BINDINGS if isinstance(b, Binding)]))
     except ImportError:
         pass
     try:
-        from ..tui.widgets.secrets_form import SecretsPane
+        from svgagent.tui.widgets.secrets_form import SecretsPane
 
         sections.append(("Secrets pane", [b for b in SecretsPane.BINDINGS if isinstance(b, Binding)]))
     except ImportError:
         pass
-    from ..tui.widgets.job_panel import JobPanel
-    from ..tui.widgets.job_table import JobTable
-    from .confirm import Confirm
-    from .rft_launch import RftLaunchScreen
+    from svgagent.tui.widgets.job_panel import JobPanel
+    from svgagent.tui.widgets.job_table import JobTable
+    from svgagent.screens.confirm import Confirm
+    from svgagent.screens.rft_launch import RftLaunchScreen
 
     sections.append(("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)))
     sections.append(("RFT launch screen", list(RftLaunchScreen.BINDINGS)))

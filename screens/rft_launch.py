@@ -21,15 +21,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from svgagent.core.rft_params import FLAGS, ParamsError, RftParams, allowed_range, defaults, parse_params
+from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, defaults, parse_params
 
-from .keys_first import AppKeysFirst
+from svgagent.screens.keys_first import AppKeysFirst
 
 if TYPE_CHECKING:
-    from svgagent.core.rft_launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
-    from svgagent.tui.widgets.job_source import JobSource
+    from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
+    from svgagent.core.rft.job_source import JobSource
 
-STEP_NAMES = ("account", "secrets", "evaluator", "dataset", "job")  # svgagent.core.rft_launch.STEPS
+STEP_NAMES = ("account", "secrets", "evaluator", "dataset", "job")  # svgagent.core.rft.launch.STEPS
 DEFAULT_BASE_MODEL = "accounts/fireworks/models/qwen3-0p6b"
 MARKS = {"start": ("▸", "bold cyan"), "progress": ("▸", "bold cyan"), "done": ("✓", "bold green"),
          "reused": ("✓", "bold green"), "failed": ("✗", "bold red")}
@@ -228,8 +228,8 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
                         group="rft-launch", exit_on_error=False)
 
     def _prepare(self, params: RftParams) -> None:
-        from svgagent.core.errors import SvgAgentError
-        from svgagent.core.rft_launch import plan, prepare_launch
+        from svgagent.core.scoring.errors import SvgAgentError
+        from svgagent.core.rft.launch import plan, prepare_launch
 
         try:
             prepared = prepare_launch(self.source.launch_request(self.settings, params))
@@ -275,8 +275,8 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
                         exit_on_error=False)
 
     def _launch(self, prepared: PreparedLaunch) -> None:
-        from svgagent.core.errors import SvgAgentError
-        from svgagent.core.rft_launch import LaunchCancelled, launch
+        from svgagent.core.scoring.errors import SvgAgentError
+        from svgagent.core.rft.launch import LaunchCancelled, launch
 
         try:
             cp = self.source.control_plane()

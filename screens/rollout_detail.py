@@ -21,10 +21,10 @@ from textual.worker import get_current_worker
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from ..tui.imaging import png_to_text
-from ..tui.widgets.rollout_cells import STATUS_ICONS, format_score
-from ..tui.widgets.rollout_info import RolloutInfo, judge_marks, verdict_text
-from .keys_first import AppKeysFirst
+from svgagent.tui.imaging import png_to_text
+from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
+from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, verdict_text
+from svgagent.screens.keys_first import AppKeysFirst
 
 NARROW_BELOW = 110
 
@@ -206,7 +206,7 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         options.action_cursor_down() if step > 0 else options.action_cursor_up()
 
     def action_full_image(self) -> None:
-        from .dashboard_actions import show_full_image
+        from svgagent.tui.imaging import show_full_image
 
         show_full_image(self, self.rollout_id)
 

@@ -23,8 +23,8 @@ from textual.widgets import Footer, Static
 from svgagent.core.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
 from svgagent.core.store import Store
 
-from ..tui.widgets.histogram import Histogram, bin_query
-from .keys_first import AppKeysFirst
+from svgagent.tui.widgets.histogram import Histogram, bin_query
+from svgagent.screens.keys_first import AppKeysFirst
 
 BIN_CHOICES = (10, 20, 5)
 WIDE_FROM = 110

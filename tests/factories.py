@@ -15,7 +15,7 @@ from unittest import mock
 
 import cairosvg
 
-from svgagent.core.models import DatasetRow, RolloutStatus
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus
 from svgagent.core.store import Store
 
 RUN_ID = "20260101-120000-test"

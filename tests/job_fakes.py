@@ -7,7 +7,7 @@ import copy
 from datetime import datetime, timezone
 from typing import Any
 
-from svgagent.tui.widgets.job_source import JobSource
+from svgagent.core.rft.job_source import JobSource
 
 ACCOUNT = "test-account"
 BASE_URL = "https://api.fireworks.ai"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.simulator import Simulator
+from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
 RUN_KEYS = {"run_id", "rollouts", "scored", "failed", "invalid", "mean_score", "stderr", "threshold", "passed",
@@ -25,7 +25,7 @@ ROLLOUT_KEYS = {"rollout_id", "row_id", "sample_index", "status", "score", "fulf
 
 
 def svgagent(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
@@ -172,7 +172,7 @@ def _spawn_eval(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[str
     env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
     args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
             "--judge-model", "simulated-judge", "--concurrency", "2", "--judge-concurrency", "2", *extra]
-    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli", *args], env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from svgagent.core.compare import compare_rollouts, compare_runs, filter_rows, sort_rows
-from svgagent.core.models import DatasetRow, RolloutStatus
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus
 from svgagent.core.store import Store
-from svgagent.tui.cli import main
+from svgagent.tui.cli.main import main
 
 Sample = int | None | dict[str, Any]
 RowSpec = tuple[str, str, int, Sequence[Sample]]  # (row_id, prompt, number of requirements, samples)

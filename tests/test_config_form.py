@@ -11,8 +11,8 @@ from pydantic import Field
 from textual.widgets import Input, Label, Select, Static, Switch
 
 from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_until
-from svgagent.core.models import JudgeMode
-from svgagent.core.settings import Settings, load_settings
+from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.settings import KEY_FIELDS, Settings, load_settings
 from svgagent.tui.widgets.config_form import (
     ConfigForm,
     FocusHome,
@@ -52,8 +52,7 @@ async def _type(app: ConfigFormApp, pilot, field: str, text: str, *, keys: bool 
 def test_form_is_generated_from_the_model() -> None:
     specs = {s.name: s for s in form_fields()}
     expected = {
-        name for name, info in Settings.model_fields.items()
-        if info.validation_alias is None and name not in ("home", "store")
+        name for name in Settings.model_fields if name not in (*KEY_FIELDS, "home", "store")
     }
     assert set(specs) == expected
     assert {"fireworks_api_key", "openai_api_key", "fireworks_account_id", "home", "store"}.isdisjoint(specs)
@@ -235,11 +234,11 @@ async def test_ctrl_s_writes_toml_that_load_settings_reads(isolated_env: Path) -
 async def test_save_is_refused_while_a_field_is_invalid(isolated_env: Path) -> None:
     app = ConfigFormApp(load_settings())
     async with app.run_test(size=(120, 40)) as pilot:
-        await _type(app, pilot, "runs", "0")
+        await _type(app, pilot, "samples", "0")
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert not (isolated_env / "svgagent.toml").exists()
-        assert any("fix runs" in n.message for n in app._notifications)
+        assert any("fix samples" in n.message for n in app._notifications)
         assert not [m for m in app.messages if isinstance(m, ConfigForm.Saved)]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.simulator import Simulator
+from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
 ROWS, RUNS, CONCURRENCY = 30, 10, 8  # 300 rollouts
@@ -35,7 +35,7 @@ def _spawn(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[bytes]:
     args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
             "--judge-model", "simulated-judge", "--concurrency", str(CONCURRENCY), "--judge-concurrency",
             str(CONCURRENCY), "--render-size", "128", *extra]
-    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

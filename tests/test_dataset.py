@@ -10,8 +10,8 @@ import pytest
 
 from svgagent.core import dataset as dataset_module
 from svgagent.core.dataset import Dataset, load_dataset, select_rows
-from svgagent.core.errors import ConfigError, DatasetError
-from svgagent.core.models import DatasetRow
+from svgagent.core.scoring.errors import ConfigError, DatasetError
+from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
 
 QUESTIONS = [

@@ -10,10 +10,10 @@ import pytest
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
-from svgagent.core.models import RolloutStatus
-from svgagent.core.render import Renderer
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.render import Renderer
 from svgagent.core.settings import load_settings
-from svgagent.core.simulator import Simulator
+from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
 STATES = ["generating", "rendering", "judging"]
@@ -48,7 +48,7 @@ async def run_once(settings, store, renderer, *, name="t", use_cache=None):
 
 
 async def test_run_end_to_end(sim: Simulator, tmp_path: Path, renderer: Renderer) -> None:
-    settings, store = make(sim, tmp_path, rows=6, runs=2)
+    settings, store = make(sim, tmp_path, rows=6, samples=2)
     run_id, summary, events = await run_once(settings, store, renderer)
     rollouts = store.list_rollouts(run_id, heavy=True)
     assert len(rollouts) == 12 and all(r.status.terminal for r in rollouts)
@@ -91,7 +91,7 @@ async def test_per_requirement_mode_keeps_each_verdict(sim: Simulator, tmp_path:
 
 
 async def test_cache_avoids_paying_twice(sim: Simulator, tmp_path: Path, renderer: Renderer) -> None:
-    settings, store = make(sim, tmp_path, rows=3, runs=2)
+    settings, store = make(sim, tmp_path, rows=3, samples=2)
     first, s1, _ = await run_once(settings, store, renderer)
     calls = sim.stats()["requests"]
     second, s2, _ = await run_once(settings, store, renderer)
@@ -107,7 +107,7 @@ async def test_faults_end_every_rollout_terminal_within_limits(tmp_path: Path, r
     knobs = dict(rate_limit_every=4, retry_after_s=0.01, error_5xx_every=7, empty_choices_every=9,
                  judge_garbage_every=3, timeout_every=13, timeout_hang_s=3.0, reset_every=17)
     with Simulator(**knobs) as sim:
-        settings, store = make(sim, tmp_path, rows=12, runs=2, concurrency=4, judge_concurrency=3,
+        settings, store = make(sim, tmp_path, rows=12, samples=2, concurrency=4, judge_concurrency=3,
                                request_timeout_s=0.8, max_retries=1)
         run_id, summary, _ = await run_once(settings, store, renderer)
         stats = sim.stats()
@@ -124,7 +124,7 @@ async def test_faults_end_every_rollout_terminal_within_limits(tmp_path: Path, r
 
 async def test_stop_then_resume_keeps_finished_rollouts(tmp_path: Path, renderer: Renderer) -> None:
     with Simulator(policy_latency_s=0.05, judge_latency_s=0.05) as sim:
-        settings, store = make(sim, tmp_path, rows=10, runs=2, concurrency=2, judge_concurrency=2)
+        settings, store = make(sim, tmp_path, rows=10, samples=2, concurrency=2, judge_concurrency=2)
         async with Engine(settings, store, renderer=renderer) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
             sub = engine.bus.subscribe()

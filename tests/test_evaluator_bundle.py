@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core import bundle_entry
+from svgagent.core.rft import bundle_entry
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
-from svgagent.core.evaluator_bundle import (
+from svgagent.core.rft.evaluator_bundle import (
     BUNDLE_PACKAGE,
-    CORE_DIR,
+    RFT_DIR,
+    SCORING_DIR,
     ENTRY_FILE,
     ENTRY_POINT,
     SOURCE_MODULES,
@@ -34,13 +35,13 @@ from svgagent.core.evaluator_bundle import (
     config_from_settings,
     unpack_archive,
 )
-from svgagent.core.fireworks_api import ControlPlane
-from svgagent.core.fireworks_sim import FireworksSim
-from svgagent.core.render import Renderer
-from svgagent.core.rft_launch import LaunchRequest, launch, prepare_launch
-from svgagent.core.rft_params import RftParams
+from svgagent.core.rft.fireworks_api import ControlPlane
+from svgagent.core.sim.control_plane import FireworksSim
+from svgagent.core.scoring.render import Renderer
+from svgagent.core.rft.launch import LaunchRequest, launch, prepare_launch
+from svgagent.core.rft.params import RftParams
 from svgagent.core.settings import load_settings
-from svgagent.core.simulator import Simulator
+from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
 EP_INSTALLED = importlib.util.find_spec("eval_protocol") is not None
@@ -69,18 +70,18 @@ def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
     assert one.entry_point == ENTRY_POINT == "test_svgagent_judge.py::test_svgagent_judge"
     assert archive_members(one.archive) == dict(one.files)
     for module in SOURCE_MODULES:  # byte-for-byte copies, package renamed
-        source = (CORE_DIR / f"{module}.py").read_text(encoding="utf-8")
+        source = (SCORING_DIR / f"{module}.py").read_text(encoding="utf-8")
         copied = one.files[f"{BUNDLE_PACKAGE}/{module}.py"].decode()
-        assert copied == source.replace("svgagent.core", BUNDLE_PACKAGE)
+        assert copied == source.replace("svgagent.core.scoring", BUNDLE_PACKAGE)
         assert "svgagent.core" not in copied
-    entry = (CORE_DIR / "bundle_entry.py").read_text(encoding="utf-8")
-    assert one.files[ENTRY_FILE].decode() == entry.replace("svgagent.core", BUNDLE_PACKAGE)
+    entry = (RFT_DIR / "bundle_entry.py").read_text(encoding="utf-8")
+    assert one.files[ENTRY_FILE].decode() == entry.replace("svgagent.core.scoring", BUNDLE_PACKAGE)
     requirements = one.files["requirements.txt"].decode().split()
     for name in ("eval-protocol", "openai", "cairosvg", "pillow", "pydantic"):
         assert any(r.split(">")[0] == name for r in requirements), name
     assert one.requirements == one.files["requirements.txt"].decode()
     manifest = json.loads(one.files["svgagent_bundle.json"])
-    assert manifest["entry_point"] == ENTRY_POINT and set(manifest["sources"]) >= {"core/judge.py", "core/extract.py"}
+    assert manifest["entry_point"] == ENTRY_POINT and set(manifest["sources"]) >= {"core/scoring/judge.py", "core/scoring/extract.py"}
     # the judge settings are part of the code: another judge gives another evaluator
     other = build_bundle(config={**one.config, "judge_model": "another-judge"})
     assert other.code_hash != one.code_hash and other.evaluator_id != one.evaluator_id

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from svgagent.core.extract import EMPTY_ANSWER, NO_SVG, ExtractResult, extract_svg, strip_reasoning
+from svgagent.core.scoring.extract import EMPTY_ANSWER, NO_SVG, ExtractResult, extract_svg, strip_reasoning
 
 SIMPLE = '<svg viewBox="0 0 10 10" xmlns="http://www.w3.org/2000/svg"><rect width="5" height="5"/></svg>'
 OTHER = '<svg viewBox="0 0 20 20"><circle cx="10" cy="10" r="4" fill="blue"/></svg>'
@@ -264,7 +264,7 @@ def test_pathological_answers_stay_fast(answer: str) -> None:
 
 
 def test_upper_case_root_is_normalised_so_it_renders() -> None:
-    from svgagent.core.render import render_svg_to_png
+    from svgagent.core.scoring.render import render_svg_to_png
 
     answer = 'Here:\n<SVG xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5" fill="red"/></SVG>'
     result = extract_svg(answer)

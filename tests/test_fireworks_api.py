@@ -9,8 +9,8 @@ import tarfile
 
 import pytest
 
-from svgagent.core.errors import SvgAgentError
-from svgagent.core.fireworks_api import (
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.rft.fireworks_api import (
     MISSING_KEY,
     ControlPlane,
     FireworksError,
@@ -18,8 +18,8 @@ from svgagent.core.fireworks_api import (
     is_terminal,
     secret_id_for,
 )
-from svgagent.core.fireworks_sim import FireworksSim
-from svgagent.core.links import app_url, dataset_link, evaluator_link, job_link
+from svgagent.core.sim.control_plane import FireworksSim
+from svgagent.core.rft.links import app_url, dataset_link, evaluator_link, job_link
 
 ACCT = "sim-account"
 JSONL = b"".join(json.dumps({"messages": [{"role": "user", "content": f"draw {w}"}]}).encode() + b"\n"

@@ -15,7 +15,7 @@ import fireworks
 import httpx
 import pytest
 
-from svgagent.core.fireworks_sim import FireworksSim
+from svgagent.core.sim.control_plane import FireworksSim
 
 ACCT = "sim-account"
 JSONL = b'{"messages": [{"role": "user", "content": "a cat"}]}\n{"messages": [{"role": "user", "content": "a dog"}]}\n'
@@ -334,7 +334,7 @@ def test_standalone_cli_serves() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIREWORKS_")}
-    proc = subprocess.Popen([sys.executable, "-m", "svgagent.core.fireworks_sim", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "svgagent.core.sim.control_plane", "--port", str(port),
                              "--account", "cli-acct"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.monotonic() + 10

@@ -14,7 +14,7 @@ from PIL import Image
 
 from svgagent.core.compare import compare_runs
 from svgagent.core.export import AssetWriter, evaluation_row, safe_stem
-from svgagent.core.extract import NO_SVG
+from svgagent.core.scoring.extract import NO_SVG
 from svgagent.core.importer import (
     IMPORTED_FINISH_REASON,
     NothingImported,
@@ -22,12 +22,12 @@ from svgagent.core.importer import (
     parse_formatted_prompt,
     read_evaluation_rows,
 )
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord
 from svgagent.core.stats import run_stats
 from svgagent.core.store import Store
-from svgagent.tui.cli import main
+from svgagent.tui.cli.main import main
 from test_compare import OUTAGE, make_run, requirements_for
 
 SCORED, FAILED, QUEUED = RolloutStatus.SCORED, RolloutStatus.FAILED, RolloutStatus.QUEUED

@@ -10,7 +10,7 @@ import cairosvg
 import openai
 import pytest
 
-from svgagent.core.judge import (
+from svgagent.core.scoring.judge import (
     COUNT_KEY,
     COUNT_SCHEMA_NAME,
     PER_REQUIREMENT_SCHEMA_NAME,
@@ -19,8 +19,8 @@ from svgagent.core.judge import (
     parse_judge_answer,
     response_format_for,
 )
-from svgagent.core.models import JudgeMode
-from svgagent.core.simulator import SimConfig, Simulator
+from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.sim.simulator import SimConfig, Simulator
 
 REQS = ["A red sun", "A blue sea", "A green island", "A palm tree", "A white cloud", "A boat"]
 N = len(REQS)

@@ -25,4 +25,4 @@ def test_wheel_contains_every_package_and_data_file(tmp_path: Path) -> None:
     assert "svgagent/core/data/builtin.json" in names
     assert "svgagent/tui/app.tcss" in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "svgagent = svgagent.tui.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "svgagent = svgagent.tui.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()

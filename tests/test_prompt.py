@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.models import DatasetRow
+from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row, format_prompt, format_requirements
 
 EXPECTED = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.query import QueryError, parse_query, sort_records
 from svgagent.core.records import RolloutRecord
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from factories import RUN_ID, build_run
 
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, paused_gc
 from svgagent.core.store import Store
 

@@ -15,9 +15,9 @@ import time
 import pytest
 from PIL import Image
 
-from svgagent.core.errors import RenderError
-from svgagent.core.render import Renderer, render_svg_to_png
-from svgagent.core.render_worker import fit_longest_side, intrinsic_size
+from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.render import Renderer, render_svg_to_png
+from svgagent.core.scoring.render_worker import fit_longest_side, intrinsic_size
 
 NS = 'xmlns="http://www.w3.org/2000/svg"'
 RED_RECT_LEFT_HALF = f'<svg {NS} width="100" height="100"><rect width="50" height="100" fill="#ff0000"/></svg>'
@@ -319,6 +319,6 @@ def test_workers_do_not_inherit_secrets(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_importing_the_renderer_is_cheap() -> None:
-    code = "import sys, svgagent.core.render; print('cairosvg' in sys.modules, 'PIL' in sys.modules)"
+    code = "import sys, svgagent.core.scoring.render; print('cairosvg' in sys.modules, 'PIL' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["False", "False"], result.stderr

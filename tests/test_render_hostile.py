@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops
 
-from svgagent.core.errors import RenderError
-from svgagent.core.render import Renderer, render_svg_to_png
+from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.render import Renderer, render_svg_to_png
 
 try:
     from hostile_svgs import PLANTED_FILES, HostileCase, HostileEnv, build_corpus, case_names, plant_files

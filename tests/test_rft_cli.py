@@ -1,5 +1,5 @@
 """`svgagent rft …` against the simulated Fireworks control plane: in-process through `main()` for most cases,
-and as a real `python -m svgagent.tui.cli` process for a few."""
+and as a real `python -m svgagent.tui.cli.main` process for a few."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.fireworks_sim import FireworksSim
+from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.store import Store
-from svgagent.tui.cli import main
+from svgagent.tui.cli.main import main
 
 FW_KEY = "fw-FAKE-cli-key-0123456789abcdef"
 OPENAI_KEY = "FAKEOA-cli-judge-9876543210zyxw"
@@ -230,7 +230,7 @@ def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path,
 
 # ---- as a real process ----------------------------------------------------------------------------------------
 def svgagent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, text=True,
                           timeout=60, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 

@@ -11,22 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.evaluator_bundle import archive_members
-from svgagent.core.fireworks_api import ControlPlane, FireworksError
-from svgagent.core.fireworks_sim import FireworksSim
-from svgagent.core.rft_launch import (
+from svgagent.core.rft.evaluator_bundle import archive_members
+from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
+from svgagent.core.sim.control_plane import FireworksSim
+from svgagent.core.demo import demo_control_plane
+from svgagent.core.rft.launch import (
     STEPS,
     LaunchCancelled,
     LaunchEvent,
     LaunchRequest,
-    demo_control_plane,
     launch,
     mask_secret,
     plan,
     prepare_launch,
 )
-from svgagent.core.rft_monitor import JobPoller, JobView, PollOutcome, state_category, watch_job
-from svgagent.core.rft_params import ParamsError, RftParams, allowed_range, parse_params
+from svgagent.core.rft.monitor import JobPoller, JobView, PollOutcome, state_category, watch_job
+from svgagent.core.rft.params import ParamsError, RftParams, allowed_range, parse_params
 from svgagent.core.store import MIGRATIONS, Store
 
 ACCT = "sim-account"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.simulator import Simulator
+from svgagent.core.sim.simulator import Simulator
 
 FW_KEY = "FAKEFW-hygiene-0123456789-policy"
 OA_KEY = "FAKEOA-hygiene-9876543210-judge"
@@ -60,7 +60,7 @@ def test_eval_export_and_store_never_hold_keys(tmp_path: Path) -> None:
     outputs: list[bytes] = []
     with Simulator(judge_garbage_every=5, error_5xx_every=7) as sim:
         def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-            done = subprocess.run([sys.executable, "-m", "svgagent.tui.cli", *args], env=env, capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, capture_output=True,
                                   timeout=180)
             outputs.extend([done.stdout, done.stderr])
             return done
@@ -168,7 +168,7 @@ async def test_tui_screens_store_and_logs_never_show_keys(tmp_path: Path, isolat
 
 # --- RFT: a launch against the simulated Fireworks control plane ---------------------------------------------
 def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli", *args], env=env, cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, cwd=cwd, capture_output=True,
                           timeout=300, stdin=subprocess.DEVNULL)
 
 
@@ -177,8 +177,8 @@ def test_rft_launch_sends_the_judge_key_only_as_a_secret(tmp_path: Path, isolate
     value of the secret upload (masked in the request log); the Fireworks key only as the Authorization header
     (never logged, never sent to the storage URL); neither is in the output, the uploaded dataset or any file of
     the uploaded evaluator bundle."""
-    from svgagent.core.fireworks_sim import FireworksSim
-    from svgagent.core.fireworks_sim_state import MASK
+    from svgagent.core.sim.control_plane import FireworksSim
+    from svgagent.core.sim.control_plane_state import MASK
 
     _write_dotenv(isolated_env)
     env = {**os.environ, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OA_KEY, "SVGAGENT_MAX_RETRIES": "0",

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.errors import ConfigError
-from svgagent.core.models import JudgeMode
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.settings import Settings, load_settings, user_config_file
 
 
@@ -19,7 +19,7 @@ def test_defaults() -> None:
     assert s.judge_base_url == "https://api.openai.com/v1"
     assert s.judge_mode is JudgeMode.COUNT
     assert (s.concurrency, s.judge_concurrency, s.render_size, s.threshold) == (16, 16, 512, 0.5)
-    assert s.dataset == "builtin" and s.rows is None and s.runs == 1
+    assert s.dataset == "builtin" and s.rows is None and s.samples == 1
     assert s.missing_keys() == ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]
 
 
@@ -30,12 +30,12 @@ def test_precedence_flags_env_dotenv_toml_user(isolated_env: Path, monkeypatch: 
     (isolated_env / "svgagent.toml").write_text('model = "from-toml"\nconcurrency = 3\nthreshold = 0.2\nruns = 4\n')
     (isolated_env / ".env").write_text("SVGAGENT_CONCURRENCY=4\nSVGAGENT_THRESHOLD=0.3\nOPENAI_API_KEY=sk-dotenv\n")
     monkeypatch.setenv("SVGAGENT_THRESHOLD", "0.4")
-    s = load_settings(runs=7)
+    s = load_settings(samples=7)
     assert s.judge_model == "judge-user"  # only the user file sets it
     assert s.model == "from-toml"  # project toml beats user file
     assert s.concurrency == 4  # .env beats toml
     assert s.threshold == 0.4  # environment beats .env
-    assert s.runs == 7  # explicit override beats everything
+    assert s.samples == 7  # explicit override beats everything
     assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-dotenv"
 
 
@@ -91,5 +91,5 @@ def test_public_dict_has_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_settings_model_has_every_documented_field() -> None:
     for name in ("model", "base_url", "temperature", "max_tokens", "reasoning_effort", "judge_model",
                  "judge_base_url", "judge_mode", "concurrency", "judge_concurrency", "request_timeout_s",
-                 "max_retries", "render_size", "threshold", "dataset", "rows", "runs"):
+                 "max_retries", "render_size", "threshold", "dataset", "rows", "samples"):
         assert name in Settings.model_fields

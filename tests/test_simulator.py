@@ -16,8 +16,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from svgagent.core.simulator import SimConfig, Simulator
-from svgagent.core.simulator_content import QUALITIES, choose_quality, parse_requirements
+from svgagent.core.sim.simulator import SimConfig, Simulator
+from svgagent.core.sim.content import QUALITIES, choose_quality, parse_requirements
 
 REQUIREMENTS = ["A lighthouse", "A rocky cliff", "Waves", "A seagull", "A sunset sky", "A small boat"]
 
@@ -327,7 +327,7 @@ async def test_many_concurrent_requests_add_little_overhead() -> None:
 
 def test_runs_as_a_separate_process() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "svgagent.core.simulator", "--port", "0", "--policy-latency", "0.01", "--seed", "4"],
+        [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--policy-latency", "0.01", "--seed", "4"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -13,8 +13,8 @@ import httpx
 import openai
 import pytest
 
-from svgagent.core.extract import EMPTY_ANSWER, NO_SVG, ONLY_IN_REASONING
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.extract import EMPTY_ANSWER, NO_SVG, ONLY_IN_REASONING
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.policy import describe_api_error
 from svgagent.core.settings import load_settings
 from svgagent.core.stats import (
@@ -28,7 +28,7 @@ from svgagent.core.stats import (
     run_stats,
 )
 from svgagent.core.store import Store
-from svgagent.tui.cli import main
+from svgagent.tui.cli.main import main
 from test_compare import make_run
 
 FAILED = RolloutStatus.FAILED

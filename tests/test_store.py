@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.errors import StoreError
-from svgagent.core.models import DatasetRow, RolloutStatus
+from svgagent.core.scoring.errors import StoreError
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus
 from svgagent.core.store import MIGRATIONS, Store
 
 ROWS = [

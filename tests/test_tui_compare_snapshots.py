@@ -12,7 +12,7 @@ from factories import FLAG_SVG, Spec, build_run
 from textual.pilot import Pilot
 from tui_support import make_app, settle
 
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 
 SIZES = [(80, 24), (120, 40)]

@@ -14,16 +14,16 @@ from job_fakes import NOW, fake_source, job, sample_jobs
 from textual.widgets import Input
 from tui_support import make_app, notifications, plain, settings_for, settle, wait_until
 
-from svgagent.core.fireworks_api import ControlPlane
-from svgagent.core.fireworks_sim import FireworksSim
-from svgagent.core.rft_launch import DEMO_JOB_ID, seed_demo_job
+from svgagent.core.rft.fireworks_api import ControlPlane
+from svgagent.core.sim.control_plane import FireworksSim
+from svgagent.core.rft.launch import DEMO_JOB_ID, seed_demo_job
 from svgagent.core.store import Store
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.help import binding_sections
 from svgagent.screens.rft_launch import RftLaunchScreen
-from svgagent.tui.widgets import job_actions as job_panel_module
+from svgagent.tui.widgets import job_panel as job_panel_module
 from svgagent.tui.widgets.job_panel import JobPanel
-from svgagent.tui.widgets.job_source import JobSource, JobsPoller
+from svgagent.core.rft.job_source import JobSource, JobsPoller
 from svgagent.tui.widgets.job_table import JobTable
 
 ACCOUNT = "sim-account"

@@ -12,7 +12,7 @@ from job_fakes import NOW, fake_source, sample_jobs
 from textual.pilot import Pilot
 from tui_support import make_app, settle, wait_until
 
-from svgagent.core.fireworks_api import FireworksError
+from svgagent.core.rft.fireworks_api import FireworksError
 from svgagent.core.store import Store
 from svgagent.tui.widgets.job_panel import JobPanel
 

@@ -12,7 +12,7 @@ from factories import RUN_ID, build_run
 from tui_support import make_app, notifications, rows, settings_for, settle, table_of, wait_until
 
 from svgagent.core.demo import demo_overrides, demo_simulator
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.tui.widgets.summary_bar import SummaryBar

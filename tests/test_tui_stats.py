@@ -22,14 +22,14 @@ from test_compare import make_run
 from textual.widgets import Input
 from tui_support import make_app, notifications, plain, settle, table_of
 
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.query import parse_query
 from svgagent.core.records import RolloutRecord
 from svgagent.core.stats import histogram_counts
 from svgagent.core.store import Store
 from svgagent.screens.export_dialog import ExportDialog
 from svgagent.screens.stats import StatsScreen
-from svgagent.tui.cli import main
+from svgagent.tui.cli.main import main
 from svgagent.tui.widgets.histogram import Histogram, bin_of_query, bin_query
 
 FAILED, SCORED = RolloutStatus.FAILED, RolloutStatus.SCORED

@@ -63,7 +63,7 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     exit_file = tmp_path / "exit-status"
     script = Path(sys.executable).with_name("svgagent")
-    command = shlex.quote(str(script)) if script.exists() else f"{shlex.quote(sys.executable)} -m svgagent.tui.cli"
+    command = shlex.quote(str(script)) if script.exists() else f"{shlex.quote(sys.executable)} -m svgagent.tui.cli.main"
     wrapper = tmp_path / "run.sh"
     wrapper.write_text(
         f"cd {shlex.quote(str(Path.cwd()))}\n"

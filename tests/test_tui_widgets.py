@@ -13,12 +13,12 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from tui_support import FIXED_CLOCK  # noqa: F401 - configures term-image for this module too
 
-from svgagent.core.errors import ConfigError
-from svgagent.core.models import RolloutStatus, RolloutUpdate
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
 from svgagent.core.records import summarize_rows
 from svgagent.core.store import Store
 from svgagent.screens.dashboard import latest_per_rollout
-from svgagent.tui.cli import main
+from svgagent.tui.cli.main import main
 from svgagent.tui.imaging import fit_cells, png_to_text, show_full_resolution
 from svgagent.tui.keymap import read_keymap
 from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, short_id

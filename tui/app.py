@@ -16,34 +16,21 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from svgagent.core.errors import ConfigError
+from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.events import EventBus
-from svgagent.core.models import RolloutUpdate
+from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
 from svgagent.core.store import Store
 
-from .commands import ActionCommands
-from .run_control import ENGINE_GROUP, RunControl, RunEnded
+from svgagent.tui.commands import ActionCommands
+from svgagent.tui.widgets.config_form import ConfigFormCommands
+from svgagent.tui.widgets.secrets_form import SecretsPaneCommands
+from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
 
 log = logging.getLogger(__name__)
 FREEZE_AGAIN_S = 1.0
 
 
-def _palette_providers() -> set[Any]:
-    providers: set[Any] = {ActionCommands}
-    try:
-        from .widgets.config_form import ConfigFormCommands
-
-        providers.add(ConfigFormCommands)
-    except ImportError:
-        pass
-    try:
-        from .widgets.secrets_form import SecretsPaneCommands
-
-        providers.add(SecretsPaneCommands)
-    except ImportError:
-        pass
-    return providers
 
 
 class SvgAgentApp(App[int]):
@@ -61,7 +48,7 @@ class SvgAgentApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit (a run in progress is stopped, finished work kept)"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="Every key"),
     ]
-    COMMANDS = App.COMMANDS | _palette_providers()
+    COMMANDS = App.COMMANDS | {ActionCommands, ConfigFormCommands, SecretsPaneCommands}
 
     def __init__(
         self,
@@ -158,7 +145,7 @@ class SvgAgentApp(App[int]):
         if self.demo and not fresh.missing_keys():
             self.demo = False
             self.settings = fresh
-            self.dashboard.query_one("#banner").add_class("-hidden")
+            self.dashboard.demo_ended()
             self.notify(f"keys saved: the next run uses {fresh.model}, judged by {fresh.judge_model}",
                         title="Demo mode off")
 

@@ -115,7 +115,7 @@ def _wait_for_key(inp: Any) -> None:
 def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelled):
     """(record, image text, error) for a rollout, for a thread worker: the record, its PNG drawn as half blocks
     (None when it has none or cannot be drawn), and an error line. ``cancelled()`` is checked before drawing."""
-    from svgagent.core.errors import StoreError
+    from svgagent.core.scoring.errors import StoreError
 
     try:
         record = store.get_rollout(rollout_id)
@@ -128,3 +128,18 @@ def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelle
         except Exception as err:  # noqa: BLE001 - a broken PNG must not break the screen
             error = f"cannot draw the image: {err}"
     return record, image, error
+
+
+def show_full_image(screen: Any, rollout_id: str) -> None:
+    """Suspend the app and draw the rollout's PNG with the terminal's best graphics; back on any key."""
+    from textual.app import SuspendNotSupported
+
+    record = screen.app.store.get_rollout(rollout_id)
+    if not record.png:
+        screen.notify("this rollout has no image", severity="warning")
+        return
+    try:
+        with screen.app.suspend():
+            show_full_resolution(record.png, f"{record.rollout_id} ({record.row_id})")
+    except SuspendNotSupported:
+        screen.notify("the full-resolution view needs a real terminal", severity="warning")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from svgagent.core.errors import ConfigError
+from svgagent.core.scoring.errors import ConfigError
 
 
 def read_keymap(path: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from svgagent.core.dataset import Dataset
 from svgagent.core.events import EventBus
-from svgagent.core.models import RolloutStatus, RolloutUpdate
+from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
 from svgagent.core.records import RunSummary
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store

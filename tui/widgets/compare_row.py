@@ -20,9 +20,9 @@ from svgagent.core.compare import Comparison, RowComparison, RowScores
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from ..imaging import load_rollout_picture
-from .rollout_cells import short_id
-from .rollout_info import verdict_text
+from svgagent.tui.imaging import load_rollout_picture
+from svgagent.tui.widgets.rollout_cells import short_id
+from svgagent.tui.widgets.rollout_info import verdict_text
 
 DASH = "–"
 SETTLE_S = 0.05

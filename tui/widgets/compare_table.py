@@ -16,7 +16,7 @@ from textual.strip import Strip
 
 from svgagent.core.compare import RowComparison
 
-from .compare_row import row_cells, row_key
+from svgagent.tui.widgets.compare_row import row_cells, row_key
 
 # (label, width, justify); the prompt column takes the width that is left
 COLUMNS: tuple[tuple[str, int, str], ...] = (("row", 0, "left"), ("A", 5, "right"), ("B", 5, "right"),

@@ -38,9 +38,9 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static, Switch
 
 from svgagent.core.dataset import BUILTIN, load_dataset
-from svgagent.core.errors import SvgAgentError
+from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.secrets import atomic_write_text
-from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings, describe_field_limits
+from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
 
 FieldKind = Literal["input", "select", "switch", "dataset"]
 DATASET_FILE = "file"
@@ -85,7 +85,7 @@ def form_fields(model: type[Settings] = Settings) -> list[FieldSpec]:
     and local paths; they belong to the Secrets pane and the command line."""
     specs = []
     for name, info in model.model_fields.items():
-        if info.validation_alias is not None or _mentions(info.annotation, (SecretStr, Path)):
+        if name in KEY_FIELDS or _mentions(info.annotation, (SecretStr, Path)):
             continue
         base, optional = _split_optional(info.annotation)
         description = info.description or ""
@@ -304,6 +304,11 @@ class ConfigForm(Widget):
     def errors(self) -> dict[str, str]:
         """Fields whose current input is invalid, with the message shown next to them."""
         return dict(self._errors)
+
+    def set_text(self, name: str, value: str) -> None:
+        """Type ``value`` into field ``name`` (as if the person had), e.g. a job's output model to evaluate."""
+        for box in self.query(f"#field-{name}").results(Input):
+            box.value = value
 
     @property
     def settings(self) -> Settings:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft.monitor import JobView
 
 DASH = "–"
 LINK_KINDS = ("job", "dataset", "evaluator")
@@ -40,13 +40,13 @@ COLUMNS: tuple[Column, ...] = (
 
 
 def state_style(view: JobView) -> str:
-    from svgagent.core.rft_monitor import CATEGORY_STYLE
+    from svgagent.core.rft.monitor import CATEGORY_STYLE
 
     return CATEGORY_STYLE.get(view.category, "")
 
 
 def duration(seconds: float | None) -> str:
-    from svgagent.core.rft_monitor import format_duration
+    from svgagent.core.rft.monitor import format_duration
 
     return format_duration(seconds)
 
@@ -88,7 +88,7 @@ def cells_for(view: JobView, now: float) -> tuple[Text, ...]:
 
 def format_created(created: str | None) -> str:
     """`2026-01-01 12:00 UTC` (UTC, so every machine shows the same)."""
-    from svgagent.core.rft_monitor import parse_time
+    from svgagent.core.rft.monitor import parse_time
 
     parsed = parse_time(created)
     return DASH if parsed is None else f"{parsed.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC"

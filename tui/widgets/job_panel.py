@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import webbrowser
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -28,16 +29,18 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Static
 
-from .job_actions import EVALUABLE, JobActions
-from .job_cells import job_detail, status_line
-from .job_source import DEFAULT_POLL_S, DEMO_POLL_S, RESUMABLE, JobSource, JobsOutcome, JobsPoller, job_source_for
-from .job_table import JobTable
+from svgagent.tui.browser import browser_available
+from svgagent.tui.widgets.job_cells import LINK_KINDS, job_detail, status_line
+from svgagent.core.demo import job_source_for
+from svgagent.core.rft.job_source import DEFAULT_POLL_S, DEMO_POLL_S, EVALUABLE, RESUMABLE, JobSource, JobsOutcome, JobsPoller
+from svgagent.tui.widgets.job_table import JobTable
 
 if TYPE_CHECKING:
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft.launch import LaunchResult
+    from svgagent.core.rft.monitor import JobView
 
 
-class JobPanel(JobActions, Vertical):
+class JobPanel(Vertical):
     DEFAULT_CSS = """
     JobPanel { height: 1fr; }
     JobPanel > #jobs-status { height: 1; padding: 0 1; }
@@ -74,6 +77,28 @@ class JobPanel(JobActions, Vertical):
         def __init__(self, title: str, error: str) -> None:
             super().__init__()
             self.title, self.error = title, error
+
+    # What the pane asks of its screen (widgets never open screens themselves):
+    class CancelRequested(Message):
+        """Cancel ``view``'s job once the person confirms; the screen calls `JobPanel.cancel`."""
+
+        def __init__(self, panel: JobPanel, view: JobView) -> None:
+            super().__init__()
+            self.panel, self.view = panel, view
+
+    class LaunchRequested(Message):
+        """Open the launch screen for ``source``; a launch there is handed back with `JobPanel.job_launched`."""
+
+        def __init__(self, panel: JobPanel, source: JobSource) -> None:
+            super().__init__()
+            self.panel, self.source = panel, source
+
+    class EvalRequested(Message):
+        """Start a run of ``model`` (the output model of ``view``'s job) on the Config's dataset."""
+
+        def __init__(self, panel: JobPanel, view: JobView, model: str) -> None:
+            super().__init__()
+            self.panel, self.view, self.model = panel, view, model
 
     def __init__(self, *, id: str | None = None, source: JobSource | None = None,  # noqa: A002
                  interval: float | None = None, clock: Callable[[], float] | None = None) -> None:
@@ -305,3 +330,124 @@ class JobPanel(JobActions, Vertical):
             self.notify(self.source.unavailable or "not connected", severity="warning", timeout=6)
             return
         self.poll()
+
+    def _need_view(self) -> JobView | None:
+        self.start()
+        view = self.selected_view
+        if view is None:
+            self.notify("no RFT job selected", severity="warning", timeout=3)
+        return view
+
+    def _act(self, title: str, work: Callable[[JobSource], dict[str, Any]],
+             note: Callable[[JobView], str]) -> None:
+        poller = self.poller
+        if poller is None:
+            return
+
+        def run() -> None:
+            from svgagent.core.rft.fireworks_api import FireworksError
+
+            try:
+                job = work(poller.source)
+            except FireworksError as err:
+                self.post_message(self.ActionFailed(title, str(err)))
+                return
+            outcome = poller.put(job)
+            view = next((v for v in outcome.views if v.name == job.get("name")), None)
+            self.post_message(self.Polled(poller, outcome, note=note(view) if view else title, poll_again=True))
+
+        self.run_worker(run, thread=True, name=title, group="jobs-action", exit_on_error=False)
+
+    def action_cancel_job(self) -> None:
+        view = self._need_view()
+        if view is None:
+            return
+        if view.terminal:
+            self.notify(f"{view.job_id} has already ended ({view.state})", severity="warning", timeout=4)
+            return
+
+        self.post_message(self.CancelRequested(self, view))
+
+    def cancel(self, view: JobView) -> None:
+        """Cancel ``view``'s job (the screen asked the person first: see `CancelRequested`)."""
+        self._act(f"cancel {view.job_id}", lambda source: source.cancel(view.name),
+                  lambda v: f"cancel requested: {v.job_id} is {v.phase}")
+
+    def action_resume_job(self) -> None:
+        view = self._need_view()
+        if view is None:
+            return
+        if view.state not in RESUMABLE:
+            self.notify(f"{view.job_id} is {view.phase}: only cancelled, failed or paused jobs can be resumed",
+                        severity="warning", timeout=5)
+            return
+        self._act(f"resume {view.job_id}", lambda source: source.resume(view.name),
+                  lambda v: f"resumed: {v.job_id} is {v.phase}")
+
+    def action_new_job(self) -> None:
+        self.start()
+        source = self.source
+        if source is None or not source.available:
+            self.notify(source.unavailable if source else "not connected", title="Cannot launch",
+                        severity="warning", timeout=8)
+            return
+        self.post_message(self.LaunchRequested(self, source))
+
+    def job_launched(self, result: LaunchResult) -> None:
+        """A launch from the launch screen succeeded: show its job at once, then poll."""
+        poller = self.poller
+        if poller is None:
+            return
+        self.post_message(self.Polled(poller, poller.put(result.job), poll_again=True, select=result.job_name))
+
+    def _link(self) -> tuple[str, str] | None:
+        view = self._need_view()
+        if view is None:
+            return None
+        if not view.links:
+            self.notify("this job has no links yet", severity="warning", timeout=3)
+            return None
+        kind = self.link if self.link in view.links else next(iter(view.links))
+        return kind, view.links[kind]
+
+    def action_copy_link(self) -> None:
+        link = self._link()
+        if link is None:
+            return
+        self.app.copy_to_clipboard(link[1])
+        self.notify(f"{link[1]}\n(sent with OSC 52: your terminal must allow clipboard writes)",
+                    title=f"Copied the {link[0]} link", timeout=5)
+
+    def action_open_link(self) -> None:
+        link = self._link()
+        if link is None:
+            return
+        if not browser_available():
+            self.notify(f"No web browser on this machine (over SSH there usually is none): press y to copy the "
+                        f"{link[0]} link instead.\n{link[1]}", title="Cannot open", severity="warning", timeout=8)
+            return
+        if webbrowser.open(link[1], new=2):
+            self.notify(link[1], title=f"Opened the {link[0]} link", timeout=4)
+        else:
+            self.notify(f"the browser did not start: press y to copy the link\n{link[1]}", severity="warning")
+
+    def action_next_link(self) -> None:
+        view = self._need_view()
+        if view is None or not view.links:
+            return
+        kinds = [k for k in LINK_KINDS if k in view.links]
+        current = self.link if self.link in kinds else kinds[0]
+        self.link = kinds[(kinds.index(current) + 1) % len(kinds)]
+        self._redraw()
+
+    def action_eval_output(self) -> None:
+        """Point the Config's model at the job's output model and start a run of it (the dashboard's run
+        action), named `eval of <model>`, on the Config's dataset — compare it with a run of the base model."""
+        view = self._need_view()
+        if view is None:
+            return
+        model = view.output_model
+        if not model or view.state not in EVALUABLE:
+            self.notify(f"{view.job_id} has no trained model yet ({view.phase})", severity="warning", timeout=4)
+            return
+        self.post_message(self.EvalRequested(self, view, model))

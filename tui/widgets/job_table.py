@@ -10,10 +10,10 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from .job_cells import COLUMNS, cells_for
+from svgagent.tui.widgets.job_cells import COLUMNS, cells_for
 
 if TYPE_CHECKING:
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft.monitor import JobView
 
 
 class JobTable(DataTable[Text]):

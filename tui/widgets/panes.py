@@ -12,7 +12,7 @@ from svgagent.core.settings import Settings
 
 def config_pane(settings: Settings) -> Widget:
     try:
-        from .config_form import ConfigForm
+        from svgagent.tui.widgets.config_form import ConfigForm
     except ImportError:
         return Static("The settings form appears here (model, judge, dataset, concurrency, …).", id="config-form")
     return ConfigForm(settings, id="config-form")
@@ -22,7 +22,7 @@ def secrets_pane(env_file: Path, settings: Settings) -> Widget:
     try:
         from svgagent.core.verify_keys import control_plane_url
 
-        from .secrets_form import SecretsPane
+        from svgagent.tui.widgets.secrets_form import SecretsPane
     except ImportError:
         return Static(f"Keys (FIREWORKS_API_KEY, OPENAI_API_KEY) are read from {env_file}; the editor appears here.",
                       id="secrets-form")

@@ -20,9 +20,9 @@ from textual.worker import get_current_worker
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from ..imaging import load_rollout_picture
-from .rollout_cells import short_id
-from .rollout_info import RolloutInfo
+from svgagent.tui.imaging import load_rollout_picture
+from svgagent.tui.widgets.rollout_cells import short_id
+from svgagent.tui.widgets.rollout_info import RolloutInfo
 
 SETTLE_S = 0.05
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import RolloutRecord
 
 DASH = "–"

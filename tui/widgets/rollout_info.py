@@ -10,10 +10,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from svgagent.core.models import RolloutStatus
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import RolloutRecord
 
-from .rollout_cells import STATUS_ICONS
+from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
 
 SVG_PREVIEW_LINES = 400
 

@@ -23,7 +23,7 @@ from textual.strip import Strip
 from svgagent.core.query import SORT_FIELDS, Query, parse_query, sort_records
 from svgagent.core.records import RolloutRecord, paused_gc
 
-from .rollout_cells import COLUMNS, GAP, SORTABLE, STATUS_STYLES, TABLE_WIDTH, cells_for
+from svgagent.tui.widgets.rollout_cells import COLUMNS, GAP, SORTABLE, STATUS_STYLES, TABLE_WIDTH, cells_for
 
 _OFFSETS = tuple(sum(c.width + GAP for c in COLUMNS[:i]) for i in range(len(COLUMNS)))
 _STATUS_COL = [c.key for c in COLUMNS].index("status")

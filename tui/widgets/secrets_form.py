@@ -26,7 +26,7 @@ from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, rea
 from svgagent.core.settings import Settings
 from svgagent.core.verify_keys import VerifyResult, verify_fireworks_key, verify_openai_key
 
-from .config_form import FocusHome, WidgetCommands
+from svgagent.tui.widgets.config_form import FocusHome, WidgetCommands
 
 Mode = Literal["table", "edit", "add", "confirm"]
 SOURCE_LABELS = {"env-file": ".env", "environment": "environment", "unset": "unset"}

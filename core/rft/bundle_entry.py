@@ -31,13 +31,13 @@ from typing import Any, Optional, Sequence
 
 import openai
 
-from svgagent.core.errors import RenderError
-from svgagent.core.extract import extract_svg
-from svgagent.core.judge import Judge
-from svgagent.core.models import JudgeMode
-from svgagent.core.render import Renderer
+from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.extract import extract_svg
+from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.scoring.render import Renderer
 
-PACKAGE = "svgagent.core"  # the bundle renames this package; see _worker_path()
+PACKAGE = "svgagent.core.scoring"  # the bundle renames this package; see _worker_path()
 CONFIG_FILE = "svgagent_bundle.json"
 SAMPLE_FILE = "sample.jsonl"
 KEY_ENV = "OPENAI_API_KEY"

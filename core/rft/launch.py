@@ -18,19 +18,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dataset import Dataset, load_dataset, select_rows
-from .errors import ConfigError, SvgAgentError
-from .evaluator_bundle import DESCRIPTION, DISPLAY_NAME, EvaluatorBundle, build_bundle, config_from_settings
-from .fireworks_api import MISSING_KEY, ControlPlane, FireworksError, secret_id_for
-from .links import dataset_link, evaluator_link, job_link
-from .models import DatasetRow
-from .prompt import ep_row
-from .rft_params import RftParams
+from svgagent.core.dataset import Dataset, load_dataset, select_rows
+from svgagent.core.scoring.errors import ConfigError, SvgAgentError
+from svgagent.core.rft.evaluator_bundle import DESCRIPTION, DISPLAY_NAME, EvaluatorBundle, build_bundle, config_from_settings
+from svgagent.core.rft.fireworks_api import MISSING_KEY, ControlPlane, FireworksError, secret_id_for
+from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
+from svgagent.core.scoring.models import DatasetRow
+from svgagent.core.prompt import ep_row
+from svgagent.core.rft.params import RftParams
 
 STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"
@@ -135,6 +134,18 @@ class PreparedLaunch:
 def dataset_jsonl(rows: list[DatasetRow] | tuple[DatasetRow, ...]) -> bytes:
     """The Eval Protocol JSONL Fireworks trains on: one `ep_row` per line."""
     return b"".join(json.dumps(ep_row(row), ensure_ascii=False).encode("utf-8") + b"\n" for row in rows)
+
+
+def trained_on(dataset_spec: str, rows: int | None, dataset_id: str) -> bool | None:
+    """Whether the dataset `dataset_spec` (first `rows` rows) is the Fireworks dataset `dataset_id`: launches name
+    it after the SHA-256 of its rows (see `prepare_launch`). None when it cannot be told."""
+    if not dataset_id:
+        return None
+    try:
+        selected = select_rows(load_dataset(dataset_spec), rows)
+    except SvgAgentError:
+        return None
+    return dataset_id.endswith("-" + hashlib.sha256(dataset_jsonl(selected)).hexdigest()[:12])
 
 
 def prepare_launch(request: LaunchRequest, *, bundle: EvaluatorBundle | None = None) -> PreparedLaunch:
@@ -407,27 +418,7 @@ def remember(store: Any, result: LaunchResult, prepared: PreparedLaunch) -> None
         last_state=str(job.get("state") or "").removeprefix("JOB_STATE_") or None, job=job)
 
 
-# ---- demo mode: the simulated control plane ---------------------------------------------------------------
-@contextmanager
-def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
-                       **knobs: Any) -> Iterator[tuple[Any, ControlPlane]]:
-    """Start the simulated Fireworks control plane on a free loopback port (lifecycles advance with time) and
-    yield (simulator, ControlPlane) with fake keys. With `seed_job`, one job (`DEMO_JOB_ID`) already exists."""
-    from .fireworks_sim import FireworksSim
-
-    if seed_job:
-        knobs = {"evaluator_build_steps": 0, "dataset_ready_steps": 0, **knobs}
-    sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_seconds, **knobs)
-    sim.start()
-    try:
-        with ControlPlane(DEMO_FIREWORKS_KEY, base_url=sim.base_url, max_retries=0) as cp:
-            if seed_job:
-                seed_demo_job(cp)
-            yield sim, cp
-    finally:
-        sim.stop()
-
-
+# ---- demo mode (the simulator itself is started by svgagent.core.demo) ---------------------------------------
 def demo_request(params: RftParams, **overrides: Any) -> LaunchRequest:
     """A LaunchRequest with the demo's fake keys (the simulator accepts them)."""
     values: dict[str, Any] = {"fireworks_api_key": DEMO_FIREWORKS_KEY, "openai_api_key": DEMO_OPENAI_KEY,

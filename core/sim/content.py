@@ -1,7 +1,7 @@
 """What the simulated models say: deterministic policy answers (SVGs of varied quality) and judge verdicts.
 
 Everything here is pure and deterministic: answers depend only on the seed and the inputs (prompt text, the
-n-th request for that prompt, the PNG bytes). The server around it lives in :mod:`svgagent.core.simulator`.
+n-th request for that prompt, the PNG bytes). The server around it lives in :mod:`svgagent.core.sim.simulator`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from svgagent.core.models import COUNT_KEY, JudgeMode
+from svgagent.core.scoring.models import COUNT_KEY, JudgeMode
 
 Quality = Literal["good", "partial", "broken", "no_svg", "truncated"]
 GarbageKind = Literal["non_json", "truncated_json", "schema", "out_of_range", "non_integer"]

@@ -10,7 +10,7 @@ import secrets as _secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from svgagent.core.fireworks_sim_state import (
+from svgagent.core.sim.control_plane_state import (
     RESUMABLE_JOB_STATES,
     TERMINAL_JOB_STATES,
     Clock,

@@ -41,8 +41,8 @@ from typing import Any
 
 import openai
 
-from svgagent.core.chat import chat_completion
-from svgagent.core.models import (
+from svgagent.core.scoring.chat import chat_completion
+from svgagent.core.scoring.models import (
     COUNT_KEY,
     COUNT_SCHEMA_NAME,
     PER_REQUIREMENT_SCHEMA_NAME,

@@ -5,7 +5,7 @@ every external reference (only inline ``data:`` URLs are served: nothing is read
 cairosvg's entity refusal (``unsafe=False``), scales the output so its longest side is exactly ``size`` px whatever
 the SVG claims, and paints on white. cairosvg is imported lazily, on the first render.
 
-Run as ``python -P -m svgagent.core.render_worker`` (by :class:`svgagent.core.render.Renderer`) it is a worker: it
+Run as ``python -P -m svgagent.core.scoring.render_worker`` (by :class:`svgagent.core.scoring.render.Renderer`) it is a worker: it
 warms cairosvg up, limits its address space with ``RLIMIT_AS`` and serves requests on stdin/stdout until stdin
 closes. Request: ``>II`` (size, length) + SVG bytes. Reply: ``>BI`` (status, length) + a PNG (``OK``), a UTF-8
 reason (``ERROR``; ``ERROR_RECYCLE``: replace this worker) or nothing (``READY``, once, at startup).
@@ -30,7 +30,7 @@ import time
 import zlib
 from urllib.parse import unquote_to_bytes
 
-from .errors import RenderError
+from svgagent.core.scoring.errors import RenderError
 
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
@@ -351,7 +351,7 @@ def _exit_when_orphaned() -> None:
 
 
 def worker_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="svgagent.core.render_worker")
+    parser = argparse.ArgumentParser(prog="svgagent.core.scoring.render_worker")
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--max-bytes", type=int, required=True)
     args = parser.parse_args(argv)

@@ -10,7 +10,7 @@ from typing import Any
 
 from svgagent.core.settings import Settings, load_settings, user_config_file
 
-from .cli import EXIT_OK
+from svgagent.tui.cli.exit_codes import EXIT_OK
 
 
 def tui_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -21,8 +21,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator
     from svgagent.core.store import Store
 
-    from .imaging import configure_term_image
-    from .keymap import read_keymap
+    from svgagent.tui.imaging import configure_term_image
+    from svgagent.tui.keymap import read_keymap
 
     overrides = tui_settings(args)
     real = load_settings(**overrides)
@@ -40,7 +40,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             sim = stack.enter_context(demo_simulator())
             extra = demo_overrides(sim.base_url)
             settings = load_settings(**overrides, **extra)
-        from .app import SvgAgentApp
+        from svgagent.tui.app import SvgAgentApp
 
         app = SvgAgentApp(
             settings=settings,

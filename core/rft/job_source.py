@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from svgagent.core.fireworks_api import ControlPlane, FireworksError
-    from svgagent.core.rft_launch import LaunchRequest
-    from svgagent.core.rft_monitor import JobView
-    from svgagent.core.rft_params import RftParams
+    from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
+    from svgagent.core.rft.launch import LaunchRequest
+    from svgagent.core.rft.monitor import JobView
+    from svgagent.core.rft.params import RftParams
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,7 @@ DEMO_RUNNING_STEPS = 15
 LIST_LIMIT = 50
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "EARLY_STOPPED", "EXPIRED"})
 RESUMABLE = frozenset({"CANCELLED", "FAILED", "PAUSED"})
+EVALUABLE = frozenset({"COMPLETED", "EARLY_STOPPED"})  # the job left an output model to evaluate
 NO_KEY = ("FIREWORKS_API_KEY is not set, so there are no RFT jobs to show: add it in the Secrets pane (4) or to "
           ".env (FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL are optional), then press u. "
           "`svgagent tui --demo` shows simulated jobs.")
@@ -74,7 +75,7 @@ class JobSource:
 
     def control_plane(self) -> ControlPlane:
         """Connect on first use (blocking)."""
-        from svgagent.core.fireworks_api import FireworksError
+        from svgagent.core.rft.fireworks_api import FireworksError
 
         if self._connect is None:
             raise FireworksError(self.unavailable or "not connected", kind="missing_key")
@@ -88,7 +89,7 @@ class JobSource:
     def fetch(self) -> list[dict[str, Any]]:
         """The account's jobs (one page) plus the remembered jobs of this control plane that the page lacks: a
         finished one as last stored, an unfinished one fetched again (its stored copy when that fails)."""
-        from svgagent.core.fireworks_api import FireworksError
+        from svgagent.core.rft.fireworks_api import FireworksError
 
         cp = self.control_plane()
         jobs = cp.list_jobs(page_size=self.limit).jobs
@@ -152,7 +153,7 @@ class JobSource:
     def launch_request(self, settings: Any, params: RftParams) -> LaunchRequest:
         """What a launch from the TUI sends: keys, account, judge and dataset (with its row limit) from the
         settings, then this source's overrides."""
-        from svgagent.core.rft_launch import LaunchRequest
+        from svgagent.core.rft.launch import LaunchRequest
 
         request = LaunchRequest.from_settings(settings, params)
         return dataclasses.replace(request, **self.request_overrides) if self.request_overrides else request
@@ -178,54 +179,12 @@ def control_plane_source(settings: Any, store: Any = None, *, base_url: str | No
         return unavailable_source()
 
     def connect() -> ControlPlane:
-        from svgagent.core.fireworks_api import ControlPlane
+        from svgagent.core.rft.fireworks_api import ControlPlane
 
         return ControlPlane(key, account_id=settings.fireworks_account_id, base_url=base_url,
                             max_retries=settings.max_retries)
 
     return JobSource(connect, label="Fireworks", store=store)
-
-
-def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNING_STEPS) -> JobSource:
-    """The simulated control plane (started on first use, stopped on close) holding one seeded job that moves
-    along with the clock; launches go to it with the demo's fake keys and are not remembered in the store."""
-    from svgagent.core.rft_launch import DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY
-
-    running: dict[str, Any] = {}
-
-    def stop() -> None:
-        sim = running.pop("sim", None)
-        if sim is not None:
-            sim.stop()
-
-    def connect() -> ControlPlane:
-        from svgagent.core.fireworks_api import ControlPlane
-        from svgagent.core.fireworks_sim import FireworksSim
-        from svgagent.core.rft_launch import DEMO_ACCOUNT, seed_demo_job
-
-        sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_s, evaluator_build_steps=0,
-                           dataset_ready_steps=0, job_running_steps=running_steps)
-        sim.start()
-        running["sim"] = sim
-        try:
-            cp = ControlPlane(DEMO_FIREWORKS_KEY, base_url=sim.base_url, max_retries=0)
-            seed_demo_job(cp)
-        except BaseException:
-            stop()
-            raise
-        return cp
-
-    overrides = {"fireworks_api_key": DEMO_FIREWORKS_KEY, "openai_api_key": DEMO_OPENAI_KEY, "account_id": None,
-                 "base_url": None, "max_retries": 0, "evaluator_poll_s": 0.25, "dataset_poll_s": 0.25}
-    return JobSource(connect, label="simulated Fireworks control plane", demo=True, on_close=stop,
-                     request_overrides=overrides)
-
-
-def job_source_for(settings: Any, *, demo: bool, store: Any = None) -> JobSource:
-    """Demo mode: the simulator; else Fireworks when FIREWORKS_API_KEY is set; else a source that says so."""
-    if demo:
-        return demo_source()
-    return control_plane_source(settings, store)
 
 
 # ---- polling ----------------------------------------------------------------------------------------------------
@@ -272,8 +231,8 @@ class JobsPoller:
 
     def poll(self) -> JobsOutcome:
         """Fetch every job once (blocking)."""
-        from svgagent.core.fireworks_api import FireworksError
-        from svgagent.core.rft_monitor import RETRYABLE_KINDS, JobView
+        from svgagent.core.rft.fireworks_api import FireworksError
+        from svgagent.core.rft.monitor import RETRYABLE_KINDS, JobView
 
         try:
             jobs = self.source.fetch()
@@ -297,7 +256,7 @@ class JobsPoller:
 
     def put(self, job: Mapping[str, Any]) -> JobsOutcome:
         """Show ``job`` (just launched, cancelled or resumed) at once, without waiting for the next poll."""
-        from svgagent.core.rft_monitor import JobView
+        from svgagent.core.rft.monitor import JobView
 
         view = JobView.from_job(job, self.source.base_url, fetched_at=self.clock())
         with self._lock:

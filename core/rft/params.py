@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError
-from .field_limits import numeric_range
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.field_limits import numeric_range
 
 _MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.IGNORECASE)
 _RESOURCE_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")

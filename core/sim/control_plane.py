@@ -7,7 +7,7 @@ error bodies), so tests and offline demos drive the real client against it.
 
 Knobs live in `SimConfig` (lifecycle speed, build/job failures, admin role); `sim.inject(...)` makes the next N
 requests (optionally only on one route) fail with 401/403/429/5xx. `sim.requests` is the request log, with
-secret values masked. Standalone: `python -m svgagent.core.fireworks_sim --port 8765`.
+secret values masked. Standalone: `python -m svgagent.core.sim.control_plane --port 8765`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from svgagent.core.fireworks_sim_jobs import SimState
-from svgagent.core.fireworks_sim_state import MASK, Fault, SimConfig, SimError, SimRequest, mask_secrets
+from svgagent.core.sim.control_plane_jobs import SimState
+from svgagent.core.sim.control_plane_state import MASK, Fault, SimConfig, SimError, SimRequest, mask_secrets
 
 __all__ = ["FireworksSim", "SimConfig", "SimRequest", "main"]
 
@@ -320,7 +320,7 @@ class FireworksSim:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m svgagent.core.fireworks_sim",
+    parser = argparse.ArgumentParser(prog="python -m svgagent.core.sim.control_plane",
                                      description="Run the simulated Fireworks control plane on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--account", default="sim-account", help="account id reported by /verifyApiKey")

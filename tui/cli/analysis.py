@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from svgagent.core.compare import Comparison
     from svgagent.core.stats import RunStats
 
-EXIT_OK, EXIT_USAGE = 0, 2
-STORE_HELP = "run store: a .db file or a directory (default: $SVGAGENT_HOME or the user data dir)"
+from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.flags import add_settings, add_store
 
 COMPARE_EPILOG = """\
 Rows are aligned by row id AND prompt text (a row id alone can name different prompts in different datasets).
@@ -65,7 +65,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p.add_argument("--reverse", action="store_true", help="reverse the order (delta: best first)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="show at most N rows")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
-    p.add_argument("--store", help=STORE_HELP)
+    add_store(p)
     p.set_defaults(analysis="compare")
 
     p = runs_sub.add_parser("stats", help="score distribution and summary statistics of a run", formatter_class=fmt,
@@ -77,7 +77,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p.add_argument("--top", type=_positive_int, default=10, help="requirements to list (default 10)")
     p.add_argument("--width", type=_positive_int, default=40, help="histogram bar width in cells (default 40)")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
-    p.add_argument("--store", help=STORE_HELP)
+    add_store(p)
     p.set_defaults(analysis="stats")
 
     p = sub.add_parser("import", help="import evaluated Eval Protocol JSONL as a run", formatter_class=fmt,
@@ -87,12 +87,10 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p.add_argument("--name", help="a name for the run (default: 'import of FILE')")
     p.add_argument("--judge", action="store_true", help="judge rows that have no score with svgagent's judge")
     p.add_argument("--demo", action="store_true", help="with --judge: use the built-in simulator as judge (no keys)")
-    p.add_argument("--judge-model", help="judge model for --judge (default gpt-4.1)")
-    p.add_argument("--judge-base-url", help="judge endpoint for --judge")
-    p.add_argument("--judge-mode", choices=["count", "per-requirement"], help="judge mode for --judge")
-    p.add_argument("--threshold", type=float, help="mean score needed to pass, 0..1 (stored with the run)")
+    add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (with --judge)")
+    add_settings(p, ("threshold",))
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
-    p.add_argument("--store", help=STORE_HELP)
+    add_store(p)
     p.set_defaults(analysis="import")
 
 
@@ -142,7 +140,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from svgagent.core.compare import compare_runs
 
-    from .cli_runs import open_store
+    from svgagent.tui.cli.runs import open_store
 
     with open_store(args) as store:
         comparison = compare_runs(store, args.run_a, args.run_b)
@@ -202,10 +200,10 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
 def cmd_stats(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from svgagent.core.errors import ConfigError
+    from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.stats import run_stats
 
-    from .cli_runs import open_store
+    from svgagent.tui.cli.runs import open_store
 
     if args.threshold is not None and not 0 <= args.threshold <= 1:
         raise ConfigError(f"--threshold must be between 0 and 1, got {args.threshold:g}")
@@ -281,7 +279,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     import contextlib
 
     from svgagent.core.demo import demo_overrides, demo_simulator
-    from svgagent.core.errors import ConfigError
+    from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.importer import NothingImported, import_file, judge_imported
     from svgagent.core.settings import load_settings
     from svgagent.core.store import Store

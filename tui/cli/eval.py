@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sys
 import time
 from typing import Any
 
@@ -17,26 +16,13 @@ from rich.table import Table
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.engine import Engine
-from svgagent.core.errors import ConfigError
+from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.records import RunSummary
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.store import Store
 
-from .cli import EXIT_BELOW, EXIT_INTERRUPTED, EXIT_OK
-
-SETTING_FLAGS = (
-    "model", "base_url", "temperature", "max_tokens", "reasoning_effort", "judge_model", "judge_base_url",
-    "judge_mode", "concurrency", "judge_concurrency", "request_timeout_s", "max_retries", "render_size", "threshold",
-    "dataset", "rows", "runs", "store",
-)
-
-
-def explicit_settings(args: argparse.Namespace) -> dict[str, Any]:
-    given = {name: getattr(args, name, None) for name in SETTING_FLAGS}
-    if getattr(args, "no_cache", False):
-        given["cache"] = False
-    return {k: v for k, v in given.items() if v is not None}
-
+from svgagent.tui.cli.flags import explicit_settings
+from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INTERRUPTED, EXIT_OK
 
 def require_keys(settings: Settings) -> None:
     missing = settings.missing_keys()

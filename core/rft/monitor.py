@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
-from .fireworks_api import ControlPlane, FireworksError, JobSummary
-from .links import dataset_link, evaluator_link, job_link
+from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError, JobSummary
+from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 
 # state category -> what it means; the TUI and CLI map categories to colours
 CATEGORIES = ("success", "error", "warning", "active", "pending", "unknown")

@@ -1,6 +1,6 @@
 """The simulator's knobs and its wire format: reading chat requests, writing OpenAI-shaped answers and errors.
 
-Split out of :mod:`svgagent.core.simulator` (which holds the server and its accounting) to keep modules small.
+Split out of :mod:`svgagent.core.sim.simulator` (which holds the server and its accounting) to keep modules small.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from svgagent.core.models import JudgeMode
-from svgagent.core.simulator_content import GARBAGE_KINDS, QUALITIES, GarbageKind
+from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.sim.content import GARBAGE_KINDS, QUALITIES, GarbageKind
 
 FAULT_KINDS = (
     "reset", "timeout", "error_5xx", "rate_limit", "empty_choices", "judge_garbage", "policy_huge", "auth_rejected",
@@ -218,7 +218,7 @@ def arg_parser() -> argparse.ArgumentParser:
     """``--host``, ``--port`` and one option per SimConfig knob (``--policy-latency-s``, alias
     ``--policy-latency``; the garbage kinds comma-separated)."""
     parser = argparse.ArgumentParser(
-        prog="python -m svgagent.core.simulator",
+        prog="python -m svgagent.core.sim.simulator",
         description="Run the simulated OpenAI-compatible policy + judge server (answers are labelled simulated).",
     )
     parser.add_argument("--host", default="127.0.0.1")

@@ -18,21 +18,22 @@ import textwrap
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.errors import ConfigError
-from svgagent.core.rft_params import FLAGS, defaults, parse_params
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.rft.params import FLAGS, defaults, parse_params
+from svgagent.tui.cli.flags import add_settings, add_store
 
 # Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
 # and building the parser happens for every svgagent command.
 if TYPE_CHECKING:
-    from svgagent.core.fireworks_api import ControlPlane
-    from svgagent.core.rft_launch import PlannedRequest
-    from svgagent.core.rft_monitor import JobView
-    from svgagent.core.rft_params import RftParams
+    from svgagent.core.rft.fireworks_api import ControlPlane
+    from svgagent.core.rft.launch import PlannedRequest
+    from svgagent.core.rft.monitor import JobView
+    from svgagent.core.rft.params import RftParams
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEMO_STEP_S = 0.5
-DEMO_ACCOUNT = "simulated-account"  # svgagent.core.rft_launch.DEMO_ACCOUNT
-DEMO_JOB_ID = "svgagent-demo-job"  # svgagent.core.rft_launch.DEMO_JOB_ID
+DEMO_ACCOUNT = "simulated-account"  # svgagent.core.rft.launch.DEMO_ACCOUNT
+DEMO_JOB_ID = "svgagent-demo-job"  # svgagent.core.rft.launch.DEMO_JOB_ID
 DEMO_POLL_S = 0.25
 TAG = "[simulated] "
 _CONFIG_KINDS = frozenset({"missing_key", "auth"})
@@ -58,8 +59,7 @@ def _common(p: argparse.ArgumentParser, *, json_help: str = "print JSON to stdou
     p.add_argument("--demo", action="store_true",
                    help="use a simulated Fireworks control plane on 127.0.0.1 with fake keys (nothing is sent)")
     p.add_argument("--json", action="store_true", help=json_help)
-    p.add_argument("--store", help="run store: a .db file or a directory (default: $SVGAGENT_HOME or the user "
-                                   "data dir)")
+    add_store(p)
 
 
 def add_rft_parser(subparsers: Any) -> None:
@@ -104,10 +104,7 @@ def add_rft_parser(subparsers: Any) -> None:
     g.add_argument("--n", type=int, default=d["n"], help="responses per prompt (responseCandidatesCount), 2..64")
     g.add_argument("--loss", default=d["loss"], metavar="{grpo,dapo}", help="policy-optimization loss")
     g.add_argument("--kl-beta", type=float, help="KL penalty weight, 0..10 (default: Fireworks' default)")
-    g = p.add_argument_group("judge (baked into the evaluator)")
-    g.add_argument("--judge-model", help="vision judge model (default: the settings', gpt-4.1)")
-    g.add_argument("--judge-base-url", help="judge endpoint (default: the settings', https://api.openai.com/v1)")
-    g.add_argument("--judge-mode", choices=["count", "per-requirement"], help="default: the settings', count")
+    add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (baked into the evaluator)")
     g = p.add_argument_group("launch")
     g.add_argument("--job-id", help="job id (default: derived from dataset, evaluator and hyperparameters)")
     g.add_argument("--force", action="store_true", help="rebuild the evaluator even if Fireworks has this code")
@@ -189,7 +186,7 @@ def _print_plan(steps: list[PlannedRequest], base_url: str, write: Any) -> None:
 
 
 def _base_url(explicit: str | None) -> str:
-    from svgagent.core.fireworks_api import DEFAULT_BASE_URL
+    from svgagent.core.rft.fireworks_api import DEFAULT_BASE_URL
 
     return (explicit or os.environ.get("FIREWORKS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
@@ -203,19 +200,19 @@ def _params(args: argparse.Namespace) -> RftParams:
 
 
 def _create(args: argparse.Namespace, out: _Out) -> int:
-    from svgagent.core.rft_launch import (
+    from svgagent.core.rft.launch import (
         DEMO_FIREWORKS_KEY,
         DEMO_OPENAI_KEY,
         LaunchEvent,
         LaunchRequest,
         check_keys,
-        demo_control_plane,
         launch,
         open_control_plane,
         plan,
         prepare_launch,
     )
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.demo import demo_control_plane
+    from svgagent.core.rft.monitor import JobView
     from svgagent.core.settings import load_settings
     from svgagent.core.store import Store
 
@@ -299,8 +296,8 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
 @contextlib.contextmanager
 def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[ControlPlane, str, Any]]:
     """(control plane, job name or id, store or None) for status/list/cancel/resume."""
-    from svgagent.core.fireworks_api import ControlPlane
-    from svgagent.core.rft_launch import demo_control_plane
+    from svgagent.core.rft.fireworks_api import ControlPlane
+    from svgagent.core.demo import demo_control_plane
 
     if args.demo:
         with demo_control_plane(step_seconds=DEMO_STEP_S, seed_job=True) as (sim, cp):
@@ -343,7 +340,7 @@ def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Any, *,
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from svgagent.core.rft_monitor import JobPoller, PollOutcome, format_duration, watch_job
+    from svgagent.core.rft.monitor import JobPoller, PollOutcome, format_duration, watch_job
 
     jobs: dict[str, Any] = {}
 
@@ -398,7 +395,7 @@ def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Any, *,
 
 
 def _status(args: argparse.Namespace, out: _Out) -> int:
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft.monitor import JobView
 
     with _monitor_plane(args, out) as (cp, job, store):
         if args.watch:
@@ -412,7 +409,7 @@ def _status(args: argparse.Namespace, out: _Out) -> int:
 
 
 def _list(args: argparse.Namespace, out: _Out) -> int:
-    from svgagent.core.rft_monitor import job_views
+    from svgagent.core.rft.monitor import job_views
 
     if args.limit < 1:
         raise ConfigError("--limit must be at least 1")
@@ -431,7 +428,7 @@ def _list(args: argparse.Namespace, out: _Out) -> int:
 
 
 def _cancel(args: argparse.Namespace, out: _Out) -> int:
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft.monitor import JobView
 
     with _monitor_plane(args, out) as (cp, job, store):
         if not args.yes:
@@ -445,7 +442,7 @@ def _cancel(args: argparse.Namespace, out: _Out) -> int:
 
 
 def _resume(args: argparse.Namespace, out: _Out) -> int:
-    from svgagent.core.rft_monitor import JobView
+    from svgagent.core.rft.monitor import JobView
 
     with _monitor_plane(args, out) as (cp, job, store):
         data = cp.resume_job(job)
@@ -456,7 +453,7 @@ def _resume(args: argparse.Namespace, out: _Out) -> int:
 
 
 def cmd_rft(args: argparse.Namespace) -> int:
-    from svgagent.core.fireworks_api import FireworksError
+    from svgagent.core.rft.fireworks_api import FireworksError
 
     out = _Out(getattr(args, "demo", False))
     action = {"create": _create, "status": _status, "list": _list, "cancel": _cancel, "resume": _resume}

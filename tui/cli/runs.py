@@ -11,13 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from svgagent.core.errors import RenderError, StoreError
+from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.export import export_run
-from svgagent.core.render import Renderer
+from svgagent.core.scoring.render import Renderer
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 
-from .cli import EXIT_BELOW, EXIT_OK
+from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_OK
 
 
 def open_store(args: argparse.Namespace, *, must_exist: bool = True) -> Store:

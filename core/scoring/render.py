@@ -4,7 +4,7 @@
 worker processes, each with an address-space limit, and gives every render a wall-clock timeout: a hung, crashed or
 memory-starved worker is replaced and the caller gets a :class:`RenderError` with a one-line reason.
 
-Workers are fresh interpreters (``python -P -m svgagent.core.render_worker``, i.e. spawned: exec'd, never forked
+Workers are fresh interpreters (``python -P -m svgagent.core.scoring.render_worker``, i.e. spawned: exec'd, never forked
 from this process, which runs asyncio and threads). They are not started through :mod:`multiprocessing` because its
 spawn/forkserver children re-run the parent's ``__main__`` (for the app: the whole TUI, textual included) before
 doing any work; an exec'd module imports only what rendering needs. :class:`WorkerProcess` talks to one worker over
@@ -28,8 +28,8 @@ import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
-from .errors import RenderError
-from .render_worker import (
+from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.render_worker import (
     DEFAULT_MAX_BYTES,
     DEFAULT_SIZE,
     ERROR_RECYCLE,
@@ -98,7 +98,7 @@ class WorkerProcess:
         if self._closed:
             return
         command = [
-            sys.executable, "-P", "-m", "svgagent.core.render_worker",
+            sys.executable, "-P", "-m", "svgagent.core.scoring.render_worker",
             "--memory-mb", str(self.memory_mb), "--max-bytes", str(self.max_bytes),
         ]  # fmt: skip
         self._proc = subprocess.Popen(
@@ -198,7 +198,7 @@ class WorkerProcess:
             raise RenderError(f"renderer did not start within {STARTUP_TIMEOUT_S:g} s") from None
         except _Died:
             code = describe_exit(self._discard())
-            raise RenderError(f"renderer failed to start ({code}; run python -m svgagent.core.render_worker "
+            raise RenderError(f"renderer failed to start ({code}; run python -m svgagent.core.scoring.render_worker "
                               f"--memory-mb {self.memory_mb} --max-bytes {self.max_bytes} to see why)") from None
         if status != READY:
             self._discard()

@@ -2,9 +2,9 @@
 
 Generated at build time from the same source files `svgagent eval` runs, so there is one source of truth:
 
-    test_svgagent_judge.py   entry: a copy of core/bundle_entry.py (the plain scoring function + the Eval Protocol
+    test_svgagent_judge.py   entry: a copy of core/rft/bundle_entry.py (the plain scoring function + the Eval Protocol
                              pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
-    svgjudge/                copies of core/{errors,models,extract,render_worker,render,chat,judge}.py
+    svgjudge/                copies of core/scoring/{errors,models,extract,render_worker,render,chat,judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
     requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ...
@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import SvgAgentError
-from .models import DatasetRow
-from .prompt import ep_row
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.scoring.models import DatasetRow
+from svgagent.core.prompt import ep_row
 
-CORE_DIR = Path(__file__).resolve().parent
-SOURCE_PACKAGE = "svgagent.core"
+RFT_DIR = Path(__file__).resolve().parent
+SCORING_DIR = RFT_DIR.parent / "scoring"
+SOURCE_PACKAGE = "svgagent.core.scoring"
 BUNDLE_PACKAGE = "svgjudge"
 SOURCE_MODULES = ("errors", "models", "extract", "render_worker", "render", "chat", "judge")
 TEMPLATE_MODULE = "bundle_entry"
@@ -128,11 +129,11 @@ def _check_imports(name: str, source: str) -> None:
             parts = target.split(".")
             if parts[0] != BUNDLE_PACKAGE or len(parts) != 2 or parts[1] not in SOURCE_MODULES:
                 raise BundleError(f"{name} imports {target}, which the evaluator bundle does not contain: add it to "
-                                  "SOURCE_MODULES in core/evaluator_bundle.py or drop the import")
+                                  "SOURCE_MODULES in core/rft/evaluator_bundle.py or drop the import")
 
 
-def _source(module: str) -> bytes:
-    path = CORE_DIR / f"{module}.py"
+def _source(module: str, folder: Path = SCORING_DIR) -> bytes:
+    path = folder / f"{module}.py"
     try:
         return path.read_bytes()
     except OSError as err:
@@ -161,14 +162,14 @@ def bundle_files(config: Mapping[str, Any]) -> dict[str, bytes]:
     digests: dict[str, str] = {}
     for module in SOURCE_MODULES:
         raw = _source(module)
-        digests[f"core/{module}.py"] = hashlib.sha256(raw).hexdigest()
+        digests[f"core/scoring/{module}.py"] = hashlib.sha256(raw).hexdigest()
         text = _rename(raw.decode("utf-8"))
         _check_imports(f"{BUNDLE_PACKAGE}/{module}.py", text)
         files[f"{BUNDLE_PACKAGE}/{module}.py"] = text.encode("utf-8")
     files[f"{BUNDLE_PACKAGE}/__init__.py"] = (
         '"""Copies of the svgagent core modules that score a rollout (generated; do not edit)."""\n').encode()
-    raw = _source(TEMPLATE_MODULE)
-    digests[f"core/{TEMPLATE_MODULE}.py"] = hashlib.sha256(raw).hexdigest()
+    raw = _source(TEMPLATE_MODULE, RFT_DIR)
+    digests[f"core/rft/{TEMPLATE_MODULE}.py"] = hashlib.sha256(raw).hexdigest()
     entry = _rename(raw.decode("utf-8"))
     _check_imports(ENTRY_FILE, entry)
     files[ENTRY_FILE] = entry.encode("utf-8")
@@ -236,7 +237,7 @@ def build_bundle(settings: Any = None, *, config: Mapping[str, Any] | None = Non
     the defaults of `svgagent.core.settings.Settings`. With `out_dir` the bundle directory is written there."""
     if config is None:
         if settings is None:
-            from .settings import Settings
+            from svgagent.core.settings import Settings
 
             settings = Settings.model_construct()  # defaults only: no files or environment read
         config = config_from_settings(settings)

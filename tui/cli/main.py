@@ -6,9 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from svgagent.core.errors import SvgAgentError
+from svgagent.core.scoring.errors import SvgAgentError
 
-EXIT_OK, EXIT_BELOW, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from svgagent.tui.cli.flags import add_settings, add_store
+from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 DESCRIPTION = """\
 Train and review an SVG-drawing LLM agent.
@@ -27,39 +28,8 @@ settings: flags > environment (SVGAGENT_*) > ./.env > ./svgagent.toml > user con
 """
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
-
-
-def _add_run_settings(p: argparse.ArgumentParser) -> None:
-    """Flags mirroring the settings model; all default to None so only explicit flags override."""
-    g = p.add_argument_group("policy")
-    g.add_argument("--model", help="policy model (default accounts/fireworks/models/qwen3-0p6b)")
-    g.add_argument("--base-url", help="policy OpenAI-compatible endpoint (default Fireworks inference)")
-    g.add_argument("--temperature", type=float, help="sampling temperature, 0..2 (default 0.8)")
-    g.add_argument("--max-tokens", type=int, help="completion token limit (default 4096)")
-    g.add_argument("--reasoning-effort", choices=["low", "medium", "high"], help="sent in the request body")
-    g = p.add_argument_group("judge")
-    g.add_argument("--judge-model", help="vision judge model (default gpt-4.1)")
-    g.add_argument("--judge-base-url", help="judge endpoint (default https://api.openai.com/v1)")
-    g.add_argument("--judge-mode", choices=["count", "per-requirement"],
-                   help="count: one number per image; per-requirement: a verdict per requirement (default count)")
-    g = p.add_argument_group("engine")
-    g.add_argument("--concurrency", type=int, help="policy requests in flight (default 16)")
-    g.add_argument("--judge-concurrency", type=int, help="judge requests in flight (default 16)")
-    g.add_argument("--request-timeout", dest="request_timeout_s", type=float, help="seconds per request (default 120)")
-    g.add_argument("--max-retries", type=int, help="client retries with backoff, honouring Retry-After (default 3)")
-    g.add_argument("--render-size", type=int, help="longest side of the PNG the judge sees (default 512)")
-    g.add_argument("--threshold", type=float, help="mean score needed to pass, 0..1 (default 0.5)")
-    g = p.add_argument_group("data")
-    g.add_argument("--dataset", help="'builtin', an SVGBench questions.json or an Eval Protocol JSONL file")
-    g.add_argument("--rows", type=int, help="use only the first N rows")
-    g.add_argument("--runs", type=int, help="samples per row, like RFT's group size (default 1)")
-    _add_store(p)
-
-
-def _add_store(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help="run store: a .db file or a directory (default: $SVGAGENT_HOME or the user data dir)")
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions keep their line breaks; defaults are written into the help texts where they mean something."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,11 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
                        description="Generate, render and judge every row of a dataset; print a summary.\n\n"
                        "exit status: 0 mean >= threshold, 1 below, 2 usage/config error, 130 interrupted",
-                       epilog="examples:\n  svgagent eval --demo --rows 8 --runs 2\n"
+                       epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
                        "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
                        "  svgagent eval --resume 20261130-101500-ab12")
     p.add_argument("--demo", action="store_true", help="use the built-in simulator for policy and judge (no keys)")
-    _add_run_settings(p)
+    add_settings(p)
+    add_store(p)
     p.add_argument("--name", help="a name for the run (default: its id)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: finished rollouts are kept")
     p.add_argument("--no-cache", action="store_true", help="always call the endpoints, even for identical requests")
@@ -82,35 +53,35 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list and inspect stored runs", formatter_class=_Formatter)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
     p = runs_sub.add_parser("list", help="all runs, newest first")
-    _add_store(p)
+    add_store(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p = runs_sub.add_parser("show", help="one run and its rollouts")
     p.add_argument("run_id", metavar="RUN_ID")
-    _add_store(p)
+    add_store(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("export", help="export a run as Eval Protocol JSONL or CSV", formatter_class=_Formatter)
     p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="output format")
+    p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="output format (default jsonl)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--assets", metavar="DIR", help="also write each rollout's PNG and SVG into DIR (named by rollout id)")
-    _add_store(p)
+    add_store(p)
 
     p = sub.add_parser("render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter)
     p.add_argument("input", metavar="IN.svg")
     p.add_argument("-o", "--output", metavar="OUT.png", required=True)
-    p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels")
+    p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels (default 512)")
 
     p = sub.add_parser("tui", help="open the terminal app", formatter_class=_Formatter)
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
     p.add_argument("--run", metavar="RUN_ID", help="open a stored run")
-    _add_store(p)
+    add_store(p)
 
-    from .cli_rft import add_rft_parser
+    from svgagent.tui.cli.rft import add_rft_parser
 
     add_rft_parser(sub)
 
-    from .cli_compare import add_analysis_parsers  # runs compare, runs stats, import
+    from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
     add_analysis_parsers(sub, runs_sub)
     return parser
@@ -123,31 +94,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(["tui", *([] if argv is None else argv)])
     try:
         if getattr(args, "analysis", None):  # runs compare | runs stats | import
-            from .cli_compare import cmd_analysis
+            from svgagent.tui.cli.analysis import cmd_analysis
 
             return cmd_analysis(args)
         if args.command == "eval":
-            from .cli_eval import cmd_eval
+            from svgagent.tui.cli.eval import cmd_eval
 
             return cmd_eval(args)
         if args.command == "runs":
-            from .cli_runs import cmd_runs
+            from svgagent.tui.cli.runs import cmd_runs
 
             return cmd_runs(args)
         if args.command == "export":
-            from .cli_runs import cmd_export
+            from svgagent.tui.cli.runs import cmd_export
 
             return cmd_export(args)
         if args.command == "render":
-            from .cli_runs import cmd_render
+            from svgagent.tui.cli.runs import cmd_render
 
             return cmd_render(args)
         if args.command == "rft":
-            from .cli_rft import cmd_rft
+            from svgagent.tui.cli.rft import cmd_rft
 
             return cmd_rft(args)
         if args.command == "tui":
-            from .cli_tui import cmd_tui
+            from svgagent.tui.cli.tui import cmd_tui
 
             return cmd_tui(args)
     except SvgAgentError as err:

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator, Mapping
 import fireworks
 import httpx
 
-from svgagent.core.errors import SvgAgentError
-from svgagent.core.links import dataset_link, evaluator_link
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.rft.links import dataset_link, evaluator_link
 
 DEFAULT_BASE_URL = "https://api.fireworks.ai"
 MISSING_KEY = "FIREWORKS_API_KEY is not set: add it to .env or the environment"

@@ -10,7 +10,7 @@ Used by the tests, the benchmarks and the app's ``--demo`` mode, so nothing need
 
 or as its own process (so it does not share a GIL with the engine)::
 
-    python -m svgagent.core.simulator --port 8765 --policy-latency 0.2 --judge-latency 0.2
+    python -m svgagent.core.sim.simulator --port 8765 --policy-latency 0.2 --judge-latency 0.2
 
 Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` (both need ``Authorization: Bearer <key>``; the key
 ``SimConfig.rejected_key`` gets 401), and for remote control ``GET|POST /_sim/config``, ``GET /_sim/stats``,
@@ -22,11 +22,11 @@ Faults (every ``*_every`` knob: 0 = never, N = every N-th request) are scheduled
 knobs hit the same request the first of reset, timeout, 5xx, 429, empty choices wins.
 
 Answers are labelled as simulated (model names ``simulated-policy`` / ``simulated-judge``, an SVG comment,
-a ``[simulated judge]`` prefix) and are deterministic: see :mod:`svgagent.core.simulator_content`. The k-th policy
+a ``[simulated judge]`` prefix) and are deterministic: see :mod:`svgagent.core.sim.content`. The k-th policy
 request for a prompt gets the k-th answer in that prompt's sequence (``temperature=0``: always the first one);
 ``max_tokens`` / ``max_completion_tokens`` cut the answer (``finish_reason="length"``); ``n`` up to 16 is honoured;
 ``stream=true`` is refused with 400. The judge answers in the schema named by ``response_format`` (see
-:mod:`svgagent.core.judge`), from the PNG's coverage and colour variety plus a hash of its bytes.
+:mod:`svgagent.core.scoring.judge`), from the PNG's coverage and colour variety plus a hash of its bytes.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
-from svgagent.core.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
-from svgagent.core.simulator_content import judge_answer, parse_requirements, policy_answer, prompt_key
-from svgagent.core.simulator_wire import (
+from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
+from svgagent.core.sim.content import judge_answer, parse_requirements, policy_answer, prompt_key
+from svgagent.core.sim.wire import (
     FAULT_KINDS,
     SimConfig,
     arg_parser,
@@ -431,7 +431,7 @@ async def _run(config: SimConfig, host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m svgagent.core.simulator [--port P] [--policy-latency S] [--<knob> VALUE ...]``: prints
+    """``python -m svgagent.core.sim.simulator [--port P] [--policy-latency S] [--<knob> VALUE ...]``: prints
     ``svgagent simulator listening on <base url>`` once ready and serves until SIGINT/SIGTERM."""
     args = arg_parser().parse_args(argv)
     try:

@@ -1,0 +1,2 @@
+"""svgagent.core.rft: the Fireworks side: control-plane client, hyperparameters, launch steps, job monitor and job
+source, evaluator bundle and its entry file, dashboard links."""

@@ -1,0 +1,52 @@
+"""The layers hold: the import-linter contracts in pyproject.toml are kept, and at run time neither the core nor
+the headless command line loads Textual."""
+
+from __future__ import annotations
+
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import svgagent.core
+
+ROOT = Path(__file__).resolve().parents[1]
+UI = ("textual", "svgagent.tui", "svgagent.screens")
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    result = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                             "lint_imports_command()"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout
+
+
+def _loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_importing_every_core_module_loads_no_ui() -> None:
+    modules = [m.name for m in pkgutil.walk_packages(svgagent.core.__path__, "svgagent.core.")]
+    assert {"svgagent.core.engine", "svgagent.core.scoring.judge", "svgagent.core.rft.launch",
+            "svgagent.core.sim.simulator"} <= set(modules)
+    loaded = _loaded_after("import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules))
+    assert [m for m in loaded if m.startswith(UI)] == []
+
+
+def test_headless_eval_never_loads_textual(tmp_path: Path) -> None:
+    env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env.pop("FIREWORKS_API_KEY", None)
+    env.pop("OPENAI_API_KEY", None)
+    code = ("import contextlib, io\nfrom svgagent.tui.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "    status = main(['eval', '--demo', '--rows', '1', '--json'])\n"
+            "assert status in (0, 1), status\n")
+    loaded = _loaded_after(code, env)
+    assert "svgagent.core.engine" in loaded  # the run really happened in this process
+    assert [m for m in loaded if m.startswith(("textual", "svgagent.screens", "svgagent.tui.app",
+                                                "svgagent.tui.widgets"))] == []

@@ -1,0 +1,1 @@
+"""svgagent.tui.cli: the `svgagent` command line. Headless: only `cli/tui.py` imports Textual (lazily)."""

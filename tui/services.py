@@ -1,0 +1,37 @@
+"""What screens and widgets may use of the app: the typed seam between them and `SvgAgentApp`.
+
+Screens sit below the app in the layers (import-linter), so they cannot import it; they type ``self.app`` as this
+Protocol instead. Tests can hand a screen any object with these attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from svgagent.core.events import EventBus
+    from svgagent.core.rft.job_source import JobSource
+    from svgagent.core.scoring.models import RolloutUpdate
+    from svgagent.core.settings import Settings
+    from svgagent.core.store import Store
+    from svgagent.tui.run_control import RunControl
+
+
+class AppServices(Protocol):
+    settings: Settings  # what the next run uses (the Config pane updates it)
+    store: Store
+    demo: bool  # the endpoints are the simulators
+    initial_run_id: str | None
+    env_file: Path  # where the Secrets pane keeps keys
+    clock: Callable[[], float]  # monotonic seconds: elapsed times, ETA
+    wall_clock: Callable[[], float]  # seconds since the epoch: RFT job ages
+    bus: EventBus[RolloutUpdate]
+    control: RunControl
+    job_source: JobSource | None
+    job_poll_s: float | None
+
+    def settings_for_run(self, stored: Mapping[str, Any]) -> Settings: ...
+
+    def open_compare(self, run_a: str, run_b: str) -> bool: ...
