@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 from typing import Any
 
@@ -45,40 +44,34 @@ def test_columns_fit_an_80_column_terminal() -> None:
                                              "judge", "tokens"]
 
 
-async def test_ten_thousand_rows_load_sort_filter_and_scroll_quickly(tmp_path: Path) -> None:
+async def test_ten_thousand_rows_load_sort_filter_and_scroll(tmp_path: Path) -> None:
+    """What a 10,000-row run needs of the table; how fast it is lives in bench/tui.py (no timings in tests)."""
     with Store(tmp_path / "runs.db") as store:
         big_run(store, 10_000)
         records = store.list_rollouts(RUN_ID)
         app = TableApp()
         async with app.run_test(size=(80, 24)) as pilot:
             table = app.query_one(RolloutTable)
-            started = time.perf_counter()
             table.load(records)
             await pilot.pause()
-            load_s = time.perf_counter() - started
             assert len(table.visible_ids) == 10_000
-            started = time.perf_counter()
             table.set_sort("score", reverse=True)
             table.set_filter("score>=0.5 -row:7")
             await pilot.pause()
-            reorder_s = time.perf_counter() - started
             assert len(table.visible_ids) == 5_999  # scores 0.5, 0.75, 1 (6,000 rows) minus row 7
             first = table.records[table.visible_ids[0]]
             assert first.score == 1.0
             table.focus()
-            started = time.perf_counter()
-            await pilot.press(*["pagedown"] * 5, *["j"] * 20, "end", "home")
-            keys_s = time.perf_counter() - started
-            changed = [r for r in records[:500]]
+            await pilot.press(*["pagedown"] * 5, *["j"] * 20, "end")
+            assert table.cursor_id == table.visible_ids[-1]
+            await pilot.press("home")
+            assert table.cursor_id == table.visible_ids[0]
+            changed = list(records[:500])
             for rec in changed:
                 rec.generation_s = 99.0
-            started = time.perf_counter()
             table.apply(changed)
             await pilot.pause()
-            apply_s = time.perf_counter() - started
-        # generous bounds (shared CI machines); a DataTable needs seconds just to add 10,000 rows
-        print(f"10k rows: load {load_s:.3f}s reorder {reorder_s:.3f}s keys {keys_s:.3f}s apply {apply_s:.3f}s")
-        assert load_s < 1.5 and reorder_s < 1.0 and apply_s < 0.5 and keys_s < 6.0, (load_s, reorder_s, apply_s, keys_s)
+            assert table.records[changed[0].rollout_id].generation_s == 99.0
 
 
 async def test_apply_repaints_only_the_cells_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
