@@ -7,6 +7,7 @@ unpacks it and runs its plain scoring function in a separate interpreter on the 
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -68,7 +69,10 @@ def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
     assert one.archive == two.archive and one.code_hash == two.code_hash
     assert one.evaluator_id == f"svgagent-judge-{one.code_hash[:12]}" and len(one.evaluator_id) <= 63
     assert one.entry_point == ENTRY_POINT == "test_svgagent_judge.py::test_svgagent_judge"
-    assert archive_members(one.archive) == dict(one.files)
+    # laid out as `ep upload` packs a project: every file under one top-level folder, uploaded as <folder>.tar.gz
+    assert one.root == one.evaluator_id and one.filename == f"{one.root}.tar.gz"
+    assert archive_members(one.archive) == {f"{one.root}/{path}": data for path, data in one.files.items()}
+    assert ENTRY_POINT.split("::")[0] in one.files and "Dockerfile" in one.files
     for module in SOURCE_MODULES:  # byte-for-byte copies, package renamed
         source = (SCORING_DIR / f"{module}.py").read_text(encoding="utf-8")
         copied = one.files[f"{BUNDLE_PACKAGE}/{module}.py"].decode()
@@ -79,12 +83,32 @@ def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
     requirements = one.files["requirements.txt"].decode().split()
     for name in ("eval-protocol", "openai", "cairosvg", "pillow", "pydantic"):
         assert any(r.split(">")[0] == name for r in requirements), name
+    assert "eval-protocol>=0.2.85" in requirements  # the quickstart's floor
+    assert all(">=" in r for r in requirements), requirements  # every requirement has a floor
     assert one.requirements == one.files["requirements.txt"].decode()
     manifest = json.loads(one.files["svgagent_bundle.json"])
     assert manifest["entry_point"] == ENTRY_POINT and set(manifest["sources"]) >= {"core/scoring/judge.py", "core/scoring/extract.py"}
     # the judge settings are part of the code: another judge gives another evaluator
     other = build_bundle(config={**one.config, "judge_model": "another-judge"})
     assert other.code_hash != one.code_hash and other.evaluator_id != one.evaluator_id
+
+
+def test_bundle_code_runs_on_python_3_10(tmp_path: Path) -> None:
+    """eval-protocol supports Python 3.10, so the bundle's code must too: vermin (a minimum-version checker) over
+    every bundled .py file, annotations evaluated (pydantic and dataclasses read them at run time)."""
+    bundle = build_bundle(out_dir=tmp_path / "bundle")
+    py_files = sorted(str(tmp_path / "bundle" / p) for p in bundle.files if p.endswith(".py"))
+    assert len(py_files) == len(SOURCE_MODULES) + 2  # the kernel's copies, the package's __init__, the entry file
+    vermin = Path(sys.executable).with_name("vermin")
+    proc = subprocess.run([str(vermin), "--target=3.10-", "--violations", "--eval-annotations", "--no-tips",
+                           "--no-parse-comments", *py_files], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # what vermin cannot see: interpreter flags in command lines (`python -P` is 3.11+)
+    for path in py_files:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        flags = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in
+                 ("-P", "PYTHONSAFEPATH")}
+        assert not flags, (path, flags)
 
 
 def test_build_refuses_an_import_the_bundle_does_not_hold() -> None:
@@ -138,28 +162,35 @@ async def test_invalid_scores_when_the_judge_cannot_answer(renderer: Renderer, m
     assert not empty.is_score_valid
 
 
-async def test_a_renderer_that_cannot_start_gives_invalid_scores(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:
-        closed = False
+def test_bundle_dockerfile_installs_the_system_libraries_pip_cannot() -> None:
+    dockerfile = build_bundle().files["Dockerfile"].decode()
+    lines = [line.strip() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")]
+    assert lines[0].startswith("FROM python:3.")
+    install = " ".join(line for line in lines if "apt-get install" in line or line.startswith("&&"))
+    assert "libcairo2" in install and "fonts-" in install
+    assert any(line.startswith("RUN pip install") and "requirements.txt" in line for line in lines)
 
-        def __init__(self, **kw: object) -> None:
-            pass
 
-        async def render(self, svg: str, size: int) -> bytes:
-            raise bundle_entry.RenderError("SVG could not be rendered (ModuleNotFoundError: No module named 'cairosvg')")
+def _shadow_cairo(folder: Path) -> Path:
+    """A `cairocffi` that fails to import exactly as the real one does when libcairo.so.2 is not installed."""
+    (folder / "cairocffi").mkdir(parents=True)
+    (folder / "cairocffi" / "__init__.py").write_text(
+        "raise OSError(\"no library called \\\"cairo-2\\\" was found\\n"
+        "cannot load library 'libcairo.so.2': libcairo.so.2: cannot open shared object file\")\n")
+    return folder
 
-        def close(self) -> None:
-            self.closed = True
 
-    monkeypatch.setattr(bundle_entry, "Renderer", Broken)
+async def test_evaluator_without_libcairo_fails_loudly_on_the_first_row(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # the render workers inherit PYTHONPATH: they import the broken cairocffi, as on an image without libcairo2
+    monkeypatch.setenv("PYTHONPATH", str(_shadow_cairo(tmp_path / "shadow")))
     bundle_entry.close_renderer()
     try:
         svg = '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect width="4" height="4"/></svg>'
-        result = await bundle_entry.score_answer(f"```svg\n{svg}\n```", ["a"])
-        assert (result.is_score_valid, result.score, result.stage) == (False, None, "render")
-        assert "cannot render SVG at all" in result.reason and "cairosvg" in result.reason
-        no_svg = await bundle_entry.score_answer("nothing to see", ["a"])
-        assert no_svg.is_score_valid and no_svg.score == 0.0  # still the model's fault
+        for answer in (f"```svg\n{svg}\n```", "no picture at all"):  # every row, the first one included
+            with pytest.raises(bundle_entry.EvaluatorEnvironmentError, match="libcairo") as caught:
+                await bundle_entry.score_answer(answer, ["a"])
+            assert "libcairo.so.2" in str(caught.value) and "apt-get install libcairo2" in str(caught.value)
     finally:
         bundle_entry.close_renderer()
 
@@ -194,6 +225,7 @@ async def test_uploaded_bundle_scores_exactly_like_the_engine(tmp_path: Path) ->
             archive = fw.evaluator_archive(prepared.evaluator_id)
         assert archive == prepared.bundle.archive
         bundle_dir = unpack_archive(archive, tmp_path / "bundle")
+        assert bundle_dir == tmp_path / "bundle" / prepared.bundle.root
         assert json.loads((bundle_dir / "svgagent_bundle.json").read_text())["config"]["judge_base_url"] == \
             sim.base_url
 

@@ -7,6 +7,8 @@ its own package name, plus `svgagent_bundle.json` with the judge settings captur
 
 Scoring (the engine's rules, step by step):
 
+0. once per process, render a trivial SVG: when that fails (libcairo or cairosvg missing), raise
+   `EvaluatorEnvironmentError` on every row instead of scoring;
 1. extract the SVG from the answer; none found: a *valid* score of 0;
 2. render it in a sandboxed worker process (size cap, data:-only fetcher, timeout, memory limit); a render
    failure: a *valid* 0;
@@ -104,7 +106,7 @@ SELF_TEST_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><r
 
 
 def _worker_path() -> None:
-    """Render workers run `python -P -m <package>.render_worker`; inside the bundle that package lives next to
+    """Render workers run `<package>.render_worker` by module name; inside the bundle that package lives next to
     this file, so the bundle directory must be on the workers' PYTHONPATH."""
     root = Path(__file__).resolve().parent
     if not (root / PACKAGE).is_dir():
@@ -133,19 +135,28 @@ def close_renderer() -> None:
         _renderer_tested, _renderer_problem = False, None
 
 
-async def renderer_problem(config: JudgeConfig) -> Optional[str]:
-    """Why this evaluator cannot render anything (None when a trivial SVG renders). A renderer that cannot
-    start (e.g. cairosvg or the cairo library missing) must not turn every rollout into a valid 0."""
+class EvaluatorEnvironmentError(RuntimeError):
+    """This evaluator cannot score anything where it runs (e.g. the cairo library is missing). Raised on every row,
+    the first one included, so the job stops with the reason instead of scoring every rollout 0."""
+
+
+CAIRO_HINT = ("the system library libcairo (libcairo.so.2) must be installed where the evaluator runs (Debian/Ubuntu: "
+              "apt-get install libcairo2; the bundle's Dockerfile installs it), together with the cairosvg package")
+
+
+async def check_renderer(config: JudgeConfig) -> None:
+    """Raise `EvaluatorEnvironmentError` unless a trivial SVG renders (checked once per process). A renderer that
+    cannot start (cairosvg or libcairo missing) must not turn every rollout into a valid 0."""
     global _renderer_tested, _renderer_problem
     if not _renderer_tested:
         try:
             await shared_renderer(config).render(SELF_TEST_SVG, 8)
             _renderer_problem = None
         except RenderError as err:
-            _renderer_problem = (f"the evaluator cannot render SVG at all ({err}): its environment needs cairosvg "
-                                 "and the cairo library")
+            _renderer_problem = f"the evaluator cannot render SVG at all ({err}): {CAIRO_HINT}"
         _renderer_tested = True
-    return _renderer_problem
+    if _renderer_problem is not None:
+        raise EvaluatorEnvironmentError(_renderer_problem)
 
 
 # ---- scoring ---------------------------------------------------------------------------------------------------
@@ -173,6 +184,8 @@ async def score_answer(answer: Optional[str], requirements: Sequence[str], promp
                        renderer: Optional[Renderer] = None) -> RolloutScore:
     """Score a policy answer against its numbered requirements (see the module docstring for the rules)."""
     cfg = config or JudgeConfig.load()
+    if renderer is None:
+        await check_renderer(cfg)  # raises EvaluatorEnvironmentError: no score at all beats a wrong one
     reqs = [str(r) for r in requirements]
     total = len(reqs)
     if total == 0:
@@ -180,8 +193,6 @@ async def score_answer(answer: Optional[str], requirements: Sequence[str], promp
     extracted = extract_svg(answer)
     if extracted.svg is None:
         return RolloutScore(0.0, True, 0, total, extracted.reason or "no SVG found in the answer", "extract")
-    if renderer is None and (problem := await renderer_problem(cfg)) is not None:
-        return RolloutScore(None, False, None, total, problem, "render")
     try:
         png = await (renderer or shared_renderer(cfg)).render(extracted.svg, cfg.render_size)
     except RenderError as err:
@@ -266,11 +277,10 @@ def _define_evaluation_test(ep: dict) -> Any:
     EvaluationRow = ep["EvaluationRow"]
     EvaluateResult = ep["EvaluateResult"]
     MetricResult = ep["MetricResult"]
-    # Local runs (`pytest test_svgagent_judge.py`) sample the policy with these; SVGAGENT_EP_COMPLETION_PARAMS
-    # (a JSON object, e.g. {"model": "openai/m", "api_base": "http://127.0.0.1:8765/v1"}) replaces them.
+    # Local runs (`pytest test_svgagent_judge.py`) sample the policy with these; eval-protocol's own
+    # `--ep-completion-params '{"model": "openai/m", "api_base": "http://127.0.0.1:8765/v1"}'` replaces them, and
+    # `--ep-jsonl-path rows.jsonl` replaces the sample row.
     params = {"model": "fireworks_ai/accounts/fireworks/models/qwen3-0p6b", "temperature": 0.7, "max_tokens": 4096}
-    if os.environ.get("SVGAGENT_EP_COMPLETION_PARAMS"):
-        params = json.loads(os.environ["SVGAGENT_EP_COMPLETION_PARAMS"])
     options: dict = {
         "input_dataset": [str(Path(__file__).resolve().with_name(SAMPLE_FILE))],
         "completion_params": [params],

@@ -7,8 +7,13 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
     svgjudge/                copies of core/scoring/{errors,models,extract,render_worker,render,chat,judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
-    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ...
+    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ... (each with a floor)
+    Dockerfile               the system libraries pip cannot install: libcairo2 and fonts (what `ep local-test` builds)
     README.md
+
+The archive is laid out as eval-protocol's `ep upload` packs a project: every file under one top-level folder (the
+project's directory name; here the evaluator id), the entry point relative to inside that folder, and the upload
+named `<folder>.tar.gz`. The code runs on Python 3.10, eval-protocol's floor (checked by a test with vermin).
 
 The copies are the source files byte for byte except for one mechanical rename: the package `svgagent.core`
 becomes `svgjudge` (imports and the render worker's module name). The build checks that every import of the
@@ -49,8 +54,10 @@ SAMPLE_FILE = "sample.jsonl"
 EVALUATOR_PREFIX = "svgagent-judge"
 DISPLAY_NAME = "svgagent SVG judge"
 DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how many numbered requirements it meets"
+# Every requirement has a floor; eval-protocol's is the one the SVGAgent quickstart pins (without its `svgbench` extra,
+# which only adds selenium: this judge renders with cairosvg).
 REQUIREMENTS = (
-    "eval-protocol",
+    "eval-protocol>=0.2.85",
     "openai>=1.40",
     "cairosvg>=2.7",
     "cairocffi>=1.6",
@@ -58,6 +65,18 @@ REQUIREMENTS = (
     "pillow>=9.1",
     "pydantic>=2.7",
 )
+DOCKERFILE = """\
+# The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and fonts
+# for SVG <text>. `ep local-test` builds this image and runs the evaluation test in it with the project mounted at
+# /workspace; without libcairo the evaluator stops on its first row with an error naming it.
+FROM python:3.11-slim
+RUN apt-get update \\
+    && apt-get install -y --no-install-recommends libcairo2 fonts-dejavu-core fontconfig \\
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /workspace
+COPY requirements.txt /tmp/requirements.txt
+RUN pip install --no-cache-dir -r /tmp/requirements.txt
+"""
 CONFIG_FIELDS = ("judge_model", "judge_base_url", "judge_mode", "render_size", "render_timeout_s", "render_memory_mb",
                  "request_timeout_s", "max_retries")
 _FIXED_MTIME = 315_532_800  # 1980-01-01, as wheels use: archives do not depend on when they were built
@@ -91,8 +110,14 @@ class EvaluatorBundle:
         return f"{EVALUATOR_PREFIX}-{self.short_hash}"
 
     @property
+    def root(self) -> str:
+        """The archive's top-level folder (eval-protocol packs a project under its directory name)."""
+        return self.evaluator_id
+
+    @property
     def filename(self) -> str:
-        return f"{self.evaluator_id}.tar.gz"
+        """The upload's name, `<folder>.tar.gz` as `ep upload` names it."""
+        return f"{self.root}.tar.gz"
 
 
 def config_from_settings(settings: Any) -> dict[str, Any]:
@@ -177,6 +202,7 @@ def bundle_files(config: Mapping[str, Any]) -> dict[str, bytes]:
     files[CONFIG_FILE] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
     files[SAMPLE_FILE] = (json.dumps(ep_row(_SAMPLE_ROW), ensure_ascii=False) + "\n").encode("utf-8")
     files["requirements.txt"] = ("\n".join(REQUIREMENTS) + "\n").encode("utf-8")
+    files["Dockerfile"] = DOCKERFILE.encode("utf-8")
     files["README.md"] = _readme(config).encode("utf-8")
     return dict(sorted(files.items()))
 
@@ -191,31 +217,25 @@ def code_hash(files: Mapping[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def _tar_info(name: str, size: int = 0, directory: bool = False) -> tarfile.TarInfo:
+def _tar_info(name: str, size: int) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.size = size
     info.mtime = _FIXED_MTIME
     info.uid = info.gid = 0
     info.uname = info.gname = ""
-    info.mode = 0o755 if directory else 0o644
-    if directory:
-        info.type = tarfile.DIRTYPE
+    info.mode = 0o644
     return info
 
 
-def archive_files(files: Mapping[str, bytes]) -> bytes:
-    """A deterministic .tar.gz of `files` (files at the archive root, directories listed once)."""
+def archive_files(files: Mapping[str, bytes], root: str) -> bytes:
+    """A deterministic .tar.gz of `files`, each under the folder `root` (as `ep upload` packs a project: file
+    entries only, named relative to the project's parent directory)."""
+    if not root or "/" in root or root in (".", ".."):
+        raise BundleError(f"the archive's top-level folder must be a plain name, got {root!r}")
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        seen: set[str] = set()
         for path in sorted(files):
-            parts = path.split("/")[:-1]
-            for depth in range(1, len(parts) + 1):
-                folder = "/".join(parts[:depth])
-                if folder not in seen:
-                    seen.add(folder)
-                    tar.addfile(_tar_info(folder, directory=True))
-            tar.addfile(_tar_info(path, len(files[path])), io.BytesIO(files[path]))
+            tar.addfile(_tar_info(f"{root}/{path}", len(files[path])), io.BytesIO(files[path]))
     out = io.BytesIO()
     with gzip.GzipFile(filename="", fileobj=out, mode="wb", mtime=0, compresslevel=9) as gz:
         gz.write(raw.getvalue())
@@ -242,22 +262,26 @@ def build_bundle(settings: Any = None, *, config: Mapping[str, Any] | None = Non
             settings = Settings.model_construct()  # defaults only: no files or environment read
         config = config_from_settings(settings)
     files = bundle_files(config)
-    archive = archive_files(files)
+    digest = code_hash(files)
+    archive = archive_files(files, f"{EVALUATOR_PREFIX}-{digest[:12]}")
     directory = write_files(files, Path(out_dir)) if out_dir is not None else None
-    return EvaluatorBundle(files=files, archive=archive, code_hash=code_hash(files), config=dict(config),
-                           directory=directory)
+    return EvaluatorBundle(files=files, archive=archive, code_hash=digest, config=dict(config), directory=directory)
 
 
 def unpack_archive(archive: bytes, directory: Path) -> Path:
-    """Unpack a bundle archive into `directory` (refusing links and paths outside it)."""
+    """Unpack a bundle archive into `directory` (refusing links and paths outside it); returns the project folder
+    (the archive's single top-level folder)."""
     directory.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        roots = {member.name.split("/", 1)[0] for member in tar.getmembers()}
+        if len(roots) != 1:
+            raise BundleError(f"a bundle archive holds one top-level folder, this one has {len(roots)}")
         tar.extractall(directory, filter="data")
-    return directory
+    return directory / roots.pop()
 
 
 def archive_members(archive: bytes) -> dict[str, bytes]:
-    """The regular files of a bundle archive (path -> bytes)."""
+    """The regular files of a bundle archive (path in the archive, top-level folder included -> bytes)."""
     out: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         for member in tar.getmembers():

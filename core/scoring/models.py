@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum
 
 
-class RolloutStatus(StrEnum):
+class _StrEnum(str, Enum):
+    """`enum.StrEnum` without Python 3.11: members are their values (`str()`, f-strings, `==`). The RFT evaluator
+    bundle copies this module and must run on Python 3.10, the floor of eval-protocol."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+
+class RolloutStatus(_StrEnum):
     QUEUED = "queued"
     GENERATING = "generating"
     RENDERING = "rendering"
@@ -19,7 +30,7 @@ class RolloutStatus(StrEnum):
         return self in (RolloutStatus.SCORED, RolloutStatus.FAILED)
 
 
-class JudgeMode(StrEnum):
+class JudgeMode(_StrEnum):
     COUNT = "count"
     PER_REQUIREMENT = "per-requirement"
 

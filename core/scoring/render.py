@@ -4,7 +4,8 @@
 worker processes, each with an address-space limit, and gives every render a wall-clock timeout: a hung, crashed or
 memory-starved worker is replaced and the caller gets a :class:`RenderError` with a one-line reason.
 
-Workers are fresh interpreters (``python -P -m svgagent.core.scoring.render_worker``, i.e. spawned: exec'd, never forked
+Workers are fresh interpreters (``python -c`` running ``svgagent.core.scoring.render_worker`` as ``__main__``
+with the script directory dropped from ``sys.path``, i.e. spawned: exec'd, never forked
 from this process, which runs asyncio and threads). They are not started through :mod:`multiprocessing` because its
 spawn/forkserver children re-run the parent's ``__main__`` (for the app: the whole TUI, textual included) before
 doing any work; an exec'd module imports only what rendering needs. :class:`WorkerProcess` talks to one worker over
@@ -49,6 +50,11 @@ STARTUP_TIMEOUT_S = 60.0
 _WORKER_ENV_NAMES = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
                      "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH", "SYSTEMROOT")
 _WORKER_ENV_PREFIXES = ("LC_", "XDG_", "FONTCONFIG_")
+# The worker's command line: `python -P -m <module>` without -P (Python 3.11+; the RFT bundle runs on 3.10): drop the
+# script directory ('' for -c) from sys.path by hand, then run the module as __main__.
+WORKER_MODULE = "svgagent.core.scoring.render_worker"
+_WORKER_BOOT = ("import runpy, sys; del sys.path[0]; "
+                f"runpy.run_module({WORKER_MODULE!r}, run_name='__main__', alter_sys=True)")
 
 
 def worker_environment() -> dict[str, str]:
@@ -98,8 +104,7 @@ class WorkerProcess:
         if self._closed:
             return
         command = [
-            sys.executable, "-P", "-m", "svgagent.core.scoring.render_worker",
-            "--memory-mb", str(self.memory_mb), "--max-bytes", str(self.max_bytes),
+            sys.executable, "-c", _WORKER_BOOT, "--memory-mb", str(self.memory_mb), "--max-bytes", str(self.max_bytes),
         ]  # fmt: skip
         self._proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

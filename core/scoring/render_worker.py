@@ -5,7 +5,7 @@ every external reference (only inline ``data:`` URLs are served: nothing is read
 cairosvg's entity refusal (``unsafe=False``), scales the output so its longest side is exactly ``size`` px whatever
 the SVG claims, and paints on white. cairosvg is imported lazily, on the first render.
 
-Run as ``python -P -m svgagent.core.scoring.render_worker`` (by :class:`svgagent.core.scoring.render.Renderer`) it is a worker: it
+Run as ``__main__`` (by :class:`svgagent.core.scoring.render.Renderer`) it is a worker: it
 warms cairosvg up, limits its address space with ``RLIMIT_AS`` and serves requests on stdin/stdout until stdin
 closes. Request: ``>II`` (size, length) + SVG bytes. Reply: ``>BI`` (status, length) + a PNG (``OK``), a UTF-8
 reason (``ERROR``; ``ERROR_RECYCLE``: replace this worker) or nothing (``READY``, once, at startup).
