@@ -1,7 +1,7 @@
 """Benchmark the terminal app: event-loop stalls while a big run streams, opening a finished big run, first paint
 of a real `svgagent tui` process and its memory with a big run open.
 
-    .venv/bin/python bench/tui.py [--rollouts 10000] [--seconds 10] [--rate 100] [--repeat 5] [--no-real-engine]
+    .venv/bin/python bench/tui.py [--rollouts 10000] [--seconds 10] [--rate 100] [--repeat 5] [--no-real-engine | --only-real-engine]
 
 1. Streaming (headless, in this process): the app opens a run of N queued rollouts and resumes it with `c`; the
    engine is replaced by a stand-in that, like the real one, writes each state change to the store and publishes
@@ -14,8 +14,10 @@ of a real `svgagent tui` process and its memory with a big run open.
    dashboard's first frame on the terminal (its welcome text), median of `--repeat` starts.
 4. The same real process opening the finished N-rollout run (`svgagent tui --run ID`): spawn until the summary
    "N/N done" is on the terminal, then its resident memory (VmRSS).
-5. The real engine (context, no target): the app resumes the queued N-rollout run with the real engine against
-   the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1.
+5. The real engine (`--concurrency`, default 64): the app resumes the queued N-rollout run with the real engine
+   against the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1, and the
+   key-to-screen latency while it streams: a thread sends a cursor key every 0.15 s through the app's driver (as
+   the terminal's input thread does) and waits for the screen to be composed with the cursor moved.
 
 Noise: on a shared machine other processes steal the CPU; the idle baseline (1) and repeated starts (3, 4) show
 how much. Read the figures with the machine's load.
@@ -300,36 +302,102 @@ async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: 
 
 
 # --- 5. the real engine ----------------------------------------------------------------------------------------
+class KeyProbe:
+    """Key-to-screen latency, as a person at the keyboard feels it: a thread of its own (like the terminal driver's
+    input thread) sends a cursor key through the app's driver `period` seconds after the last one showed, and the
+    time until the dashboard's screen is next composed with the table's cursor on the row the key moved it to is
+    one latency (a key not shown within `timeout` counts as lost). The cursor goes down and up between the first
+    two rows."""
+
+    def __init__(self, app: Any, period: float = 0.1, timeout: float = 2.0) -> None:
+        import threading
+
+        self.app, self.period, self.timeout = app, period, timeout
+        self.latencies: list[float] = []
+        self.lost = 0
+        self._pending: tuple[float, str] | None = None  # (perf_counter() when sent, rollout id expected)
+        self._shown = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="key probe", daemon=True)
+
+    def composed(self, screen: Any) -> None:
+        """Called after each composition of a screen (on the app's loop)."""
+        pending = self._pending
+        if pending is None or screen is not self.app.screen:
+            return
+        if self.app.dashboard.query_one(RolloutTable).cursor_id == pending[1]:
+            self.latencies.append(time.perf_counter() - pending[0])
+            self._pending = None
+            self._shown.set()
+
+    def _run(self) -> None:
+        from textual.events import Key
+
+        while not self._stop.wait(self.period):
+            table = self.app.dashboard.query_one(RolloutTable)
+            ids = table.visible_ids[:2]
+            if len(ids) < 2:
+                continue
+            down = table.cursor_id == ids[0]
+            self._shown.clear()
+            self._pending = (time.perf_counter(), ids[1] if down else ids[0])
+            self.app._driver.send_message(Key("down" if down else "up", None))
+            if not self._shown.wait(self.timeout):
+                self.lost += 1
+                self._pending = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: str, seconds: float,
-                              concurrency: int) -> dict[str, float]:
+                              concurrency: int) -> dict[str, Any]:
     """Resume the N-rollout run with the real engine against the simulator (another process) for `seconds`, then
     stop it: the longest event-loop gaps that began in the first second (the key press, the engine starting and
-    queueing every rollout), later, and from the stop on."""
+    queueing every rollout), later, and from the stop on; and key-to-screen latencies while it streams."""
+    from textual.screen import Screen
+
     extra = demo_overrides(url)
     settings = load_settings(store=str(store.path), concurrency=concurrency, judge_concurrency=concurrency,
                              max_retries=0, **extra)
     app = SvgAgentApp(settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file,
                       demo_overrides=extra)
     ticker = Ticker()
-    async with app.run_test(headless=True, size=SIZE) as pilot:
-        await settle(app, pilot)
-        ticker.start()
-        t0 = time.perf_counter()
-        await pilot.press("c")
-        await asyncio.sleep(max(0.0, seconds - (time.perf_counter() - t0)))
-        t1 = time.perf_counter()
-        await pilot.press("s")
-        await settle(app, pilot)
-        t2 = time.perf_counter()
-        await ticker.stop()
-        await pilot.press("q")
+    probe = KeyProbe(app)
+    original = Screen._compositor_refresh
+
+    def composed(screen: Any) -> None:
+        original(screen)
+        probe.composed(screen)
+
+    with mock.patch.object(Screen, "_compositor_refresh", composed):
+        async with app.run_test(headless=True, size=SIZE) as pilot:
+            await settle(app, pilot)
+            ticker.start()
+            t0 = time.perf_counter()
+            await pilot.press("c")
+            probe.start()
+            await asyncio.sleep(max(0.0, seconds - (time.perf_counter() - t0)))
+            probe.stop()
+            t1 = time.perf_counter()
+            await pilot.press("s")
+            await settle(app, pilot)
+            t2 = time.perf_counter()
+            await ticker.stop()
+            await pilot.press("q")
     done = sum(1 for r in store.list_rollouts(run_id) if r.status.terminal)
 
     def longest(start: float, end: float) -> float:  # of the gaps that began in [start, end)
         return max((b - a for a, b in ticker.gaps if start <= a < end), default=0.0)
 
+    keys = sorted(probe.latencies) or [float("nan")]
     return {"start": longest(t0, t0 + 1), "steady": longest(t0 + 1, t1), "stop": longest(t1, t2), "done": done,
-            "seconds": t1 - t0}
+            "seconds": t1 - t0, "key_p50": statistics.median(keys), "key_p95": keys[int(0.95 * (len(keys) - 1))],
+            "key_max": keys[-1], "keys": len(probe.latencies), "keys_lost": probe.lost}
 
 
 # --- 3 and 4: a real process under a pseudo-terminal ----------------------------------------------------------
@@ -417,7 +485,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="real-process starts per measurement (median)")
     parser.add_argument("--no-real-engine", dest="real_engine", action="store_false",
                         help="skip part 5, the real engine against the simulator")
-    parser.add_argument("--concurrency", type=int, default=16, help="part 5: policy and judge concurrency")
+    parser.add_argument("--only-real-engine", action="store_true", help="run part 5 alone")
+    parser.add_argument("--concurrency", type=int, default=64, help="part 5: policy and judge concurrency")
     parser.add_argument("--latency", type=float, default=0.2, help="part 5: simulated policy and judge latency (s)")
     args = parser.parse_args()
     n = args.rollouts
@@ -426,74 +495,93 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env_file = root / "bench.env"
-        with Store(root / "open.db") as store:
-            finished_id = make_run(store, n, finished=True)
-            opened = asyncio.run(measure_open(store, finished_id, n, env_file))
-        print(f"open a finished {n:,}-rollout run (headless): every row in the table {opened['loaded']:.3f} s, "
-              f"first frame {opened['painted']:.3f} s after SvgAgentApp(run_id=…)")
-
-        with Store(root / "stream.db") as store:
-            live_id = make_run(store, n, finished=False)
-            s = asyncio.run(measure_streaming(store, live_id, env_file, args.seconds, args.rate))
-        print(f"streaming {s['events']} state changes over {s['streamed']:.1f} s "
-              f"({s['events'] / s['streamed']:.0f}/s) into a {n:,}-rollout run, {s['batches']} table updates: "
-              f"event-loop gap max {1000 * s['max']:.1f} ms (the loop's thread ran {1000 * s['max_cpu']:.0f} ms of "
-              f"it), p99 {1000 * s['p99']:.1f} ms, median "
-              f"{1000 * s['p50']:.2f} ms ({s['ticks']} ticks; idle baseline max {1000 * s['idle']:.1f} ms); "
-              f"around the resume key press and engine start {1000 * s['resume']:.0f} ms, at the run's end "
-              f"{1000 * s['end']:.0f} ms")
-
-        real: dict[str, float] | None = None
-        if args.real_engine:
-            from engine import start_simulator  # bench/engine.py: the simulator in its own process
-
-            proc, url = start_simulator(args.latency)
-            try:
-                with Store(root / "real.db") as store:
-                    real_id = make_run(store, n, finished=False)
-                    real = asyncio.run(measure_real_engine(store, real_id, env_file, url, args.seconds,
-                                                           args.concurrency))
-            finally:
-                proc.terminate()
-                proc.wait(timeout=10)
-            print(f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
-                  f"{args.latency:g} s, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
-                  f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it, "
-                  f"{1000 * real['stop']:.0f} ms around the stop")
-
-        env = clean_env(root)
-        work = root / "work"
-        work.mkdir()
-        paints = [spawn_until(["tui", "--demo"], FIRST_PAINT_MARKER, work, env) for _ in range(args.repeat)]
-        first = [p["seconds"] for p in paints]
-        print(f"first paint of `svgagent tui --demo`: median {statistics.median(first):.2f} s "
-              f"({', '.join(f'{x:.2f}' for x in first)})")
-        opens = [spawn_until(["tui", "--store", str(root / "open.db"), "--run", finished_id],
-                             f"{n}/{n} done".encode(), work, env) for _ in range(args.repeat)]
-        open_s = [o["seconds"] for o in opens]
-        rss = [o["rss"] for o in opens]
-        print(f"`svgagent tui --run` with the finished {n:,}-rollout run: on screen after median "
-              f"{statistics.median(open_s):.2f} s ({', '.join(f'{x:.2f}' for x in open_s)}), "
-              f"RSS {statistics.median(rss):.0f} MB ({', '.join(f'{x:.0f}' for x in rss)})")
-        shutil.rmtree(root / "home", ignore_errors=True)
-
-    figures["tui longest event-loop stall ms"] = round(1000 * s["max"], 1)
-    figures["tui longest stall: CPU the loop's thread used, ms"] = round(1000 * s["max_cpu"], 1)
-    figures["tui event-loop stall p99 ms"] = round(1000 * s["p99"], 1)
-    figures["tui stall ms, resume key to first update"] = round(1000 * s["resume"], 1)
-    figures["tui stall ms, run end and table reload"] = round(1000 * s["end"], 1)
-    figures["tui open finished 10k run s" if n == 10_000 else f"tui open finished {n} run s"] = round(
-        opened["loaded"], 3)
-    figures["tui open 10k run, first frame s" if n == 10_000 else f"tui open {n} run, first frame s"] = round(
-        opened["painted"], 3)
-    figures["tui first paint s"] = round(statistics.median(first), 2)
-    figures["tui process open run, spawn to summary s"] = round(statistics.median(open_s), 2)
-    figures["tui RSS MB"] = round(statistics.median(rss))
-    if real is not None:
-        figures["tui stall ms, real engine: first second"] = round(1000 * real["start"])
-        figures["tui stall ms, real engine: after it"] = round(1000 * real["steady"])
+        if not args.only_real_engine:
+            figures.update(headless_parts(root, env_file, n, args))
+        if args.real_engine or args.only_real_engine:
+            figures.update(real_engine_part(root, env_file, n, args))
+        if not args.only_real_engine:
+            figures.update(process_parts(root, n, args))
     report(figures)
     return 0
+
+
+def headless_parts(root: Path, env_file: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
+    with Store(root / "open.db") as store:
+        finished_id = make_run(store, n, finished=True)
+        opened = asyncio.run(measure_open(store, finished_id, n, env_file))
+    (root / "open.id").write_text(finished_id)
+    print(f"open a finished {n:,}-rollout run (headless): every row in the table {opened['loaded']:.3f} s, "
+          f"first frame {opened['painted']:.3f} s after SvgAgentApp(run_id=…)")
+
+    with Store(root / "stream.db") as store:
+        live_id = make_run(store, n, finished=False)
+        s = asyncio.run(measure_streaming(store, live_id, env_file, args.seconds, args.rate))
+    print(f"streaming {s['events']} state changes over {s['streamed']:.1f} s "
+          f"({s['events'] / s['streamed']:.0f}/s) into a {n:,}-rollout run, {s['batches']} table updates: "
+          f"event-loop gap max {1000 * s['max']:.1f} ms (the loop's thread ran {1000 * s['max_cpu']:.0f} ms of "
+          f"it), p99 {1000 * s['p99']:.1f} ms, median "
+          f"{1000 * s['p50']:.2f} ms ({s['ticks']} ticks; idle baseline max {1000 * s['idle']:.1f} ms); "
+          f"around the resume key press and engine start {1000 * s['resume']:.0f} ms, at the run's end "
+          f"{1000 * s['end']:.0f} ms")
+    return {
+        "tui longest event-loop stall ms": round(1000 * s["max"], 1),
+        "tui longest stall: CPU the loop's thread used, ms": round(1000 * s["max_cpu"], 1),
+        "tui event-loop stall p99 ms": round(1000 * s["p99"], 1),
+        "tui stall ms, resume key to first update": round(1000 * s["resume"], 1),
+        "tui stall ms, run end and table reload": round(1000 * s["end"], 1),
+        "tui open finished 10k run s" if n == 10_000 else f"tui open finished {n} run s": round(opened["loaded"], 3),
+        "tui open 10k run, first frame s" if n == 10_000 else f"tui open {n} run, first frame s": round(
+            opened["painted"], 3),
+    }
+
+
+def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
+    from engine import start_simulator  # bench/engine.py: the simulator in its own process
+
+    proc, url = start_simulator(args.latency)
+    try:
+        with Store(root / "real.db") as store:
+            real_id = make_run(store, n, finished=False)
+            real = asyncio.run(measure_real_engine(store, real_id, env_file, url, args.seconds, args.concurrency))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    print(f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
+          f"{args.latency:g} s, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
+          f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it, "
+          f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "
+          f"p95 {1000 * real['key_p95']:.0f} ms, max {1000 * real['key_max']:.0f} ms ({real['keys']} keys, "
+          f"{real['keys_lost']} not shown within 2 s)")
+    return {
+        "tui stall ms, real engine: first second": round(1000 * real["start"]),
+        "tui stall ms, real engine: after it": round(1000 * real["steady"]),
+        "tui stall ms, real engine: around the stop": round(1000 * real["stop"]),
+        "tui key-to-screen ms p95, real engine": round(1000 * real["key_p95"]),
+    }
+
+
+def process_parts(root: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
+    env = clean_env(root)
+    work = root / "work"
+    work.mkdir()
+    finished_id = (root / "open.id").read_text()
+    paints = [spawn_until(["tui", "--demo"], FIRST_PAINT_MARKER, work, env) for _ in range(args.repeat)]
+    first = [p["seconds"] for p in paints]
+    print(f"first paint of `svgagent tui --demo`: median {statistics.median(first):.2f} s "
+          f"({', '.join(f'{x:.2f}' for x in first)})")
+    opens = [spawn_until(["tui", "--store", str(root / "open.db"), "--run", finished_id],
+                         f"{n}/{n} done".encode(), work, env) for _ in range(args.repeat)]
+    open_s = [o["seconds"] for o in opens]
+    rss = [o["rss"] for o in opens]
+    print(f"`svgagent tui --run` with the finished {n:,}-rollout run: on screen after median "
+          f"{statistics.median(open_s):.2f} s ({', '.join(f'{x:.2f}' for x in open_s)}), "
+          f"RSS {statistics.median(rss):.0f} MB ({', '.join(f'{x:.0f}' for x in rss)})")
+    shutil.rmtree(root / "home", ignore_errors=True)
+    return {
+        "tui first paint s": round(statistics.median(first), 2),
+        "tui process open run, spawn to summary s": round(statistics.median(open_s), 2),
+        "tui RSS MB": round(statistics.median(rss)),
+    }
 
 
 if __name__ == "__main__":
