@@ -139,10 +139,7 @@ class StreamingEngine:
 
     def _emit(self, rec: Any, status: RolloutStatus, **fields: Any) -> None:
         self.store.update_rollout(rec.rollout_id, status=status, **fields)
-        self.bus.publish(RolloutUpdate(
-            run_id=rec.run_id, rollout_id=rec.rollout_id, status=status, row_index=rec.row_index,
-            sample_index=rec.sample_index, score=fields.get("score"), fulfilled=fields.get("fulfilled"),
-            total=rec.total, is_score_valid=fields.get("is_score_valid"), error=None))
+        self.bus.publish(RolloutUpdate(rec.run_id, rec.rollout_id, status))
         cls = type(self)
         cls.last_at = time.perf_counter()
         if not cls.emitted:
@@ -284,7 +281,7 @@ async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: 
             await settle(app, pilot)
             wall = time.perf_counter() - t0
             await ticker.stop()
-            batches = app.dashboard.live_batches
+            batches = app.dashboard.feed.batches
             await pilot.press("q")
     first, last = StreamingEngine.first_at, StreamingEngine.last_at
     # while the run streams: gaps wholly between the first and the last state change; the resume key press and

@@ -65,6 +65,15 @@ def _verdict_from_cache(d: dict[str, Any]) -> JudgeVerdict:
     )
 
 
+def create_run(settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None) -> str:
+    """Store a new run of ``dataset`` (its first ``settings.rows`` rows, ``settings.samples`` each); no engine
+    needed, so the app can create a run before the engine starts on a thread of its own."""
+    rows = list(dataset.rows[: settings.rows] if settings.rows else dataset.rows)
+    ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
+    return store.create_run(name=name, settings=settings.public_dict(), dataset=ref, rows=rows,
+                            samples=settings.samples)
+
+
 class Engine:
     """Runs rollouts of runs held in ``store``. Construct, then ``create_run`` and ``await run(run_id)``.
 
@@ -116,10 +125,7 @@ class Engine:
 
     # --- runs -----------------------------------------------------------------------------------------------
     def create_run(self, dataset: Dataset, *, name: str | None = None) -> str:
-        s = self.settings
-        rows = list(dataset.rows[: s.rows] if s.rows else dataset.rows)
-        ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
-        return self.store.create_run(name=name, settings=s.public_dict(), dataset=ref, rows=rows, samples=s.samples)
+        return create_run(self.settings, self.store, dataset, name=name)
 
     async def run(self, run_id: str) -> RunSummary:
         """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume)."""
@@ -155,20 +161,7 @@ class Engine:
     # --- one rollout ----------------------------------------------------------------------------------------
     def _emit(self, rec: RolloutRecord, status: RolloutStatus, **fields: Any) -> None:
         self.store.update_rollout(rec.rollout_id, status=status, **fields)
-        self.bus.publish(
-            RolloutUpdate(
-                run_id=rec.run_id,
-                rollout_id=rec.rollout_id,
-                status=status,
-                row_index=rec.row_index,
-                sample_index=rec.sample_index,
-                score=fields.get("score"),
-                fulfilled=fields.get("fulfilled"),
-                total=rec.total,
-                is_score_valid=fields.get("is_score_valid"),
-                error=fields.get("error") or (fields.get("reason") if status is RolloutStatus.FAILED else None),
-            )
-        )
+        self.bus.publish(RolloutUpdate(rec.run_id, rec.rollout_id, status))
 
     async def _rollout(self, rec: RolloutRecord) -> None:
         rollout_id = rec.rollout_id

@@ -6,11 +6,10 @@ the event bus with one coalescing worker (≤ 10 table updates a second) and dri
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
@@ -24,14 +23,13 @@ from textual.widgets import Footer, Input, Label, Static, Tab, Tabs
 
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.events import Subscription
-from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.query import QueryError
-from svgagent.core.records import RolloutRecord, summarize_rows
+from svgagent.core.records import summarize_rows
 from svgagent.core.rft.launch import trained_on
 from svgagent.core.settings import Settings
 
 from svgagent.tui.imaging import show_full_image
+from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.config_form import ConfigForm
 from svgagent.tui.widgets.histogram import Histogram
@@ -48,7 +46,6 @@ from svgagent.screens.keys_first import AppKeysFirst
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
 
-FEED_INTERVAL_S = 0.1
 LIVE_FILTER_ROWS = 2_000  # up to this many rows the filter applies on every key
 SUMMARY_EVERY_BATCH_ROWS = 2_000  # up to this many rows every live batch refreshes the summary
 SUMMARY_MIN_INTERVAL_S = 0.5  # above it, at most this often
@@ -57,31 +54,6 @@ PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
 WIDE = (120, 40)
-
-
-class LiveBatch(Message):
-    """The latest stored state of the rollouts that changed since the last batch."""
-
-    def __init__(self, run_id: str, records: list[RolloutRecord]) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.records = records
-
-
-class RunReloaded(Message):
-    """A big run read again in a thread: the rows that differ from what the table showed, and those now gone."""
-
-    def __init__(self, run_id: str, changed: list[RolloutRecord], removed: list[str]) -> None:
-        super().__init__()
-        self.run_id, self.changed, self.removed = run_id, changed, removed
-
-
-def latest_per_rollout(events: list[RolloutUpdate]) -> dict[str, RolloutUpdate]:
-    """Keep only the last event of each rollout (events arrive in order)."""
-    latest: dict[str, RolloutUpdate] = {}
-    for event in events:
-        latest[event.rollout_id] = event
-    return latest
 
 
 def _names(missing: list[str]) -> str:
@@ -116,7 +88,7 @@ class Dashboard(AppKeysFirst, Screen):
         self._key_state: tuple[object, ...] = ()
         self.threshold = 0.5
         self.active_pane = "rollouts"
-        self.live_batches = 0
+        self.feed = LiveFeed(self, self.svg_app.store, self.svg_app.bus)
         self._filter_timer: Timer | None = None
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
 
@@ -309,22 +281,11 @@ class Dashboard(AppKeysFirst, Screen):
             return
         table = self.query_one(RolloutTable)
         if len(table.records) >= BACKGROUND_RELOAD_ROWS:
-            self._reload_in_thread(self.run_id, table)
+            self.feed.reload(self.run_id, table.records)
             return
         table.load(self.svg_app.store.list_rollouts(self.run_id))
         self.query_one(Preview).reload()
         self.refresh_summary()
-
-    @work(thread=True, exclusive=True, group="reload", exit_on_error=False)
-    def _reload_in_thread(self, run_id: str, table: RolloutTable) -> None:
-        # its own read-only connection: WAL lets it read while the engine writes, and the engine's writes (on
-        # the event loop) never wait for this read to release the shared connection
-        with self.svg_app.store.reader() as reader:
-            records = reader.list_rollouts(run_id)
-        shown = dict(table.records)  # a snapshot: copying a dict is atomic
-        current = {r.rollout_id for r in records}
-        changed = [r for r in records if shown.get(r.rollout_id) != r]
-        self.post_message(RunReloaded(run_id, changed, [rid for rid in shown if rid not in current]))
 
     def on_run_reloaded(self, message: RunReloaded) -> None:
         if message.run_id != self.run_id:
@@ -390,46 +351,25 @@ class Dashboard(AppKeysFirst, Screen):
     def _cursor_moved(self, event: RolloutTable.CursorMoved) -> None:
         self.query_one(Preview).show_rollout(event.rollout_id)
 
-    # --- following the engine -----------------------------------------------------------------------------
-    def start_feed(self) -> None:
-        """Follow the bus while the engine works (call right after starting it): subscribe now, so no event is
-        missed, and drain every FEED_INTERVAL_S in a worker that ends once the engine has stopped."""
-        subscription = self.svg_app.bus.subscribe()
-        self.app.run_worker(self._follow(subscription), name="event feed", group="feed", exclusive=True,
-                            exit_on_error=False)
-
-    async def _follow(self, subscription: Subscription[RolloutUpdate]) -> None:
-        control = self.svg_app.control
-        try:
-            while True:
-                await asyncio.sleep(FEED_INTERVAL_S)
-                finished = not control.running
-                events = subscription.drain()
-                run_id = self.run_id
-                ids = [rid for rid, e in latest_per_rollout(events).items() if e.run_id == run_id]
-                if ids and run_id is not None:
-                    self.post_message(LiveBatch(run_id, self.svg_app.store.get_rollouts(ids)))
-                if finished:
-                    return
-        finally:
-            subscription.close()
-
+    # --- following the engine (the feed's thread reads; this applies, at most ~10 times a second) ----------
     def on_live_batch(self, batch: LiveBatch) -> None:
-        if batch.run_id != self.run_id:
-            return
-        self.live_batches += 1
-        table = self.query_one(RolloutTable)
-        with self.app.batch_update():
-            table.apply(batch.records)
-            # the summary reads every row: on a big run at most twice a second (``_tick`` adds one a second)
-            now = time.monotonic()
-            if len(table.records) < SUMMARY_EVERY_BATCH_ROWS or now - self._summary_at >= SUMMARY_MIN_INTERVAL_S:
-                self.refresh_summary()
-            if table.cursor_id in {r.rollout_id for r in batch.records}:
-                self.query_one(Preview).reload()
+        try:
+            if batch.run_id != self.run_id or not self.feed.is_current(batch):
+                return
+            table = self.query_one(RolloutTable)
+            with self.app.batch_update():
+                table.merge(batch.records)  # a reload may have read newer rows meanwhile: keep those
+                # the summary reads every row: on a big run at most twice a second (``_tick`` adds one a second)
+                now = time.monotonic()
+                if len(table.records) < SUMMARY_EVERY_BATCH_ROWS or now - self._summary_at >= SUMMARY_MIN_INTERVAL_S:
+                    self.refresh_summary()
+                if table.cursor_id in {r.rollout_id for r in batch.records}:
+                    self.query_one(Preview).reload()
+        finally:
+            self.feed.applied(batch)
 
     # --- run actions --------------------------------------------------------------------------------------
-    def _check_keys(self, settings: Any) -> bool:
+    def _check_keys(self, settings: Settings) -> bool:
         if self.svg_app.demo:
             return True
         missing = settings.missing_keys()
@@ -456,8 +396,9 @@ class Dashboard(AppKeysFirst, Screen):
             self.notify(str(err), title="Dataset", severity="error", timeout=8)
             self.action_pane("config")
             return
+        self.feed.subscribe()  # before the engine starts: its first events are not missed
         run_id = self.svg_app.control.start(settings, dataset=dataset, name=name)
-        self.start_feed()
+        self.feed.follow(run_id)
         self.open_run(run_id)
         self.action_pane("rollouts")
         rows = len(self.query_one(RolloutTable).records)
@@ -469,6 +410,7 @@ class Dashboard(AppKeysFirst, Screen):
             self.notify("no run in progress", severity="warning", timeout=3)
             return
         await control.stop()
+        self.feed.stop()
         self.reload_run()
         table = self.query_one(RolloutTable)
         done = sum(1 for r in table.records.values() if r.status.terminal)
@@ -483,8 +425,9 @@ class Dashboard(AppKeysFirst, Screen):
         settings = app.settings_for_run(run.settings)
         if not self._check_keys(settings):
             return False
+        self.feed.subscribe()
         app.control.start(settings, run_id=self.run_id)
-        self.start_feed()
+        self.feed.follow(self.run_id)
         self.reload_run()
         self.notify(what, title="Run resumed", timeout=3)
         return True
@@ -567,6 +510,7 @@ class Dashboard(AppKeysFirst, Screen):
         self.app.push_screen(RolloutDetail(self.svg_app.store, event.rollout_id), closed)
 
     def on_run_ended(self, event: RunEnded) -> None:
+        self.feed.stop()
         if event.run_id == self.run_id:
             self.reload_run()
         if event.error:

@@ -55,7 +55,7 @@ async def test_r_starts_a_run_that_fills_the_table_live(store: Store, sim_overri
             expected = "–" if rec.effective_score is None else f"{rec.effective_score:.2f}"
             assert cells[5] == expected
         assert "4/4 done" in app.dashboard.query_one(SummaryBar).plain
-        assert app.dashboard.live_batches >= 1
+        assert app.dashboard.feed.batches >= 1
 
 
 async def test_updates_are_coalesced_to_at_most_ten_a_second(store: Store, sim_overrides: dict[str, Any]) -> None:
@@ -67,7 +67,7 @@ async def test_updates_are_coalesced_to_at_most_ten_a_second(store: Store, sim_o
         await settle(pilot)
         elapsed = time.monotonic() - started
         events = 24 * 4  # at least generating, rendering, judging, finished per rollout
-        batches = app.dashboard.live_batches
+        batches = app.dashboard.feed.batches
         assert 1 <= batches <= elapsed * 10 + 2, (batches, elapsed)
         assert batches < events
         assert all(cells[4] in ("✓ scored", "✗ failed") for cells in rows(app))

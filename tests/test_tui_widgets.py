@@ -13,10 +13,9 @@ from textual.geometry import Region
 from tui_support import FIXED_CLOCK  # noqa: F401 - configures term-image for this module too
 
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import summarize_rows
 from svgagent.core.store import Store
-from svgagent.screens.dashboard import latest_per_rollout
 from svgagent.tui.cli.main import main
 from svgagent.tui.imaging import fit_cells, png_to_text, show_full_resolution
 from svgagent.tui.keymap import read_keymap
@@ -147,15 +146,6 @@ def test_cells_show_overrides_and_missing_values(tmp_path: Path) -> None:
     assert cells_for(by_row[4])[5] == "0.75*" and cells_for(by_row[4])[6] == "3/4"
     assert cells_for(by_row[3])[4:7] == ("✗ failed", "–", "–/4")
     assert short_id(f"{RUN_ID}.3.0.a2", RUN_ID) == "3.0.a2"
-
-
-def test_latest_event_per_rollout_wins() -> None:
-    def ev(rid: str, status: RolloutStatus) -> RolloutUpdate:
-        return RolloutUpdate(run_id="r", rollout_id=rid, status=status, row_index=0, sample_index=0)
-
-    events = [ev("a", RolloutStatus.GENERATING), ev("b", RolloutStatus.GENERATING), ev("a", RolloutStatus.SCORED)]
-    latest = latest_per_rollout(events)
-    assert list(latest) == ["a", "b"] and latest["a"].status is RolloutStatus.SCORED
 
 
 def test_store_reads_many_rollouts_in_batches(tmp_path: Path) -> None:

@@ -107,6 +107,7 @@ class SvgAgentApp(App[int]):
         gc.freeze()
 
     def on_unmount(self) -> None:
+        self.control.shutdown()  # the engine's thread must not outlive the app
         gc.unfreeze()
 
     @property

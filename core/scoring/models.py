@@ -90,15 +90,10 @@ class JudgeVerdict:
 
 @dataclass(frozen=True, slots=True)
 class RolloutUpdate:
-    """Published by the engine on every state change of a rollout (also written to the store)."""
+    """Published by the engine after each state change of a rollout has been written to the store: "rollout X of
+    run Y is now in state S". Everything else (score, verdict, errors) is read from the store, by the TUI and the
+    headless CLI alike (``core.live.RunFollower``), so both show the same numbers."""
 
     run_id: str
     rollout_id: str
     status: RolloutStatus
-    row_index: int
-    sample_index: int
-    score: float | None = None
-    fulfilled: int | None = None
-    total: int | None = None
-    is_score_valid: bool | None = None
-    error: str | None = None

@@ -16,6 +16,7 @@ from rich.table import Table
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.engine import Engine
+from svgagent.core.live import RunFollower, Tally
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.records import RunSummary
 from svgagent.core.settings import Settings, load_settings
@@ -85,12 +86,15 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
     return EXIT_OK if summary.passed else EXIT_BELOW
 
 
+PROGRESS_EVERY_S = 0.1
+
+
 async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSummary:
+    """Run ``run_id`` with a progress bar. The bar follows the run as the TUI does (``RunFollower``): the engine
+    says which rollouts changed, their scores are read from the store, ten times a second at most."""
     rows = engine.store.list_rollouts(run_id)
-    total = len(rows)
-    done_scores = [r.score for r in rows if r.counts_toward_mean]
-    done = sum(1 for r in rows if r.status.terminal)
-    sub = engine.bus.subscribe()
+    tally = Tally(rows)
+    follower = RunFollower(engine.store, engine.bus.subscribe(), run_id)
     progress = Progress(
         TextColumn("[bold]eval"),
         BarColumn(),
@@ -104,25 +108,29 @@ async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSu
     )
 
     def mean_text() -> str:
-        return f"{sum(done_scores) / len(done_scores):.3f}" if done_scores else "–"
+        return "–" if tally.mean is None else f"{tally.mean:.3f}"
+
+    def refresh() -> None:
+        changed = follower.changed()
+        if changed:
+            tally.update(changed)
+            progress.update(task, completed=tally.done, mean=mean_text())
 
     async def follow() -> None:
-        nonlocal done
-        async for event in sub:
-            if event.status.terminal:
-                done += 1
-                if event.is_score_valid and event.score is not None:
-                    done_scores.append(event.score)
-                progress.update(task, completed=done, mean=mean_text())
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            refresh()
 
     with progress:
-        task = progress.add_task("eval", total=total, completed=done, mean=mean_text())
-        follower = asyncio.create_task(follow())
+        task = progress.add_task("eval", total=len(rows), completed=tally.done, mean=mean_text())
+        ticker = asyncio.create_task(follow())
         try:
             return await engine.run(run_id)
         finally:
-            sub.close()
-            await asyncio.gather(follower, return_exceptions=True)
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+            refresh()
+            follower.close()
 
 
 def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
