@@ -21,7 +21,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, defaults, parse_params
+from svgagent.core.rft.job_states import short_state
+from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, default_hint, parse_params
 
 from svgagent.screens.keys_first import AppKeysFirst
 
@@ -43,8 +44,7 @@ def initial_text(name: str, settings: Any) -> str:
     if name == "base_model":
         model = str(getattr(settings, "model", "") or "")
         return model if model.startswith("accounts/") and "/models/" in model else DEFAULT_BASE_MODEL
-    value = defaults().get(name)
-    return "" if value is None else str(value)
+    return ""  # unset: only what the person types is sent (the placeholder says what Fireworks does instead)
 
 
 def plan_text(steps: list[PlannedRequest], prepared: PreparedLaunch, target: str,
@@ -140,11 +140,10 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
                      id="launch-dataset", markup=False)
         with VerticalScroll(id="launch-form"):
             for name in self.fields:
-                info = RftParams.model_fields[name]
                 with Horizontal(classes="row"):
                     yield Label(flag_label(name), classes="field-label")
                     yield Input(initial_text(name, s), id=f"rft-{name}", compact=True,
-                                placeholder="(default)" if not info.is_required() else "")
+                                placeholder=default_hint(name))
                 yield Static(self._hint(name), id=f"hint-{name}", classes="hint", markup=False)
             yield Static("", id="launch-problems", markup=False)
         with VerticalScroll(id="launch-preview"):
@@ -319,7 +318,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             return
         result = self.result = message.result
         self._set_stage("done")
-        state = str(result.job.get("state") or "").removeprefix("JOB_STATE_")
+        state = short_state(result.job.get("state"))
         verb = "already existed" if result.reused.get("job") else "created"
         links = Table.grid(padding=(0, 1))
         links.add_column(style="dim", no_wrap=True)

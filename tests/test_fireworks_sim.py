@@ -37,8 +37,11 @@ def client(sim: FireworksSim, key: str = "test-key", retries: int = 0) -> firewo
     return fireworks.Fireworks(api_key=key, account_id=ACCT, base_url=sim.base_url, max_retries=retries)
 
 
-def ready_dataset(fw: fireworks.Fireworks, did: str = "ds") -> None:
-    fw.datasets.create(dataset_id=did, dataset={"display_name": did, "format": "CHAT"})
+EP_DATASET = {"eval_protocol": {}, "format": "FORMAT_UNSPECIFIED"}  # what eval-protocol creates
+
+
+def ready_dataset(fw: fireworks.Fireworks, did: str = "ds", kind: dict | None = None) -> None:
+    fw.datasets.create(dataset_id=did, dataset={"display_name": did, **(EP_DATASET if kind is None else kind)})
     fw.datasets.upload(did, file=(f"{did}.jsonl", JSONL, "application/jsonl"))
     while fw.datasets.get(did).state != "READY":
         pass
@@ -55,8 +58,13 @@ def tarball(files: dict[str, str]) -> bytes:
     return buf.getvalue()
 
 
-def active_evaluator(fw: fireworks.Fireworks, eid: str = "ev", archive: bytes = b"bundle") -> None:
-    fw.evaluators.create(evaluator_id=eid, evaluator={"display_name": eid, "entry_point": "main.py::evaluate"})
+GOOD_BUNDLE = {"proj/main.py": "def evaluate(x):\n    return x * 2\n", "proj/requirements.txt": "openai\n"}
+
+
+def active_evaluator(fw: fireworks.Fireworks, eid: str = "ev", archive: bytes | None = None,
+                     entry_point: str = "main.py::evaluate") -> None:
+    archive = tarball(GOOD_BUNDLE) if archive is None else archive
+    fw.evaluators.create(evaluator_id=eid, evaluator={"display_name": eid, "entry_point": entry_point})
     url = fw.evaluators.get_upload_endpoint(eid, filename_to_size={"b.tar.gz": str(len(archive))})
     put(fw, url.filename_to_signed_urls["b.tar.gz"], archive)
     fw.evaluators.validate_upload(eid, body={})
@@ -153,10 +161,9 @@ def test_dataset_signed_url_upload(sim: FireworksSim) -> None:
 
 def test_evaluator_builds_to_active_and_keeps_the_bundle(sim: FireworksSim) -> None:
     fw = client(sim)
-    bundle = tarball({"main.py": "def evaluate(x):\n    return x * 2\n"})
+    bundle = tarball(GOOD_BUNDLE)
     created = fw.evaluators.create(evaluator_id="ev", evaluator={
-        "display_name": "SVG judge", "entry_point": "main.py::evaluate", "requirements": "cairosvg",
-        "commit_hash": "h1"})
+        "display_name": "SVG judge", "entry_point": "main.py::evaluate", "commit_hash": "h1"})
     assert created.state == "BUILDING" and created.commit_hash == "h1"
     urls = fw.evaluators.get_upload_endpoint("ev", filename_to_size={"ev.tar.gz": str(len(bundle))})
     url = urls.filename_to_signed_urls["ev.tar.gz"]
@@ -167,7 +174,7 @@ def test_evaluator_builds_to_active_and_keeps_the_bundle(sim: FireworksSim) -> N
     assert [fw.evaluators.get("ev").state for _ in range(3)] == ["BUILDING", "ACTIVE", "ACTIVE"]
     namespace: dict[str, object] = {}
     with tarfile.open(fileobj=io.BytesIO(sim.evaluator_archive("ev")), mode="r:gz") as tar:
-        exec(tar.extractfile("main.py").read().decode(), namespace)
+        exec(tar.extractfile("proj/main.py").read().decode(), namespace)
     assert namespace["evaluate"](21) == 42
     assert [e.name for e in fw.evaluators.list()] == [f"accounts/{ACCT}/evaluators/ev"]
     fw.evaluators.delete("ev")
@@ -183,6 +190,42 @@ def test_evaluator_build_failure_has_message_and_log(sim: FireworksSim) -> None:
     assert got.state == "BUILD_FAILED" and "cairosvgg" in got.status.message
     log_url = fw.evaluators.get_build_log_endpoint("ev").build_log_signed_uri
     assert "cairosvgg" in httpx.get(log_url).text
+
+
+@pytest.mark.parametrize(("files", "entry_point", "reason"), [
+    ({"main.py": "def evaluate(x): ...\n", "requirements.txt": ""}, "main.py::evaluate", "one top-level folder"),
+    ({"proj/main.py": "def evaluate(x): ...\n"}, "main.py::evaluate", "requirements.txt is missing"),
+    (GOOD_BUNDLE, "proj/main.py::evaluate", "does not resolve inside the archive"),
+    (GOOD_BUNDLE, "main.py::score", "defines no score"),
+    (GOOD_BUNDLE, "main.py", "must look like path/to/file.py::function"),
+    ({**GOOD_BUNDLE, "proj/main.py": "def evaluate(:\n"}, "main.py::evaluate", "is not valid Python"),
+])
+def test_evaluator_build_rejects_what_the_platform_would(sim: FireworksSim, files: dict[str, str], entry_point: str,
+                                                         reason: str) -> None:
+    fw = client(sim)
+    active_evaluator(fw, archive=tarball(files), entry_point=entry_point)
+    got = fw.evaluators.get("ev")
+    assert got.state == "BUILD_FAILED" and reason in got.status.message, got.status.message
+    assert reason in httpx.get(fw.evaluators.get_build_log_endpoint("ev").build_log_signed_uri).text
+
+
+def test_evaluator_upload_that_is_not_an_archive_fails_its_build(sim: FireworksSim) -> None:
+    fw = client(sim)
+    active_evaluator(fw, archive=b"not a tarball")
+    assert "not a readable .tar.gz" in fw.evaluators.get("ev").status.message
+
+
+def test_missing_secret_is_sometimes_answered_with_500(sim: FireworksSim) -> None:
+    fw = client(sim)
+    statuses = []
+    for _ in range(4):
+        with pytest.raises(fireworks.APIStatusError) as err:
+            fw.secrets.get("nothing-here")
+        statuses.append(err.value.status_code)
+    assert statuses == [404, 500, 404, 500]  # every other lookup, as SimConfig.missing_secret_500_every says
+    sim.config.missing_secret_500_every = 0
+    with pytest.raises(fireworks.NotFoundError):
+        fw.secrets.get("nothing-here")
 
 
 def test_evaluator_create_needs_admin_when_configured(sim: FireworksSim) -> None:
@@ -235,6 +278,16 @@ def test_job_validation(sim: FireworksSim) -> None:
         fw.reinforcement_fine_tuning_jobs.get("nope")
 
 
+def test_job_needs_an_eval_protocol_dataset(sim: FireworksSim) -> None:
+    fw = client(sim)
+    ready_dataset(fw, "chat", kind={"format": "CHAT", "user_uploaded": {}})  # what svgagent used to create
+    active_evaluator(fw)
+    with pytest.raises(fireworks.BadRequestError, match="not an Eval Protocol dataset"):
+        fw.reinforcement_fine_tuning_jobs.create(**{**job_body(), "dataset": f"accounts/{ACCT}/datasets/chat"})
+    ready_dataset(fw)
+    assert fw.reinforcement_fine_tuning_jobs.create(**job_body()).state == "JOB_STATE_CREATING"
+
+
 def test_job_failure_then_resume_completes(sim: FireworksSim) -> None:
     sim.config.job_failure = "rollout error rate too high"
     fw = client(sim)
@@ -275,7 +328,7 @@ def test_cancel_resume_delete(sim: FireworksSim) -> None:
 def test_time_mode_advances_with_the_clock() -> None:
     with FireworksSim(advance="time", step_seconds=0.05) as sim:
         fw = client(sim)
-        fw.datasets.create(dataset_id="ds", dataset={"display_name": "x"})
+        fw.datasets.create(dataset_id="ds", dataset={"display_name": "x", **EP_DATASET})
         fw.datasets.upload("ds", file=("ds.jsonl", JSONL, "application/jsonl"))
         assert fw.datasets.get("ds").state == "UPLOADING"  # a GET alone does not advance in time mode
         time.sleep(0.12)

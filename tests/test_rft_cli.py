@@ -256,9 +256,36 @@ def test_process_dry_run_and_help(sim: FireworksSim, tmp_path: Path) -> None:
     assert not any(s in proc.stdout + proc.stderr for s in SECRETS)
     proc = svgagent("rft", "create", "--base-model", "qwen3-0p6b", "--rows", "2", env=env)
     assert proc.returncode == 2 and "pass --yes" in proc.stderr and sim.requests == []
-    help_text = svgagent("rft", "create", "--help").stdout
-    for flag, default in (("--epochs", "1"), ("--learning-rate", "0.0001"), ("--lora-rank", "8"),
-                          ("--chunk-size", "100"), ("--n", "4"), ("--loss", "grpo"), ("--temperature", "0.7"),
-                          ("--max-output-tokens", "4096"), ("--batch-size", "32768"), ("--top-p", "1.0"),
-                          ("--max-context-length", "8192")):
+    help_text = " ".join(svgagent("rft", "create", "--help").stdout.split())
+    assert "only those given are sent, Fireworks chooses the rest" in help_text
+    for flag, default in (("--epochs", "Fireworks' default (1)"), ("--learning-rate", "Fireworks' default (0.0001)"),
+                          ("--lora-rank", "Fireworks' default (8)"), ("--chunk-size", "Fireworks' default"),
+                          ("--n", "Fireworks' default (4)"), ("--loss", "Fireworks' default"),
+                          ("--max-output-tokens", "Fireworks' default (2048)"), ("--top-p", "Fireworks' default (1)")):
         assert flag in help_text and f"(default: {default})" in help_text, flag
+
+
+def test_job_ids_are_validated_like_the_output_model(sim: FireworksSim, env: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, *CREATE, "--yes", "--job-id", "../../etc")
+    assert code == 2 and "--job-id '../../etc': must be a job id" in err and sim.requests == []
+    for action in ("status", "cancel", "resume"):
+        code, out, err = run(capsys, "rft", action, "../../etc", "--yes" if action == "cancel" else "--json")
+        assert code == 2 and "JOB '../../etc': must be a job id" in err, (action, err)
+    assert sim.requests == []
+
+
+def test_watch_stops_on_a_paused_job_and_says_why(sim: FireworksSim, tmp_path: Path) -> None:
+    env = {"FIREWORKS_BASE_URL": sim.base_url, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OPENAI_KEY,
+           "SVGAGENT_HOME": str(tmp_path), "SVGAGENT_MAX_RETRIES": "0"}
+    proc = svgagent(*CREATE, "--yes", "--json", "--job-id", "pausing", env=env)
+    assert proc.returncode == 0, proc.stderr
+    sim.set_job_state("pausing", "JOB_STATE_PAUSED", "paused by the platform")
+    # before: PAUSED is not terminal and the watch polled forever (the subprocess timeout would fail this test)
+    proc = svgagent("rft", "status", "pausing", "--watch", "--json", "--poll-interval", "0.01", env=env)
+    assert proc.returncode == 1, proc.stderr
+    final = json.loads(proc.stdout)
+    assert final["state"] == "PAUSED" and "svgagent rft resume pausing" in final["stopped_because"]
+    proc = svgagent("rft", "status", "pausing", "--watch", "--poll-interval", "0.01", env=env)
+    assert proc.returncode == 1 and "stopped watching: pausing is PAUSED: it will not continue by itself" in \
+        proc.stderr and "paused by the platform" in proc.stderr

@@ -27,6 +27,7 @@ from svgagent.core.rft.launch import (
 )
 from svgagent.core.rft.monitor import JobPoller, JobView, PollOutcome, state_category, watch_job
 from svgagent.core.rft.params import ParamsError, RftParams, allowed_range, parse_params
+from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.store import MIGRATIONS, Store
 
 ACCT = "sim-account"
@@ -79,15 +80,12 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
         assert r.body == body, p.path
     (create,) = [r for r in sim.requests if r.method == "POST" and r.path.endswith("/reinforcementFineTuningJobs")]
     assert create.query == {"reinforcementFineTuningJobId": prepared.job_id}
-    assert create.body == {
+    assert create.body == {  # only what was set (epochs, kl_beta): Fireworks chooses the rest, chunkSize included
         "dataset": f"accounts/{ACCT}/datasets/{prepared.dataset_id}",
         "evaluator": f"accounts/{ACCT}/evaluators/{prepared.evaluator_id}",
-        "displayName": prepared.display_name, "chunkSize": 100,
-        "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b", "epochs": 2, "learningRate": 1e-4,
-                           "loraRank": 8, "batchSize": 32768, "maxContextLength": 8192},
-        "inferenceParameters": {"temperature": 0.7, "topP": 1.0, "maxOutputTokens": 4096,
-                                "responseCandidatesCount": 4},
-        "lossConfig": {"method": "GRPO", "klBeta": 0.01}}
+        "displayName": prepared.display_name,
+        "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b", "epochs": 2},
+        "lossConfig": {"klBeta": 0.01}}
 
     assert [e.step for e in events if e.status == "start"] == list(STEPS)
     assert [e.status for e in events if e.status in ("done", "reused")] == ["done"] * 5
@@ -138,8 +136,11 @@ def test_force_rebuilds_and_new_job_id_launches_another(sim: FireworksSim) -> No
         first = launch(prepare_launch(request(sim)), cp)
         second = launch(prepare_launch(request(sim, force_evaluator=True, job_id="second-run")), cp)
     assert second.reused["evaluator"] is False and second.job_id == "second-run" != first.job_id
-    assert [r.query for r in sim.requests if r.method == "PATCH" and "/evaluators/" in r.path] == [
-        {"prepareCodeUpload": "true"}]
+    evaluator_writes = [(r.method, r.path.rsplit("/", 1)[-1]) for r in sim.requests
+                        if r.method in ("POST", "PATCH", "DELETE") and "/evaluator" in r.path]
+    eid = first.evaluator["name"].rsplit("/", 1)[-1]
+    assert evaluator_writes.count(("DELETE", eid)) == 1 and evaluator_writes.count(("POST", "evaluatorsV2")) == 2
+    assert not any(method == "PATCH" for method, _ in evaluator_writes)  # eval-protocol's --force: delete, create
     assert len(sim.uploads) == 2
 
 
@@ -206,7 +207,8 @@ def test_params_ranges_name_the_flag() -> None:
              "--temperature 0: out of range: allowed a number above 0": {"temperature": 0},
              "--n 1: out of range": {"n": 1},
              "--loss ppo: not a valid value: allowed one of: grpo, dapo": {"loss": "ppo"},
-             "--max-output-tokens (9000) must be smaller than --max-context-length (8192)": {"max_output_tokens": 9000},
+             "--max-output-tokens (9000) must be smaller than --max-context-length (8192)": {
+                 "max_output_tokens": 9000, "max_context_length": 8192},
              "--output-model Bad_Id: must be a model id": {"output_model": "Bad_Id"},
              "--base-model a/b: must look like accounts/": {"base_model": "a/b"}}
     for words, values in cases.items():
@@ -217,8 +219,27 @@ def test_params_ranges_name_the_flag() -> None:
     with pytest.raises(ParamsError, match="--base-model: is required"):
         parse_params()
     assert allowed_range("top_p") == "a number above 0 and up to 1"
-    body = parse_params(base_model="accounts/acme/models/m1", loss="DAPO", output_model="svg-v1").job_body("d", "e")
-    assert body["lossConfig"] == {"method": "DAPO"} and body["trainingConfig"]["outputModel"] == "svg-v1"
+    assert parse_params(base_model="qwen3-0p6b", max_output_tokens=9000).max_context_length is None  # Fireworks'
+    kwargs = parse_params(base_model="accounts/acme/models/m1", loss="DAPO", output_model="svg-v1").job_kwargs("d", "e")
+    assert kwargs == {"dataset": "d", "evaluator": "e", "loss_config": {"method": "DAPO"},  # the client's own keys
+                      "training_config": {"base_model": "accounts/acme/models/m1", "output_model": "svg-v1"}}
+    full = parse_params(base_model="m", chunk_size=10, epochs=1, learning_rate=1e-4, lora_rank=16, batch_size=4096,
+                        max_context_length=4096, temperature=1.0, top_p=0.9, max_output_tokens=2048, n=8,
+                        loss="grpo", kl_beta=0.1).job_kwargs("d", "e", display_name="x")
+    assert full["chunk_size"] == 10 and full["display_name"] == "x" and full["loss_config"] == {
+        "method": "GRPO", "kl_beta": 0.1}
+    assert full["inference_parameters"] == {"temperature": 1.0, "top_p": 0.9, "max_output_tokens": 2048,
+                                            "response_candidates_count": 8}
+    assert set(full["training_config"]) == {"base_model", "epochs", "learning_rate", "lora_rank", "batch_size",
+                                            "max_context_length"}
+
+
+def test_job_id_is_validated_like_the_output_model(sim: FireworksSim) -> None:
+    for bad in ("../../etc", "Bad_Id", "a/b", "x" * 64):
+        with pytest.raises(ConfigError, match="must be a job id"):
+            prepare_launch(request(sim, job_id=bad))
+    assert prepare_launch(request(sim, job_id="my-run-2")).job_id == "my-run-2"
+    assert sim.requests == []
 
 
 # ---- monitoring ----------------------------------------------------------------------------------------------

@@ -215,6 +215,7 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         assert "✗ out of range" in plain(screen.query_one("#hint-epochs")) and epochs.has_class("-invalid")
         screen.query_one("#rft-lora_rank", Input).value = "12"
         screen.query_one("#rft-max_output_tokens", Input).value = "9000"
+        screen.query_one("#rft-max_context_length", Input).value = "8192"
         await pilot.pause()
         assert "power of two" in screen.problems["lora_rank"]
         await pilot.press("f2")
@@ -229,7 +230,10 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         await wait_until(pilot, lambda: screen.stage == "preview")
         lines = [f"{s.method} {s.path}" for s in screen.steps]
         assert lines[0] == "GET /verifyApiKey" and "POST /v1/accounts/{account}/reinforcementFineTuningJobs" in lines
-        assert screen.steps[-1].body["trainingConfig"]["epochs"] == 2
+        # only what was typed is sent: Fireworks chooses the rest (no chunkSize, lossConfig, inferenceParameters)
+        assert screen.steps[-1].body["trainingConfig"] == {"baseModel": "accounts/fireworks/models/qwen3-0p6b",
+                                                           "epochs": 2, "loraRank": 16, "maxContextLength": 8192}
+        assert not {"chunkSize", "lossConfig", "inferenceParameters"} & set(screen.steps[-1].body)
         secret = next(s for s in screen.steps if s.method == "POST" and s.path.endswith("/secrets"))
         assert secret.body["value"] == "••••" and "sk-test-key" not in str(screen.steps)
         assert sim.requests == []  # a dry run sends nothing

@@ -13,18 +13,24 @@ import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import fireworks
 import httpx
 
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.rft.links import dataset_link, evaluator_link
+from svgagent.core.rft.params import check_job_id
+
+if TYPE_CHECKING:
+    from fireworks.types.dataset_param import DatasetParam
+    from fireworks.types.evaluator_create_params import Evaluator
 
 DEFAULT_BASE_URL = "https://api.fireworks.ai"
 MISSING_KEY = "FIREWORKS_API_KEY is not set: add it to .env or the environment"
-TERMINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "EARLY_STOPPED", "EXPIRED"})
 _ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+# What eval-protocol's `create_dataset_from_jsonl` sends: an Eval Protocol dataset, format left to the platform.
+DATASET_KIND: DatasetParam = {"eval_protocol": {}, "format": "FORMAT_UNSPECIFIED"}
 _JOB_KWARGS = ("dataset", "evaluator", "aws_s3_config", "azure_blob_storage_config", "chunk_size", "display_name",
                "eval_auto_carveout", "evaluation_dataset", "inference_parameters", "loss_config",
                "max_concurrent_evaluations", "max_concurrent_rollouts", "max_inference_replica_count", "mcp_server",
@@ -42,72 +48,26 @@ class FireworksError(SvgAgentError):
         self.kind, self.status_code, self.link = kind, status_code, link
 
 
-def short_state(state: str | None) -> str:
-    """`JOB_STATE_RUNNING` → `RUNNING` (None → `UNSPECIFIED`)."""
-    return (state or "JOB_STATE_UNSPECIFIED").removeprefix("JOB_STATE_")
-
-
-def is_terminal(state: str | None) -> bool:
-    """True for COMPLETED, FAILED, CANCELLED, EARLY_STOPPED and EXPIRED (short or `JOB_STATE_` form)."""
-    return short_state(state) in TERMINAL_STATES
-
-
-def _int(value: Any) -> int | None:
-    try:  # int64 counters arrive as JSON strings
+def int_field(value: Any) -> int | None:
+    """An int64 field of a response (they arrive as JSON strings); None when absent or not a number."""
+    try:
         return int(value) if value is not None and value != "" else None
     except (TypeError, ValueError):
         return None
 
 
-@dataclass(frozen=True)
-class JobSummary:
-    """What the job panel shows, parsed from a job dict (wire/camelCase form)."""
+def wire_body(kind: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The camelCase JSON the fireworks-ai client sends for snake_case arguments, by its own transform (`kind`:
+    `job` for a job-create body, `dataset` / `evaluator` for the resource inside a create body, `secret`)."""
+    from fireworks._utils import maybe_transform
+    from fireworks.types import dataset_param, evaluator_create_params, reinforcement_fine_tuning_job_create_params
+    from fireworks.types import secret_create_params
 
-    name: str
-    job_id: str
-    display_name: str
-    state: str
-    status: str
-    percent: int | None
-    epoch: int | None
-    processed: int
-    failed: int
-    total: int
-    created: str | None
-    completed: str | None
-    output_model: str | None
-
-    @property
-    def provisioning(self) -> bool:
-        """RUNNING but no input requests yet: resources are still being set up."""
-        return self.state == "RUNNING" and self.total == 0
-
-    @property
-    def phase(self) -> str:
-        """The state to display: `PROVISIONING` for a provisioning job, else `state`."""
-        return "PROVISIONING" if self.provisioning else self.state
-
-    @property
-    def terminal(self) -> bool:
-        return is_terminal(self.state)
-
-    @classmethod
-    def from_job(cls, job: Mapping[str, Any]) -> JobSummary:
-        progress = job.get("jobProgress") or {}
-        status = job.get("status") or {}
-        failed = _int(progress.get("failedRequests")) or 0
-        processed = _int(progress.get("totalProcessedRequests"))
-        if processed is None:
-            processed = (_int(progress.get("successfullyProcessedRequests")) or 0) + failed
-        name = str(job.get("name") or "")
-        return cls(
-            name=name, job_id=name.rsplit("/", 1)[-1], display_name=str(job.get("displayName") or ""),
-            state=short_state(job.get("state")), status=str(status.get("message") or ""),
-            percent=_int(progress.get("percent")), epoch=_int(progress.get("epoch")), processed=processed,
-            failed=failed, total=_int(progress.get("totalInputRequests")) or 0,
-            created=job.get("createTime"), completed=job.get("completedTime"),
-            output_model=(job.get("trainingConfig") or {}).get("outputModel") or job.get("outputModel"),
-        )
+    shapes: dict[str, Any] = {
+        "job": reinforcement_fine_tuning_job_create_params.ReinforcementFineTuningJobCreateParams,
+        "dataset": dataset_param.DatasetParam, "evaluator": evaluator_create_params.Evaluator,
+        "secret": secret_create_params.SecretCreateParams}
+    return dict(maybe_transform(dict(kwargs), shapes[kind]))
 
 
 @dataclass(frozen=True)
@@ -138,10 +98,6 @@ def _server_message(body: object) -> str:
 
 def _host(url: httpx.URL) -> str:
     return f"{url.host}:{url.port}" if url.port else url.host
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
 class ControlPlane:
@@ -238,21 +194,29 @@ class ControlPlane:
         return self.resolve_account()
 
     def upsert_secret(self, key_name: str, value: str) -> dict[str, Any]:
-        """Store an env-var-style secret (e.g. OPENAI_API_KEY) for the evaluator: update it or create it.
-        Returns the secret (never its value) plus `created`."""
+        """Store an env-var-style secret (e.g. OPENAI_API_KEY) for the evaluator: update it or create it, as
+        eval-protocol does: the secret is named by its bare id (`openai-api-key`), and a 500 on the lookup means
+        "not found" (the service may answer a missing secret that way); a create that then finds it exists (409)
+        updates it. Returns the secret (never its value) plus `created`."""
         sid, acct = secret_id_for(key_name), self.account
         with self._api(f"looking up secret {sid}"):
             try:
                 self.client.secrets.get(sid, account_id=acct)
                 exists = True
-            except fireworks.NotFoundError:
+            except (fireworks.NotFoundError, fireworks.InternalServerError):
                 exists = False
-        with self._api(f"saving secret {key_name}"):
-            if exists:
+        secret = None
+        if not exists:
+            try:
+                with self._api(f"saving secret {key_name}"):
+                    secret = self.client.secrets.create(account_id=acct, name=sid, key_name=key_name, value=value)
+            except FireworksError as err:
+                if err.kind != "conflict":
+                    raise
+                exists = True
+        if secret is None:
+            with self._api(f"saving secret {key_name}"):
                 secret = self.client.secrets.update(sid, account_id=acct, key_name=key_name, value=value)
-            else:
-                secret = self.client.secrets.create(account_id=acct, name=f"accounts/{acct}/secrets/{sid}",
-                                                    key_name=key_name, value=value)
         out = secret.to_dict(mode="json")
         out.pop("value", None)
         return {**out, "created": not exists}
@@ -291,10 +255,11 @@ class ControlPlane:
             except fireworks.NotFoundError:
                 return None
 
-    def create_dataset(self, dataset_id: str, display_name: str, jsonl_bytes: bytes, *, format: str = "CHAT",
-                       poll_s: float = 2.0, timeout_s: float = 300.0) -> dict[str, Any]:
-        """Create and upload a JSONL dataset and wait until READY; a READY dataset with this id and the same
-        number of examples is reused."""
+    def create_dataset(self, dataset_id: str, display_name: str, jsonl_bytes: bytes, *, poll_s: float = 2.0,
+                       timeout_s: float = 300.0) -> dict[str, Any]:
+        """Create and upload an Eval Protocol JSONL dataset and wait until READY; a READY dataset with this id and
+        the same number of examples is reused. Created as eval-protocol creates one (`DATASET_KIND`): a CHAT
+        dataset may keep only `messages`, and the judge needs each row's `input_metadata`."""
         _check_id("dataset", dataset_id)
         count = sum(1 for line in jsonl_bytes.splitlines() if line.strip())
         if count == 0:
@@ -302,7 +267,7 @@ class ControlPlane:
         acct, link = self.account, dataset_link(self.base_url, dataset_id)
         existing = self.get_dataset(dataset_id)
         if existing is not None and existing.get("state") == "READY":
-            have = _int(existing.get("exampleCount"))
+            have = int_field(existing.get("exampleCount"))
             if have is not None and have != count:
                 raise FireworksError(f"dataset {dataset_id} already exists with {have} examples, but this upload "
                                      f"has {count}: choose another dataset id or delete it ({link})",
@@ -311,8 +276,7 @@ class ControlPlane:
         if existing is None:
             with self._api(f"creating dataset {dataset_id}"):
                 self.client.datasets.create(account_id=acct, dataset_id=dataset_id, dataset={
-                    "display_name": display_name, "example_count": str(count), "format": format,
-                    "user_uploaded": {}})
+                    "display_name": display_name, "example_count": str(count), **DATASET_KIND})
         filename = f"{dataset_id}.jsonl"
         if len(jsonl_bytes) <= self.DIRECT_UPLOAD_LIMIT:
             with self._api(f"uploading dataset {dataset_id}"):
@@ -344,39 +308,51 @@ class ControlPlane:
             except fireworks.NotFoundError:
                 return None
 
+    def delete_evaluator(self, evaluator_id: str) -> bool:
+        """Delete an evaluator; False when there was none."""
+        with self._api(f"deleting evaluator {evaluator_id}", evaluator_write=True):
+            try:
+                self.client.evaluators.delete(evaluator_id, account_id=self.account)
+                return True
+            except fireworks.NotFoundError:
+                return False
+
     def ensure_evaluator(self, evaluator_id: str, display_name: str, entry_point: str, archive_bytes: bytes,
-                         requirements: str, code_hash: str, *, description: str = "", force: bool = False,
+                         code_hash: str, *, filename: str | None = None, description: str = "", force: bool = False,
                          poll_s: float = 10.0, timeout_s: float = 600.0,
                          on_progress: Progress | None = None) -> dict[str, Any]:
-        """Make evaluator `evaluator_id` ACTIVE with this code. An ACTIVE evaluator whose commitHash equals
-        `code_hash` is reused (unless `force`); otherwise the bundle (.tar.gz bytes) is uploaded and built."""
+        """Make evaluator `evaluator_id` ACTIVE with this code, as eval-protocol's `ep upload` does: an existing
+        evaluator is used as it is (its id names its code: `svgagent-judge-<code hash>`) and waited for while it
+        builds; with `force` it is deleted and created again. A new one is created, its bundle (`filename`,
+        .tar.gz bytes) uploaded to the signed URL, validated, and built."""
         _check_id("evaluator", evaluator_id)
         notify = on_progress or (lambda stage, detail: None)
         acct = self.account
         existing = self.get_evaluator(evaluator_id)
-        fields = {"display_name": display_name, "entry_point": entry_point, "requirements": requirements,
-                  "commit_hash": code_hash, "description": f"{description} [code {code_hash}]".strip()}
-        if existing is not None and not force and self._code_hash(existing) == code_hash:
-            if existing.get("state") == "ACTIVE":
+        if existing is not None and force:
+            notify("delete", f"--force: deleting evaluator {evaluator_id} to build it again")
+            self.delete_evaluator(evaluator_id)
+            existing = None
+        if existing is not None:
+            state = existing.get("state")
+            if state == "ACTIVE":
                 notify("reuse", f"evaluator {evaluator_id} is ACTIVE with this code; reusing it")
                 return existing
-            if existing.get("state") == "BUILDING":
-                notify("building", "a build of this code is already running; waiting for it")
-                return self._wait_build(evaluator_id, poll_s, timeout_s, notify)
-        if existing is None:
-            notify("create", f"creating evaluator {evaluator_id}")
-            with self._api(f"creating evaluator {evaluator_id}", evaluator_write=True):
-                self.client.evaluators.create(account_id=acct, evaluator_id=evaluator_id, evaluator=fields)
-        else:
-            notify("update", f"preparing evaluator {evaluator_id} for new code")
-            with self._api(f"updating evaluator {evaluator_id}", evaluator_write=True):
-                self.client.evaluators.update(evaluator_id, account_id=acct, prepare_code_upload=True, **fields)
-        filename = f"{evaluator_id}.tar.gz"
+            if state == "BUILD_FAILED":
+                raise self._build_failed(evaluator_id, existing, again=True)
+            notify("building", f"evaluator {evaluator_id} exists ({state}); waiting for its build")
+            return self._wait_build(evaluator_id, poll_s, timeout_s, notify)
+        fields: Evaluator = {"display_name": display_name, "description": f"{description} [code {code_hash}]".strip(),
+                             "entry_point": entry_point}
+        notify("create", f"creating evaluator {evaluator_id}")
+        with self._api(f"creating evaluator {evaluator_id}", evaluator_write=True):
+            self.client.evaluators.create(account_id=acct, evaluator_id=evaluator_id, evaluator=fields)
+        name = filename or f"{evaluator_id}.tar.gz"
         notify("upload", f"uploading {len(archive_bytes):,} bytes")
         with self._api(f"requesting an upload URL for evaluator {evaluator_id}"):
             endpoint = self.client.evaluators.get_upload_endpoint(
-                evaluator_id, account_id=acct, filename_to_size={filename: str(len(archive_bytes))})
-        url = (endpoint.filename_to_signed_urls or {}).get(filename)
+                evaluator_id, account_id=acct, filename_to_size={name: str(len(archive_bytes))})
+        url = (endpoint.filename_to_signed_urls or {}).get(name)
         if not url:
             raise FireworksError(f"Fireworks returned no upload URL for evaluator {evaluator_id}; try again")
         self._put_signed(url, archive_bytes, f"uploading the bundle of evaluator {evaluator_id}")
@@ -384,13 +360,6 @@ class ControlPlane:
         with self._api(f"validating the upload of evaluator {evaluator_id}"):
             self.client.evaluators.validate_upload(evaluator_id, account_id=acct, body={})
         return self._wait_build(evaluator_id, poll_s, timeout_s, notify)
-
-    @staticmethod
-    def _code_hash(evaluator: Mapping[str, Any]) -> str | None:
-        if evaluator.get("commitHash"):
-            return str(evaluator["commitHash"])
-        found = re.search(r"\[code ([^\]]+)\]", str(evaluator.get("description") or ""))
-        return found.group(1) if found else None
 
     def _wait_build(self, evaluator_id: str, poll_s: float, timeout_s: float, notify: Progress) -> dict[str, Any]:
         link = evaluator_link(self.base_url, evaluator_id)
@@ -404,7 +373,7 @@ class ControlPlane:
             return FireworksError(
                 f"evaluator {evaluator_id} is still {ev.get('state')} after {elapsed / 60:.1f} min: Fireworks may "
                 f"be busy; check {link} and run again later (a finished build of the same code is reused), or "
-                "force a rebuild if it stays stuck", kind="timeout", link=link)
+                "run with --force to delete it and build it again if it stays stuck", kind="timeout", link=link)
 
         ev = self._poll(lambda: self.get_evaluator(evaluator_id) or {}, done, poll_s, timeout_s,
                         lambda ev, elapsed: notify("building", f"{ev.get('state')} ({elapsed:.0f} s elapsed)"),
@@ -412,7 +381,7 @@ class ControlPlane:
         notify("active", f"evaluator {evaluator_id} is ACTIVE")
         return ev
 
-    def _build_failed(self, evaluator_id: str, ev: Mapping[str, Any]) -> FireworksError:
+    def _build_failed(self, evaluator_id: str, ev: Mapping[str, Any], again: bool = False) -> FireworksError:
         reason = (ev.get("status") or {}).get("message") or "no reason given"
         log_url = None
         try:
@@ -421,7 +390,8 @@ class ControlPlane:
         except fireworks.APIError:
             pass
         link = log_url or evaluator_link(self.base_url, evaluator_id)
-        return FireworksError(f"evaluator {evaluator_id} failed to build: {reason}. Build log: {link}",
+        hint = " Run with --force to delete it and build it again." if again else ""
+        return FireworksError(f"evaluator {evaluator_id} failed to build: {reason}. Build log: {link}.{hint}",
                               kind="build_failed", link=link)
 
     # ---- RFT jobs --------------------------------------------------------------------------------------------
@@ -430,33 +400,36 @@ class ControlPlane:
             return value
         return f"accounts/{self.account}/{collection}/{_check_id(collection.rstrip('s'), value)}"
 
-    def create_job(self, job_id: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Create an RFT job from a wire-format body (`dataset`, `evaluator`, `trainingConfig`, ...; snake_case
-        keys work too). Bare dataset/evaluator ids become resource names. Returns the job (camelCase)."""
-        kwargs: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        for key, value in body.items():
-            if _snake(key) in _JOB_KWARGS:
-                kwargs[_snake(key)] = value
-            else:
-                extra[key] = value  # fields this client version does not know still reach the API
-        if not kwargs.get("dataset") or not kwargs.get("evaluator"):
+    def create_job(self, job_id: str | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """Create an RFT job from keyword arguments of the client's `reinforcement_fine_tuning_jobs.create`
+        (snake_case, as `RftParams.job_kwargs` builds them); bare dataset/evaluator ids become resource names.
+        Returns the job (camelCase)."""
+        unknown = sorted(set(kwargs) - set(_JOB_KWARGS))
+        if unknown:
+            raise FireworksError(f"unknown RFT job field(s): {', '.join(unknown)}", kind="invalid")
+        body = dict(kwargs)
+        if not body.get("dataset") or not body.get("evaluator"):
             raise FireworksError("an RFT job needs a dataset and an evaluator", kind="invalid")
         for key, collection in (("dataset", "datasets"), ("evaluator", "evaluators"),
                                 ("evaluation_dataset", "datasets")):
-            if kwargs.get(key):
-                kwargs[key] = self._resource(collection, str(kwargs[key]))
+            if body.get(key):
+                body[key] = self._resource(collection, str(body[key]))
         if job_id:
-            _check_id("job", job_id)
+            job_id = self._job_id(job_id)
         with self._api(f"creating RFT job {job_id or ''}".strip()):
             job = self.client.reinforcement_fine_tuning_jobs.create(
-                account_id=self.account, reinforcement_fine_tuning_job_id=job_id or fireworks.omit,
-                extra_body=extra or None, **kwargs)
+                account_id=self.account, reinforcement_fine_tuning_job_id=job_id or fireworks.omit, **body)
         return job.to_dict(mode="json")
 
     @staticmethod
     def _job_id(job: str) -> str:
-        return job.rstrip("/").rsplit("/", 1)[-1]
+        """The id of a job given by id or resource name; anything else (`../../etc`) is refused before it can
+        reach a request path."""
+        try:
+            ref = check_job_id(job, "job") or ""
+        except SvgAgentError as err:
+            raise FireworksError(str(err), kind="invalid") from None
+        return ref.rsplit("/", 1)[-1]
 
     def get_job(self, job: str) -> dict[str, Any]:
         """A job by id or resource name."""

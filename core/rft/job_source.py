@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from svgagent.core.rft.job_states import EVALUABLE, RESUMABLE, TERMINAL, short_state  # noqa: F401 - the Jobs pane's
+
 if TYPE_CHECKING:
     from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
     from svgagent.core.rft.launch import LaunchRequest
@@ -36,9 +38,6 @@ DEMO_POLL_S = 2.0
 DEMO_STEP_S = 2.0  # the simulated job moves one lifecycle step every DEMO_STEP_S seconds
 DEMO_RUNNING_STEPS = 15
 LIST_LIMIT = 50
-TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "EARLY_STOPPED", "EXPIRED"})
-RESUMABLE = frozenset({"CANCELLED", "FAILED", "PAUSED"})
-EVALUABLE = frozenset({"COMPLETED", "EARLY_STOPPED"})  # the job left an output model to evaluate
 NO_KEY = ("FIREWORKS_API_KEY is not set, so there are no RFT jobs to show: add it in the Secrets pane (4) or to "
           ".env (FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL are optional), then press u. "
           "`svgagent tui --demo` shows simulated jobs.")
@@ -130,7 +129,7 @@ class JobSource:
         name = str(job.get("name") or "")
         if self.store is None or not name or (remembered is not None and name not in remembered):
             return
-        state = str(job.get("state") or "").removeprefix("JOB_STATE_")
+        state = short_state(job.get("state")) if job.get("state") else ""
         if remembered is not None and remembered[name].get("last_state") == state:
             return
         self.store.update_job_state(name, state, dict(job))

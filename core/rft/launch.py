@@ -25,15 +25,15 @@ from typing import Any
 from svgagent.core.dataset import Dataset, load_dataset, select_rows
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.rft.evaluator_bundle import DESCRIPTION, DISPLAY_NAME, EvaluatorBundle, build_bundle, config_from_settings
-from svgagent.core.rft.fireworks_api import MISSING_KEY, ControlPlane, FireworksError, secret_id_for
+from svgagent.core.rft.fireworks_api import DATASET_KIND, MISSING_KEY, ControlPlane, FireworksError, secret_id_for, wire_body
+from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
-from svgagent.core.rft.params import RftParams
+from svgagent.core.rft.params import RftParams, check_job_id
 
 STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"
-DATASET_FORMAT = "CHAT"
 MASK_SHORT = "••••"
 DEMO_FIREWORKS_KEY = "simulated-fireworks-key"
 DEMO_OPENAI_KEY = "simulated-openai-key"
@@ -125,10 +125,11 @@ class PreparedLaunch:
     def secrets(self) -> dict[str, str]:
         return {JUDGE_KEY: self.request.openai_api_key or ""}
 
-    def job_body(self, account: str) -> dict[str, Any]:
-        return self.request.params.job_body(f"accounts/{account}/datasets/{self.dataset_id}",
-                                            f"accounts/{account}/evaluators/{self.evaluator_id}",
-                                            display_name=self.display_name)
+    def job_kwargs(self, account: str) -> dict[str, Any]:
+        """The arguments of the client's `reinforcement_fine_tuning_jobs.create` (snake_case; only what is set)."""
+        return self.request.params.job_kwargs(f"accounts/{account}/datasets/{self.dataset_id}",
+                                              f"accounts/{account}/evaluators/{self.evaluator_id}",
+                                              display_name=self.display_name)
 
 
 def dataset_jsonl(rows: list[DatasetRow] | tuple[DatasetRow, ...]) -> bytes:
@@ -151,6 +152,7 @@ def trained_on(dataset_spec: str, rows: int | None, dataset_id: str) -> bool | N
 def prepare_launch(request: LaunchRequest, *, bundle: EvaluatorBundle | None = None) -> PreparedLaunch:
     """Load and convert the dataset, build the evaluator bundle and derive the ids. Sends nothing.
     Raises `ConfigError` (e.g. `DatasetError`) for a dataset svgagent cannot load."""
+    check_job_id(request.job_id)
     dataset = load_dataset(request.dataset)
     rows = tuple(select_rows(dataset, request.rows))
     jsonl = dataset_jsonl(rows)
@@ -209,23 +211,28 @@ def plan(prepared: PreparedLaunch, account: str | None = None) -> list[PlannedRe
     for name, value in prepared.secrets.items():
         sid = secret_id_for(name)
         shown = mask_secret(value) or "(not set)"
-        out.append(PlannedRequest("secrets", "GET", f"{base}/secrets/{sid}"))
+        out.append(PlannedRequest("secrets", "GET", f"{base}/secrets/{sid}",
+                                  note="404 or 500: not there yet (eval-protocol reads a 500 the same way)"))
         out.append(PlannedRequest("secrets", "POST", f"{base}/secrets",
-                                  {"name": f"accounts/{acct}/secrets/{sid}", "keyName": name, "value": shown},
+                                  wire_body("secret", {"name": sid, "key_name": name, "value": shown}),
                                   note=f"PATCH {base}/secrets/{sid} {{keyName, value}} instead when it exists"))
     b, eid = prepared.bundle, prepared.evaluator_id
-    out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}",
-                              note="an ACTIVE evaluator with this code hash is reused: the next requests are "
-                                   "skipped" + ("" if not req.force_evaluator else " (not with --force)")))
-    fields = {"displayName": DISPLAY_NAME, "entryPoint": b.entry_point, "requirements": b.requirements,
-              "commitHash": b.code_hash, "description": f"{DESCRIPTION} [code {b.code_hash}]"}
-    out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluatorsV2", {"evaluatorId": eid, "evaluator": fields},
-                              note=f"PATCH {base}/evaluators/{eid}?prepareCodeUpload=true instead when it exists"))
+    reuse = "an existing evaluator with this id (the id names the code) is used as it is, waited for while it builds: " \
+            "the next requests are skipped"
+    if req.force_evaluator:
+        out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}",
+                                  note="--force: an existing evaluator is deleted and built again"))
+        out.append(PlannedRequest("evaluator", "DELETE", f"{base}/evaluators/{eid}", note="only when it exists"))
+    else:
+        out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}", note=reuse))
+    fields = wire_body("evaluator", {"display_name": DISPLAY_NAME, "entry_point": b.entry_point,
+                                     "description": f"{DESCRIPTION} [code {b.code_hash}]"})
+    out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluatorsV2", {"evaluatorId": eid, "evaluator": fields}))
     out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluators/{eid}:getUploadEndpoint",
                               {"filenameToSize": {b.filename: str(len(b.archive))}}))
     out.append(PlannedRequest("evaluator", "PUT", "<signed upload URL>", {"bytes": len(b.archive)},
-                              note=f"the .tar.gz bundle ({len(b.files)} files, code {b.short_hash}); no API key "
-                                   "is sent to the storage URL"))
+                              note=f"the .tar.gz bundle ({len(b.files)} files under {b.root}/, code "
+                                   f"{b.short_hash}); no API key is sent to the storage URL"))
     out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluators/{eid}:validateUpload", {}))
     out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}",
                               note=f"polled every {req.evaluator_poll_s:g} s until ACTIVE; BUILD_FAILED stops "
@@ -234,9 +241,8 @@ def plan(prepared: PreparedLaunch, account: str | None = None) -> list[PlannedRe
     out.append(PlannedRequest("dataset", "GET", f"{base}/datasets/{did}",
                               note="a READY dataset with this id, i.e. the same content, is reused: the next "
                                    "requests are skipped"))
-    out.append(PlannedRequest("dataset", "POST", f"{base}/datasets", {"datasetId": did, "dataset": {
-        "displayName": prepared.dataset_display_name, "exampleCount": str(count), "format": DATASET_FORMAT,
-        "userUploaded": {}}}))
+    out.append(PlannedRequest("dataset", "POST", f"{base}/datasets", {"datasetId": did, "dataset": wire_body(
+        "dataset", {"display_name": prepared.dataset_display_name, "example_count": str(count), **DATASET_KIND})}))
     if len(prepared.jsonl) <= ControlPlane.DIRECT_UPLOAD_LIMIT:
         out.append(PlannedRequest("dataset", "POST", f"{base}/datasets/{did}:upload",
                                   {"file": {"filename": f"{did}.jsonl", "size": len(prepared.jsonl)}},
@@ -250,7 +256,8 @@ def plan(prepared: PreparedLaunch, account: str | None = None) -> list[PlannedRe
                               note=f"polled every {req.dataset_poll_s:g} s until READY"))
     out.append(PlannedRequest("job", "GET", f"{base}/reinforcementFineTuningJobs/{prepared.job_id}",
                               note="a job with this id already exists: it is reported, not created again"))
-    out.append(PlannedRequest("job", "POST", f"{base}/reinforcementFineTuningJobs", prepared.job_body(acct),
+    out.append(PlannedRequest("job", "POST", f"{base}/reinforcementFineTuningJobs",
+                              wire_body("job", prepared.job_kwargs(acct)),
                               query={"reinforcementFineTuningJobId": prepared.job_id}))
     return out
 
@@ -361,7 +368,7 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
             emit(LaunchEvent("evaluator", "progress", detail))
 
         evaluator = cp.ensure_evaluator(
-            b.evaluator_id, DISPLAY_NAME, b.entry_point, b.archive, b.requirements, b.code_hash,
+            b.evaluator_id, DISPLAY_NAME, b.entry_point, b.archive, b.code_hash, filename=b.filename,
             description=DESCRIPTION, force=req.force_evaluator, poll_s=req.evaluator_poll_s,
             timeout_s=req.evaluator_timeout_s, on_progress=evaluator_progress)
         reused["evaluator"] = "reuse" in stages
@@ -376,8 +383,7 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
         else:
             reused["dataset"] = False
             dataset = cp.create_dataset(prepared.dataset_id, prepared.dataset_display_name, prepared.jsonl,
-                                        format=DATASET_FORMAT, poll_s=req.dataset_poll_s,
-                                        timeout_s=req.dataset_timeout_s)
+                                        poll_s=req.dataset_poll_s, timeout_s=req.dataset_timeout_s)
         emit(LaunchEvent("dataset", "reused" if reused["dataset"] else "done",
                          f"dataset {prepared.dataset_id} is READY" + (" (reused)" if reused["dataset"] else "")))
 
@@ -388,9 +394,9 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
         except FireworksError as err:
             if err.kind != "not_found":
                 raise
-            job = cp.create_job(prepared.job_id, prepared.job_body(account))
+            job = cp.create_job(prepared.job_id, prepared.job_kwargs(account))
             reused["job"] = False
-        state = str(job.get("state") or "").removeprefix("JOB_STATE_")
+        state = short_state(job.get("state"))
         if reused["job"]:
             emit(LaunchEvent("job", "reused", f"job {prepared.job_id} already exists ({state}): not creating "
                                               "another; pass a new job id (--job-id) to launch a second one"))
@@ -415,7 +421,7 @@ def remember(store: Any, result: LaunchResult, prepared: PreparedLaunch) -> None
         base_url=result.base_url, account=result.account, dataset=str(result.dataset.get("name") or ""),
         evaluator=str(result.evaluator.get("name") or ""), base_model=prepared.request.params.base_model,
         output_model=(job.get("trainingConfig") or {}).get("outputModel"), created=job.get("createTime"),
-        last_state=str(job.get("state") or "").removeprefix("JOB_STATE_") or None, job=job)
+        last_state=short_state(job.get("state")) if job.get("state") else None, job=job)
 
 
 # ---- demo mode (the simulator itself is started by svgagent.core.demo) ---------------------------------------

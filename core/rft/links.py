@@ -1,6 +1,8 @@
 """Fireworks dashboard links for the resources we create.
 
-`https://api.fireworks.ai` → `https://app.fireworks.ai`; any other `api.X` → `app.X`. A loopback base URL (the
+The control-plane host maps to its dashboard as eval-protocol maps it (`_map_api_host_to_app_host`):
+`dev.api.fireworks.ai` → `dev.fireworks.ai`, `api.fireworks.ai` and `staging.api.fireworks.ai` → `app.fireworks.ai`,
+any other `api.X` → `app.X`, anything else stays; the scheme is the base URL's. One addition: a loopback base URL (the
 local simulator) keeps its host and port, so links stay clickable and are plainly local.
 """
 
@@ -16,12 +18,17 @@ def app_url(base_url: str | None) -> str:
     """The dashboard origin that belongs to a control-plane base URL."""
     parts = urlsplit((base_url or DEFAULT_API_BASE).strip())
     host = (parts.hostname or "").lower()
+    scheme = parts.scheme or "https"
     if host in _LOOPBACK or host.startswith("127."):
-        return f"{parts.scheme or 'http'}://{parts.netloc}"
-    port = f":{parts.port}" if parts.port else ""
-    if host.startswith("api."):
-        return f"https://app.{host[4:]}{port}"
-    return f"{parts.scheme or 'https'}://{parts.netloc}"
+        return f"{scheme}://{parts.netloc}"
+    netloc = parts.netloc.lower() or host
+    if netloc.startswith("dev.api.fireworks.ai"):
+        return f"{scheme}://dev.fireworks.ai"
+    if netloc in ("staging.api.fireworks.ai", "api.fireworks.ai"):
+        return f"{scheme}://app.fireworks.ai"
+    if netloc.startswith("api."):
+        return f"{scheme}://app.{netloc[4:]}"
+    return f"{scheme}://{netloc}"
 
 
 def _last(name_or_id: str) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
-from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError, JobSummary
+from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError, int_field as _int
+from svgagent.core.rft.job_states import is_terminal, short_state, stops_watching, why_stopped
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 
 # state category -> what it means; the TUI and CLI map categories to colours
@@ -36,7 +37,7 @@ _FRACTION = re.compile(r"(\.\d{6})\d+")
 
 def state_category(phase: str | None) -> str:
     """`success`, `error`, `warning`, `active`, `pending` or `unknown` for a short state or phase."""
-    return _CATEGORY_OF.get((phase or "").removeprefix("JOB_STATE_"), "unknown")
+    return _CATEGORY_OF.get(short_state(phase) if phase else "", "unknown")
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -92,21 +93,46 @@ class JobView:
 
     @classmethod
     def from_job(cls, job: Mapping[str, Any], base_url: str | None, *, fetched_at: float | None = None) -> JobView:
-        s = JobSummary.from_job(job)
-        links = {"job": job_link(base_url, s.name)} if s.name else {}
+        """Parse a job dict (wire/camelCase form, as `ControlPlane.get_job` returns it)."""
+        progress = job.get("jobProgress") or {}
+        status = job.get("status") or {}
+        failed = _int(progress.get("failedRequests")) or 0
+        processed = _int(progress.get("totalProcessedRequests"))
+        if processed is None:
+            processed = (_int(progress.get("successfullyProcessedRequests")) or 0) + failed
+        name = str(job.get("name") or "")
+        state = short_state(job.get("state"))
+        total = _int(progress.get("totalInputRequests")) or 0
+        phase = "PROVISIONING" if state == "RUNNING" and total == 0 else state
+        links = {"job": job_link(base_url, name)} if name else {}
         if job.get("dataset"):
             links["dataset"] = dataset_link(base_url, str(job["dataset"]))
         if job.get("evaluator"):
             links["evaluator"] = evaluator_link(base_url, str(job["evaluator"]))
-        return cls(name=s.name, job_id=s.job_id, display_name=s.display_name, state=s.state, phase=s.phase,
-                   category=state_category(s.phase), status=s.status, percent=s.percent, epoch=s.epoch,
-                   processed=s.processed, failed=s.failed, total=s.total, created=s.created, completed=s.completed,
-                   output_model=s.output_model, links=links,
-                   fetched_at=time.time() if fetched_at is None else fetched_at)
+        return cls(name=name, job_id=name.rsplit("/", 1)[-1], display_name=str(job.get("displayName") or ""),
+                   state=state, phase=phase, category=state_category(phase), status=str(status.get("message") or ""),
+                   percent=_int(progress.get("percent")), epoch=_int(progress.get("epoch")), processed=processed,
+                   failed=failed, total=total, created=job.get("createTime"), completed=job.get("completedTime"),
+                   output_model=(job.get("trainingConfig") or {}).get("outputModel") or job.get("outputModel"),
+                   links=links, fetched_at=time.time() if fetched_at is None else fetched_at)
+
+    @property
+    def provisioning(self) -> bool:
+        """RUNNING but no input requests yet: resources are still being set up."""
+        return self.phase == "PROVISIONING"
 
     @property
     def terminal(self) -> bool:
-        return self.state in ("COMPLETED", "FAILED", "CANCELLED", "EARLY_STOPPED", "EXPIRED")
+        return is_terminal(self.state)
+
+    @property
+    def stops_watching(self) -> bool:
+        """Terminal, or waiting on the person (PAUSED): polling shows nothing new until someone acts."""
+        return stops_watching(self.state)
+
+    def why_stopped(self) -> str:
+        """Why a watcher stopped on this state ("" when the state is terminal)."""
+        return why_stopped(self.state, self.job_id or "the job")
 
     @property
     def stale(self) -> bool:
@@ -172,7 +198,8 @@ class JobView:
 @dataclass(frozen=True)
 class PollOutcome:
     """The result of one poll. `view` is the newest view (the last known one, marked stale, after an error);
-    `delay` is how long to wait before the next poll; `done` says to stop (terminal state or fatal error)."""
+    `delay` is how long to wait before the next poll; `done` says to stop (a terminal or paused job, or a fatal
+    error)."""
 
     view: JobView | None
     error: FireworksError | None
@@ -181,7 +208,7 @@ class PollOutcome:
 
     @property
     def done(self) -> bool:
-        return self.fatal or (self.view is not None and self.error is None and self.view.terminal)
+        return self.fatal or (self.view is not None and self.error is None and self.view.stops_watching)
 
 
 class JobPoller:
@@ -222,7 +249,7 @@ class JobPoller:
 def watch_job(poller: JobPoller, on_update: Callable[[PollOutcome], None], *,
               sleep: Callable[[float], None] = time.sleep, max_errors: int | None = None,
               max_errors_without_view: int | None = 3) -> PollOutcome:
-    """Poll until the job is terminal or an error is fatal, or `max_errors` errors in a row (None: keep trying
+    """Poll until the job is terminal or paused (waiting on the person) or an error is fatal, or `max_errors` errors in a row (None: keep trying
     while there is a last known state to show), or `max_errors_without_view` errors before anything was known
     (then the outcome is made fatal: most likely a wrong job id, URL or network). `on_update` sees every outcome.
     Returns the last outcome."""

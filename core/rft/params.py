@@ -1,26 +1,44 @@
-"""The RFT hyperparameters: one pydantic model with ranges and defaults, checked before anything is sent.
+"""The RFT hyperparameters: one pydantic model with ranges, checked before anything is sent.
 
-Defaults follow Fireworks' published RFT defaults (epochs 1, learning rate 1e-4, LoRA rank 8, batch 32k tokens,
-context 8192, temperature 0.7, top-p 1, n 4), except `max_output_tokens`: an SVG answer needs more room than
-2048 tokens, so it matches `svgagent eval`'s 4096. Every field knows its CLI flag, so a range error names the
-flag the user typed (`--learning-rate 0.1: allowed from 1e-05 to 0.0005`). `RftParams.job_body()` builds the
-camelCase body of `POST .../reinforcementFineTuningJobs`.
+Only what the person sets is sent: a field left at None is left out of the job, and Fireworks applies its own
+default (eval-protocol's `ep create rft` does the same: it sends only the flags given). Fireworks documents
+defaults such as epochs 1, learning rate 1e-4, LoRA rank 8, temperature 0.7 and n 4 (the hints show them), but
+svgagent never sends them on its own. Every field knows its CLI flag, so a range error names the flag the user typed
+(`--learning-rate 0.1: allowed from 1e-05 to 0.0005`). `RftParams.job_kwargs()` builds the arguments of the
+fireworks-ai client's `reinforcement_fine_tuning_jobs.create` (its snake_case TypedDicts; the client turns them into
+the camelCase wire body).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.field_limits import numeric_range
 
+if TYPE_CHECKING:  # the client's own TypedDicts (types only: importing fireworks takes most of a second)
+    from fireworks.types.reinforcement_fine_tuning_job_create_params import InferenceParameters
+    from fireworks.types.shared_params.reinforcement_learning_loss_config import ReinforcementLearningLossConfig
+    from fireworks.types.shared_params.training_config import TrainingConfig
+
 _MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.IGNORECASE)
 _RESOURCE_ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _MODEL_NAME = re.compile(r"^accounts/[a-z0-9][a-z0-9-]*/models/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_JOB_NAME = re.compile(r"^accounts/[a-z0-9][a-z0-9-]*/reinforcementFineTuningJobs/(?P<id>[^/]+)$")
+ID_RULE = "lowercase letters, digits and '-', starting with a letter, at most 63 characters"
+# Fireworks' documented defaults, shown as hints only: svgagent sends a hyperparameter only when it is set.
+PLATFORM_DEFAULTS: dict[str, Any] = {"epochs": 1, "learning_rate": 1e-4, "lora_rank": 8, "max_context_length": 8192,
+                                     "temperature": 0.7, "top_p": 1.0, "max_output_tokens": 2048, "n": 4}
+
+# RftParams field -> key of the client's TypedDict, for the nested parts of the job
+_TRAINING = (("output_model", "output_model"), ("epochs", "epochs"), ("learning_rate", "learning_rate"),
+             ("lora_rank", "lora_rank"), ("batch_size", "batch_size"), ("max_context_length", "max_context_length"))
+_INFERENCE = (("temperature", "temperature"), ("top_p", "top_p"), ("max_output_tokens", "max_output_tokens"),
+              ("n", "response_candidates_count"))
 
 # field name -> the CLI flag that sets it (the TUI form can show the same names)
 FLAGS: dict[str, str] = {
@@ -49,20 +67,21 @@ class RftParams(BaseModel):
 
     base_model: str = Field(..., min_length=1, description="model to fine-tune, e.g. "
                             "accounts/fireworks/models/qwen3-0p6b (a bare id means accounts/fireworks/models/<id>)")
-    chunk_size: int = Field(100, ge=1, le=10_000, description="dataset rows per rollout chunk")
-    epochs: int = Field(1, ge=1, le=10, description="passes over the dataset")
-    learning_rate: float = Field(1e-4, ge=1e-5, le=5e-4, description="optimizer step size")
-    lora_rank: int = Field(8, ge=4, le=128, description="LoRA adapter rank, a power of two")
-    batch_size: int = Field(32_768, ge=1_024, le=1_048_576, description="training batch size in tokens")
-    max_context_length: int = Field(8_192, ge=512, le=262_144, description="longest sequence in tokens")
-    temperature: float = Field(0.7, gt=0.0, le=2.0, description="rollout sampling temperature")
-    top_p: float = Field(1.0, gt=0.0, le=1.0, description="rollout nucleus sampling")
-    max_output_tokens: int = Field(4_096, ge=16, le=131_072, description="rollout completion token limit")
-    n: int = Field(4, ge=2, le=64, description="responses sampled per prompt (responseCandidatesCount)")
-    loss: Literal["grpo", "dapo"] = Field("grpo", description="policy-optimization loss")
-    kl_beta: float | None = Field(None, ge=0.0, le=10.0, description="KL penalty weight (None: Fireworks' default)")
+    chunk_size: int | None = Field(None, ge=1, le=10_000, description="dataset rows per rollout chunk")
+    epochs: int | None = Field(None, ge=1, le=10, description="passes over the dataset")
+    learning_rate: float | None = Field(None, ge=1e-5, le=5e-4, description="optimizer step size")
+    lora_rank: int | None = Field(None, ge=4, le=128, description="LoRA adapter rank, a power of two")
+    batch_size: int | None = Field(None, ge=1_024, le=1_048_576, description="training batch size in tokens")
+    max_context_length: int | None = Field(None, ge=512, le=262_144, description="longest sequence in tokens")
+    temperature: float | None = Field(None, gt=0.0, le=2.0, description="rollout sampling temperature")
+    top_p: float | None = Field(None, gt=0.0, le=1.0, description="rollout nucleus sampling")
+    max_output_tokens: int | None = Field(None, ge=16, le=131_072, description="rollout completion token limit "
+                                          "(SVG answers often need 4096)")
+    n: int | None = Field(None, ge=2, le=64, description="responses sampled per prompt (responseCandidatesCount)")
+    loss: Literal["grpo", "dapo"] | None = Field(None, description="policy-optimization loss")
+    kl_beta: float | None = Field(None, ge=0.0, le=10.0, description="KL penalty weight")
     display_name: str | None = Field(None, max_length=128, description="job name shown in the dashboard")
-    output_model: str | None = Field(None, description="id of the trained model (None: Fireworks picks one)")
+    output_model: str | None = Field(None, description="id of the trained model")
 
     @field_validator("base_model", mode="before")
     @classmethod
@@ -105,47 +124,68 @@ class RftParams(BaseModel):
             return None
         bare = value.rsplit("/", 1)[-1] if value.startswith("accounts/") else value
         if not _RESOURCE_ID.match(bare) or (value.startswith("accounts/") and not _MODEL_NAME.match(value)):
-            raise ValueError("must be a model id: lowercase letters, digits and '-', starting with a letter, at "
-                             "most 63 characters (or accounts/<account>/models/<id>)")
+            raise ValueError(f"must be a model id: {ID_RULE} (or accounts/<account>/models/<id>)")
         return value
 
     @model_validator(mode="after")
     def _output_fits_context(self) -> RftParams:
+        if self.max_output_tokens is None or self.max_context_length is None:
+            return self  # one of them is Fireworks' to choose
         if self.max_output_tokens >= self.max_context_length:
             raise ValueError(f"--max-output-tokens ({self.max_output_tokens}) must be smaller than "
                              f"--max-context-length ({self.max_context_length}): the prompt needs room too")
         return self
 
-    # ---- wire format ---------------------------------------------------------------------------------------
-    def training_config(self) -> dict[str, Any]:
-        tc: dict[str, Any] = {"baseModel": self.base_model, "epochs": self.epochs,
-                              "learningRate": self.learning_rate, "loraRank": self.lora_rank,
-                              "batchSize": self.batch_size, "maxContextLength": self.max_context_length}
-        if self.output_model:
-            tc["outputModel"] = self.output_model
-        return tc
+    # ---- the client's arguments ----------------------------------------------------------------------------
+    def set_fields(self) -> dict[str, Any]:
+        """The hyperparameters the person set (None: left to Fireworks), base model included."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
 
-    def inference_parameters(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "topP": self.top_p, "maxOutputTokens": self.max_output_tokens,
-                "responseCandidatesCount": self.n}
+    def _given(self, fields: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+        """{client key: value} for the (field, client key) pairs whose field is set."""
+        return {key: getattr(self, name) for name, key in fields if getattr(self, name) is not None}
 
-    def loss_config(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"method": self.loss.upper()}
-        if self.kl_beta is not None:
-            out["klBeta"] = self.kl_beta
-        return out
+    def training_config(self) -> TrainingConfig:
+        return cast("TrainingConfig", {"base_model": self.base_model, **self._given(_TRAINING)})
 
-    def job_body(self, dataset: str, evaluator: str, *, display_name: str | None = None) -> dict[str, Any]:
-        """The camelCase body of the job-create request (`dataset` / `evaluator` as resource names)."""
-        body: dict[str, Any] = {"dataset": dataset, "evaluator": evaluator}
+    def inference_parameters(self) -> InferenceParameters | None:
+        return cast("InferenceParameters", self._given(_INFERENCE)) or None
+
+    def loss_config(self) -> ReinforcementLearningLossConfig | None:
+        lc = self._given((("kl_beta", "kl_beta"),))
+        if self.loss is not None:
+            lc["method"] = "GRPO" if self.loss == "grpo" else "DAPO"
+        return cast("ReinforcementLearningLossConfig", lc) or None
+
+    def job_kwargs(self, dataset: str, evaluator: str, *, display_name: str | None = None) -> dict[str, Any]:
+        """Keyword arguments of `reinforcement_fine_tuning_jobs.create` (`dataset` / `evaluator` as resource names):
+        the client's snake_case keys, only what is set."""
+        kwargs: dict[str, Any] = {"dataset": dataset, "evaluator": evaluator}
         name = self.display_name or display_name
         if name:
-            body["displayName"] = name
-        body["chunkSize"] = self.chunk_size
-        body["trainingConfig"] = self.training_config()
-        body["inferenceParameters"] = self.inference_parameters()
-        body["lossConfig"] = self.loss_config()
-        return body
+            kwargs["display_name"] = name
+        if self.chunk_size is not None:
+            kwargs["chunk_size"] = self.chunk_size
+        kwargs["training_config"] = self.training_config()
+        if (ip := self.inference_parameters()) is not None:
+            kwargs["inference_parameters"] = ip
+        if (lc := self.loss_config()) is not None:
+            kwargs["loss_config"] = lc
+        return kwargs
+
+
+def check_job_id(value: str | None, flag: str = "--job-id") -> str | None:
+    """A job id (or `accounts/<a>/reinforcementFineTuningJobs/<id>`) as the output model is checked: ConfigError
+    naming the flag for anything else (`../../etc` must never reach a request path)."""
+    if value is None:
+        return None
+    text = value.strip()
+    match = _JOB_NAME.match(text)
+    bare = match["id"] if match else text
+    if not _RESOURCE_ID.match(bare):
+        raise ConfigError(f"{flag} {value!r}: must be a job id: {ID_RULE} (or "
+                          "accounts/<account>/reinforcementFineTuningJobs/<id>)")
+    return text
 
 
 # ---- errors that name the flag -------------------------------------------------------------------------------
@@ -184,6 +224,18 @@ def allowed_range(field: str) -> str:
     return numeric_range(info)
 
 
+def default_hint(field: str) -> str:
+    """What happens when `field` is left unset: `Fireworks' default (1)`, or "" for a required field."""
+    info = RftParams.model_fields.get(field)
+    if info is None or info.is_required():
+        return ""
+    if field in PLATFORM_DEFAULTS:
+        return f"Fireworks' default ({PLATFORM_DEFAULTS[field]:g})" if isinstance(PLATFORM_DEFAULTS[field], float) \
+            else f"Fireworks' default ({PLATFORM_DEFAULTS[field]})"
+    return {"display_name": "derived from the dataset and model",
+            "output_model": "the job id (Fireworks' default)"}.get(field, "Fireworks' default")
+
+
 def _problem(item: dict[str, Any]) -> ParamProblem:
     loc = [str(p) for p in item.get("loc", ())]
     field = loc[0] if loc else ""
@@ -208,8 +260,3 @@ def parse_params(**values: Any) -> RftParams:
         return RftParams(**clean)
     except ValidationError as err:
         raise ParamsError([_problem(dict(item)) for item in err.errors()]) from None
-
-
-def defaults() -> dict[str, Any]:
-    """Field name -> default (fields without a default are left out)."""
-    return {name: info.default for name, info in RftParams.model_fields.items() if not info.is_required()}

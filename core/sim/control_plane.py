@@ -5,7 +5,10 @@ error bodies), so tests and offline demos drive the real client against it.
     with FireworksSim(account_id="sim-account") as sim:       # or sim.start() / sim.stop()
         client = fireworks.Fireworks(api_key="k", base_url=sim.base_url)
 
-Knobs live in `SimConfig` (lifecycle speed, build/job failures, admin role); `sim.inject(...)` makes the next N
+It is as strict as the platform is known to be: evaluator builds check the archive (eval-protocol's layout, a
+requirements.txt, an entry point that resolves) and, with `build_python`, import the entry module with
+eval-protocol installed (`control_plane_build`); a job needs an Eval Protocol dataset; a missing secret is sometimes
+answered with 500. Knobs live in `SimConfig` (lifecycle speed, build/job failures, admin role); `sim.inject(...)` makes the next N
 requests (optionally only on one route) fail with 401/403/429/5xx. `sim.requests` is the request log, with
 secret values masked. Standalone: `python -m svgagent.core.sim.control_plane --port 8765`.
 """
@@ -329,10 +332,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--build-failure", default=None, help="make evaluator builds fail with this message")
     parser.add_argument("--job-failure", default=None, help="make jobs fail half-way with this message")
     parser.add_argument("--no-admin", action="store_true", help="answer 403 admin role required on evaluator create")
+    parser.add_argument("--build-python", default=None,
+                        help="a python with eval-protocol installed: builds import the evaluator's entry module")
     args = parser.parse_args(argv)
     sim = FireworksSim(account_id=args.account, advance=args.advance, step_seconds=args.step_seconds,
                        evaluator_build_failure=args.build_failure, job_failure=args.job_failure,
-                       admin=not args.no_admin)
+                       admin=not args.no_admin, build_python=args.build_python)
     url = sim.start(args.port)
     print(f"Fireworks simulator on {url} (account {args.account}); use FIREWORKS_BASE_URL={url}. Ctrl-C stops.")
     try:

@@ -2,6 +2,7 @@
 
 CREATING → PENDING → VALIDATING → RUNNING (first step provisioning: totalInputRequests 0; then progress)
 → COMPLETED, or FAILED (knob); cancel: CANCELLING → CANCELLED; resume of CANCELLED/FAILED/PAUSED → RUNNING.
+A job is refused when its dataset is not an Eval Protocol dataset (created with `evalProtocol: {}`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import secrets as _secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from svgagent.core.rft.job_states import STATES, wire_state
 from svgagent.core.sim.control_plane_state import (
     RESUMABLE_JOB_STATES,
     TERMINAL_JOB_STATES,
@@ -21,11 +23,7 @@ from svgagent.core.sim.control_plane_state import (
     paginate,
 )
 
-_KNOWN_STATES = {"JOB_STATE_UNSPECIFIED", "JOB_STATE_CREATING", "JOB_STATE_PENDING", "JOB_STATE_VALIDATING",
-                 "JOB_STATE_RUNNING", "JOB_STATE_WRITING_RESULTS", "JOB_STATE_COMPLETED", "JOB_STATE_FAILED",
-                 "JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED", "JOB_STATE_EARLY_STOPPED", "JOB_STATE_PAUSED",
-                 "JOB_STATE_RE_QUEUEING", "JOB_STATE_CREATING_INPUT_DATASET", "JOB_STATE_IDLE",
-                 "JOB_STATE_EXPIRED", "JOB_STATE_DELETING", "JOB_STATE_DELETING_CLEANING_UP"}
+_KNOWN_STATES = frozenset(wire_state(state) for state in STATES)
 _NEXT = {"JOB_STATE_CREATING": "JOB_STATE_PENDING", "JOB_STATE_PENDING": "JOB_STATE_VALIDATING"}
 
 
@@ -134,6 +132,10 @@ class SimState(ResourceState):
             self._drive(d, self._dataset_step, False)
             if d.state != "READY":
                 raise SimError(400, f"{key} {body[key]} is {d.state}, not READY", "FAILED_PRECONDITION")
+            if "evalProtocol" not in d.spec:  # a CHAT dataset may keep only `messages`: the evaluator needs more
+                raise SimError(400, f"{key} {body[key]} is not an Eval Protocol dataset (format "
+                                    f"{d.spec.get('format', 'FORMAT_UNSPECIFIED')}): an RFT job with an evaluator "
+                                    "needs one created with evalProtocol {}", "FAILED_PRECONDITION")
             examples = examples or d.example_count
         eid = self._ref(body, "evaluator", "evaluators", required=True)
         e = self.evaluators.get(eid or "")

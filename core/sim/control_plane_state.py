@@ -1,7 +1,8 @@
 """State and lifecycles of the simulated Fireworks control plane (no HTTP in here).
 
-`fireworks_sim` parses requests and calls these methods (RFT jobs live in `fireworks_sim_jobs`); every method
-returns the JSON payload to send or raises `SimError` (rendered as a Google-style error body). Callers hold `lock`.
+`control_plane` parses requests and calls these methods (RFT jobs live in `control_plane_jobs`, what an evaluator
+build checks in `control_plane_build`); every method returns the JSON payload to send or raises `SimError`
+(rendered as a Google-style error body). Callers hold `lock`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal
 
+from svgagent.core.rft.job_states import RESUMABLE, TERMINAL, wire_state
+from svgagent.core.sim.control_plane_build import BuildCheck
+
 ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 GRPC_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "UNIMPLEMENTED",
                502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-TERMINAL_JOB_STATES = {"JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
-                       "JOB_STATE_EARLY_STOPPED", "JOB_STATE_EXPIRED"}
-RESUMABLE_JOB_STATES = {"JOB_STATE_CANCELLED", "JOB_STATE_FAILED", "JOB_STATE_PAUSED", "JOB_STATE_EARLY_STOPPED"}
+TERMINAL_JOB_STATES = frozenset(wire_state(state) for state in TERMINAL)
+RESUMABLE_JOB_STATES = frozenset(wire_state(state) for state in RESUMABLE)
 MASK = "***"
 _MASKED_KEYS = {"value", "apiKey", "api_key"}
 
@@ -58,6 +61,11 @@ class SimConfig:
     job_fail_at_percent: int = 50
     job_failed_ratio: float = 0.0  # share of processed requests reported as failed
     response_delay_s: float = 0.0  # added latency on every API response
+    # An interpreter with eval-protocol installed: evaluator builds import the entry module with it (None: only the
+    # static checks of the archive run).
+    build_python: str | None = None
+    # Every N-th lookup of a secret that does not exist answers 500 instead of 404, as the real service may (0: never).
+    missing_secret_500_every: int = 2
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,7 @@ class _Evaluator:
     files: dict[str, bytes] = field(default_factory=dict)
     build_left: int | None = None
     build_log: str = ""
+    check: BuildCheck | None = None
     clock: Clock = field(default_factory=Clock)
 
 
@@ -189,6 +198,7 @@ class ResourceState:
             self.uploads: dict[str, tuple[str, str, str]] = {}  # token -> (kind, id, filename)
             self.upload_log: list[dict[str, Any]] = []  # signed-URL PUTs: token, size, authorization sent?
             self.log_tokens: dict[str, str] = {}
+            self.missing_secret_lookups = 0
 
     # ---- helpers ---------------------------------------------------------------------------------------------
     def name(self, collection: str, rid: str) -> str:
@@ -263,13 +273,18 @@ class ResourceState:
         self.secrets[sid] = {"keyName": str(body["keyName"]), "value": str(body.get("value") or "")}
         return self._secret_out(sid)
 
-    def secret_get(self, sid: str) -> dict[str, Any]:
+    def secret_get(self, sid: str, lookup: bool = True) -> dict[str, Any]:
         if sid not in self.secrets:
+            every = self.config.missing_secret_500_every
+            if lookup:
+                self.missing_secret_lookups += 1
+                if every > 0 and self.missing_secret_lookups % every == 0:
+                    raise SimError(500, "internal error")  # what the real service may say for "not found"
             raise SimError(404, f"secret {self.name('secrets', sid)} not found")
         return self._secret_out(sid)
 
     def secret_update(self, sid: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.secret_get(sid)
+        self.secret_get(sid, lookup=False)
         if body.get("keyName"):
             self.secrets[sid]["keyName"] = str(body["keyName"])
         if "value" in body:
@@ -277,7 +292,7 @@ class ResourceState:
         return self._secret_out(sid)
 
     def secret_delete(self, sid: str) -> dict[str, Any]:
-        self.secret_get(sid)
+        self.secret_get(sid, lookup=False)
         del self.secrets[sid]
         return {}
 
@@ -371,8 +386,13 @@ class ResourceState:
         if e.build_left > 0:
             e.build_log += f"step {self.config.evaluator_build_steps - e.build_left}: installing requirements\n"
             return True
+        if e.check is not None and not e.check.done:
+            e.build_left = 1  # the import is still running: stay BUILDING
+            return True
         e.build_left = None
-        failure = self.config.evaluator_build_failure
+        failure = self.config.evaluator_build_failure or (e.check.problem if e.check is not None else None)
+        if e.check is not None:
+            e.build_log += "".join(f"{line}\n" for line in e.check.log)
         if failure:
             e.state, e.message = "BUILD_FAILED", failure
             e.build_log += f"ERROR: {failure}\n"
@@ -414,6 +434,8 @@ class ResourceState:
         return self._evaluator_out(e)
 
     def _start_build(self, e: _Evaluator) -> None:
+        archive = next(iter(e.files.values()), b"")
+        e.check = BuildCheck(archive, str(e.spec.get("entryPoint") or ""), self.config.build_python)
         e.state, e.message, e.build_log = "BUILDING", "", "build started\n"
         e.build_left = max(self.config.evaluator_build_steps, 0)
         e.clock.restart()

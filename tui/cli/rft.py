@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.rft.params import FLAGS, defaults, parse_params
+from svgagent.core.rft.params import FLAGS, check_job_id, default_hint, parse_params
 from svgagent.tui.cli.flags import add_settings, add_store
 
 # Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
@@ -74,7 +74,6 @@ def add_rft_parser(subparsers: Any) -> None:
                "  svgagent rft status JOB --watch\n  svgagent rft list --json")
     sub = rft.add_subparsers(dest="rft_command", metavar="ACTION", required=True)
 
-    d = defaults()
     p = sub.add_parser("create", help="upload evaluator, secrets and dataset, then start an RFT job",
                        formatter_class=_Formatter,
                        description=_wrap("Resolve the account, store the judge key as a secret, build and upload "
@@ -90,20 +89,23 @@ def add_rft_parser(subparsers: Any) -> None:
     g.add_argument("--rows", type=int, help="use only the first N rows")
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
-    g = p.add_argument_group("hyperparameters (checked locally before anything is sent)")
-    g.add_argument("--epochs", type=int, default=d["epochs"], help="passes over the dataset, 1..10")
-    g.add_argument("--learning-rate", type=float, default=d["learning_rate"], help="1e-05..0.0005")
-    g.add_argument("--lora-rank", type=int, default=d["lora_rank"], help="4..128, a power of two")
-    g.add_argument("--batch-size", type=int, default=d["batch_size"], help="training batch in tokens")
-    g.add_argument("--max-context-length", type=int, default=d["max_context_length"], help="tokens per sequence")
-    g.add_argument("--chunk-size", type=int, default=d["chunk_size"], help="rows per rollout chunk, 1..10000")
-    g.add_argument("--temperature", type=float, default=d["temperature"], help="rollout temperature, >0..2")
-    g.add_argument("--top-p", type=float, default=d["top_p"], help="rollout top-p, >0..1")
-    g.add_argument("--max-output-tokens", type=int, default=d["max_output_tokens"],
-                   help="rollout completion token limit")
-    g.add_argument("--n", type=int, default=d["n"], help="responses per prompt (responseCandidatesCount), 2..64")
-    g.add_argument("--loss", default=d["loss"], metavar="{grpo,dapo}", help="policy-optimization loss")
-    g.add_argument("--kl-beta", type=float, help="KL penalty weight, 0..10 (default: Fireworks' default)")
+    g = p.add_argument_group("hyperparameters (checked locally before anything is sent; only those given are sent, "
+                             "Fireworks chooses the rest)")
+    for flag, name, kind, text in (
+            ("--epochs", "epochs", int, "passes over the dataset, 1..10"),
+            ("--learning-rate", "learning_rate", float, "1e-05..0.0005"),
+            ("--lora-rank", "lora_rank", int, "4..128, a power of two"),
+            ("--batch-size", "batch_size", int, "training batch in tokens"),
+            ("--max-context-length", "max_context_length", int, "tokens per sequence"),
+            ("--chunk-size", "chunk_size", int, "rows per rollout chunk, 1..10000"),
+            ("--temperature", "temperature", float, "rollout temperature, >0..2"),
+            ("--top-p", "top_p", float, "rollout top-p, >0..1"),
+            ("--max-output-tokens", "max_output_tokens", int, "rollout completion token limit (SVG answers often "
+                                                              "need 4096)"),
+            ("--n", "n", int, "responses per prompt (responseCandidatesCount), 2..64"),
+            ("--kl-beta", "kl_beta", float, "KL penalty weight, 0..10")):
+        g.add_argument(flag, type=kind, help=f"{text} (default: {default_hint(name)})")
+    g.add_argument("--loss", metavar="{grpo,dapo}", help=f"policy-optimization loss (default: {default_hint('loss')})")
     add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (baked into the evaluator)")
     g = p.add_argument_group("launch")
     g.add_argument("--job-id", help="job id (default: derived from dataset, evaluator and hyperparameters)")
@@ -121,7 +123,8 @@ def add_rft_parser(subparsers: Any) -> None:
                                          "shown with its age while polling backs off."))
     p.add_argument("job", metavar="JOB", nargs="?", help="job id or accounts/…/reinforcementFineTuningJobs/ID "
                                                           "(optional with --demo)")
-    p.add_argument("--watch", action="store_true", help="refresh until the job reaches a terminal state")
+    p.add_argument("--watch", action="store_true", help="refresh until the job ends (or is paused: then it says "
+                                                         "so and stops)")
     p.add_argument("--poll-interval", type=float, help="seconds between polls (default: 5; demo 0.25)")
     _common(p, json_help="print {name, display_name, state, status, percent, epoch, processed, failed, total, "
                          "created, completed, output_model, links}")
@@ -217,6 +220,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     from svgagent.core.store import Store
 
     params = _params(args)  # ParamsError (exit 2) before anything else
+    check_job_id(args.job_id)
     judge = {"judge_model": args.judge_model, "judge_base_url": args.judge_base_url, "judge_mode": args.judge_mode}
     with contextlib.ExitStack() as stack:
         if args.demo:
@@ -313,6 +317,7 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
     if hasattr(args, "job") and not args.job:
         raise ConfigError("JOB is required (a job id or accounts/…/reinforcementFineTuningJobs/ID; see "
                           "`svgagent rft list`)")
+    check_job_id(getattr(args, "job", None), "JOB")
     settings = load_settings(store=args.store)
     key = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else ""
     with ControlPlane(key, account_id=settings.fireworks_account_id, max_retries=settings.max_retries) as cp, \
@@ -340,6 +345,7 @@ def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Any, *,
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn
 
+    from svgagent.core.rft.job_states import COMPLETED_OK
     from svgagent.core.rft.monitor import JobPoller, PollOutcome, format_duration, watch_job
 
     jobs: dict[str, Any] = {}
@@ -387,11 +393,14 @@ def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Any, *,
         raise final.error
     view = final.view
     assert view is not None
+    why = view.why_stopped()  # PAUSED: the job waits for a resume; polling it would never end
     if as_json:
-        out.json(view.to_json())
+        out.json({**view.to_json(), "stopped_because": why} if why else view.to_json())
+    elif why:
+        out.err(f"stopped watching: {why}" + (f" ({view.status})" if view.status else ""))
     else:
         out.err(f"{view.job_id} ended {view.state}" + (f": {view.status}" if view.status else ""))
-    return EXIT_OK if view.state in ("COMPLETED", "EARLY_STOPPED") else EXIT_FAILED
+    return EXIT_OK if view.state in COMPLETED_OK else EXIT_FAILED
 
 
 def _status(args: argparse.Namespace, out: _Out) -> int:
