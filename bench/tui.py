@@ -4,9 +4,9 @@ of a real `svgagent tui` process and its memory with a big run open.
     .venv/bin/python bench/tui.py [--rollouts 10000] [--seconds 10] [--rate 100] [--repeat 5] [--no-real-engine | --only-real-engine]
 
 1. Streaming (headless, in this process): the app opens a run of N queued rollouts and resumes it with `c`; the
-   engine is replaced by a stand-in that, like the real one, writes each state change to the store and publishes
-   a RolloutUpdate on the app's bus — `--rate` changes a second, 64 rollouts in flight, each going generating →
-   rendering → judging (with a real PNG) → scored. A ticker task on the app's event loop sleeps 1 ms at a time and
+   engine process runs a stand-in (bench/stream_engine.py) that, like the real engine, writes each state change
+   to the store and publishes a RolloutUpdate — `--rate` changes a second, 64 rollouts in flight, each going
+   generating → rendering → judging (with a real PNG) → scored. A ticker task on the app's event loop sleeps 1 ms at a time and
    records the longest gap between its wake-ups: the longest time the app could not react to a key.
 2. Open (headless, in this process, before anything else has run an app): from `SvgAgentApp(run_id=…)` to the
    table holding every rollout of a finished N-rollout run.
@@ -16,7 +16,7 @@ of a real `svgagent tui` process and its memory with a big run open.
    "N/N done" is on the terminal, then its resident memory (VmRSS).
 5. The real engine (`--concurrency`, default 64): the app resumes the queued N-rollout run with the real engine
    against the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1, and the
-   key-to-screen latency while it streams: a thread sends a cursor key every 0.15 s through the app's driver (as
+   key-to-screen latency while it streams: a thread sends a cursor key through the app's driver 0.1 s after the last one showed (as
    the terminal's input thread does) and waits for the screen to be composed with the cursor moved.
 
 Noise: on a shared machine other processes steal the CPU; the idle baseline (1) and repeated starts (3, 4) show
@@ -33,7 +33,6 @@ import fcntl
 import functools
 import os
 import pty
-import random
 import re
 import select
 import shutil
@@ -52,7 +51,7 @@ from unittest import mock
 
 from _report import report
 from svgagent.core.demo import demo_overrides
-from svgagent.core.scoring.models import DatasetRow, RolloutStatus, RolloutUpdate
+from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.app import SvgAgentApp
@@ -60,7 +59,6 @@ from svgagent.tui.imaging import configure_term_image
 from svgagent.tui.widgets.rollout_table import RolloutTable
 
 SIZE = (120, 40)
-IN_FLIGHT = 64
 ANSI = re.compile(rb"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|P[^\x1b]*\x1b\\|[@-Z\\-_])")
 FIRST_PAINT_MARKER = b"press r to start a run"
 
@@ -81,15 +79,6 @@ def make_run(store: Store, n: int, *, finished: bool) -> str:
             )
         store.set_run_status(run_id, "completed", store.summarize(run_id, 0.5))
     return run_id
-
-
-def sample_png() -> bytes:
-    import cairosvg
-
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><rect width="100" height="100" '
-           'fill="#87ceeb"/><circle cx="70" cy="30" r="15" fill="#fc0"/><rect y="70" width="100" height="30" '
-           'fill="#228b22"/></svg>')
-    return cairosvg.svg2png(bytestring=svg.encode(), output_width=512)
 
 
 class Ticker:
@@ -123,81 +112,6 @@ class Ticker:
             await self._task
         except asyncio.CancelledError:
             pass
-
-
-class StreamingEngine:
-    """Stands in for core.engine.Engine: the same store writes and bus events, at a fixed rate, no HTTP."""
-
-    rate = 100.0
-    seconds = 10.0
-    png = b""
-    emitted = 0
-    first_at = last_at = 0.0  # perf_counter() of the first and the last state change
-
-    def __init__(self, settings: Any, store: Store, *, bus: Any) -> None:
-        self.settings, self.store, self.bus = settings, store, bus
-
-    def _emit(self, rec: Any, status: RolloutStatus, **fields: Any) -> None:
-        self.store.update_rollout(rec.rollout_id, status=status, **fields)
-        self.bus.publish(RolloutUpdate(rec.run_id, rec.rollout_id, status))
-        cls = type(self)
-        cls.last_at = time.perf_counter()
-        if not cls.emitted:
-            cls.first_at = cls.last_at
-        cls.emitted += 1
-
-    def _read(self, query: Any) -> Any:
-        with self.store.reader() as store:
-            return query(store)
-
-    def _step(self, rec: Any, stage: int, rng: random.Random) -> None:
-        if stage == 0:
-            self._emit(rec, RolloutStatus.GENERATING)
-        elif stage == 1:
-            self._emit(rec, RolloutStatus.RENDERING, svg="<svg/>", raw_answer="```svg\n<svg/>\n```",
-                       finish_reason="stop", prompt_tokens=120, completion_tokens=rng.randint(100, 900),
-                       generation_s=rng.uniform(0.5, 3))
-        elif stage == 2:
-            self._emit(rec, RolloutStatus.JUDGING, png=self.png, render_s=0.05)
-        else:
-            fulfilled = rng.randint(0, rec.total)
-            self._emit(rec, RolloutStatus.SCORED, score=fulfilled / rec.total, fulfilled=fulfilled,
-                       is_score_valid=True, reason="bench", judge_s=rng.uniform(0.3, 1.5), judge_raw=str(fulfilled),
-                       rationale="bench rationale")
-
-    async def run(self, run_id: str) -> Any:
-        self.store.reset_unfinished(run_id)  # as core.engine.Engine.run does: big reads in a thread, own connection
-        pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
-            run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
-        self.store.set_run_status(run_id, "running")
-        rng = random.Random(7)
-        flight: list[list[Any]] = []  # [record, next stage]
-        t0 = time.perf_counter()
-        done = 0
-        try:
-            while (elapsed := time.perf_counter() - t0) < self.seconds:
-                due = int(elapsed * self.rate) - done
-                for _ in range(due):
-                    while len(flight) < IN_FLIGHT and pending:
-                        flight.append([pending.pop(0), 0])
-                    if not flight:
-                        break
-                    slot = flight[rng.randrange(len(flight))]
-                    self._step(slot[0], slot[1], rng)
-                    slot[1] += 1
-                    if slot[1] == 4:
-                        flight.remove(slot)
-                    done += 1
-                await asyncio.sleep(0.01)
-        except BaseException:
-            self.store.set_run_status(run_id, "interrupted")
-            raise
-        summary = await asyncio.to_thread(self._read, lambda store: store.summarize(run_id, 0.5))
-        self.store.set_run_status(run_id, "interrupted", summary)  # a stand-in never finishes a 10k run
-        return summary
-
-    async def aclose(self) -> None:
-        pass
 
 
 def headless_app(store: Store, run_id: str | None, env_file: Path) -> Any:
@@ -261,12 +175,21 @@ async def settle(app: Any, pilot: Any) -> None:
 
 # --- 1. streaming ----------------------------------------------------------------------------------------------
 async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: float, rate: float) -> dict[str, Any]:
-    StreamingEngine.rate, StreamingEngine.seconds, StreamingEngine.png = rate, seconds, sample_png()
-    StreamingEngine.emitted = 0
-    StreamingEngine.first_at = StreamingEngine.last_at = 0.0
+    os.environ.update(BENCH_STREAM_RATE=str(rate), BENCH_STREAM_SECONDS=str(seconds))  # read in the engine process
     app = headless_app(store, run_id, env_file)
+    app.control.engine_factory = "stream_engine:StreamingEngine"
+    app.control.engine_path = [str(Path(__file__).resolve().parent)]
     ticker = Ticker()
-    with mock.patch("svgagent.core.engine.Engine", StreamingEngine):
+    arrivals: list[float] = []  # perf_counter() of each state change as the app's bus delivers it
+
+    with contextlib.ExitStack() as stack:
+        original = app.bus.publish
+
+        def publish(event: Any) -> None:
+            arrivals.append(time.perf_counter())
+            original(event)
+
+        stack.enter_context(mock.patch.object(app.bus, "publish", publish))
         async with app.run_test(headless=True, size=SIZE) as pilot:
             await settle(app, pilot)
             ticker.start()
@@ -283,7 +206,9 @@ async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: 
             await ticker.stop()
             batches = app.dashboard.feed.batches
             await pilot.press("q")
-    first, last = StreamingEngine.first_at, StreamingEngine.last_at
+    if not arrivals:
+        raise SystemExit("streaming: no state change reached the app")
+    first, last = arrivals[0], arrivals[-1]
     # while the run streams: gaps wholly between the first and the last state change; the resume key press and
     # the engine's start (reset, load the queue) come before, the run's end (summary, table reload) after
     inside = [(start, end) for start, end in ticker.gaps if start >= first and end <= last]
@@ -294,7 +219,7 @@ async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: 
     return {"max": streaming[-1], "max_cpu": ticker.cpu.get(worst, worst[1] - worst[0]),
             "p99": streaming[int(0.99 * (len(streaming) - 1))],
             "p50": statistics.median(streaming), "resume": max(resume), "end": max(ending, default=0.0),
-            "idle": idle, "wall": wall, "streamed": last - first, "events": StreamingEngine.emitted,
+            "idle": idle, "wall": wall, "streamed": last - first, "events": len(arrivals),
             "batches": batches, "ticks": len(streaming)}
 
 
@@ -379,7 +304,7 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
             await pilot.press("c")
             probe.start()
             await asyncio.sleep(max(0.0, seconds - (time.perf_counter() - t0)))
-            probe.stop()
+            await asyncio.to_thread(probe.stop)  # joins its thread: not on the loop it measures
             t1 = time.perf_counter()
             await pilot.press("s")
             await settle(app, pilot)
@@ -391,8 +316,11 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
     def longest(start: float, end: float) -> float:  # of the gaps that began in [start, end)
         return max((b - a for a, b in ticker.gaps if start <= a < end), default=0.0)
 
+    steady = [(a, b) for a, b in ticker.gaps if t0 + 1 <= a < t1]
+    worst = max(steady, key=lambda gap: gap[1] - gap[0], default=(0.0, 0.0))
     keys = sorted(probe.latencies) or [float("nan")]
     return {"start": longest(t0, t0 + 1), "steady": longest(t0 + 1, t1), "stop": longest(t1, t2), "done": done,
+            "steady_cpu": ticker.cpu.get(worst, 0.0),
             "seconds": t1 - t0, "key_p50": statistics.median(keys), "key_p95": keys[int(0.95 * (len(keys) - 1))],
             "key_max": keys[-1], "keys": len(probe.latencies), "keys_lost": probe.lost}
 
@@ -545,7 +473,8 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
         proc.wait(timeout=10)
     print(f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
           f"{args.latency:g} s, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
-          f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it, "
+          f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it (the loop's "
+          f"thread ran {1000 * real['steady_cpu']:.0f} ms of it), "
           f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "
           f"p95 {1000 * real['key_p95']:.0f} ms, max {1000 * real['key_max']:.0f} ms ({real['keys']} keys, "
           f"{real['keys_lost']} not shown within 2 s)")

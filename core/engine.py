@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import openai
 
 from svgagent.core.dataset import Dataset
+from svgagent.core.run_setup import create_run
 from svgagent.core.events import EventBus
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
@@ -63,15 +64,6 @@ def _verdict_from_cache(d: dict[str, Any]) -> JudgeVerdict:
         raw=d.get("raw", ""),
         usage=Usage(d.get("prompt_tokens", 0), d.get("completion_tokens", 0)),
     )
-
-
-def create_run(settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None) -> str:
-    """Store a new run of ``dataset`` (its first ``settings.rows`` rows, ``settings.samples`` each); no engine
-    needed, so the app can create a run before the engine starts on a thread of its own."""
-    rows = list(dataset.rows[: settings.rows] if settings.rows else dataset.rows)
-    ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
-    return store.create_run(name=name, settings=settings.public_dict(), dataset=ref, rows=rows,
-                            samples=settings.samples)
 
 
 class Engine:

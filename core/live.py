@@ -3,13 +3,16 @@
 The engine publishes only "rollout X is now in state S" (``RolloutUpdate``); what a person sees — score, verdict,
 timings — is read back from the store here, in one query per batch. The TUI's live feed and the headless
 ``svgagent eval`` progress both follow a run through :class:`RunFollower`, so they read the score from the same
-place (the stored record, whose ``effective_score`` also honours a person's override).
+place (the stored record, whose ``effective_score`` also honours a person's override), and count it with the same
+rule (``core.records.RunTally``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from svgagent.core.events import Subscription
-from svgagent.core.records import RolloutRecord
+from svgagent.core.records import RolloutRecord, RunTally
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.store import Store
 
@@ -37,32 +40,17 @@ class RunFollower:
         self.subscription.close()
 
 
-class Tally:
-    """Done count and mean score of a run kept up to date from changed records (the headless progress bar): the
-    same rule as the run summary — a rollout counts toward the mean when ``counts_toward_mean``, with its
-    ``effective_score``."""
+class LiveRows:
+    """The current rollouts of a run by id and their :class:`RunTally`, kept up to date from changed records (the
+    headless progress bar's; the TUI's table keeps its own rows the same way)."""
 
-    def __init__(self, records: list[RolloutRecord]) -> None:
-        self._done: dict[str, bool] = {}
-        self._scores: dict[str, float] = {}
-        self.update(records)
+    def __init__(self, records: Iterable[RolloutRecord]) -> None:
+        self.records = {r.rollout_id: r for r in records if r.is_current}
+        self.tally = RunTally(self.records.values())
 
-    def update(self, records: list[RolloutRecord]) -> None:
-        for rec in records:
-            if not rec.is_current:
-                self._done.pop(rec.rollout_id, None)
-                self._scores.pop(rec.rollout_id, None)
-                continue
-            self._done[rec.rollout_id] = rec.status.terminal
-            if rec.counts_toward_mean and rec.effective_score is not None:
-                self._scores[rec.rollout_id] = float(rec.effective_score)
-            else:
-                self._scores.pop(rec.rollout_id, None)
-
-    @property
-    def done(self) -> int:
-        return sum(self._done.values())
-
-    @property
-    def mean(self) -> float | None:
-        return sum(self._scores.values()) / len(self._scores) if self._scores else None
+    def apply(self, changed: Iterable[RolloutRecord]) -> None:
+        for rec in changed:
+            old = self.records.pop(rec.rollout_id, None)
+            if rec.is_current:
+                self.records[rec.rollout_id] = rec
+            self.tally.replace(old, rec if rec.is_current else None)

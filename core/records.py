@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -272,21 +273,57 @@ def mean_and_stderr(scores: list[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(var / n)
 
 
-def summarize_rows(rows: list[RolloutRecord], threshold: float) -> RunSummary:
-    done = [r for r in rows if r.status.terminal]
-    scores = [float(r.effective_score) for r in done if r.counts_toward_mean]  # type: ignore[arg-type]
-    mean, stderr = mean_and_stderr(scores)
-    return RunSummary(
-        rollouts=len(rows),
-        done=len(done),
-        scored=sum(1 for r in done if r.status is RolloutStatus.SCORED),
-        failed=sum(1 for r in done if r.status is RolloutStatus.FAILED),
-        invalid=sum(1 for r in done if not r.is_score_valid),
-        mean_score=mean,
-        stderr=stderr,
-        threshold=threshold,
-        passed=mean is not None and mean >= threshold,
-        prompt_tokens=sum(r.prompt_tokens or 0 for r in rows),
-        completion_tokens=sum(r.completion_tokens or 0 for r in rows),
-        overridden=sum(1 for r in rows if r.overridden),
-    )
+def summarize_rows(rows: Iterable[RolloutRecord], threshold: float) -> RunSummary:
+    return RunTally(rows).summary(threshold)
+
+
+class RunTally:
+    """A run's summary kept up to date one changed rollout at a time, so a 10,000-rollout run's summary line and
+    histogram cost no full pass per live update. :func:`summarize_rows` is a tally of all rows at once: the TUI's
+    summary bar, the headless progress bar, the store's run summary and the stats read the same rule — a finished
+    rollout counts toward the mean with its ``effective_score`` (a person's override first) when
+    ``counts_toward_mean``. The counted scores are kept sorted (for the median and histogram bins)."""
+
+    def __init__(self, rows: Iterable[RolloutRecord] = ()) -> None:
+        self.rollouts = self.done = self.scored = self.failed = self.invalid = self.overridden = 0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.scores: list[float] = []
+        for rec in rows:
+            self._count(rec, 1)
+
+    def replace(self, old: RolloutRecord | None, new: RolloutRecord | None) -> None:
+        """``old`` (None: a new row) became ``new`` (None: the row is gone, e.g. replaced by a rerun)."""
+        if old is not None:
+            self._count(old, -1)
+        if new is not None:
+            self._count(new, 1)
+
+    def _count(self, rec: RolloutRecord, sign: int) -> None:
+        self.rollouts += sign
+        self.prompt_tokens += sign * (rec.prompt_tokens or 0)
+        self.completion_tokens += sign * (rec.completion_tokens or 0)
+        self.overridden += sign * rec.overridden
+        if not rec.status.terminal:
+            return
+        self.done += sign
+        self.scored += sign * (rec.status is RolloutStatus.SCORED)
+        self.failed += sign * (rec.status is RolloutStatus.FAILED)
+        self.invalid += sign * (not rec.is_score_valid)
+        if rec.counts_toward_mean:
+            score = float(rec.effective_score)  # type: ignore[arg-type]
+            if sign > 0:
+                bisect.insort(self.scores, score)
+            else:
+                del self.scores[bisect.bisect_left(self.scores, score)]
+
+    def summary(self, threshold: float) -> RunSummary:
+        mean, stderr = mean_and_stderr(self.scores)
+        return RunSummary(
+            rollouts=self.rollouts, done=self.done, scored=self.scored, failed=self.failed, invalid=self.invalid,
+            mean_score=mean, stderr=stderr, threshold=threshold, passed=mean is not None and mean >= threshold,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, overridden=self.overridden,
+        )
+
+    @property
+    def mean(self) -> float | None:
+        return mean_and_stderr(self.scores)[0]

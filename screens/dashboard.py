@@ -24,7 +24,6 @@ from textual.widgets import Footer, Input, Label, Static, Tab, Tabs
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.query import QueryError
-from svgagent.core.records import summarize_rows
 from svgagent.core.rft.launch import trained_on
 from svgagent.core.settings import Settings
 
@@ -324,14 +323,13 @@ class Dashboard(AppKeysFirst, Screen):
         self._summary_at = time.monotonic()
         bar = self.query_one(SummaryBar)
         table = self.query_one(RolloutTable)
-        self.query_one("#score-hist", Histogram).show_records(table.records.values(),
-                                                              filter_text=table.query_filter.text)
+        self.query_one("#score-hist", Histogram).show_sorted(table.tally.scores, filter_text=table.query_filter.text)
         if self.run_id is None:
             bar.show(format_summary(None))
             self._keys_changed()
             return
         control = self.svg_app.control
-        summary = summarize_rows(list(table.records.values()), self.threshold)
+        summary = table.tally.summary(self.threshold)
         elapsed = control.elapsed(self.run_id)
         live = control.running and control.run_id == self.run_id
         eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts, elapsed) if live else None

@@ -1,14 +1,14 @@
 """Following a run off the UI loop: the thread-safe bus, the store-backed follower the TUI and CLI share, the
-dashboard's live feed (one batch in flight, coalesced), and the engine on a thread of its own."""
+dashboard's live feed (one batch in flight, coalesced), and the engine in a process of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 from factories import RUN_ID, build_run
@@ -17,8 +17,8 @@ from textual.widgets import Static
 from tui_support import make_app, settle, table_of, wait_until
 
 from svgagent.core.events import EventBus
-from svgagent.core.live import RunFollower, Tally, changed_ids
-from svgagent.core.records import RunSummary, summarize_rows
+from svgagent.core.live import LiveRows, RunFollower, changed_ids
+from svgagent.core.records import RunSummary, RunTally, summarize_rows
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
 from svgagent.core.store import Store
 from svgagent.tui.live_feed import LiveBatch, LiveFeed
@@ -100,18 +100,32 @@ def test_follower_reads_what_the_store_holds_including_an_override(store: Store)
     assert follower.changed() == []
 
 
-def test_cli_tally_matches_the_run_summary(store: Store) -> None:
+def test_cli_rows_count_like_the_run_summary(store: Store) -> None:
     """The headless progress bar's mean is the dashboard's: the override of row 4 counts, invalid rows do not."""
     rows = store.list_rollouts(RUN_ID)
-    tally = Tally(rows)
+    live = LiveRows(rows)
     summary = summarize_rows(rows, 0.5)
-    assert tally.done == summary.done == 5
-    assert tally.mean == pytest.approx(summary.mean_score)
+    assert live.tally.done == summary.done == 5
+    assert live.tally.mean == pytest.approx(summary.mean_score)
     judge_only = [r.score for r in rows if r.is_score_valid and r.score is not None]
-    assert tally.mean != pytest.approx(sum(judge_only) / len(judge_only))  # the old CLI's figure
+    assert live.tally.mean != pytest.approx(sum(judge_only) / len(judge_only))  # the old CLI's figure
     store.set_override(f"{RUN_ID}.0.0", fulfilled=0)
-    tally.update(store.get_rollouts([f"{RUN_ID}.0.0"]))
-    assert tally.mean == pytest.approx(summarize_rows(store.list_rollouts(RUN_ID), 0.5).mean_score)
+    live.apply(store.get_rollouts([f"{RUN_ID}.0.0"]))
+    assert live.tally.summary(0.5) == summarize_rows(store.list_rollouts(RUN_ID), 0.5)
+
+
+def test_tally_follows_replacements_to_the_same_summary_as_a_full_pass(store: Store) -> None:
+    rows = store.list_rollouts(RUN_ID)
+    tally = RunTally(rows[:2])
+    for rec in rows[2:]:
+        tally.replace(None, rec)
+    assert tally.summary(0.5) == summarize_rows(rows, 0.5)
+    scored = store.get_rollout(f"{RUN_ID}.0.0")
+    rerun = replace(scored, rollout_id=f"{RUN_ID}.0.0.a2", status=RolloutStatus.QUEUED, score=None)
+    tally.replace(scored, None)  # a rerun: the old attempt leaves, the new one is queued
+    tally.replace(None, rerun)
+    assert tally.summary(0.5) == summarize_rows([rerun, *rows[1:]], 0.5)
+    assert tally.scores == sorted(tally.scores)
 
 
 # --- the dashboard's feed --------------------------------------------------------------------------------------
@@ -164,27 +178,24 @@ async def test_feed_keeps_one_batch_in_flight_and_coalesces_what_comes_meanwhile
         await settle(pilot)
 
 
-# --- the engine's own thread -----------------------------------------------------------------------------------
-class ThreadProbeEngine:
-    """Stands in for core.engine.Engine: records where it runs, publishes one change, then waits to be stopped
-    (``hold``) or finishes."""
-
-    ran_on: list[tuple[int, asyncio.AbstractEventLoop]] = []
-    hold = True
-    cancelled = threading.Event()
+# --- the engine's own process --------------------------------------------------------------------------------
+class ProbeEngine:
+    """Stands in for core.engine.Engine inside the engine process: notes its process id on row 5, publishes one
+    change, then waits to be stopped (``PROBE_HOLD=1``) or finishes; a stop is noted on the run's status."""
 
     def __init__(self, settings: Any, store: Store, *, bus: EventBus[RolloutUpdate]) -> None:
         self.store, self.bus = store, bus
 
     async def run(self, run_id: str) -> RunSummary:
-        type(self).ran_on.append((threading.get_ident(), asyncio.get_running_loop()))
-        self.store.update_rollout(f"{run_id}.5.0", status=RolloutStatus.GENERATING)
+        import os
+
+        self.store.update_rollout(f"{run_id}.5.0", status=RolloutStatus.GENERATING, reason=f"pid {os.getpid()}")
         self.bus.publish(RolloutUpdate(run_id, f"{run_id}.5.0", RolloutStatus.GENERATING))
         try:
-            while type(self).hold:
+            while os.environ.get("PROBE_HOLD") == "1":
                 await asyncio.sleep(0.01)
         except asyncio.CancelledError:
-            type(self).cancelled.set()
+            self.store.set_run_status(run_id, "interrupted")
             raise
         return self.store.summarize(run_id, 0.5)
 
@@ -192,47 +203,69 @@ class ThreadProbeEngine:
         pass
 
 
-@pytest.fixture
-def probe_engine() -> Iterator[type[ThreadProbeEngine]]:
-    ThreadProbeEngine.ran_on, ThreadProbeEngine.hold = [], True
-    ThreadProbeEngine.cancelled = threading.Event()
-    with mock.patch("svgagent.core.engine.Engine", ThreadProbeEngine):
-        yield ThreadProbeEngine
-
-
-async def test_engine_runs_on_its_own_thread_and_loop_and_stops_there(store: Store, probe_engine: Any) -> None:
+def probe_app(store: Store, monkeypatch: pytest.MonkeyPatch, *, hold: bool) -> Any:
+    monkeypatch.setenv("PROBE_HOLD", "1" if hold else "0")
     app = make_app(store, run_id=RUN_ID, demo=True)  # demo: no keys needed to resume
+    app.control.engine_factory = f"{__name__}:ProbeEngine"
+    app.control.engine_path = [str(Path(__file__).parent)]
+    return app
+
+
+def probe_pid(store: Store) -> int | None:
+    reason = store.get_rollout(f"{RUN_ID}.5.0").reason or ""
+    return int(reason.removeprefix("pid ")) if reason.startswith("pid ") else None
+
+
+async def test_engine_runs_in_its_own_process_and_stops_there(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    app = probe_app(store, monkeypatch, hold=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("c")  # resume the queued row 5
         await wait_until(pilot, lambda: table_of(app).records[f"{RUN_ID}.5.0"].status is RolloutStatus.GENERATING)
-        (thread_id, loop), = probe_engine.ran_on
-        assert thread_id != threading.get_ident() and loop is not asyncio.get_running_loop()
+        child = app.control.engine_process
+        assert probe_pid(store) == child.pid and child.pid != os.getpid()
         assert app.control.running
         await pilot.press("s")
         await settle(pilot)
-        assert probe_engine.cancelled.is_set() and not app.control.running
-        assert not app.control.engine_thread.thread.is_alive()
+        assert not app.control.running and not child.thread.is_alive()
+        assert store.get_run(RUN_ID).status == "interrupted"  # the engine saw the stop
         assert store.get_rollout(f"{RUN_ID}.5.0").status is RolloutStatus.QUEUED  # back in the queue
         assert table_of(app).records[f"{RUN_ID}.5.0"].status is RolloutStatus.QUEUED
 
 
-async def test_closing_the_app_stops_the_engine_thread(store: Store, probe_engine: Any) -> None:
-    app = make_app(store, run_id=RUN_ID, demo=True)  # demo: no keys needed to resume
+async def test_closing_the_app_stops_the_engine_process(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = probe_app(store, monkeypatch, hold=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("c")
-        await wait_until(pilot, lambda: bool(probe_engine.ran_on))
-        thread = app.control.engine_thread.thread
-    assert probe_engine.cancelled.is_set() and not thread.is_alive()
+        await wait_until(pilot, lambda: probe_pid(store) is not None)
+        child = app.control.engine_process
+    assert not child.thread.is_alive() and store.get_run(RUN_ID).status == "interrupted"
 
 
-async def test_a_finished_engine_ends_the_feed_and_reloads(store: Store, probe_engine: Any) -> None:
-    probe_engine.hold = False
-    app = make_app(store, run_id=RUN_ID, demo=True)  # demo: no keys needed to resume
+async def test_a_finished_engine_ends_the_feed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = probe_app(store, monkeypatch, hold=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
         assert not app.control.running and not app.dashboard.feed.following
-        assert probe_engine.ran_on and not app.control.engine_thread.thread.is_alive()
+        assert probe_pid(store) is not None and not app.control.engine_process.thread.is_alive()
+
+
+async def test_an_engine_that_dies_is_reported_and_its_run_interrupted(store: Store,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui_support import notifications
+
+    app = probe_app(store, monkeypatch, hold=False)
+    app.control.engine_factory = "svgagent.core.no_such_module:Engine"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: not app.control.running)
+        await pilot.pause()
+        assert any("ModuleNotFoundError" in n or "no_such_module" in n for n in notifications(app)), \
+            notifications(app)
+        assert store.get_run(RUN_ID).status == "interrupted"

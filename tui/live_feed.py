@@ -91,8 +91,8 @@ class LiveFeed:
         self._follower.run_id = run_id
         self._stop = threading.Event()
         self.screen.run_worker(partial(self._deliver, self._follower, self._stop, self.generation, self.screen),
-                               name="live feed", group="live-feed", thread=True, exclusive=True,
-                               exit_on_error=False)
+                               name="live feed", description="live feed", group="live-feed", thread=True,
+                               exclusive=True, exit_on_error=False)
 
     def stop(self) -> None:
         """Stop following (the engine has stopped; the caller reloads the run)."""
@@ -125,8 +125,10 @@ class LiveFeed:
     # --- reloads ------------------------------------------------------------------------------------------
     def reload(self, run_id: str, shown: Mapping[str, RolloutRecord]) -> None:
         """Read ``run_id`` again in a thread and post :class:`RunReloaded` with what differs from ``shown``."""
+        # a description of our own: Textual's default is the repr of the work, here 10,000 records (0.3 s)
         self.screen.run_worker(partial(self._reload, run_id, dict(shown), self.screen), name="reload run",
-                               group="reload", thread=True, exclusive=True, exit_on_error=False)
+                               description=f"reload run {run_id}", group="reload", thread=True, exclusive=True,
+                               exit_on_error=False)
 
     def _reload(self, run_id: str, shown: dict[str, RolloutRecord], target: MessagePump) -> None:
         # its own read-only connection: WAL lets it read while the engine writes, and the engine's writes never

@@ -16,7 +16,7 @@ from rich.table import Table
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.engine import Engine
-from svgagent.core.live import RunFollower, Tally
+from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.records import RunSummary
 from svgagent.core.settings import Settings, load_settings
@@ -92,8 +92,7 @@ PROGRESS_EVERY_S = 0.1
 async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSummary:
     """Run ``run_id`` with a progress bar. The bar follows the run as the TUI does (``RunFollower``): the engine
     says which rollouts changed, their scores are read from the store, ten times a second at most."""
-    rows = engine.store.list_rollouts(run_id)
-    tally = Tally(rows)
+    live = LiveRows(engine.store.list_rollouts(run_id))
     follower = RunFollower(engine.store, engine.bus.subscribe(), run_id)
     progress = Progress(
         TextColumn("[bold]eval"),
@@ -108,13 +107,14 @@ async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSu
     )
 
     def mean_text() -> str:
-        return "–" if tally.mean is None else f"{tally.mean:.3f}"
+        mean = live.tally.mean
+        return "–" if mean is None else f"{mean:.3f}"
 
     def refresh() -> None:
         changed = follower.changed()
         if changed:
-            tally.update(changed)
-            progress.update(task, completed=tally.done, mean=mean_text())
+            live.apply(changed)
+            progress.update(task, completed=live.tally.done, mean=mean_text())
 
     async def follow() -> None:
         while True:
@@ -122,7 +122,7 @@ async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSu
             refresh()
 
     with progress:
-        task = progress.add_task("eval", total=len(rows), completed=tally.done, mean=mean_text())
+        task = progress.add_task("eval", total=live.tally.rollouts, completed=live.tally.done, mean=mean_text())
         ticker = asyncio.create_task(follow())
         try:
             return await engine.run(run_id)

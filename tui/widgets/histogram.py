@@ -8,6 +8,7 @@ counts: valid scores in ``[lo, hi)`` (the last bin includes 1.0), the same rule 
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections.abc import Iterable, Sequence
@@ -16,16 +17,10 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from svgagent.core.records import RolloutRecord
 from svgagent.core.stats import bin_edges, histogram_counts
 
 # One eighth of a cell each, bottom up: a bar's top is drawn to 1/8 of a line.
 _RISING = (" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█")
-
-
-def valid_scores(records: Iterable[RolloutRecord]) -> list[float]:
-    """The scores a histogram counts: effective scores of finished rollouts whose score is valid."""
-    return [float(r.effective_score) for r in records if r.counts_toward_mean]  # type: ignore[arg-type]
 
 
 def _edge(value: float) -> str:
@@ -230,14 +225,17 @@ class Histogram(Widget):
             axis_style=self.get_component_rich_style("histogram--axis"),
         )
 
-    def show_records(self, records: Iterable[RolloutRecord], *, bins: int = 10, filter_text: str = "") -> None:
-        """The dashboard's use: the distribution of ``records``' valid scores, the bin a stats-screen filter chose
-        highlighted, and a caption with the median and the keys (one line when the widget is one line high)."""
-        scores = valid_scores(records)
+    def show_sorted(self, scores: Sequence[float], *, bins: int = 10, filter_text: str = "") -> None:
+        """The dashboard's use: the distribution of a run's valid scores (sorted, as ``RunTally`` keeps them), the
+        bin a stats-screen filter chose highlighted, and a caption with the median and the keys (one line when the
+        widget is one line high). Counted per distinct score: a 10,000-rollout run has a few dozen."""
         if not scores:
             self.show((), caption=())
             return
-        median = statistics.median(scores)
+        median = statistics.median(scores)  # sorted already: linear
+        counts = [0] * bins
+        for score, same in itertools.groupby(scores):
+            counts[histogram_counts([score], bins).index(1)] += sum(1 for _ in same)
         caption = [Text("scores", style="bold"), Text(f"n {len(scores)} · median {median:.2f}"),
                    Text("i stats · x export", style="dim")]
-        self.show_scores(scores, bins, selected=bin_of_query(filter_text, bins), caption=caption)
+        self.show(counts, selected=bin_of_query(filter_text, bins), caption=caption)

@@ -21,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from svgagent.core.query import SORT_FIELDS, Query, parse_query, sort_records
-from svgagent.core.records import RolloutRecord, paused_gc
+from svgagent.core.records import RolloutRecord, RunTally, paused_gc
 
 from svgagent.tui.widgets.rollout_cells import COLUMNS, GAP, SORTABLE, STATUS_STYLES, TABLE_WIDTH, cells_for
 
@@ -87,6 +87,7 @@ class RolloutTable(ScrollView, can_focus=True):
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._records: dict[str, RolloutRecord] = {}
+        self.tally = RunTally()  # the summary of every row (not only those the filter shows), kept up to date
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
         self._index: dict[str, int] = {}
@@ -126,6 +127,7 @@ class RolloutTable(ScrollView, can_focus=True):
         with paused_gc():  # 10,000 rows of cells: long-lived objects, no garbage
             self._records = {r.rollout_id: r for r in records if r.is_current}
             self._cells = {rid: cells_for(r) for rid, r in self._records.items()}
+            self.tally = RunTally(self._records.values())
         self._marked &= set(self._records)
         self._rebuild()
 
@@ -139,9 +141,11 @@ class RolloutTable(ScrollView, can_focus=True):
             if not rec.is_current:
                 if old is not None:
                     del self._records[rid], self._cells[rid]
+                    self.tally.replace(old, None)
                     self._marked.discard(rid)
                     rebuild = True
                 continue
+            self.tally.replace(old, rec)
             new_cells = cells_for(rec)
             old_cells = self._cells.get(rid)
             self._records[rid], self._cells[rid] = rec, new_cells

@@ -1,0 +1,18 @@
+"""Creating a run in the store from a dataset and the settings: the one step before any engine works on it.
+
+Light on purpose (no HTTP clients): the app creates a run on its event loop and hands it to the engine's process.
+"""
+
+from __future__ import annotations
+
+from svgagent.core.dataset import Dataset
+from svgagent.core.settings import Settings
+from svgagent.core.store import Store
+
+
+def create_run(settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None) -> str:
+    """Store a new run of ``dataset``: its first ``settings.rows`` rows, ``settings.samples`` samples each."""
+    rows = list(dataset.rows[: settings.rows] if settings.rows else dataset.rows)
+    ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
+    return store.create_run(name=name, settings=settings.public_dict(), dataset=ref, rows=rows,
+                            samples=settings.samples)
