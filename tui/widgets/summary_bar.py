@@ -80,14 +80,15 @@ class SummaryBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("no run open", id=id)
         self.plain = "no run open"
+        self._text: Text | None = None
         self._lines = (0, 0)  # (width, lines) the last text wrapped to
 
     def show(self, text: Text) -> None:
         """Show ``text``. The screen is laid out again only when the number of lines changes: a new layout of the
         whole dashboard costs 20–200 ms, and a live run refreshes this line twice a second."""
-        if text.plain == self.plain:
+        if text == self._text:
             return
-        self.plain = text.plain
+        self._text, self.plain = text, text.plain
         width = self.content_size.width
         lines = (width, len(text.wrap(self.app.console, width))) if width and self.is_mounted else (0, 0)
         self.update(text, layout=lines != self._lines or not width)
