@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from factories import build_run
+
+from svgagent.core.store import Store
 
 _SCRUB = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL")
 
@@ -25,3 +29,11 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A store holding the fixture run (``factories.build_run``); test files with their own ``store`` override it."""
+    with Store(tmp_path / "runs.db") as s:
+        build_run(s)
+        yield s

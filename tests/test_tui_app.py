@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 from factories import RUN_ID, build_run
 from textual.widgets import Input, OptionList, Tabs
 from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, table_of
@@ -15,13 +12,6 @@ from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with Store(tmp_path / "runs.db") as s:
-        build_run(s)
-        yield s
 
 
 def ids(app) -> list[str]:  # type: ignore[no-untyped-def]

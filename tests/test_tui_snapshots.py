@@ -3,24 +3,14 @@ animations, a PNG rendered from a fixed SVG. Review the report before `--snapsho
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from factories import RUN_ID, build_run
+from factories import RUN_ID
 from textual.pilot import Pilot
 from tui_support import make_app, settle
 
 from svgagent.core.store import Store
 
 SIZES = [(80, 24), (120, 40)]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "runs.db") as s:
-        build_run(s)
-        yield s
 
 
 def ready(*keys: str):  # type: ignore[no-untyped-def]

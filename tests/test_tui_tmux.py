@@ -60,7 +60,8 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
         subprocess.run(["tmux", "-L", server.socket, "kill-server"], env=env, capture_output=True, timeout=30)
 
 
-def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
+def launch(tmux: Tmux, tmp_path: Path, size: tuple[int, int] = (80, 24)) -> Path:
+    """Start `svgagent tui --demo` in the working directory; returns the file its exit status goes to."""
     exit_file = tmp_path / "exit-status"
     script = Path(sys.executable).with_name("svgagent")
     command = shlex.quote(str(script)) if script.exists() else f"{shlex.quote(sys.executable)} -m svgagent.tui.cli.main"
@@ -71,8 +72,13 @@ def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
         f"echo $? > {shlex.quote(str(exit_file))}\n"
         "exec sleep 600\n"
     )
-    tmux.run("new-session", "-d", "-s", "app", "-x", "80", "-y", "24", f"sh {shlex.quote(str(wrapper))}")
+    tmux.run("new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]),
+             f"sh {shlex.quote(str(wrapper))}")
+    return exit_file
 
+
+def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
+    exit_file = launch(tmux, tmp_path)
     first = tmux.wait_for("the first screen", lambda s: "press r to start a run" in s)
     assert "demo mode: simulated model and judge" in first
     assert "q Quit" in first and "? Help" in first  # the Footer
@@ -98,3 +104,25 @@ def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     assert exit_file.read_text().strip() == "0"
     assert tmux.run("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
     assert "Rollouts" not in tmux.capture()  # the app's screen is gone with the alternate screen
+
+
+def test_a_burst_of_keys_lands_where_each_key_sent_the_focus(tmux: Tmux, tmp_path: Path) -> None:
+    """`send-keys -l` writes the whole string at once, as a paste or an SSH connection delivers it."""
+    launch(tmux, tmp_path, (120, 40))
+    tmux.wait_for("the first screen", lambda s: "press r to start a run" in s)
+
+    tmux.keys("-l", "/row:3")  # r would start a run, 3 would open Config
+    screen = tmux.wait_for("the filter", lambda s: "filter row:3" in s)
+    assert "no run open" in screen  # r and 3 went into the filter: no run was started
+    tmux.keys("Escape", "Escape")  # back to the table, then clear the filter
+    tmux.wait_for("the table", lambda s: "filter row:3" not in s)
+
+    secret = "fw3rxf4e5vta6dq7so8Ri9c0rxf3e4vtadqsoRic"  # 40 characters, most of them keys of the app
+    tmux.keys("-l", "4e" + secret + "\r")  # Secrets pane, edit the first key, its value, enter
+    tmux.wait_for("the saved key", lambda s: "Saved FIREWORKS_API_KEY" in s)
+    env = (Path.cwd() / ".env").read_text()
+    assert f"FIREWORKS_API_KEY={secret}" in env.replace("'", "").replace('"', "")
+    screen = tmux.capture()
+    assert "no run open" in screen  # still no run: none of the secret's letters was a command
+    assert secret not in screen  # and the value is shown masked
+    tmux.keys("q")

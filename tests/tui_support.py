@@ -6,6 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from textual import events
+from textual.keys import _character_to_key
 from textual.pilot import Pilot
 
 from svgagent.core.settings import Settings, load_settings
@@ -64,6 +66,7 @@ def notifications(app: SvgAgentApp) -> list[str]:
 
 
 async def settle(pilot: Pilot) -> None:
+    await pilot.app.input_settled()
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
@@ -90,3 +93,23 @@ def plain(widget: Any, width: int = 100) -> str:
     with console.capture() as capture:
         console.print(content if not isinstance(content, str) else content, markup=False)
     return capture.get()
+
+
+def key_event(key: str) -> events.Key:
+    """The event a terminal sends for ``key``: one character (``/``, ``R``) or a key name (``escape``, ``enter``)."""
+    if len(key) == 1:
+        return events.Key(_character_to_key(key), key)
+    return events.Key(key, {"enter": "\r", "tab": "\t", "space": " "}.get(key))
+
+
+async def burst(pilot: Pilot, *keys: str, paste: str | None = None, then: tuple[str, ...] = ()) -> None:
+    """Keys (then an optional paste, then more keys) arriving all at once, as one read from an SSH connection
+    brings them: every event is queued on the app before it handles the first. Then wait until all are handled."""
+    app = pilot.app
+    for key in keys:
+        app.post_message(key_event(key))
+    if paste is not None:
+        app.post_message(events.Paste(paste))
+    for key in then:
+        app.post_message(key_event(key))
+    await settle(pilot)

@@ -23,6 +23,7 @@ from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
 from svgagent.core.store import Store
 
 from svgagent.tui.commands import ActionCommands
+from svgagent.tui.input_order import InOrderInput
 from svgagent.tui.widgets.config_form import ConfigFormCommands
 from svgagent.tui.widgets.secrets_form import SecretsPaneCommands
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
@@ -33,7 +34,7 @@ FREEZE_AGAIN_S = 1.0
 
 
 
-class SvgAgentApp(App[int]):
+class SvgAgentApp(InOrderInput, App[int]):
     """``settings``: what the next run uses; ``demo``: the endpoints are the simulator (banner shown);
     ``run_id``: a stored run to open; ``env_file``: where the Secrets pane keeps keys; ``clock``: monotonic
     seconds for elapsed/ETA; ``keymap``: binding id → keys; ``demo_overrides``: re-applied to settings the
