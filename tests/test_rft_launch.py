@@ -75,7 +75,8 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
     for p, r in zip([p for p in planned if p.method != "GET"], [r for r in sim.requests if r.method != "GET"]):
         body = json.loads(json.dumps(p.body).replace("{account}", ACCT))
         if p.step == "secrets":
-            assert body["value"] == mask_secret(OPENAI_KEY) and r.body["value"] == "***"
+            key = {"OPENAI_API_KEY": OPENAI_KEY, "FIREWORKS_API_KEY": FW_KEY}[body["keyName"]]
+            assert body["value"] == mask_secret(key) and r.body["value"] == "***"
             body["value"] = "***"
         assert r.body == body, p.path
     (create,) = [r for r in sim.requests if r.method == "POST" and r.path.endswith("/reinforcementFineTuningJobs")]
@@ -85,15 +86,19 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
         "evaluator": f"accounts/{ACCT}/evaluators/{prepared.evaluator_id}",
         "displayName": prepared.display_name,
         "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b", "epochs": 2},
-        "lossConfig": {"klBeta": 0.01}}
+        "lossConfig": {"klBeta": 0.01},
+        "evalAutoCarveout": False, "wandbConfig": {"enabled": False}}  # what `ep create rft` always sends
 
     assert [e.step for e in events if e.status == "start"] == list(STEPS)
-    assert [e.status for e in events if e.status in ("done", "reused")] == ["done"] * 5
+    assert [(e.step, e.status) for e in events if e.status in ("done", "reused")] == [
+        ("account", "done"), ("secrets", "done"), ("secrets", "done"), ("evaluator", "done"), ("dataset", "done"),
+        ("job", "done")]  # two secrets: the judge's key and FIREWORKS_API_KEY
     assert result.reused == {"evaluator": False, "dataset": False, "job": False}
     assert result.job_id == prepared.job_id and result.account == ACCT
     assert set(result.to_json()) == {"job", "evaluator", "dataset", "links"}
     assert result.links["job"] == f"{sim.base_url}/dashboard/fine-tuning/reinforcement/{prepared.job_id}"
     assert sim.secret_value("openai-api-key") == OPENAI_KEY  # uploaded for real ...
+    assert sim.secret_value("fireworks-api-key") == FW_KEY  # as `ep create rft` uploads it too
     uploaded = sim.dataset_bytes(prepared.dataset_id).decode().splitlines()
     assert len(uploaded) == 3 and json.loads(uploaded[0])["input_metadata"]["dataset_info"]["total_requirements"]
     (job,) = remembered
@@ -222,7 +227,8 @@ def test_params_ranges_name_the_flag() -> None:
     assert parse_params(base_model="qwen3-0p6b", max_output_tokens=9000).max_context_length is None  # Fireworks'
     kwargs = parse_params(base_model="accounts/acme/models/m1", loss="DAPO", output_model="svg-v1").job_kwargs("d", "e")
     assert kwargs == {"dataset": "d", "evaluator": "e", "loss_config": {"method": "DAPO"},  # the client's own keys
-                      "training_config": {"base_model": "accounts/acme/models/m1", "output_model": "svg-v1"}}
+                      "training_config": {"base_model": "accounts/acme/models/m1", "output_model": "svg-v1"},
+                      "eval_auto_carveout": False, "wandb_config": {"enabled": False}}
     full = parse_params(base_model="m", chunk_size=10, epochs=1, learning_rate=1e-4, lora_rank=16, batch_size=4096,
                         max_context_length=4096, temperature=1.0, top_p=0.9, max_output_tokens=2048, n=8,
                         loss="grpo", kl_beta=0.1).job_kwargs("d", "e", display_name="x")

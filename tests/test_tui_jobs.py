@@ -241,7 +241,7 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         await wait_until(pilot, lambda: screen.stage in ("done", "failed"), timeout=30)
         assert screen.stage == "done", screen.error
         assert [e.step for e in screen.events if e.status in ("done", "reused")] == [
-            "account", "secrets", "evaluator", "dataset", "job"]
+            "account", "secrets", "secrets", "evaluator", "dataset", "job"]  # judge key, then FIREWORKS_API_KEY
         paths = sim.paths()
         assert f"POST /v1/accounts/{ACCOUNT}/evaluatorsV2" in paths
         assert f"POST /v1/accounts/{ACCOUNT}/datasets" in paths

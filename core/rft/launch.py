@@ -34,6 +34,7 @@ from svgagent.core.rft.params import RftParams, check_job_id
 
 STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"
+FIREWORKS_KEY = "FIREWORKS_API_KEY"
 MASK_SHORT = "••••"
 DEMO_FIREWORKS_KEY = "simulated-fireworks-key"
 DEMO_OPENAI_KEY = "simulated-openai-key"
@@ -123,7 +124,9 @@ class PreparedLaunch:
 
     @property
     def secrets(self) -> dict[str, str]:
-        return {JUDGE_KEY: self.request.openai_api_key or ""}
+        """The Fireworks secrets a launch stores, as `ep create rft` stores them: the evaluator's keys, then
+        FIREWORKS_API_KEY (eval-protocol always adds it, for evaluators that call Fireworks models at run time)."""
+        return {JUDGE_KEY: self.request.openai_api_key or "", FIREWORKS_KEY: self.request.fireworks_api_key or ""}
 
     def job_kwargs(self, account: str) -> dict[str, Any]:
         """The arguments of the client's `reinforcement_fine_tuning_jobs.create` (snake_case; only what is set)."""
@@ -352,7 +355,7 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
         source = "FIREWORKS_ACCOUNT_ID" if req.account_id else "/verifyApiKey"
         emit(LaunchEvent("account", "done", f"account {account} (from {source})"))
 
-        begin("secrets", "storing the judge key as a Fireworks secret")
+        begin("secrets", "storing the judge key and the Fireworks key as Fireworks secrets")
         for name, value in prepared.secrets.items():
             secret = cp.upsert_secret(name, value)
             verb = "created" if secret.get("created") else "updated"

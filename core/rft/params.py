@@ -34,6 +34,9 @@ ID_RULE = "lowercase letters, digits and '-', starting with a letter, at most 63
 PLATFORM_DEFAULTS: dict[str, Any] = {"epochs": 1, "learning_rate": 1e-4, "lora_rank": 8, "max_context_length": 8192,
                                      "temperature": 0.7, "top_p": 1.0, "max_output_tokens": 2048, "n": 4}
 
+# What `ep create rft` sends whatever the flags: its boolean flags default to false and are sent as false. Sent the
+# same way, so svgagent's job body is the one known to work on the real service (docs/rft.md).
+EP_ALWAYS_SENT: dict[str, Any] = {"eval_auto_carveout": False, "wandb_config": {"enabled": False}}
 # RftParams field -> key of the client's TypedDict, for the nested parts of the job
 _TRAINING = (("output_model", "output_model"), ("epochs", "epochs"), ("learning_rate", "learning_rate"),
              ("lora_rank", "lora_rank"), ("batch_size", "batch_size"), ("max_context_length", "max_context_length"))
@@ -159,8 +162,8 @@ class RftParams(BaseModel):
 
     def job_kwargs(self, dataset: str, evaluator: str, *, display_name: str | None = None) -> dict[str, Any]:
         """Keyword arguments of `reinforcement_fine_tuning_jobs.create` (`dataset` / `evaluator` as resource names):
-        the client's snake_case keys, only what is set."""
-        kwargs: dict[str, Any] = {"dataset": dataset, "evaluator": evaluator}
+        the client's snake_case keys, only what is set (plus `EP_ALWAYS_SENT`, as eval-protocol sends it)."""
+        kwargs: dict[str, Any] = {"dataset": dataset, "evaluator": evaluator, **EP_ALWAYS_SENT}
         name = self.display_name or display_name
         if name:
             kwargs["display_name"] = name
