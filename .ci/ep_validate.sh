@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # CI: every line `svgagent export` writes must validate under the eval-protocol package's own EvaluationRow model.
 #
-# eval-protocol is heavy (it pulls in litellm and friends: ~1.5 min and ~500 MB on a fresh venv) and is not a
-# dependency of svgagent, so it lives in its own virtualenv ($EP_VENV, default /tmp/ep-venv; reused when present).
-# Needs the project's .venv (made by .ci/run) for the svgagent command. Exit status: 0 valid, non-zero otherwise.
+# eval-protocol lives in its own virtualenv: $EP_VENV when set (.ci/run exports it), else the one .ci/ep_venv.sh
+# makes or reuses. Needs the project's .venv (made by .ci/run) for the svgagent command. Exit status: 0 valid,
+# non-zero otherwise.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 
-PY=${PYTHON:-python3}
-EP_VENV=${EP_VENV:-/tmp/ep-venv}
 SVGAGENT="$repo/.venv/bin/svgagent"
 PROJECT_PY="$repo/.venv/bin/python"
 if [ ! -x "$SVGAGENT" ]; then
@@ -16,12 +14,9 @@ if [ ! -x "$SVGAGENT" ]; then
   exit 2
 fi
 
-started=$(date +%s)
-[ -x "$EP_VENV/bin/python" ] || "$PY" -m venv "$EP_VENV"
-"$EP_VENV/bin/python" -m pip install -q --upgrade pip
-"$EP_VENV/bin/python" -m pip install -q eval-protocol
-version=$("$EP_VENV/bin/python" -m pip show eval-protocol 2>/dev/null | sed -n 's/^Version: //p')
-echo "ep_validate: eval-protocol $version ready in $(( $(date +%s) - started )) s ($EP_VENV)"
+EP_VENV="$(bash "$repo/.ci/ep_venv.sh")"
+version=$("$EP_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("eval-protocol"))')
+echo "ep_validate: eval-protocol $version ($EP_VENV)"
 
 # A throwaway store, config and working directory: nothing of the user's is read or written.
 work=$(mktemp -d)
