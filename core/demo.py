@@ -16,6 +16,7 @@ from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSou
 from svgagent.core.rft.launch import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY, seed_demo_job
 from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.sim.simulator import SimConfig, Simulator
+from svgagent.core.sim.tracing_gateway import TracingGateway
 
 DEMO_POLICY_MODEL = "simulated-policy"
 DEMO_JUDGE_MODEL = "simulated-judge"
@@ -42,6 +43,20 @@ def demo_simulator(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, 
         yield sim
     finally:
         sim.stop()
+
+
+@contextmanager
+def demo_tracing_gateway(policy_latency_s: float = 0.4, **knobs: Any) -> Iterator[tuple[str, str]]:
+    """The policy + judge simulator and the tracing-gateway simulator in front of it; yields (simulator base URL,
+    gateway URL): the gateway URL is what eval-protocol's ``model_base_url`` should be."""
+    with demo_simulator(policy_latency_s=policy_latency_s, **knobs) as sim:
+        gateway = TracingGateway(sim.base_url)
+        gateway.start()
+        try:
+            assert sim.base_url is not None and gateway.base_url is not None
+            yield sim.base_url, gateway.base_url
+        finally:
+            gateway.stop()
 
 
 # ---- the simulated Fireworks control plane ---------------------------------------------------------------

@@ -177,21 +177,8 @@ class Engine:
             stage = "judge"
             t0 = time.perf_counter()
             verdict = await self._verdict(rec, png)
-            judged = dict(
-                judge_s=time.perf_counter() - t0,
-                judge_raw=verdict.raw,
-                rationale=verdict.rationale,
-                verdicts_json=json.dumps([[v.index, v.fulfilled, v.reason] for v in verdict.verdicts])
-                if verdict.verdicts is not None else None,
-                judge_prompt_tokens=verdict.usage.prompt_tokens,
-                judge_completion_tokens=verdict.usage.completion_tokens,
-            )
-            if verdict.valid:
-                self._emit(rec, RolloutStatus.SCORED, score=verdict.score, fulfilled=verdict.fulfilled,
-                           is_score_valid=True, reason=_first_line(verdict.rationale), **judged)
-            else:
-                self._emit(rec, RolloutStatus.FAILED, score=None, fulfilled=None, is_score_valid=False,
-                           reason=verdict.rationale, error="judge gave no usable answer", **judged)
+            status, judged = verdict_columns(verdict, time.perf_counter() - t0)
+            self._emit(rec, status, **judged)
         except asyncio.CancelledError:
             raise
         except (openai.APIError, PolicyError) as err:
@@ -246,6 +233,26 @@ class Engine:
         if verdict.valid:
             self.store.cache_put(key, "judge", _verdict_to_cache(verdict))
         return verdict
+
+
+def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatus, dict[str, Any]]:
+    """The state and store columns a judge's verdict gives a rollout (scored, or failed with an invalid score)."""
+    columns: dict[str, Any] = dict(
+        judge_s=judge_s,
+        judge_raw=verdict.raw,
+        rationale=verdict.rationale,
+        verdicts_json=json.dumps([[v.index, v.fulfilled, v.reason] for v in verdict.verdicts])
+        if verdict.verdicts is not None else None,
+        judge_prompt_tokens=verdict.usage.prompt_tokens,
+        judge_completion_tokens=verdict.usage.completion_tokens,
+    )
+    if verdict.valid:
+        columns.update(score=verdict.score, fulfilled=verdict.fulfilled, is_score_valid=True,
+                       reason=_first_line(verdict.rationale))
+        return RolloutStatus.SCORED, columns
+    columns.update(score=None, fulfilled=None, is_score_valid=False, reason=verdict.rationale,
+                   error="judge gave no usable answer")
+    return RolloutStatus.FAILED, columns
 
 
 def _first_line(text: str | None, limit: int = 200) -> str:

@@ -84,4 +84,48 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX rft_jobs_by_created ON rft_jobs(created);
     """,
+    # v4: training runs seen by `svgagent serve` (one run per training step; see svgagent.core.training)
+    """
+    CREATE TABLE training_runs (
+        training_id TEXT PRIMARY KEY,
+        experiment_id TEXT NOT NULL,
+        job_name TEXT,
+        label TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    );
+    CREATE TABLE training_steps (
+        training_id TEXT NOT NULL REFERENCES training_runs(training_id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+        step_source TEXT NOT NULL,
+        epoch INTEGER,
+        ep_run_id TEXT,
+        model TEXT,
+        created TEXT NOT NULL,
+        PRIMARY KEY (training_id, step)
+    );
+    CREATE TABLE training_rows (
+        training_id TEXT NOT NULL REFERENCES training_runs(training_id) ON DELETE CASCADE,
+        row_id TEXT NOT NULL,
+        row_index INTEGER NOT NULL,
+        PRIMARY KEY (training_id, row_id)
+    );
+    CREATE TABLE served_rollouts (
+        ep_rollout_id TEXT PRIMARY KEY,
+        rollout_id TEXT NOT NULL REFERENCES rollouts(rollout_id) ON DELETE CASCADE,
+        training_id TEXT NOT NULL REFERENCES training_runs(training_id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        invocation_id TEXT NOT NULL,
+        ep_run_id TEXT NOT NULL,
+        row_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status_code INTEGER,
+        status_message TEXT,
+        judged_locally INTEGER NOT NULL DEFAULT 0,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    );
+    CREATE INDEX served_by_training ON served_rollouts(training_id, step, created);
+    """,
 ]

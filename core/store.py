@@ -101,6 +101,18 @@ class Store:
                 raise
             self._db.execute("COMMIT")
 
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, for modules with tables of their own (``svgagent.core.training``); the store's
+        own writes called inside it (same thread) join it."""
+        with self._tx() as db:
+            yield db
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Rows of one read-only statement (for the same modules)."""
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > len(MIGRATIONS):

@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="RUN_ID", help="open a stored run")
     add_store(p)
 
+    from svgagent.tui.cli.serve import add_serve_parser
+
+    add_serve_parser(sub, _Formatter)
+
     from svgagent.tui.cli.rft import add_rft_parser
 
     add_rft_parser(sub)
@@ -117,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from svgagent.tui.cli.rft import cmd_rft
 
             return cmd_rft(args)
+        if args.command == "serve":
+            from svgagent.tui.cli.serve import cmd_serve
+
+            return cmd_serve(args)
         if args.command == "tui":
             from svgagent.tui.cli.tui import cmd_tui
 

@@ -1,0 +1,311 @@
+"""``svgagent serve``: the remote rollout server of Eval Protocol's SVG-agent quickstart, on aiohttp's web server.
+
+Routes (what eval-protocol's ``RemoteRolloutProcessor`` and the reference server use):
+
+- ``POST /init`` — an ``InitRequest`` (see :mod:`.protocol`). Answers at once (200 ``{"status": "accepted"}``) and
+  runs the rollout in the background (:mod:`.rollout`). A repeated rollout id is the same rollout: while it runs,
+  or once it finished, nothing new starts (200 ``{"duplicate": true}``); after it ended in an error — which is
+  how eval-protocol retries — a new attempt starts (a RUNNING status is logged first, so the gateway stops
+  reporting the old error). 400: a body that is too big, not JSON or not an InitRequest; 429 (``Retry-After``):
+  ``concurrency`` rollouts run and ``queue_limit`` more wait; 503: shutting down, or the store cannot be written.
+- ``GET /status?rollout_id=…`` — ``StatusResponse`` {terminated, info, status}; without ``rollout_id``, and
+  ``GET /``: health and counters.
+
+Shutdown (:meth:`RolloutServer.stop`): new ``/init`` get 503, running rollouts get ``grace_s`` to finish, the rest
+are cancelled, stored as failed and logged UNAVAILABLE (eval-protocol retries that code). Every request is written
+to the ``svgagent.serve.access`` logger as one JSON line (no bodies, so no keys).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+
+from svgagent.core.ep_status import StatusCode, status_dict
+from svgagent.core.importer import parse_formatted_prompt
+from svgagent.core.scoring.errors import StoreError
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.serve.protocol import InitRequest, RequestError, parse_init
+from svgagent.core.serve.rollout import ServeContext, log_status, serve_rollout, store_outcome
+from svgagent.core.training import ServedRef, step_hint
+
+log = logging.getLogger("svgagent.serve")
+access_log = logging.getLogger("svgagent.serve.access")
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+STOPPED = "svgagent serve stopped before the rollout finished"
+ROLLOUT_ID = web.RequestKey("rollout_id", str)
+
+
+class JsonAccessLogger(AbstractAccessLogger):
+    """One JSON object per request: time, client, method, path (no query), status, duration, rollout id."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        entry = {"ts": round(_wall(), 3), "remote": request.remote, "method": request.method, "path": request.path,
+                 "status": response.status, "ms": round(time * 1000, 2), "bytes": response.body_length}
+        rollout_id = request.get(ROLLOUT_ID)
+        if rollout_id:
+            entry["rollout_id"] = rollout_id
+        self.logger.info(json.dumps(entry))
+
+
+def _wall() -> float:
+    return time.time()
+
+
+@dataclass
+class _Live:
+    req: InitRequest
+    ref: ServedRef
+    prompt: str
+    requirements: list[str]
+    retry: bool
+    task: asyncio.Task[Any] | None = None
+    running: bool = False
+
+
+@dataclass
+class ServerStats:
+    accepted: int = 0
+    duplicates: int = 0
+    retries: int = 0
+    busy: int = 0
+    bad_requests: int = 0
+    finished: int = 0
+    errors: int = 0
+    stopped: int = 0
+    max_running: int = 0
+    by_code: dict[int, int] = field(default_factory=dict)
+
+
+class RolloutServer:
+    """Serve rollouts for eval-protocol (see the module docstring). ``await start()``, then ``await stop()``."""
+
+    def __init__(self, ctx: ServeContext, *, concurrency: int = 16, queue_limit: int = 4096,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, grace_s: float = 30.0) -> None:
+        if concurrency < 1 or queue_limit < 0:
+            raise ValueError("concurrency must be >= 1 and queue_limit >= 0")
+        self.ctx = ctx
+        self.concurrency = concurrency
+        self.queue_limit = queue_limit
+        self.max_body_bytes = max_body_bytes
+        self.grace_s = grace_s
+        self.stats = ServerStats()
+        self._slots = asyncio.Semaphore(concurrency)
+        self._live: dict[str, _Live] = {}
+        self._extra_tasks: set[asyncio.Task[Any]] = set()
+        self._running = 0
+        self._accepting = False
+        self._stopped = False
+        self._cut = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url: str | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_body_bytes)
+        app.router.add_post("/init", self._handle_init)
+        app.router.add_get("/status", self._handle_status)
+        app.router.add_get("/", self._handle_health)
+        return app
+
+    async def start(self, host: str = "127.0.0.1", port: int = 3000) -> str:
+        runner = web.AppRunner(self.make_app(), access_log_class=JsonAccessLogger, access_log=access_log,
+                               handler_cancellation=True, shutdown_timeout=2.0)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            await web.SockSite(runner, sock, backlog=2048).start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._accepting = True
+        bound = sock.getsockname()[1]
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+        return self.url
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._live)
+
+    async def wait_idle(self) -> None:
+        """Until no rollout is accepted-but-unfinished (for tests and benchmarks)."""
+        while self._live or self._extra_tasks:
+            await asyncio.gather(*[e.task for e in self._live.values() if e.task], *self._extra_tasks,
+                                 return_exceptions=True)
+
+    def cut_grace(self) -> None:
+        """End the grace period of a running :meth:`stop` now (a second Ctrl-C)."""
+        self._cut.set()
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Refuse new rollouts, give running ones ``grace_s`` to finish, cancel and log the rest, close.
+        Calling it again does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._accepting = False
+        grace = self.grace_s if grace_s is None else grace_s
+        pending = {e.task for e in self._live.values() if e.task is not None}
+        if pending:
+            log.info("stopping: %d rollout(s) accepted and not finished; waiting up to %g s", len(pending), grace)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while pending and not self._cut.is_set() and (remaining := deadline - loop.time()) > 0:
+            cut = asyncio.create_task(self._cut.wait())
+            await asyncio.wait({*pending, cut}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            cut.cancel()
+            pending = {t for t in pending if not t.done()}
+        left = [e for e in self._live.values() if e.task in pending]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await asyncio.gather(*(self._mark_stopped(e) for e in left), return_exceptions=True)
+        if self._extra_tasks:
+            await asyncio.wait(self._extra_tasks, timeout=5)
+        try:
+            self.ctx.training.close_steps(self.ctx.settings.threshold)
+        except (StoreError, sqlite3.Error) as err:
+            log.warning("could not close the step runs in the store: %s", err)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.ctx.status_log.close()
+
+    async def _mark_stopped(self, entry: _Live) -> None:
+        self.stats.stopped += 1
+        store_outcome(self.ctx, entry.ref, dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=STOPPED,
+                                            error=STOPPED), StatusCode.UNAVAILABLE, STOPPED)
+        self._live.pop(entry.req.metadata.rollout_id, None)
+        await asyncio.wait_for(log_status(self.ctx, entry.req, StatusCode.UNAVAILABLE, STOPPED), timeout=10)
+
+    # --- handlers ---------------------------------------------------------------------------------------------
+    async def _handle_init(self, request: web.Request) -> web.Response:
+        if not self._accepting:
+            return _error(503, "the server is shutting down", retry_after=5)
+        try:
+            payload = json.loads(await request.read())
+            req = parse_init(payload)
+        except web.HTTPRequestEntityTooLarge:
+            self.stats.bad_requests += 1
+            return _error(400, f"the body is larger than {self.max_body_bytes} bytes")
+        except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, RequestError
+            self.stats.bad_requests += 1
+            reason = str(err) if isinstance(err, RequestError) else "the body is not valid JSON"
+            return _error(400, reason)
+        ids = req.metadata
+        request[ROLLOUT_ID] = ids.rollout_id
+        live = self._live.get(ids.rollout_id)
+        if live is not None:
+            self.stats.duplicates += 1
+            return web.json_response({"status": "running", "rollout_id": ids.rollout_id, "duplicate": True})
+        try:
+            known = self.ctx.training.served(ids.rollout_id)
+        except (StoreError, sqlite3.Error) as err:
+            log.warning("the run store cannot be read: %s", err)
+            return _error(503, "the run store cannot be read", retry_after=5)
+        if known is not None and known.status_code is not None and not StatusCode(known.status_code).is_error:
+            self.stats.duplicates += 1
+            self._spawn(log_status(self.ctx, req, StatusCode(known.status_code), "Rollout finished"))
+            return web.json_response({"status": "finished", "rollout_id": ids.rollout_id, "duplicate": True})
+        if len(self._live) >= self.concurrency + self.queue_limit:
+            self.stats.busy += 1
+            return _error(429, f"{self.concurrency} rollouts are running and {self.queue_limit} waiting",
+                          retry_after=1)
+        found = parse_formatted_prompt(req.user_text())
+        prompt, requirements = (found[0], list(found[1])) if found else (req.user_text(), [])
+        try:
+            if known is None:
+                ref = self.ctx.training.accept(ids=ids, model=req.model, hint=step_hint(req.completion_params, req.model),
+                                               prompt=prompt, requirements=requirements,
+                                               judged=self.ctx.judge is not None)
+            else:
+                ref = self.ctx.training.retry(known)
+                self.stats.retries += 1
+        except (StoreError, sqlite3.Error) as err:
+            log.warning("the run store cannot be written: %s", err)
+            return _error(503, "the run store cannot be written", retry_after=5)
+        entry = _Live(req, ref, prompt, requirements, retry=known is not None)
+        self._live[ids.rollout_id] = entry
+        entry.task = asyncio.create_task(self._run(entry), name=f"rollout {ids.rollout_id}")
+        self.stats.accepted += 1
+        self.ctx.publish(ref, RolloutStatus.QUEUED, len(requirements))
+        return web.json_response({"status": "accepted", "rollout_id": ids.rollout_id, "attempt_of": ref.rollout_id})
+
+    async def _run(self, entry: _Live) -> None:
+        rid = entry.req.metadata.rollout_id
+        async with self._slots:
+            self._running += 1
+            entry.running = True
+            self.stats.max_running = max(self.stats.max_running, self._running)
+            try:
+                if entry.retry:
+                    await log_status(self.ctx, entry.req, StatusCode.RUNNING, "Rollout is running")
+                code = await serve_rollout(self.ctx, entry.req, entry.ref, entry.prompt, entry.requirements)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # a bug must not leave eval-protocol polling until its timeout
+                log.exception("rollout %s failed unexpectedly", rid)
+                code = StatusCode.INTERNAL
+                message = f"internal error in svgagent serve: {type(err).__name__}: {str(err)[:200]}"
+                store_outcome(self.ctx, entry.ref, dict(status=RolloutStatus.FAILED, is_score_valid=False,
+                                                    reason=message, error=message), code, message)
+                await log_status(self.ctx, entry.req, code, message)
+            finally:
+                self._running -= 1
+        self._live.pop(rid, None)
+        self.stats.by_code[int(code)] = self.stats.by_code.get(int(code), 0) + 1
+        if code.is_error:
+            self.stats.errors += 1
+        else:
+            self.stats.finished += 1
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._extra_tasks.add(task)
+        task.add_done_callback(self._extra_tasks.discard)
+
+    async def _handle_status(self, request: web.Request) -> web.Response:
+        rollout_id = request.query.get("rollout_id")
+        if not rollout_id:
+            return await self._handle_health(request)
+        request[ROLLOUT_ID] = rollout_id
+        live = self._live.get(rollout_id)
+        if live is not None:
+            return web.json_response({"terminated": False, "info": {"state": "running" if live.running else "queued"},
+                                      "status": status_dict(StatusCode.RUNNING, "Rollout is running")})
+        code, message = self.ctx.training.ep_status(rollout_id)
+        if code is None:
+            return web.json_response({"terminated": False, "info": {"state": "unknown"}, "status": None}, status=404)
+        return web.json_response({"terminated": True, "info": {"state": "done"},
+                                  "status": status_dict(StatusCode(code), message or "")})
+
+    async def _handle_health(self, request: web.Request) -> web.Response:
+        s = self.stats
+        return web.json_response({
+            "status": "ok" if self._accepting else "stopping", "service": "svgagent serve",
+            "running": self._running, "queued": len(self._live) - self._running, "concurrency": self.concurrency,
+            "queue_limit": self.queue_limit, "accepted": s.accepted, "finished": s.finished, "errors": s.errors,
+            "duplicates": s.duplicates, "busy": s.busy, "bad_requests": s.bad_requests,
+            "status_logs_lost": self.ctx.status_log.lost})
+
+
+def _error(status: int, message: str, *, retry_after: int | None = None) -> web.Response:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return web.json_response({"error": {"message": message, "code": status}}, status=status, headers=headers)

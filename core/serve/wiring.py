@@ -1,0 +1,95 @@
+"""Putting a rollout server together from settings: the pooled policy client, the renderer, the optional local
+judge, the status logger, the training store — and closing what it made. Used by the CLI, the app and tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from svgagent.core.events import EventBus
+from svgagent.core.policy import judge_client, openai_client
+from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.models import RolloutUpdate
+from svgagent.core.scoring.render import Renderer
+from svgagent.core.serve.rollout import ServeContext
+from svgagent.core.serve.security import KeyPolicy, check_http_url
+from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, RolloutServer
+from svgagent.core.serve.status_log import StatusLogger
+from svgagent.core.settings import Settings
+from svgagent.core.store import Store
+from svgagent.core.training import TrainingStore
+
+# The shared client is never used with its own base URL or key: every call names an absolute URL and sets (or
+# omits) its Authorization header. A placeholder that cannot be reached makes a mistake loud.
+_UNUSED_BASE_URL = "http://127.0.0.1:9/unused"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 3000
+    concurrency: int = 16
+    queue_limit: int = 4096
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    allow_hosts: Sequence[str] = ()
+    gateway_url: str | None = None
+    judge: bool = False
+    job_name: str | None = None
+    rollout_timeout_s: float = 100.0
+    grace_s: float = 30.0
+    status_retry_delays_s: tuple[float, ...] = (0.2, 0.5, 1.0)
+
+    def problems(self) -> list[str]:
+        found = []
+        if not 1 <= self.concurrency <= 4096:
+            found.append("--concurrency must be from 1 to 4096")
+        if not 0 <= self.queue_limit <= 1_000_000:
+            found.append("--queue-limit must be from 0 to 1000000")
+        if not 1024 <= self.max_body_bytes <= 64 * 1024 * 1024:
+            found.append("--max-body must be from 1024 to 67108864 bytes")
+        if not 0 <= self.port <= 65535:
+            found.append("--port must be from 0 to 65535")
+        if self.gateway_url and (why := check_http_url(self.gateway_url)):
+            found.append(f"--gateway-url {why}")
+        if not 0 < self.rollout_timeout_s <= 3600:
+            found.append("--rollout-timeout must be more than 0 and at most 3600 seconds")
+        return found
+
+
+def build_context(settings: Settings, store: Store, options: ServeOptions, *, bus: EventBus[RolloutUpdate] | None = None,
+                  renderer: Renderer | None = None) -> ServeContext:
+    own = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else None
+    keys = KeyPolicy.build(own, options.allow_hosts)
+    policy = openai_client(_UNUSED_BASE_URL, None, settings)
+    judge = Judge(judge_client(settings), settings.judge_model, settings.judge_mode) if options.judge else None
+    return ServeContext(
+        settings=settings, keys=keys,
+        training=TrainingStore(store, job_name=options.job_name, settings=settings.public_dict()),
+        status_log=StatusLogger(keys, retry_delays_s=options.status_retry_delays_s),
+        renderer=renderer or Renderer(size=settings.render_size, timeout_s=settings.render_timeout_s,
+                                      memory_mb=settings.render_memory_mb),
+        policy=policy, judge=judge, gateway_url=options.gateway_url, rollout_timeout_s=options.rollout_timeout_s,
+        bus=bus)
+
+
+@asynccontextmanager
+async def rollout_server(settings: Settings, store: Store, options: ServeOptions, *,
+                         bus: EventBus[RolloutUpdate] | None = None,
+                         renderer: Renderer | None = None) -> AsyncIterator[RolloutServer]:
+    """A started server; on exit it stops (``options.grace_s``) and closes what it created."""
+    ctx = build_context(settings, store, options, bus=bus, renderer=renderer)
+    server = RolloutServer(ctx, concurrency=options.concurrency, queue_limit=options.queue_limit,
+                           max_body_bytes=options.max_body_bytes, grace_s=options.grace_s)
+    try:
+        await server.start(options.host, options.port)
+        yield server
+    finally:
+        try:
+            await server.stop()
+        finally:
+            await ctx.policy.close()
+            if ctx.judge is not None:
+                await ctx.judge.client.close()
+            if renderer is None:
+                ctx.renderer.close()

@@ -1,0 +1,275 @@
+"""Training runs seen by ``svgagent serve``: every rollout a trainer asks the server for, kept in the run store.
+
+A *training run* is keyed by eval-protocol's ``experiment_id`` (one RFT job, or one ``@evaluation_test``
+invocation); ``--job`` names the RFT job it belongs to. Each *step* of it is an ordinary run in the ``runs``
+table, so everything that works on runs (the rollout table, the compare screen, export) works on a step. A served
+rollout is an ordinary rollout of its step's run, plus a ``served_rollouts`` row with eval-protocol's ids and the
+status the server logged. The same dataset row keeps one ``row_index`` across the steps of a training run.
+
+Which step a rollout belongs to, first that tells (``StepHint.source``):
+1. ``metadata``: ``completion_params`` has ``step`` / ``training_step`` / ``global_step`` (and maybe ``epoch``);
+2. ``model``: the model name says ``step-N`` / ``step_N`` / ``checkpoint-N`` / ``ckpt-N`` (and maybe ``epoch-N``);
+3. ``run order``: each new eval-protocol ``run_id`` of the training run is the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from svgagent.core.ep_status import StatusCode
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for
+
+_STEP_KEYS = ("step", "training_step", "global_step")
+_MODEL_STEP = re.compile(r"(?:^|[^a-z0-9])(?:step|checkpoint|ckpt)[-_]?(\d{1,9})(?![0-9])", re.IGNORECASE)
+_MODEL_EPOCH = re.compile(r"(?:^|[^a-z0-9])epoch[-_]?(\d{1,6})(?![0-9])", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class StepHint:
+    step: int | None
+    epoch: int | None
+    source: str  # "metadata", "model" or "run order"
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 0 <= value < 10**9:
+        return value
+    if isinstance(value, str) and value.isdigit() and len(value) <= 9:
+        return int(value)
+    return None
+
+
+def step_hint(completion_params: dict[str, Any], model: str) -> StepHint:
+    """The step (and epoch) a request says it belongs to (see the module docstring)."""
+    epoch = _int(completion_params.get("epoch"))
+    for key in _STEP_KEYS:
+        step = _int(completion_params.get(key))
+        if step is not None:
+            return StepHint(step, epoch, "metadata")
+    found = _MODEL_STEP.search(model)
+    if found:
+        epoch_found = _MODEL_EPOCH.search(model)
+        return StepHint(int(found.group(1)), epoch if epoch is not None else
+                        (int(epoch_found.group(1)) if epoch_found else None), "model")
+    return StepHint(None, epoch, "run order")
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRef:
+    """Where a served rollout lives: its eval-protocol id, the current attempt's svgagent rollout id, its step."""
+
+    ep_rollout_id: str
+    rollout_id: str
+    run_id: str
+    training_id: str
+    step: int
+    status_code: int | None  # None while it runs (or when the server stopped before it ended)
+    row_index: int
+    sample_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingRun:
+    training_id: str
+    experiment_id: str
+    job_name: str | None
+    label: str
+    created: str
+    updated: str
+    steps: int
+    rollouts: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingStep:
+    step: int
+    run_id: str
+    epoch: int | None
+    model: str | None
+    source: str
+    rollouts: int
+    done: int
+    failed: int
+    judged: int
+    mean_local: float | None  # mean of the valid local (``--judge``) scores; None when nothing was judged
+
+
+class TrainingStore:
+    """Training-run reads and writes on one :class:`Store` (see the module docstring)."""
+
+    def __init__(self, store: Store, *, job_name: str | None = None, settings: dict[str, Any] | None = None) -> None:
+        self.store = store
+        self.job_name = job_name
+        self.settings = dict(settings or {})
+        self._known_trainings: set[str] = set()
+        self._step_runs: dict[tuple[str, int], str] = {}
+        self._run_order_steps: dict[tuple[str, str], int] = {}
+        self._row_indexes: dict[tuple[str, str], int] = {}
+
+    # --- the server's writes ----------------------------------------------------------------------------------
+    def served(self, ep_rollout_id: str) -> ServedRef | None:
+        rows = self.store.query(
+            "SELECT s.ep_rollout_id, s.rollout_id, r.run_id, s.training_id, s.step, s.status_code, r.row_index,"
+            " r.sample_index FROM served_rollouts s JOIN rollouts r ON r.rollout_id = s.rollout_id"
+            " WHERE s.ep_rollout_id = ?", (ep_rollout_id,))
+        return ServedRef(*rows[0]) if rows else None
+
+    def accept(self, *, ids: Any, model: str, hint: StepHint, prompt: str, requirements: Sequence[str],
+               judged: bool) -> ServedRef:
+        """Store a new served rollout (queued) — its training run, step run and row on first sight — in one
+        transaction. ``ids`` has eval-protocol's invocation/experiment/rollout/run/row ids as attributes.
+        What never changes once written (a training run exists, a step's run, a row's index) is remembered, so
+        a rollout of a known step and row costs one query and two inserts."""
+        stamp = now_iso()
+        training_id = ids.experiment_id
+        with self.store.transaction() as db:
+            if training_id not in self._known_trainings:
+                if db.execute("SELECT 1 FROM training_runs WHERE training_id = ?", (training_id,)).fetchone() is None:
+                    db.execute("INSERT INTO training_runs(training_id, experiment_id, job_name, label, created, updated)"
+                               " VALUES (?,?,?,?,?,?)",
+                               (training_id, ids.experiment_id, self.job_name, self._label(training_id), stamp, stamp))
+                self._known_trainings.add(training_id)
+            step, run_id = self._step_run(db, training_id, ids.run_id, model, hint, judged, stamp)
+            row_index = self._row_index(db, training_id, ids.row_id)
+            sample_index = db.execute(
+                "SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE run_id = ? AND row_index = ?",
+                (run_id, row_index)).fetchone()[0]
+            rollout_id = rollout_id_for(run_id, row_index, sample_index)
+            db.execute(
+                "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, status, prompt,"
+                " requirements_json, total, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (rollout_id, run_id, row_index, ids.row_id, sample_index, RolloutStatus.QUEUED.value, prompt,
+                 json.dumps(list(requirements)), len(requirements), stamp, stamp))
+            db.execute(
+                "INSERT INTO served_rollouts(ep_rollout_id, rollout_id, training_id, step, invocation_id, ep_run_id,"
+                " row_id, model, judged_locally, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (ids.rollout_id, rollout_id, training_id, step, ids.invocation_id, ids.run_id, ids.row_id, model,
+                 int(judged), stamp, stamp))
+        return ServedRef(ids.rollout_id, rollout_id, run_id, training_id, step, None, row_index, sample_index)
+
+    def _label(self, training_id: str) -> str:
+        return self.job_name or f"experiment {training_id[:24]}"
+
+    def _row_index(self, db: Any, training_id: str, row_id: str) -> int:
+        key = (training_id, row_id)
+        if key in self._row_indexes:
+            return self._row_indexes[key]
+        found = db.execute("SELECT row_index FROM training_rows WHERE training_id = ? AND row_id = ?",
+                           key).fetchone()
+        if found is None:
+            row_index = db.execute("SELECT COUNT(*) FROM training_rows WHERE training_id = ?",
+                                   (training_id,)).fetchone()[0]
+            db.execute("INSERT INTO training_rows(training_id, row_id, row_index) VALUES (?,?,?)",
+                       (training_id, row_id, row_index))
+        else:
+            row_index = found[0]
+        self._row_indexes[key] = row_index
+        return row_index
+
+    def _step_run(self, db: Any, training_id: str, ep_run_id: str, model: str, hint: StepHint, judged: bool,
+                  stamp: str) -> tuple[int, str]:
+        if hint.step is not None:
+            step = hint.step
+        elif (training_id, ep_run_id) in self._run_order_steps:
+            step = self._run_order_steps[(training_id, ep_run_id)]
+        else:
+            same = db.execute("SELECT step FROM training_steps WHERE training_id = ? AND ep_run_id = ?"
+                              " AND step_source = 'run order'", (training_id, ep_run_id)).fetchone()
+            step = same[0] if same else db.execute(
+                "SELECT COALESCE(MAX(step) + 1, 1) FROM training_steps WHERE training_id = ?",
+                (training_id,)).fetchone()[0]
+        if (training_id, step) in self._step_runs:
+            return step, self._step_runs[(training_id, step)]
+        found = db.execute("SELECT run_id FROM training_steps WHERE training_id = ? AND step = ?",
+                           (training_id, step)).fetchone()
+        if found is not None:
+            run_id = found[0]
+        else:
+            run_id = self._new_step_run(db, training_id, ep_run_id, step, model, hint, judged, stamp)
+        self._step_runs[(training_id, step)] = run_id
+        if hint.step is None:
+            self._run_order_steps[(training_id, ep_run_id)] = step
+        return step, run_id
+
+    def _new_step_run(self, db: Any, training_id: str, ep_run_id: str, step: int, model: str, hint: StepHint,
+                      judged: bool, stamp: str) -> str:
+        run_id = new_run_id()
+        while db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None:
+            run_id = new_run_id()
+        settings = {**self.settings, "model": model, "source": "serve", "experiment_id": training_id,
+                    "step": step, "judge": "local" if judged else "off"}
+        dataset = {"name": "served rollouts", "source": "svgagent serve", "training_id": training_id}
+        db.execute("INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
+                   " VALUES (?,?,?,?,?,?,?)",
+                   (run_id, f"{self._label(training_id)} · step {step}", stamp, stamp, "serving",
+                    json.dumps(settings), json.dumps(dataset)))
+        db.execute("INSERT INTO training_steps(training_id, step, run_id, step_source, epoch, ep_run_id, model,"
+                   " created) VALUES (?,?,?,?,?,?,?,?)",
+                   (training_id, step, run_id, hint.source, hint.epoch, ep_run_id, model, stamp))
+        db.execute("UPDATE training_runs SET updated = ? WHERE training_id = ?", (stamp, training_id))
+        return run_id
+
+    def retry(self, ref: ServedRef) -> ServedRef:
+        """A fresh attempt (queued) for a rollout whose last attempt ended in an error; the old one is kept."""
+        new_id = self.store.new_attempts(ref.run_id, [ref.rollout_id])[0]  # its own transaction
+        with self.store.transaction() as db:
+            db.execute("UPDATE served_rollouts SET rollout_id = ?, status_code = NULL, status_message = NULL,"
+                       " updated = ? WHERE ep_rollout_id = ?", (new_id, now_iso(), ref.ep_rollout_id))
+        return ServedRef(ref.ep_rollout_id, new_id, ref.run_id, ref.training_id, ref.step, None, ref.row_index,
+                         ref.sample_index)
+
+    def finish(self, ref: ServedRef, columns: dict[str, Any], code: StatusCode, message: str) -> None:
+        """The rollout's outcome and the status logged for it, in one transaction."""
+        with self.store.transaction() as db:
+            self.store.update_rollout(ref.rollout_id, **columns)
+            db.execute("UPDATE served_rollouts SET status_code = ?, status_message = ?, updated = ?"
+                       " WHERE ep_rollout_id = ?", (int(code), message[:2000], now_iso(), ref.ep_rollout_id))
+
+    def close_steps(self, threshold: float) -> None:
+        """Mark the step runs still "serving" as "served", with their summaries (when the server stops)."""
+        for (run_id,) in self.store.query("SELECT run_id FROM runs WHERE status = 'serving'"):
+            self.store.set_run_status(run_id, "served", self.store.summarize(run_id, threshold))
+
+    # --- reads (CLI, TUI) -------------------------------------------------------------------------------------
+    def trainings(self, job_name: str | None = None) -> list[TrainingRun]:
+        """Training runs, most recently updated first (only those of ``job_name`` when given)."""
+        sql = ("SELECT t.training_id, t.experiment_id, t.job_name, t.label, t.created,"
+               " COALESCE((SELECT MAX(r.updated) FROM served_rollouts r WHERE r.training_id = t.training_id),"
+               " t.updated) AS last,"
+               " (SELECT COUNT(*) FROM training_steps s WHERE s.training_id = t.training_id),"
+               " (SELECT COUNT(*) FROM served_rollouts r WHERE r.training_id = t.training_id)"
+               " FROM training_runs t")
+        params: tuple[Any, ...] = ()
+        if job_name is not None:
+            sql += " WHERE t.job_name = ? OR instr(t.experiment_id, ?) > 0"
+            params = (job_name, job_name.rsplit("/", 1)[-1])
+        return [TrainingRun(*row) for row in self.store.query(sql + " ORDER BY last DESC", params)]
+
+    def steps(self, training_id: str) -> list[TrainingStep]:
+        """Every step of a training run in step order, with counts and the mean local score."""
+        rows = self.store.query(
+            "SELECT ts.step, ts.run_id, ts.epoch, ts.model, ts.step_source,"
+            " COUNT(r.rollout_id),"
+            " SUM(CASE WHEN r.status IN ('scored', 'failed') THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN s.status_code IS NOT NULL AND s.status_code NOT IN (100, 101) THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN s.judged_locally = 1 AND r.is_score_valid = 1 THEN 1 ELSE 0 END),"
+            " AVG(CASE WHEN s.judged_locally = 1 AND r.is_score_valid = 1 THEN COALESCE(r.override_score, r.score)"
+            " END)"
+            " FROM training_steps ts"
+            " LEFT JOIN served_rollouts s ON s.training_id = ts.training_id AND s.step = ts.step"
+            " LEFT JOIN rollouts r ON r.rollout_id = s.rollout_id"
+            " WHERE ts.training_id = ? GROUP BY ts.step ORDER BY ts.step", (training_id,))
+        return [TrainingStep(row[0], row[1], row[2], row[3], row[4], row[5] or 0, row[6] or 0, row[7] or 0,
+                             row[8] or 0, row[9]) for row in rows]
+
+    def ep_status(self, ep_rollout_id: str) -> tuple[int | None, str | None]:
+        rows = self.store.query("SELECT status_code, status_message FROM served_rollouts WHERE ep_rollout_id = ?",
+                                (ep_rollout_id,))
+        return (rows[0][0], rows[0][1]) if rows else (None, None)

@@ -1,0 +1,332 @@
+"""`svgagent serve` through real HTTP: eval-protocol-shaped /init bodies, the tracing-gateway simulator in front
+of the policy simulator, the run store. Faults come from the simulator's knobs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from svgagent.core.ep_status import StatusCode
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.render import Renderer
+from svgagent.core.serve.server import STOPPED
+from svgagent.core.sim.simulator import SimConfig, Simulator
+from svgagent.core.sim.tracing_gateway import TracingGateway
+from svgagent.core.store import Store
+from svgagent.core.training import TrainingStore
+
+from serve_support import REQUEST_KEY, init_body, post_init, serving, wait_for
+
+OWN_KEY = "own-fw-key-never-to-strangers"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Simulator]:
+    with Simulator(SimConfig(seed=3)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def gateway(sim: Simulator) -> Iterator[TracingGateway]:
+    assert sim.base_url is not None
+    with TracingGateway(sim.base_url) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def renderer() -> Iterator[Renderer]:
+    shared = Renderer(size=64, workers=2)
+    yield shared
+    shared.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "runs.db") as opened:
+        yield opened
+
+
+@pytest.fixture(autouse=True)
+def calm_simulator(sim: Simulator) -> Iterator[None]:
+    sim.configure(policy_latency_s=0.0, rate_limit_every=0, error_5xx_every=0, timeout_every=0)
+    sim.reset_stats()
+    yield
+    sim.configure(policy_latency_s=0.0, rate_limit_every=0, error_5xx_every=0, timeout_every=0)
+
+
+def codes(gateway: TracingGateway, rollout_id: str) -> list[int]:
+    return [e["status"]["code"] for e in gateway.logs(rollout_id) if e["status"]]
+
+
+async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
+        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        bodies = [init_body(gateway.base_url, f"basic-{i}", row=i) for i in range(3)]
+        for body in bodies:
+            status, answer, _ = await post_init(session, server.url, body)
+            assert status == 200 and answer["status"] == "accepted"
+        await server.wait_idle()
+        async with session.get(f"{server.url}/status", params={"rollout_id": "basic-0"}) as resp:
+            assert resp.status == 200
+            assert await resp.json() == {"terminated": True, "info": {"state": "done"},
+                                         "status": {"code": 100, "message": "Rollout finished", "details": []}}
+        async with session.get(f"{server.url}/") as resp:
+            health = await resp.json()
+        for i in range(3):
+            logs = gateway.logs(f"basic-{i}")
+            assert [e["status"]["code"] for e in logs] == [StatusCode.FINISHED]
+            assert set(logs[0]["tags"]) == {f"rollout_id:basic-{i}", "experiment_id:exp-1", "run_id:run-1"}
+            (trace,) = gateway.traces(f"basic-{i}")  # the policy was called through the gateway
+            assert trace["input"]["messages"] == bodies[i]["messages"]
+    assert health["accepted"] == 3 and health["finished"] == 3 and health["status"] == "ok"
+    assert sim.stats()["requests"]["policy"] == 3
+    training = TrainingStore(store)
+    (run,) = training.trainings()
+    assert run.experiment_id == "exp-1" and run.rollouts == 3
+    (step,) = training.steps("exp-1")
+    assert step.step == 1 and step.source == "run order" and step.rollouts == 3 and step.judged == 0
+    rollouts = {r.row_id: r for r in store.list_rollouts(step.run_id, heavy=True)}
+    assert sorted(rollouts) == ["row_0", "row_1", "row_2"]
+    for rec in rollouts.values():
+        assert rec.raw_answer and rec.prompt in {p for p, _ in __import__("serve_support").ROWS}
+        assert rec.status.terminal and rec.score is None  # not judged here: the evaluator scores
+        if rec.svg is not None and rec.status is RolloutStatus.SCORED:
+            assert rec.png is not None and rec.png.startswith(b"\x89PNG")
+    assert any(r.png for r in rollouts.values())
+    assert store.get_run(step.run_id).status == "served"  # closed when the server stopped
+
+
+async def test_a_repeated_init_is_the_same_rollout(store: Store, gateway: TracingGateway, sim: Simulator,
+                                                   renderer: Renderer) -> None:
+    sim.configure(policy_latency_s=0.3)
+    body = init_body(gateway.base_url, "dup-1")
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        first = await post_init(session, server.url, body)
+        second = await post_init(session, server.url, body)  # while it runs
+        await server.wait_idle()
+        third = await post_init(session, server.url, body)  # after it finished
+        await server.wait_idle()
+        served = server.ctx.training.served("dup-1")
+    assert first[1]["status"] == "accepted"
+    assert second[1] == {"status": "running", "rollout_id": "dup-1", "duplicate": True}
+    assert third[1] == {"status": "finished", "rollout_id": "dup-1", "duplicate": True}
+    assert sim.stats()["requests"]["policy"] == 1  # one rollout, one policy call
+    assert served is not None and len(store.list_rollouts(served.run_id, current_only=False)) == 1
+    assert set(codes(gateway, "dup-1")) == {StatusCode.FINISHED}
+
+
+async def test_a_retry_after_an_error_is_a_new_attempt(store: Store, gateway: TracingGateway, sim: Simulator,
+                                                       renderer: Renderer) -> None:
+    sim.configure(error_5xx_every=1)
+    body = init_body(gateway.base_url, "retry-1")
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        await post_init(session, server.url, body)
+        await server.wait_idle()
+        assert gateway.status_code("retry-1") == StatusCode.INTERNAL
+        sim.configure(error_5xx_every=0)
+        status, answer, _ = await post_init(session, server.url, body)  # eval-protocol retrying the same id
+        await server.wait_idle()
+        served = server.ctx.training.served("retry-1")
+    assert status == 200 and answer["status"] == "accepted"
+    assert codes(gateway, "retry-1") == [StatusCode.INTERNAL, StatusCode.RUNNING, StatusCode.FINISHED]
+    assert served is not None and served.status_code == StatusCode.FINISHED
+    attempts = store.attempts_of(served.rollout_id)
+    assert [a.attempt for a in attempts] == [1, 2]
+    assert attempts[0].status is RolloutStatus.FAILED and "HTTP 500" in (attempts[0].error or "")
+    assert attempts[1].rollout_id == served.rollout_id and store.get_rollout(served.rollout_id).raw_answer
+
+
+@pytest.mark.parametrize(("knobs", "code", "words"), [
+    ({"rate_limit_every": 1}, StatusCode.RESOURCE_EXHAUSTED, "rate-limited (HTTP 429)"),
+    ({"error_5xx_every": 1}, StatusCode.INTERNAL, "HTTP 500"),
+    ({"timeout_every": 1, "timeout_hang_s": 30.0}, StatusCode.DEADLINE_EXCEEDED, "deadline"),
+], ids=["429", "500", "timeout"])
+async def test_a_policy_fault_ends_in_an_error_status_not_a_poll_timeout(
+        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer, knobs: dict[str, object],
+        code: StatusCode, words: str) -> None:
+    sim.configure(**knobs)
+    async with serving(store, renderer, rollout_timeout_s=0.5) as server, aiohttp.ClientSession() as session:
+        await post_init(session, server.url, init_body(gateway.base_url, f"fault-{code.name}"))
+        await server.wait_idle()
+        served = server.ctx.training.served(f"fault-{code.name}")
+        assert served is not None
+        rec = store.get_rollout(served.rollout_id)
+    (entry,) = gateway.logs(f"fault-{code.name}")
+    assert entry["status"]["code"] == code and words in entry["status"]["message"]
+    assert entry["severity"] == "ERROR"
+    assert rec.status is RolloutStatus.FAILED and rec.is_score_valid is False and words in (rec.error or "")
+
+
+async def test_a_burst_of_1000_inits_all_finish_with_16_at_a_time(
+        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    sim.configure(policy_latency_s=0.005)
+    async with serving(store, renderer, settings={"render_size": 32}, concurrency=16) as server:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            bodies = [init_body(gateway.base_url, f"burst-{i}", row=i % 3, row_id=f"row_{i % 50}")
+                      for i in range(1000)]
+            answers = await asyncio.gather(*(post_init(session, server.url, b) for b in bodies))
+            await server.wait_idle()
+        stats = server.stats
+        (step,) = server.ctx.training.steps("exp-1")
+    assert [a[0] for a in answers] == [200] * 1000
+    assert stats.accepted == stats.finished == 1000 and stats.errors == 0
+    assert stats.max_running == 16 and sim.stats()["max_in_flight"]["policy"] <= 16
+    assert all(codes(gateway, f"burst-{i}") == [StatusCode.FINISHED] for i in range(1000))
+    assert step.rollouts == 1000 and step.done == 1000
+    assert len({r.rollout_id for r in store.list_rollouts(step.run_id)}) == 1000
+
+
+async def test_a_full_server_answers_429_with_retry_after_and_nothing_is_lost(
+        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    sim.configure(policy_latency_s=0.2)
+    async with serving(store, renderer, concurrency=2, queue_limit=1) as server, aiohttp.ClientSession() as session:
+        bodies = [init_body(gateway.base_url, f"full-{i}") for i in range(6)]
+        first = [await post_init(session, server.url, b) for b in bodies]
+        busy = [i for i, (status, _, _) in enumerate(first) if status == 429]
+        assert [s for s, _, _ in first[:3]] == [200, 200, 200] and busy == [3, 4, 5]
+        assert first[3][2]["Retry-After"] == "1" and "3 rollouts" not in first[3][1]["error"]["message"]
+        pending = list(busy)
+        while pending:  # what a client does with 429: try again later
+            await server.wait_idle()
+            pending = [i for i in pending if (await post_init(session, server.url, bodies[i]))[0] == 429]
+        await server.wait_idle()
+    assert all(codes(gateway, f"full-{i}") == [StatusCode.FINISHED] for i in range(6))
+    assert server.stats.busy == 3 and server.stats.finished == 6
+
+
+@pytest.mark.parametrize(("mutate", "words"), [
+    (lambda b: b.pop("metadata"), "metadata: Field required"),
+    (lambda b: b["metadata"].update(rollout_id="a/b"), "metadata.rollout_id"),
+    (lambda b: b.update(model_base_url="file:///etc/passwd"), "model_base_url: must be an http:// or https:// URL"),
+    (lambda b: b.update(model_base_url="http://user:pw@localhost:1"), "must not carry credentials"),
+    (lambda b: b.update(messages=[]), "messages"),
+    (lambda b: b.update(completion_params={}), "needs 'model'"),
+    (lambda b: b["messages"].append({"role": "wizard", "content": "x"}), "messages.1.role"),
+], ids=["no-metadata", "id-with-slash", "file-url", "url-credentials", "no-messages", "no-model", "bad-role"])
+async def test_invalid_bodies_get_a_400_naming_the_field(store: Store, gateway: TracingGateway,
+                                                         renderer: Renderer, mutate: object, words: str) -> None:
+    body = init_body(gateway.base_url, "bad-1")
+    mutate(body)  # type: ignore[operator]
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        status, answer, _ = await post_init(session, server.url, body)
+        assert server.stats.accepted == 0
+    assert status == 400 and words in answer["error"]["message"]
+    assert REQUEST_KEY not in json.dumps(answer)
+
+
+async def test_oversized_and_non_json_bodies_get_a_400(store: Store, gateway: TracingGateway,
+                                                       renderer: Renderer) -> None:
+    huge = init_body(gateway.base_url, "big-1")
+    huge["messages"][0]["content"] += "x" * 20_000
+    async with serving(store, renderer, max_body_bytes=8192) as server, aiohttp.ClientSession() as session:
+        too_big = await post_init(session, server.url, huge)
+        not_json = await post_init(session, server.url, None, raw=b"{not json")
+        not_object = await post_init(session, server.url, [1, 2])
+        not_utf8 = await post_init(session, server.url, None, raw=b'{"a": "\xff"}')
+        assert server.stats.accepted == 0 and server.stats.bad_requests == 4
+    assert too_big[0] == 400 and "larger than 8192 bytes" in too_big[1]["error"]["message"]
+    assert not_json[0] == 400 and not_json[1]["error"]["message"] == "the body is not valid JSON"
+    assert not_object[0] == 400 and "JSON object" in not_object[1]["error"]["message"]
+    assert not_utf8[0] == 400
+
+
+async def test_the_servers_own_key_goes_only_to_allowlisted_hosts(store: Store, sim: Simulator, renderer: Renderer,
+                                                                 tmp_path: Path) -> None:
+    assert sim.base_url is not None
+    with TracingGateway(sim.base_url) as stranger:  # a loopback host that is not on the allowlist
+        async with serving(store, renderer, settings={"fireworks_api_key": OWN_KEY}) as server, \
+                aiohttp.ClientSession() as session:
+            await post_init(session, server.url, init_body(stranger.base_url, "keyless", api_key=None))
+            await post_init(session, server.url, init_body(stranger.base_url, "keyed"))
+            await server.wait_idle()
+        seen = stranger.stats()["authorizations"]
+        assert not any(OWN_KEY in value for value in seen)
+        assert seen == [f"Bearer {REQUEST_KEY}"]  # the request's own key, to the request's own URLs
+        assert stranger.status_code("keyed") == StatusCode.FINISHED
+        assert stranger.status_code("keyless") is None  # nothing to authenticate with: the gateway refused
+
+    with TracingGateway(sim.base_url) as allowed, Store(tmp_path / "other.db") as other_store:
+        # the same request once the host is allowlisted
+        async with serving(other_store, renderer, settings={"fireworks_api_key": OWN_KEY},
+                           allow_hosts=("localhost",)) as server, aiohttp.ClientSession() as session:
+            await post_init(session, server.url, init_body(allowed.base_url, "keyless", api_key=None))
+            await server.wait_idle()
+        assert allowed.stats()["authorizations"] == [f"Bearer {OWN_KEY}"]
+        assert allowed.status_code("keyless") == StatusCode.FINISHED
+
+
+async def test_shutdown_lets_running_rollouts_finish_then_logs_the_rest_unavailable(
+        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    sim.configure(timeout_every=2, timeout_hang_s=60.0)  # every second policy call hangs
+    async with serving(store, renderer, grace_s=0.5) as server, aiohttp.ClientSession() as session:
+        await post_init(session, server.url, init_body(gateway.base_url, "quick"))  # policy call 1: answered
+        await server.wait_idle()
+        await post_init(session, server.url, init_body(gateway.base_url, "stuck"))  # policy call 2: hangs
+        await wait_for(lambda: sim.stats()["in_flight"]["policy"] == 1)
+        training = server.ctx.training
+        stopping = asyncio.create_task(server.stop())
+        await asyncio.sleep(0)
+        refused = await post_init(session, server.url, init_body(gateway.base_url, "late"))
+        await stopping
+    assert refused[0] == 503 and refused[2]["Retry-After"] == "5"
+    assert codes(gateway, "quick") == [StatusCode.FINISHED]
+    (entry,) = gateway.logs("stuck")
+    assert entry["status"] == {"code": StatusCode.UNAVAILABLE, "message": STOPPED, "details": []}
+    stuck = training.served("stuck")
+    assert stuck is not None and store.get_rollout(stuck.rollout_id).reason == STOPPED
+    assert training.served("late") is None
+
+
+async def test_a_store_failure_never_becomes_an_error_status(store: Store, gateway: TracingGateway,
+                                                             renderer: Renderer,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from svgagent.core.scoring.errors import StoreError
+
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        def broken(*args: object, **kwargs: object) -> None:
+            raise StoreError("disk full")
+
+        monkeypatch.setattr(server.ctx.training, "finish", broken)
+        await post_init(session, server.url, init_body(gateway.base_url, "disk-full"))
+        await server.wait_idle()
+    assert codes(gateway, "disk-full") == [StatusCode.FINISHED]  # eval-protocol must not pay for it again
+
+
+async def test_the_access_log_is_one_json_line_per_request_without_keys(
+        store: Store, gateway: TracingGateway, renderer: Renderer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="svgagent.serve.access")
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        await post_init(session, server.url, init_body(gateway.base_url, "logged"))
+        await post_init(session, server.url, None, raw=b"nope")
+        await server.wait_idle()
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "svgagent.serve.access"]
+    assert [(x["method"], x["path"], x["status"]) for x in lines] == [("POST", "/init", 200), ("POST", "/init", 400)]
+    assert lines[0]["rollout_id"] == "logged" and lines[0]["ms"] >= 0
+    assert REQUEST_KEY not in caplog.text
+
+
+async def test_a_served_rollout_is_judged_locally_only_with_judge(store: Store, gateway: TracingGateway,
+                                                                  sim: Simulator, renderer: Renderer) -> None:
+    judge = {"openai_api_key": "judge-key", "judge_base_url": sim.base_url, "judge_model": "simulated-judge"}
+    async with serving(store, renderer, settings=judge, judge=True) as server, aiohttp.ClientSession() as session:
+        for i in range(6):
+            await post_init(session, server.url, init_body(gateway.base_url, f"judged-{i}", row=i))
+        await server.wait_idle()
+        (step,) = server.ctx.training.steps("exp-1")
+    rollouts = store.list_rollouts(step.run_id)
+    assert step.judged == sum(1 for r in rollouts if r.is_score_valid) > 0
+    assert step.mean_local is not None and 0.0 <= step.mean_local <= 1.0
+    assert store.get_run(step.run_id).settings["judge"] == "local"
+    assert sim.stats()["requests"]["judge"] >= 1
+
+
+def test_store_reopens_at_the_new_schema(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        assert store.schema_version >= 4
+        assert store.query("SELECT COUNT(*) FROM served_rollouts")[0][0] == 0

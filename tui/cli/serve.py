@@ -1,0 +1,150 @@
+"""`svgagent serve`: the remote rollout server for Eval Protocol (headless; see svgagent.core.serve).
+
+Prints one startup line (``--json``: ``{"event": "listening", "url": …}``), one JSON access-log line per request on
+stderr, and serves until SIGINT/SIGTERM; a second signal stops at once (in-flight rollouts are then logged as
+UNAVAILABLE). ``--demo`` starts the tracing-gateway and policy simulators too and prints the gateway URL to use
+as eval-protocol's ``model_base_url``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.serve.security import DEFAULT_ALLOWED_HOSTS
+from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES
+from svgagent.core.serve.wiring import ServeOptions, rollout_server
+from svgagent.core.settings import load_settings
+from svgagent.core.store import Store
+
+from svgagent.tui.cli.exit_codes import EXIT_OK
+from svgagent.tui.cli.flags import add_setting, add_store, explicit_settings
+
+SERVE_SETTINGS = ("concurrency", "request_timeout_s", "max_retries", "render_size", "judge_model", "judge_base_url",
+                  "judge_mode")
+
+
+def add_serve_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    p = sub.add_parser(
+        "serve", help="run the remote rollout server for Eval Protocol / Fireworks RFT", formatter_class=formatter,
+        description="Serve eval-protocol's /init protocol: each rollout calls the policy through the request's\n"
+        "model_base_url (the tracing proxy), stores prompt, answer, SVG and picture as part of a training run,\n"
+        "and logs its terminal status to the tracing gateway.\n\n"
+        "The server's own FIREWORKS_API_KEY only ever goes to allowlisted hosts "
+        f"({', '.join(DEFAULT_ALLOWED_HOSTS)}, plus --allow-host).",
+        epilog="examples:\n  svgagent serve --port 3000\n  svgagent serve --demo --json\n"
+        "  svgagent serve --host 0.0.0.0 --job accounts/me/reinforcementFineTuningJobs/abc --judge")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=3000, help="port (default 3000; 0 picks a free one)")
+    p.add_argument("--queue-limit", type=int, default=4096, metavar="N",
+                   help="rollouts that may wait for a slot; past that /init answers 429 (default 4096)")
+    p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="BYTES",
+                   help=f"largest /init body accepted (default {DEFAULT_MAX_BODY_BYTES})")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="another host the server's own key may be sent to (repeatable; .example.com: subdomains)")
+    p.add_argument("--gateway-url", metavar="URL",
+                   help="where statuses are logged (default: $FW_TRACING_GATEWAY_BASE_URL, else the gateway of "
+                   "each request's model_base_url)")
+    p.add_argument("--judge", action="store_true", help="also score each rollout with the local judge (labelled local)")
+    p.add_argument("--job", metavar="NAME", help="the RFT job these rollouts train (names the training run)")
+    p.add_argument("--rollout-timeout", type=float, default=100.0, metavar="S",
+                   help="deadline of one rollout's policy call, retries included (default 100; keep it under "
+                   "eval-protocol's 120 s poll timeout)")
+    p.add_argument("--grace", type=float, default=30.0, metavar="S",
+                   help="on SIGINT/SIGTERM, how long running rollouts may finish (default 30)")
+    p.add_argument("--demo", action="store_true", help="also start the tracing-gateway and policy simulators")
+    p.add_argument("--json", action="store_true", help="print the startup line as JSON")
+    for name in SERVE_SETTINGS:
+        add_setting(p, name)
+    add_store(p)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    overrides = explicit_settings(args, SERVE_SETTINGS)
+    gateway = args.gateway_url or os.environ.get("FW_TRACING_GATEWAY_BASE_URL") or None
+    with contextlib.ExitStack() as stack:
+        demo: dict[str, str] = {}
+        if args.demo:
+            from svgagent.core.demo import demo_overrides, demo_tracing_gateway
+
+            sim_url, gateway_demo = stack.enter_context(demo_tracing_gateway())
+            demo = {"gateway": gateway_demo, "policy": sim_url}
+            overrides = {**demo_overrides(sim_url), **overrides}
+        settings = load_settings(**overrides)
+        options = ServeOptions(host=args.host, port=args.port, concurrency=settings.concurrency,
+                               queue_limit=args.queue_limit, max_body_bytes=args.max_body,
+                               allow_hosts=tuple(args.allow_host), gateway_url=gateway, judge=args.judge,
+                               job_name=args.job, rollout_timeout_s=args.rollout_timeout, grace_s=args.grace)
+        problems = options.problems()
+        if problems:
+            raise ConfigError("; ".join(problems))
+        if args.judge and settings.openai_api_key is None:
+            raise ConfigError("--judge needs OPENAI_API_KEY (the judge's key) in .env or the environment — or --demo")
+        store = stack.enter_context(Store(settings.store_path()))
+        _configure_logging()
+        return asyncio.run(_serve(settings, store, options, args, demo))
+    return EXIT_OK  # pragma: no cover - the with block returns
+
+
+def _configure_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for name, level in (("svgagent.serve.access", logging.INFO), ("svgagent.serve", logging.INFO)):
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+async def _serve(settings: Any, store: Store, options: ServeOptions, args: argparse.Namespace,
+                 demo: dict[str, str]) -> int:
+    stop = asyncio.Event()
+    holder: dict[str, Any] = {"signals": 0, "server": None}
+
+    def on_signal() -> None:  # the first stops gracefully, a second one cuts the grace period short
+        holder["signals"] += 1
+        stop.set()
+        if holder["signals"] > 1 and holder["server"] is not None:
+            holder["server"].cut_grace()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    async with rollout_server(settings, store, options) as server:
+        holder["server"] = server
+        line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,
+                "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
+                **({"demo_model_base_url": demo["gateway"]} if demo else {})}
+        if args.json:
+            print(json.dumps(line), flush=True)
+        else:
+            print(f"svgagent serve listening on {server.url} (store {store.path})", flush=True)
+            if demo:
+                print(f"demo: point eval-protocol's model_base_url at {demo['gateway']}", flush=True)
+        if not _is_loopback(options.host):
+            print(f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
+                  "URLs their requests name", file=sys.stderr, flush=True)
+        await stop.wait()
+        await server.stop()
+        stats = server.stats
+        print(json.dumps({"event": "stopped", "accepted": stats.accepted, "finished": stats.finished,
+                          "errors": stats.errors, "stopped_unfinished": stats.stopped}), file=sys.stderr, flush=True)
+    return EXIT_OK
