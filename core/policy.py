@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from svgagent.core.scoring.chat import chat_completion
 from svgagent.core.scoring.models import Usage
@@ -48,7 +47,7 @@ def _secret(value: Any) -> str:
     return value.get_secret_value() if value is not None else ""
 
 
-def openai_client(base_url: str, key: Any, settings: Settings) -> openai.AsyncOpenAI:
+def _client(base_url: str, key: Any, settings: Settings) -> openai.AsyncOpenAI:
     # The aiohttp transport (openai[aiohttp]) costs far less CPU per request than the default httpx pool when
     # hundreds of requests are in flight; it is what keeps the engine near the ideal wall time (bench/engine.py).
     return openai.AsyncOpenAI(
@@ -61,11 +60,11 @@ def openai_client(base_url: str, key: Any, settings: Settings) -> openai.AsyncOp
 
 
 def policy_client(settings: Settings) -> openai.AsyncOpenAI:
-    return openai_client(settings.base_url, settings.fireworks_api_key, settings)
+    return _client(settings.base_url, settings.fireworks_api_key, settings)
 
 
 def judge_client(settings: Settings) -> openai.AsyncOpenAI:
-    return openai_client(settings.judge_base_url, settings.openai_api_key, settings)
+    return _client(settings.judge_base_url, settings.openai_api_key, settings)
 
 
 def request_params(settings: Settings) -> dict[str, Any]:
@@ -77,11 +76,7 @@ def request_params(settings: Settings) -> dict[str, Any]:
 
 
 async def generate(client: openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> PolicyAnswer:
-    return answer_from(await chat_completion(client, model=model, messages=messages, **params))
-
-
-def answer_from(response: ChatCompletion) -> PolicyAnswer:
-    """The first choice of a chat completion, with its usage; PolicyError when there is no choice."""
+    response = await chat_completion(client, model=model, messages=messages, **params)
     if not response.choices:
         raise PolicyError("the policy endpoint returned no choices")
     choice = response.choices[0]

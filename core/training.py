@@ -5,6 +5,8 @@ invocation); ``--job`` names the RFT job it belongs to. Each *step* of it is an 
 table, so everything that works on runs (the rollout table, the compare screen, export) works on a step. A served
 rollout is an ordinary rollout of its step's run, plus a ``served_rollouts`` row with eval-protocol's ids and the
 status the server logged. The same dataset row keeps one ``row_index`` across the steps of a training run.
+A rollout is written once, when it ended (one transaction: the picture and the status together); a retry of a
+rollout that ended in an error is its next attempt.
 
 Which step a rollout belongs to, first that tells (``StepHint.source``):
 1. ``metadata``: ``completion_params`` has ``step`` / ``training_step`` / ``global_step`` (and maybe ``epoch``);
@@ -34,6 +36,14 @@ class StepHint:
     step: int | None
     epoch: int | None
     source: str  # "metadata", "model" or "run order"
+
+
+def _db_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, RolloutStatus):
+        return value.value
+    return value
 
 
 def _int(value: Any) -> int | None:
@@ -70,9 +80,19 @@ class ServedRef:
     run_id: str
     training_id: str
     step: int
-    status_code: int | None  # None while it runs (or when the server stopped before it ended)
+    status_code: int  # the status logged for it
     row_index: int
     sample_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a rollout of a training run goes before it is stored: its step's run and its row's index."""
+
+    training_id: str
+    step: int
+    run_id: str
+    row_index: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +141,17 @@ class TrainingStore:
             " WHERE s.ep_rollout_id = ?", (ep_rollout_id,))
         return ServedRef(*rows[0]) if rows else None
 
-    def accept(self, *, ids: Any, model: str, hint: StepHint, prompt: str, requirements: Sequence[str],
-               judged: bool) -> ServedRef:
-        """Store a new served rollout (queued) — its training run, step run and row on first sight — in one
-        transaction. ``ids`` has eval-protocol's invocation/experiment/rollout/run/row ids as attributes.
-        What never changes once written (a training run exists, a step's run, a row's index) is remembered, so
-        a rollout of a known step and row costs one query and two inserts."""
-        stamp = now_iso()
+    def place(self, *, ids: Any, model: str, hint: StepHint, judged: bool) -> Placement:
+        """Where a new rollout goes: its training run, step run and row index, created on first sight (one
+        transaction). ``ids`` has eval-protocol's ids as attributes. What never changes once written is
+        remembered, so for a known step and row this touches no database at all."""
         training_id = ids.experiment_id
+        cached_step = hint.step if hint.step is not None else self._run_order_steps.get((training_id, ids.run_id))
+        if (cached_step is not None and (training_id, cached_step) in self._step_runs
+                and (training_id, ids.row_id) in self._row_indexes):
+            return Placement(training_id, cached_step, self._step_runs[(training_id, cached_step)],
+                             self._row_indexes[(training_id, ids.row_id)])
+        stamp = now_iso()
         with self.store.transaction() as db:
             if training_id not in self._known_trainings:
                 if db.execute("SELECT 1 FROM training_runs WHERE training_id = ?", (training_id,)).fetchone() is None:
@@ -138,21 +161,44 @@ class TrainingStore:
                 self._known_trainings.add(training_id)
             step, run_id = self._step_run(db, training_id, ids.run_id, model, hint, judged, stamp)
             row_index = self._row_index(db, training_id, ids.row_id)
-            sample_index = db.execute(
-                "SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE run_id = ? AND row_index = ?",
-                (run_id, row_index)).fetchone()[0]
-            rollout_id = rollout_id_for(run_id, row_index, sample_index)
-            db.execute(
-                "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, status, prompt,"
-                " requirements_json, total, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (rollout_id, run_id, row_index, ids.row_id, sample_index, RolloutStatus.QUEUED.value, prompt,
-                 json.dumps(list(requirements)), len(requirements), stamp, stamp))
+        return Placement(training_id, step, run_id, row_index)
+
+    def record(self, place: Placement, *, ids: Any, model: str, prompt: str, requirements: Sequence[str],
+               judged: bool, columns: dict[str, Any], code: StatusCode, message: str,
+               previous: ServedRef | None = None) -> ServedRef:
+        """Store a served rollout once it ended, with the status logged for it, in one transaction. With
+        ``previous`` (an earlier attempt that ended in an error) it is the next attempt of the same rollout."""
+        stamp = now_iso()
+        values = {k: _db_value(v) for k, v in columns.items()}
+        with self.store.transaction() as db:
+            if previous is None:
+                sample_index = db.execute(
+                    "SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE run_id = ? AND row_index = ?",
+                    (place.run_id, place.row_index)).fetchone()[0]
+                attempt, row_index, run_id = 1, place.row_index, place.run_id
+            else:
+                run_id, row_index, sample_index = previous.run_id, previous.row_index, previous.sample_index
+                attempt = db.execute("SELECT MAX(attempt) + 1 FROM rollouts WHERE run_id = ? AND row_index = ?"
+                                     " AND sample_index = ?", (run_id, row_index, sample_index)).fetchone()[0]
+                db.execute("UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND row_index = ? AND sample_index = ?",
+                           (run_id, row_index, sample_index))
+            rollout_id = rollout_id_for(run_id, row_index, sample_index, attempt)
+            row = {"rollout_id": rollout_id, "run_id": run_id, "row_index": row_index, "row_id": ids.row_id,
+                   "sample_index": sample_index, "attempt": attempt, "prompt": prompt,
+                   "requirements_json": json.dumps(list(requirements)), "total": len(requirements),
+                   "created": stamp, "updated": stamp, **values}
+            db.execute(f"INSERT INTO rollouts({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                       tuple(row.values()))
             db.execute(
                 "INSERT INTO served_rollouts(ep_rollout_id, rollout_id, training_id, step, invocation_id, ep_run_id,"
-                " row_id, model, judged_locally, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (ids.rollout_id, rollout_id, training_id, step, ids.invocation_id, ids.run_id, ids.row_id, model,
-                 int(judged), stamp, stamp))
-        return ServedRef(ids.rollout_id, rollout_id, run_id, training_id, step, None, row_index, sample_index)
+                " row_id, model, status_code, status_message, judged_locally, created, updated)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(ep_rollout_id) DO UPDATE SET"
+                " rollout_id = excluded.rollout_id, status_code = excluded.status_code,"
+                " status_message = excluded.status_message, updated = excluded.updated",
+                (ids.rollout_id, rollout_id, place.training_id, place.step, ids.invocation_id, ids.run_id, ids.row_id,
+                 model, int(code), message[:2000], int(judged), stamp, stamp))
+        return ServedRef(ids.rollout_id, rollout_id, run_id, place.training_id, place.step, int(code), row_index,
+                         sample_index)
 
     def _label(self, training_id: str) -> str:
         return self.job_name or f"experiment {training_id[:24]}"
@@ -215,22 +261,6 @@ class TrainingStore:
                    (training_id, step, run_id, hint.source, hint.epoch, ep_run_id, model, stamp))
         db.execute("UPDATE training_runs SET updated = ? WHERE training_id = ?", (stamp, training_id))
         return run_id
-
-    def retry(self, ref: ServedRef) -> ServedRef:
-        """A fresh attempt (queued) for a rollout whose last attempt ended in an error; the old one is kept."""
-        new_id = self.store.new_attempts(ref.run_id, [ref.rollout_id])[0]  # its own transaction
-        with self.store.transaction() as db:
-            db.execute("UPDATE served_rollouts SET rollout_id = ?, status_code = NULL, status_message = NULL,"
-                       " updated = ? WHERE ep_rollout_id = ?", (new_id, now_iso(), ref.ep_rollout_id))
-        return ServedRef(ref.ep_rollout_id, new_id, ref.run_id, ref.training_id, ref.step, None, ref.row_index,
-                         ref.sample_index)
-
-    def finish(self, ref: ServedRef, columns: dict[str, Any], code: StatusCode, message: str) -> None:
-        """The rollout's outcome and the status logged for it, in one transaction."""
-        with self.store.transaction() as db:
-            self.store.update_rollout(ref.rollout_id, **columns)
-            db.execute("UPDATE served_rollouts SET status_code = ?, status_message = ?, updated = ?"
-                       " WHERE ep_rollout_id = ?", (int(code), message[:2000], now_iso(), ref.ep_rollout_id))
 
     def close_steps(self, threshold: float) -> None:
         """Mark the step runs still "serving" as "served", with their summaries (when the server stops)."""

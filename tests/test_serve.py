@@ -113,7 +113,7 @@ async def test_a_repeated_init_is_the_same_rollout(store: Store, gateway: Tracin
         third = await post_init(session, server.url, body)  # after it finished
         await server.wait_idle()
         served = server.ctx.training.served("dup-1")
-    assert first[1]["status"] == "accepted"
+    assert first[1] == {"status": "accepted", "rollout_id": "dup-1", "retry": False}
     assert second[1] == {"status": "running", "rollout_id": "dup-1", "duplicate": True}
     assert third[1] == {"status": "finished", "rollout_id": "dup-1", "duplicate": True}
     assert sim.stats()["requests"]["policy"] == 1  # one rollout, one policy call
@@ -145,7 +145,7 @@ async def test_a_retry_after_an_error_is_a_new_attempt(store: Store, gateway: Tr
 @pytest.mark.parametrize(("knobs", "code", "words"), [
     ({"rate_limit_every": 1}, StatusCode.RESOURCE_EXHAUSTED, "rate-limited (HTTP 429)"),
     ({"error_5xx_every": 1}, StatusCode.INTERNAL, "HTTP 500"),
-    ({"timeout_every": 1, "timeout_hang_s": 30.0}, StatusCode.DEADLINE_EXCEEDED, "deadline"),
+    ({"timeout_every": 1, "timeout_hang_s": 30.0}, StatusCode.DEADLINE_EXCEEDED, "rollout deadline of 0.5 s"),
 ], ids=["429", "500", "timeout"])
 async def test_a_policy_fault_ends_in_an_error_status_not_a_poll_timeout(
         store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer, knobs: dict[str, object],
@@ -292,7 +292,7 @@ async def test_a_store_failure_never_becomes_an_error_status(store: Store, gatew
         def broken(*args: object, **kwargs: object) -> None:
             raise StoreError("disk full")
 
-        monkeypatch.setattr(server.ctx.training, "finish", broken)
+        monkeypatch.setattr(server.ctx.training, "record", broken)
         await post_init(session, server.url, init_body(gateway.base_url, "disk-full"))
         await server.wait_idle()
     assert codes(gateway, "disk-full") == [StatusCode.FINISHED]  # eval-protocol must not pay for it again

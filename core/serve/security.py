@@ -9,11 +9,13 @@ hosts; ``--allow-host`` adds more. Anything else gets no Authorization header at
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("tracing.fireworks.ai", "api.fireworks.ai")
+_SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 def url_host(url: str) -> str:
@@ -39,7 +41,7 @@ def check_http_url(url: str) -> str | None:
         return "must not carry credentials"
     if parts.query or parts.fragment:
         return "must not have a query or fragment"
-    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+    if _SPACE_OR_CONTROL.search(url):
         return "must not contain spaces or control characters"
     return None
 

@@ -34,9 +34,9 @@ from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.importer import parse_formatted_prompt
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.serve.protocol import InitRequest, RequestError, parse_init
-from svgagent.core.serve.rollout import ServeContext, log_status, serve_rollout, store_outcome
-from svgagent.core.training import ServedRef, step_hint
+from svgagent.core.serve.protocol import RequestError, parse_init
+from svgagent.core.serve.rollout import Job, ServeContext, conclude, log_status, serve_rollout
+from svgagent.core.training import step_hint
 
 log = logging.getLogger("svgagent.serve")
 access_log = logging.getLogger("svgagent.serve.access")
@@ -52,26 +52,17 @@ class JsonAccessLogger(AbstractAccessLogger):
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.INFO)
 
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        entry = {"ts": round(_wall(), 3), "remote": request.remote, "method": request.method, "path": request.path,
-                 "status": response.status, "ms": round(time * 1000, 2), "bytes": response.body_length}
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, took: float) -> None:
         rollout_id = request.get(ROLLOUT_ID)
-        if rollout_id:
-            entry["rollout_id"] = rollout_id
-        self.logger.info(json.dumps(entry))
-
-
-def _wall() -> float:
-    return time.time()
+        self.logger.info(json.dumps({
+            "ts": round(time.time(), 3), "remote": request.remote, "method": request.method, "path": request.path, "status": response.status,
+            "ms": round(took * 1000, 2), "bytes": response.body_length,
+            **({"rollout_id": rollout_id} if rollout_id else {})}))
 
 
 @dataclass
 class _Live:
-    req: InitRequest
-    ref: ServedRef
-    prompt: str
-    requirements: list[str]
-    retry: bool
+    job: Job
     task: asyncio.Task[Any] | None = None
     running: bool = False
 
@@ -146,9 +137,11 @@ class RolloutServer:
 
     async def wait_idle(self) -> None:
         """Until no rollout is accepted-but-unfinished (for tests and benchmarks)."""
-        while self._live or self._extra_tasks:
-            await asyncio.gather(*[e.task for e in self._live.values() if e.task], *self._extra_tasks,
-                                 return_exceptions=True)
+        while True:
+            tasks = [e.task for e in self._live.values() if e.task and not e.task.done()] + list(self._extra_tasks)
+            if not tasks:
+                return
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def cut_grace(self) -> None:
         """End the grace period of a running :meth:`stop` now (a second Ctrl-C)."""
@@ -190,10 +183,9 @@ class RolloutServer:
 
     async def _mark_stopped(self, entry: _Live) -> None:
         self.stats.stopped += 1
-        store_outcome(self.ctx, entry.ref, dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=STOPPED,
-                                            error=STOPPED), StatusCode.UNAVAILABLE, STOPPED)
-        self._live.pop(entry.req.metadata.rollout_id, None)
-        await asyncio.wait_for(log_status(self.ctx, entry.req, StatusCode.UNAVAILABLE, STOPPED), timeout=10)
+        self._live.pop(entry.job.req.metadata.rollout_id, None)
+        columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=STOPPED, error=STOPPED)
+        await asyncio.wait_for(conclude(self.ctx, entry.job, columns, StatusCode.UNAVAILABLE, STOPPED), timeout=10)
 
     # --- handlers ---------------------------------------------------------------------------------------------
     async def _handle_init(self, request: web.Request) -> web.Response:
@@ -220,7 +212,7 @@ class RolloutServer:
         except (StoreError, sqlite3.Error) as err:
             log.warning("the run store cannot be read: %s", err)
             return _error(503, "the run store cannot be read", retry_after=5)
-        if known is not None and known.status_code is not None and not StatusCode(known.status_code).is_error:
+        if known is not None and not StatusCode(known.status_code).is_error:
             self.stats.duplicates += 1
             self._spawn(log_status(self.ctx, req, StatusCode(known.status_code), "Rollout finished"))
             return web.json_response({"status": "finished", "rollout_id": ids.rollout_id, "duplicate": True})
@@ -231,44 +223,45 @@ class RolloutServer:
         found = parse_formatted_prompt(req.user_text())
         prompt, requirements = (found[0], list(found[1])) if found else (req.user_text(), [])
         try:
-            if known is None:
-                ref = self.ctx.training.accept(ids=ids, model=req.model, hint=step_hint(req.completion_params, req.model),
-                                               prompt=prompt, requirements=requirements,
-                                               judged=self.ctx.judge is not None)
-            else:
-                ref = self.ctx.training.retry(known)
-                self.stats.retries += 1
+            place = self.ctx.training.place(ids=ids, model=req.model, hint=step_hint(req.completion_params, req.model),
+                                            judged=self.ctx.judge is not None)
         except (StoreError, sqlite3.Error) as err:
             log.warning("the run store cannot be written: %s", err)
             return _error(503, "the run store cannot be written", retry_after=5)
-        entry = _Live(req, ref, prompt, requirements, retry=known is not None)
+        entry = _Live(Job(req, place, prompt, requirements, previous=known))
+        self.stats.retries += known is not None
         self._live[ids.rollout_id] = entry
         entry.task = asyncio.create_task(self._run(entry), name=f"rollout {ids.rollout_id}")
         self.stats.accepted += 1
-        self.ctx.publish(ref, RolloutStatus.QUEUED, len(requirements))
-        return web.json_response({"status": "accepted", "rollout_id": ids.rollout_id, "attempt_of": ref.rollout_id})
+        return web.json_response({"status": "accepted", "rollout_id": ids.rollout_id,
+                                  "retry": known is not None})
 
     async def _run(self, entry: _Live) -> None:
-        rid = entry.req.metadata.rollout_id
-        async with self._slots:
-            self._running += 1
-            entry.running = True
-            self.stats.max_running = max(self.stats.max_running, self._running)
-            try:
-                if entry.retry:
-                    await log_status(self.ctx, entry.req, StatusCode.RUNNING, "Rollout is running")
-                code = await serve_rollout(self.ctx, entry.req, entry.ref, entry.prompt, entry.requirements)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # a bug must not leave eval-protocol polling until its timeout
-                log.exception("rollout %s failed unexpectedly", rid)
-                code = StatusCode.INTERNAL
-                message = f"internal error in svgagent serve: {type(err).__name__}: {str(err)[:200]}"
-                store_outcome(self.ctx, entry.ref, dict(status=RolloutStatus.FAILED, is_score_valid=False,
-                                                    reason=message, error=message), code, message)
-                await log_status(self.ctx, entry.req, code, message)
-            finally:
-                self._running -= 1
+        job = entry.job
+        rid = job.req.metadata.rollout_id
+        code = StatusCode.INTERNAL
+        try:
+            async with self._slots:
+                self._running += 1
+                entry.running = True
+                self.stats.max_running = max(self.stats.max_running, self._running)
+                try:
+                    if job.previous is not None:  # the gateway must stop reporting the old error
+                        await log_status(self.ctx, job.req, StatusCode.RUNNING, "Rollout is running")
+                    code = await serve_rollout(self.ctx, job)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:  # a bug must not leave eval-protocol polling until its timeout
+                    log.exception("rollout %s failed unexpectedly", rid)
+                    message = f"internal error in svgagent serve: {type(err).__name__}: {str(err)[:200]}"
+                    columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=message, error=message)
+                    await conclude(self.ctx, job, columns, code, message)
+                finally:
+                    self._running -= 1
+        except asyncio.CancelledError:
+            raise  # stop() stores and logs it
+        except Exception:
+            log.exception("rollout %s: its error could not be reported", rid)
         self._live.pop(rid, None)
         self.stats.by_code[int(code)] = self.stats.by_code.get(int(code), 0) + 1
         if code.is_error:

@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import aiohttp
+
 from svgagent.core.events import EventBus
-from svgagent.core.policy import judge_client, openai_client
+from svgagent.core.policy import judge_client
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.scoring.render import Renderer
@@ -20,9 +22,6 @@ from svgagent.core.settings import Settings
 from svgagent.core.store import Store
 from svgagent.core.training import TrainingStore
 
-# The shared client is never used with its own base URL or key: every call names an absolute URL and sets (or
-# omits) its Authorization header. A placeholder that cannot be reached makes a mistake loud.
-_UNUSED_BASE_URL = "http://127.0.0.1:9/unused"
 
 
 @dataclass(frozen=True)
@@ -57,11 +56,11 @@ class ServeOptions:
         return found
 
 
-def build_context(settings: Settings, store: Store, options: ServeOptions, *, bus: EventBus[RolloutUpdate] | None = None,
+async def build_context(settings: Settings, store: Store, options: ServeOptions, *, bus: EventBus[RolloutUpdate] | None = None,
                   renderer: Renderer | None = None) -> ServeContext:
     own = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else None
     keys = KeyPolicy.build(own, options.allow_hosts)
-    policy = openai_client(_UNUSED_BASE_URL, None, settings)
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0))
     judge = Judge(judge_client(settings), settings.judge_model, settings.judge_mode) if options.judge else None
     return ServeContext(
         settings=settings, keys=keys,
@@ -69,7 +68,7 @@ def build_context(settings: Settings, store: Store, options: ServeOptions, *, bu
         status_log=StatusLogger(keys, retry_delays_s=options.status_retry_delays_s),
         renderer=renderer or Renderer(size=settings.render_size, timeout_s=settings.render_timeout_s,
                                       memory_mb=settings.render_memory_mb),
-        policy=policy, judge=judge, gateway_url=options.gateway_url, rollout_timeout_s=options.rollout_timeout_s,
+        http=http, judge=judge, gateway_url=options.gateway_url, rollout_timeout_s=options.rollout_timeout_s,
         bus=bus)
 
 
@@ -78,7 +77,7 @@ async def rollout_server(settings: Settings, store: Store, options: ServeOptions
                          bus: EventBus[RolloutUpdate] | None = None,
                          renderer: Renderer | None = None) -> AsyncIterator[RolloutServer]:
     """A started server; on exit it stops (``options.grace_s``) and closes what it created."""
-    ctx = build_context(settings, store, options, bus=bus, renderer=renderer)
+    ctx = await build_context(settings, store, options, bus=bus, renderer=renderer)
     server = RolloutServer(ctx, concurrency=options.concurrency, queue_limit=options.queue_limit,
                            max_body_bytes=options.max_body_bytes, grace_s=options.grace_s)
     try:
@@ -88,7 +87,7 @@ async def rollout_server(settings: Settings, store: Store, options: ServeOptions
         try:
             await server.stop()
         finally:
-            await ctx.policy.close()
+            await ctx.http.close()
             if ctx.judge is not None:
                 await ctx.judge.client.close()
             if renderer is None:

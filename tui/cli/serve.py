@@ -104,9 +104,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK  # pragma: no cover - the with block returns
 
 
+class _JsonLines(logging.Formatter):
+    """stderr is JSON lines: access-log records are JSON already; other records become {ts, level, message}."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == "svgagent.serve.access":
+            return record.getMessage()
+        return json.dumps({"ts": round(record.created, 3), "level": record.levelname.lower(),
+                           "message": record.getMessage()})
+
+
 def _configure_logging() -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(_JsonLines())
     for name, level in (("svgagent.serve.access", logging.INFO), ("svgagent.serve", logging.INFO)):
         logger = logging.getLogger(name)
         logger.setLevel(level)
