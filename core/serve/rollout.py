@@ -66,13 +66,10 @@ class ServeContext:
     def gateway_for(self, req: InitRequest) -> str:
         return self.gateway_url or gateway_base(req.model_base_url)
 
-    def publish(self, ref: ServedRef, status: RolloutStatus, total: int, **fields: Any) -> None:
+    def publish(self, ref: ServedRef, status: RolloutStatus) -> None:
         """A stored rollout, on the bus (``svgagent tui --serve`` shows it as it arrives)."""
         if self.bus is not None:
-            self.bus.publish(RolloutUpdate(
-                run_id=ref.run_id, rollout_id=ref.rollout_id, status=status, row_index=ref.row_index,
-                sample_index=ref.sample_index, score=fields.get("score"), fulfilled=fields.get("fulfilled"),
-                total=total, is_score_valid=fields.get("is_score_valid"), error=fields.get("error")))
+            self.bus.publish(RolloutUpdate(ref.run_id, ref.rollout_id, status))
 
 
 def policy_body(req: InitRequest) -> dict[str, Any]:
@@ -157,9 +154,7 @@ async def conclude(ctx: ServeContext, job: Job, columns: dict[str, Any], code: S
     except (StoreError, sqlite3.Error) as err:
         log.warning("could not store rollout %s: %s", req.metadata.rollout_id, err)
     else:
-        ctx.publish(ref, columns["status"], len(job.requirements), score=columns.get("score"),
-                    fulfilled=columns.get("fulfilled"), is_score_valid=columns.get("is_score_valid"),
-                    error=columns.get("error"))
+        ctx.publish(ref, columns["status"])
     await log_status(ctx, req, code, message)
     return code
 
