@@ -1,22 +1,36 @@
-"""Benchmark the SVG renderer on model-like SVGs: in-process latency and pool throughput.
+"""Benchmark the SVG renderer on model-like SVGs: CPU per SVG against cairosvg's own walk, pixels, pool throughput.
 
-    .venv/bin/python bench/render.py [--n 200] [--simple 1000] [--workers N] [--seed 7]
+    .venv/bin/python bench/render.py [--n 200] [--simple 1000] [--workers N] [--seed 7] [--callgrind N]
 
 Generates (seeded) SVGs like those a model writes for a prompt: 50-300 elements mixing rects, circles, ellipses,
-bezier paths, polygons, lines, gradients, groups with transforms, opacity and text. Prints p50/p95 render time per
-SVG in this process, throughput through :class:`Renderer` (worker processes), and the pool / single-process ratio.
+bezier paths, polygons, lines, gradients, groups with transforms, opacity and text. Prints:
+
+- CPU per SVG (``time.process_time``) of the renderer's in-process core, and of the same pipeline drawn the way it
+  was before the lean walk (cairosvg's own ``Surface.draw``, cairo's default antialiasing and curve tolerance,
+  cairosvg's stylesheet matching, no up-front cost checks): each SVG is rendered both ways back to back, so the
+  ratio is measured in one run under the same load;
+- how far the pictures are apart (PSNR, share of channel values more than 8 / 64 levels apart);
+- p50/p95 wall time per SVG in this process, the worker pool's throughput and its workers' CPU per SVG;
+- with ``--callgrind N``: instructions per SVG (valgrind) both ways on the first N SVGs, immune to load.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
+import math
 import os
 import random
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 from _report import report
+from svgagent.core.scoring import render_draw
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.render import Renderer, render_svg_to_png
 
@@ -106,30 +120,101 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def bench_in_process(svgs: list[str]) -> tuple[list[float], float, int, int]:
+def render_as_before(svg: str | bytes, size: int = 512) -> bytes:
+    """The renderer's core as it was before the lean walk: cairosvg's walk on the opaque surface, no cost checks."""
+    with render_draw.cairosvg_stylesheets():
+        return render_svg_to_png(svg, size, surface=render_draw.opaque_surface_class(), check_cost=False)
+
+
+def _difference(a: bytes, b: bytes, counts: list[int]) -> None:
+    from PIL import Image, ImageChops
+
+    histogram = ImageChops.difference(Image.open(io.BytesIO(a)).convert("RGB"),
+                                      Image.open(io.BytesIO(b)).convert("RGB")).histogram()
+    for level in range(256):
+        counts[level] += histogram[level] + histogram[256 + level] + histogram[512 + level]
+
+
+def bench_in_process(svgs: list[str]) -> dict[str, float]:
+    """Each SVG rendered now and as before, back to back: CPU, wall times, pixel differences."""
     render_svg_to_png(svgs[0])  # imports and font cache
+    render_as_before(svgs[0])
+    cpu_now = cpu_before = 0.0
     times, png_bytes, failures = [], 0, 0
-    started = time.perf_counter()
+    counts = [0] * 256
     for svg in svgs:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
-            png_bytes += len(render_svg_to_png(svg))
+            png = render_svg_to_png(svg)
         except RenderError:
             failures += 1
+            png = None
         times.append(time.perf_counter() - t0)
-    return times, time.perf_counter() - started, png_bytes, failures
+        c1 = time.process_time()
+        cpu_now += c1 - c0
+        before = render_as_before(svg)
+        cpu_before += time.process_time() - c1
+        if png is not None:
+            png_bytes += len(png)
+            _difference(png, before, counts)
+    total = sum(counts)
+    mse = sum(level * level * count for level, count in enumerate(counts)) / total
+    return {"times": times, "png_bytes": png_bytes, "failures": failures, "cpu_now": cpu_now / len(svgs),
+            "cpu_before": cpu_before / len(svgs), "psnr": 10 * math.log10(255 * 255 / mse) if mse else math.inf,
+            "over8": sum(counts[9:]) / total, "over64": sum(counts[65:]) / total}
 
 
-async def bench_pool(svgs: list[str], workers: int | None) -> tuple[float, int, float]:
+def _cpu_seconds(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+async def bench_pool(svgs: list[str], workers: int | None) -> tuple[float, int, float, float]:
+    """(wall, failures, start-up, CPU seconds the workers used) for rendering ``svgs`` through the pool."""
     started = time.perf_counter()
     async with Renderer(workers=workers) as pool:
         await asyncio.gather(*(pool.render(svg, size=16) for svg in svgs[: pool.workers * 2]))
         startup = time.perf_counter() - started
+        pids = pool.worker_pids()
+        cpu0 = sum(_cpu_seconds(pid) for pid in pids)
         started = time.perf_counter()
         results = await asyncio.gather(*(pool.render(svg) for svg in svgs), return_exceptions=True)
         elapsed = time.perf_counter() - started
+        same = pool.worker_pids() == pids  # no worker was replaced, so the counters cover every render
+        worker_cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu0 if same else math.nan
     failures = sum(isinstance(result, BaseException) for result in results)
-    return elapsed, failures, startup
+    return elapsed, failures, startup, worker_cpu
+
+
+_CALLGRIND_SCRIPT = """
+import sys
+sys.path.insert(0, {bench!r})
+import random
+from render import model_like_svg, render_as_before
+from svgagent.core.scoring.render import render_svg_to_png
+rng = random.Random({seed})
+svgs = [model_like_svg(rng) for _ in range({n})]
+render = render_svg_to_png if sys.argv[1] == "now" else render_as_before
+render(svgs[0])
+for svg in svgs[: int(sys.argv[2])]:
+    render(svg)
+"""
+
+
+def instructions_per_svg(n: int, seed: int) -> dict[str, float]:
+    """Instructions per SVG both ways under valgrind's callgrind: (run with n renders) - (run with none), / n."""
+    script = _CALLGRIND_SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), seed=seed, n=max(n, 1))
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for way in ("before", "now"):
+            counts = []
+            for renders in (0, n):
+                proc = subprocess.run(
+                    ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.out", sys.executable, "-c",
+                     script, way, str(renders)], capture_output=True, text=True, check=True)
+                counts.append(int(re.search(r"Collected : (\d+)", proc.stderr).group(1)))
+            out[way] = (counts[1] - counts[0]) / n
+    return out
 
 
 def main() -> None:
@@ -138,34 +223,55 @@ def main() -> None:
     parser.add_argument("--simple", type=int, default=1000, help="simple SVGs for the pool throughput (default 1000)")
     parser.add_argument("--workers", type=int, default=None, help="pool size (default: CPU count)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--callgrind", type=int, default=0, metavar="N",
+                        help="also count instructions per SVG under valgrind on N SVGs (slow: minutes)")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
     svgs = [model_like_svg(rng) for _ in range(args.n)]
     sizes = [len(svg) for svg in svgs]
     print(f"corpus: {args.n} model-like SVGs, {statistics.median(sizes) / 1000:.1f} kB median, "
-          f"output 512 px longest side; machine: {os.cpu_count()} CPUs")
+          f"output 512 px longest side; machine: {os.cpu_count()} CPUs, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
-    times, total, png_bytes, failures = bench_in_process(svgs)
-    single = args.n / total
-    print(f"in-process : p50 {percentile(times, 0.5) * 1000:.1f} ms  p95 {percentile(times, 0.95) * 1000:.1f} ms  "
-          f"mean {statistics.fmean(times) * 1000:.1f} ms  -> {single:.0f} renders/s "
-          f"(avg PNG {png_bytes / max(1, args.n - failures) / 1000:.1f} kB, {failures} failed)")
+    r = bench_in_process(svgs)
+    times = r["times"]
+    single = 1 / statistics.fmean(times)
+    ratio = r["cpu_now"] / r["cpu_before"]
+    print(f"in-process CPU per SVG: {r['cpu_now'] * 1000:.1f} ms now, {r['cpu_before'] * 1000:.1f} ms drawn as "
+          f"before (cairosvg's walk)  ->  now / before = {ratio:.3f}")
+    print(f"pixels now vs before: PSNR {r['psnr']:.1f} dB, channel values > 8 apart {r['over8'] * 100:.2f} %, "
+          f"> 64 apart {r['over64'] * 100:.3f} % (edges only: fast antialiasing, 0.25 px curve tolerance)")
+    print(f"in-process wall: p50 {percentile(times, 0.5) * 1000:.1f} ms  p95 {percentile(times, 0.95) * 1000:.1f} ms"
+          f"  mean {statistics.fmean(times) * 1000:.1f} ms  -> {single:.0f} renders/s "
+          f"(avg PNG {r['png_bytes'] / max(1, args.n - r['failures']) / 1000:.1f} kB, {r['failures']} failed)")
 
-    elapsed, failures, startup = asyncio.run(bench_pool(svgs, args.workers))
+    elapsed, failures, startup, worker_cpu = asyncio.run(bench_pool(svgs, args.workers))
     pooled = args.n / elapsed
     workers = args.workers or os.cpu_count() or 1
     print(f"pool ({workers} workers): {pooled:.0f} renders/s ({args.n} in {elapsed:.2f} s, {failures} failed; "
-          f"start-up {startup:.2f} s)  ratio pool/single = {pooled / single:.2f}")
+          f"start-up {startup:.2f} s)  ratio pool/single = {pooled / single:.2f}; workers' CPU "
+          f"{worker_cpu / args.n * 1000:.1f} ms per SVG")
+    figures = {"render CPU ms/SVG now (in process)": round(r["cpu_now"] * 1000, 1),
+               "render CPU ms/SVG before (cairosvg walk)": round(r["cpu_before"] * 1000, 1),
+               "render CPU now / before": round(ratio, 3),
+               "render PSNR dB now vs before": round(r["psnr"], 1),
+               "render p50 ms (model-like SVG)": round(percentile(times, 0.5) * 1000, 1),
+               "render p95 ms (model-like SVG)": round(percentile(times, 0.95) * 1000, 1),
+               "render pool throughput / single process": round(pooled / single, 2),
+               "render pool: workers' CPU ms/SVG": round(worker_cpu / args.n * 1000, 1)}
 
     if args.simple:
         simple = [simple_svg(i) for i in range(args.simple)]
-        elapsed, failures, _ = asyncio.run(bench_pool(simple, args.workers))
+        elapsed, failures, _, _ = asyncio.run(bench_pool(simple, args.workers))
         print(f"pool, simple SVGs: {args.simple} in {elapsed:.2f} s = {args.simple / elapsed:.0f} renders/s "
               f"({failures} failed)")
-    report({"render p50 ms (model-like SVG)": round(percentile(times, 0.5) * 1000, 1),
-            "render p95 ms (model-like SVG)": round(percentile(times, 0.95) * 1000, 1),
-            "render pool throughput / single process": round(pooled / single, 2)})
+    if args.callgrind:
+        counts = instructions_per_svg(args.callgrind, args.seed)
+        print(f"instructions per SVG (callgrind, {args.callgrind} SVGs): {counts['now'] / 1e6:.0f} M now, "
+              f"{counts['before'] / 1e6:.0f} M before -> now / before = {counts['now'] / counts['before']:.3f}")
+        figures["render instructions now / before"] = round(counts["now"] / counts["before"], 3)
+    report(figures)
 
 
 if __name__ == "__main__":

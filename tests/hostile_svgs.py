@@ -233,14 +233,18 @@ def build_corpus(env: HostileEnv) -> tuple[HostileCase, ...]:
         HostileCase("infinite_size", _svg(rect, attrs='width="1e400" height="10"'), "error", "finite"),
         HostileCase("huge_coordinates", _svg(
             '<rect x="-1e300" y="-1e300" width="1e308" height="1e308" fill="#c03050" stroke-width="1e300" '
-            'stroke="#000"/><circle r="1e200" cx="1e200" cy="5"/>'), "either"),
+            'stroke="#000"/><circle r="1e200" cx="1e200" cy="5"/>'), "error", "beyond"),
+        HostileCase("infinite_radius", _svg('<circle cx="50" cy="50" r="1e400" stroke="#000"/>'), "error",
+                    "not finite"),
+        HostileCase("nan_coordinates", _svg('<circle cx="NaN" cy="50" r="5"/><path d="M0 0 L nan 5 Z"/>'),
+                    "error", "not finite"),
         # --- cost explosions
         HostileCase("deep_nesting_100k", _svg("<g>" * 100_000 + rect + "</g>" * 100_000), "either"),
         HostileCase("huge_path_data", _svg(f'<path d="{big_path}" stroke="#000" fill="none"/>'), "either"),
         HostileCase("many_elements", _svg(many_rects), "either"),
         HostileCase("use_exponential", _svg(f'<defs><rect id="l0" width="1" height="1"/>{use_chain}</defs>'
-                                            '<use href="#l8"/>'), "either"),
-        HostileCase("use_self_reference", _svg('<g id="a"><use href="#a"/></g>' + rect), "either"),
+                                            '<use href="#l8"/>'), "error", "drawn elements"),
+        HostileCase("use_self_reference", _svg('<g id="a"><use href="#a"/></g>' + rect), "error", "cycle"),
         HostileCase("big_gaussian_blur", _svg(
             '<filter id="b" x="-1000%" y="-1000%" width="3000%" height="3000%">'
             '<feGaussianBlur stdDeviation="1000000"/><feMorphology radius="100000"/>'

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import binascii
-import functools
 import io
 import math
 import os
@@ -31,6 +31,8 @@ import zlib
 from urllib.parse import unquote_to_bytes
 
 from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.render_draw import surface_class, surface_to_png
+from svgagent.core.scoring.render_guard import check_render_cost
 
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
@@ -171,6 +173,8 @@ def _make_fetcher(max_bytes: int):
             payload = gunzip_capped(payload, max_bytes)
         if resource_type.startswith("image/") and resource_type != "image/svg+xml":
             _check_embedded_image(payload)
+        if resource_type == "image/svg+xml" or _raster_kind(payload) is None:
+            check_render_cost(payload)  # a nested document gets the same up-front checks as the outer one
         return payload
 
     return fetch_inline_only
@@ -236,43 +240,6 @@ def fit_longest_side(width: float, height: float, size: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------ in-process core
 
 
-def encode_png_rgb(width: int, height: int, rgb: bytes) -> bytes:
-    """A plain 8-bit RGB PNG (no row filters, fast zlib): ~4x faster than cairo's or Pillow's writer."""
-    row = width * 3
-    scanlines = b"".join(b"\x00" + rgb[start : start + row] for start in range(0, row * height, row))
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return _PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(scanlines, 1)) + chunk(b"IEND", b"")
-
-
-@functools.cache
-def _opaque_png_surface_class():
-    """cairosvg's PNGSurface drawing on an RGB24 (opaque) cairo surface: no alpha to handle when encoding."""
-    import cairocffi
-    from cairosvg.surface import PNGSurface
-
-    class OpaquePNGSurface(PNGSurface):
-        def _create_surface(self, width, height):
-            width, height = int(round(width)), int(round(height))
-            return cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, width, height), width, height
-
-    return OpaquePNGSurface
-
-
-def _surface_to_png(cairo_surface) -> bytes:
-    from PIL import Image
-
-    cairo_surface.flush()
-    width, height = cairo_surface.get_width(), cairo_surface.get_height()
-    data = cairo_surface.get_data()  # 32 bits per pixel, native-endian xRGB
-    raw_mode = "BGRX" if sys.byteorder == "little" else "XRGB"
-    image = Image.frombuffer("RGB", (width, height), data, "raw", raw_mode, cairo_surface.get_stride(), 1)
-    return encode_png_rgb(width, height, image.tobytes())
-
-
 def _parse_tree(data: bytes, fetcher):
     from cairosvg.parser import Tree
     from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden, NotSupportedError
@@ -298,11 +265,13 @@ def _check_root(tree) -> None:
     raise RenderError(f"not an SVG document: root element is <{_shorten(tag, 40)}>")
 
 
-def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                      surface=None, check_cost: bool = True) -> bytes:
     """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
 
     Raises :class:`RenderError` (one-line reason) for anything that cannot be rendered safely. It has no timeout
-    and no memory limit of its own: use :class:`Renderer` for untrusted input.
+    and no memory limit of its own: use :class:`Renderer` for untrusted input. ``surface`` (a cairosvg surface
+    class) and ``check_cost`` exist for comparisons (tests, bench/render.py): the renderer uses the defaults.
     """
     if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
         raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
@@ -314,9 +283,11 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
         out_w, out_h = fit_longest_side(width, height, size)
         # Pin the root's size to what we resolved so cairosvg's view matches ours (percentages, missing sizes).
         tree["width"], tree["height"] = repr(width), repr(height)
-        surface_class = _opaque_png_surface_class()
-        surface = surface_class(tree, None, _DPI, output_width=out_w, output_height=out_h, background_color="white")
-        png = _surface_to_png(surface.cairo)
+        if check_cost:
+            check_render_cost(data, tree.xml_tree)
+        surface = (surface or surface_class())(tree, None, _DPI, output_width=out_w, output_height=out_h,
+                                               background_color="white")
+        png = surface_to_png(surface)
         surface.finish()
         return png
     except RenderError:
@@ -364,6 +335,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         render_svg_to_png(_WARMUP_SVG, 16)  # loads fonts and caches before the memory limit applies
     except RenderError:
         pass
+    gc.freeze()  # what start-up made lives as long as the worker: no collection walks it again
     resource.setrlimit(resource.RLIMIT_AS, (args.memory_mb << 20, args.memory_mb << 20))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file writes at all (pipes are not files)
