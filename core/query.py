@@ -18,6 +18,7 @@ Pure: no I/O, no UI. ``parse_query`` raises :class:`QueryError` with one line sa
 
 from __future__ import annotations
 
+import difflib
 import operator
 import re
 import shlex
@@ -80,6 +81,7 @@ class Query:
 
     text: str
     terms: tuple[str, ...] = ()
+    free_text: tuple[str, ...] = ()  # the terms read as free text (not a keyword, field or comparison)
     _predicates: tuple[Predicate, ...] = field(default=(), repr=False, compare=False)
 
     @property
@@ -100,12 +102,49 @@ def parse_query(text: str) -> Query:
     except ValueError as err:
         raise QueryError(f"cannot read the filter: {err}") from None
     predicates: list[Predicate] = []
+    free: list[str] = []
     for word in words:
         negate = word.startswith("-") and len(word) > 1 and not _is_number(word)
         body = word[1:] if negate else word
         pred = _term(body)
+        if pred is None:
+            free.append(body)
+            pred = _free_text(body)
         predicates.append(_negated(pred) if negate else pred)
-    return Query(text=text, terms=tuple(words), _predicates=tuple(predicates))
+    return Query(text=text, terms=tuple(words), free_text=tuple(free), _predicates=tuple(predicates))
+
+
+def unmatched_terms(query: Query, records: Iterable[RolloutRecord]) -> list[str]:
+    """One line for each free-text term that no rollout's prompt or row id contains — most often a filter term
+    mistyped (``failed`` for ``status:failed``, ``overriden``): say so, with the closest term, rather than show
+    an empty table without a word."""
+    if not query.free_text:
+        return []
+    haystacks = [f"{r.prompt}\n{r.row_id}".lower() for r in records]
+    notes = []
+    for word in query.free_text:
+        needle = word.lower()
+        if any(needle in text for text in haystacks):
+            continue
+        hint = suggest_term(word)
+        notes.append(f"{word!r} is not a filter term and no prompt or row id contains it"
+                     + (f" — did you mean {hint}?" if hint else ""))
+    return notes
+
+
+def suggest_term(word: str) -> str | None:
+    """The filter term ``word`` was most likely meant to be (None when nothing is close)."""
+    lowered = word.lower()
+    if lowered in NUMERIC_FIELDS:
+        return f"a comparison such as {lowered}>=1"
+    statuses = [s.value for s in RolloutStatus
+                if len(lowered) >= 3 and (s.value.startswith(lowered) or lowered.startswith(s.value))]
+    if statuses:
+        return f"status:{statuses[0]}"
+    vocabulary = [*KEYWORDS, *(f"{name}:" for name in _PAIR_TERMS), *(f"{name}<" for name in NUMERIC_FIELDS),
+                  *(f"status:{s.value}" for s in RolloutStatus)]
+    close = difflib.get_close_matches(lowered, vocabulary, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _negated(pred: Predicate) -> Predicate:
@@ -120,7 +159,8 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _term(word: str) -> Predicate:
+def _term(word: str) -> Predicate | None:
+    """The predicate of a filter term (None: ``word`` is free text)."""
     lowered = word.lower()
     if lowered in KEYWORDS:
         return KEYWORDS[lowered]
@@ -135,7 +175,11 @@ def _term(word: str) -> Predicate:
     if pair:
         known = ", ".join(f"{k}:" for k in _PAIR_TERMS)
         raise QueryError(f"unknown field {pair.group(1)!r} in {word!r} (known: {known})")
-    needle = lowered
+    return None
+
+
+def _free_text(word: str) -> Predicate:
+    needle = word.lower()
     return lambda r, m: needle in r.prompt.lower() or needle in r.row_id.lower()
 
 

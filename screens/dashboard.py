@@ -6,35 +6,35 @@ the event bus with one coalescing worker (≤ 10 table updates a second) and dri
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Horizontal, Vertical
+from textual.containers import Container, Vertical
 from textual.events import Resize
-from textual.lazy import Lazy
 from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Label, Static, Tab, Tabs
+from textual.widgets import Footer, Static, Tab, Tabs
 
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.query import QueryError
 from svgagent.core.rft.launch import trained_on
 from svgagent.core.settings import Settings
+from svgagent.core.verify_keys import control_plane_url
 
 from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.config_form import ConfigForm
+from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.histogram import Histogram
 from svgagent.tui.widgets.job_panel import JobPanel
-from svgagent.tui.widgets.panes import config_pane, secrets_pane
 from svgagent.tui.widgets.preview import Preview
+from svgagent.tui.widgets.secrets_form import SecretsPane
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
 from svgagent.screens.rollout_detail import RolloutDetail
@@ -45,11 +45,11 @@ from svgagent.screens.keys_first import AppKeysFirst
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
 
-LIVE_FILTER_ROWS = 2_000  # up to this many rows the filter applies on every key
 SUMMARY_EVERY_BATCH_ROWS = 2_000  # up to this many rows every live batch refreshes the summary
 SUMMARY_MIN_INTERVAL_S = 0.5  # above it, at most this often
 BACKGROUND_RELOAD_ROWS = 2_000  # from this many rows a reload reads the store in a thread
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
+LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
 WIDE = (120, 40)
@@ -88,8 +88,8 @@ class Dashboard(AppKeysFirst, Screen):
         self.threshold = 0.5
         self.active_pane = "rollouts"
         self.feed = LiveFeed(self, self.svg_app.store, self.svg_app.bus)
-        self._filter_timer: Timer | None = None
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
+        self._later_panes: asyncio.Future[None] | None = None
 
     @property
     def svg_app(self) -> AppServices:
@@ -105,21 +105,15 @@ class Dashboard(AppKeysFirst, Screen):
                    id="pane-tabs")
         with Container(id="panes"):
             with Vertical(id="pane-rollouts", classes="pane -active"):
-                yield RolloutTable(id="rollouts")
-                with Horizontal(id="filter-bar", classes="-hidden"):
-                    yield Label("filter ", id="filter-label")
-                    yield Input(placeholder="score<0.5 status:failed invalid overridden row:3 text",
-                                id="filter", compact=True)
+                table = RolloutTable(id="rollouts")
+                yield table
+                yield FilterBar(table, id="filter-bar")
                 yield SummaryBar(id="summary")
                 yield Histogram(compact=True, max_cell=3, id="score-hist")
             with Vertical(id="pane-preview", classes="pane"):
                 yield Preview(app.store, id="preview")
-            with Vertical(id="pane-config", classes="pane"):
-                yield Lazy(config_pane(app.settings))
-            with Vertical(id="pane-secrets", classes="pane"):
-                yield Lazy(secrets_pane(app.env_file, app.settings))
-            with Vertical(id="pane-jobs", classes="pane"):
-                yield Lazy(JobPanel(id="jobs"))
+            for name in LATER_PANES:  # their widgets: ``mount_panes``
+                yield Vertical(id=f"pane-{name}", classes="pane")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -128,6 +122,7 @@ class Dashboard(AppKeysFirst, Screen):
         self.query_one(RolloutTable).empty_message = self._empty_message()
         self._layout(self.app.size.width, self.app.size.height)
         self.set_interval(1.0, self._tick)
+        self.call_after_refresh(self.mount_panes)
         if self.svg_app.initial_run_id:
             self.open_run(self.svg_app.initial_run_id)
         else:
@@ -168,7 +163,31 @@ class Dashboard(AppKeysFirst, Screen):
     def wide(self) -> bool:
         return self.has_class("-wide")
 
-    def action_pane(self, name: str) -> None:
+    async def mount_panes(self) -> None:
+        """Mount the Config, Secrets and Jobs panes, once: after the first frame (so that frame comes sooner), or
+        as soon as a key asks for one of them — then the keys typed after it find the pane's fields."""
+        if self._later_panes is None:
+            self._later_panes = asyncio.ensure_future(self._mount_later_panes())
+        await self._later_panes
+
+    async def _mount_later_panes(self) -> None:
+        app = self.svg_app
+        widgets: dict[str, Widget] = {
+            "config": ConfigForm(app.settings, id="config-form"),
+            "secrets": SecretsPane(app.env_file, control_plane_url=control_plane_url(),
+                                   policy_base_url=app.settings.base_url,
+                                   judge_base_url=app.settings.judge_base_url, id="secrets-form"),
+            "jobs": JobPanel(id="jobs"),
+        }
+        await asyncio.gather(*(self.query_one(f"#pane-{name}").mount(widget) for name, widget in widgets.items()))
+
+    async def action_pane(self, name: str) -> None:
+        """The pane keys (1–5): the pane's widgets are there before the focus moves into it."""
+        if name in LATER_PANES:
+            await self.mount_panes()
+        self.show_pane(name)
+
+    def show_pane(self, name: str) -> None:
         """Show pane ``name`` (narrow) or move focus into it (wide)."""
         self.active_pane = name
         for pane in PANES:
@@ -191,73 +210,33 @@ class Dashboard(AppKeysFirst, Screen):
         return focusable[0] if focusable else None
 
     @on(Tabs.TabActivated, "#pane-tabs")
-    def _tab_clicked(self, event: Tabs.TabActivated) -> None:
+    async def _tab_clicked(self, event: Tabs.TabActivated) -> None:
         name = (event.tab.id or "tab-rollouts").removeprefix("tab-")
         if name != self.active_pane:
-            self.action_pane(name)
+            await self.action_pane(name)
 
     def action_focus_table(self) -> None:
         """Escape: back to the table; on the table itself, clear the filter."""
         table = self.query_one(RolloutTable)
+        bar = self.query_one(FilterBar)
         if table.has_focus and not table.query_filter.empty:
-            self._apply_filter("", quiet=True)
-            self._filter_done()
+            bar.clear()
             return
-        if self.query_one("#filter", Input).has_focus:
-            self._filter_done()
-        self.action_pane("rollouts")
+        if bar.editing:
+            bar.close()
+        self.show_pane("rollouts")
 
     def on_focus_home(self, message: Message) -> None:
         """Escape in the config form (``FocusHome``): back to the table."""
-        self.action_pane("rollouts")
+        self.show_pane("rollouts")
 
-    # --- filter -------------------------------------------------------------------------------------------
     @on(RolloutTable.FilterRequested)
     def _filter_requested(self) -> None:
-        box = self.query_one("#filter", Input)
-        self.query_one("#filter-bar").remove_class("-hidden")
-        box.value = self.query_one(RolloutTable).query_filter.text
-        box.focus()
+        self.query_one(FilterBar).open()
 
-    @on(Input.Changed, "#filter")
-    def _filter_typed(self, event: Input.Changed) -> None:
-        """Applied as you type; on big runs once typing pauses, so each key stays instant."""
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-            self._filter_timer = None
-        if len(self.query_one(RolloutTable).records) < LIVE_FILTER_ROWS:
-            self._apply_filter(event.value, quiet=True)
-        else:
-            self._filter_timer = self.set_timer(0.2, lambda: self._apply_filter(event.value, quiet=True))
-
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        if self._filter_timer is not None:
-            self._filter_timer.stop()
-            self._filter_timer = None
-        if self._apply_filter(event.value, quiet=False):
-            self._filter_done()
-            self.query_one(RolloutTable).focus()
-
-    def _apply_filter(self, text: str, *, quiet: bool) -> bool:
-        box = self.query_one("#filter", Input)
-        try:
-            self.query_one(RolloutTable).set_filter(text)
-        except QueryError as err:
-            box.add_class("-error")
-            if not quiet:
-                self.notify(str(err), title="Filter", severity="error")
-            return False
-        box.remove_class("-error")
+    @on(FilterBar.Applied)
+    def _filter_applied(self) -> None:
         self.refresh_summary()
-        return True
-
-    def _filter_done(self) -> None:
-        box = self.query_one("#filter", Input)
-        table = self.query_one(RolloutTable)
-        box.value = table.query_filter.text
-        box.remove_class("-error")
-        self.query_one("#filter-bar").set_class(table.query_filter.empty, "-hidden")
 
     def demo_ended(self) -> None:
         """Keys were saved: the endpoints are real now, so the demo banner goes."""
@@ -374,7 +353,7 @@ class Dashboard(AppKeysFirst, Screen):
         if missing:
             self.notify(f"{_names(missing)} not set: add {'it' if len(missing) == 1 else 'them'} here, then press r",
                         title="Keys missing", severity="error", timeout=8)
-            self.action_pane("secrets")
+            self.show_pane("secrets")
             return False
         return True
 
@@ -392,13 +371,13 @@ class Dashboard(AppKeysFirst, Screen):
             dataset = load_dataset(settings.dataset)
         except SvgAgentError as err:
             self.notify(str(err), title="Dataset", severity="error", timeout=8)
-            self.action_pane("config")
+            self.show_pane("config")
             return
         self.feed.subscribe()  # before the engine starts: its first events are not missed
         run_id = self.svg_app.control.start(settings, dataset=dataset, name=name)
         self.feed.follow(run_id)
         self.open_run(run_id)
-        self.action_pane("rollouts")
+        self.show_pane("rollouts")
         rows = len(self.query_one(RolloutTable).records)
         self.notify(f"run {run_id}: {rows} rollouts → {settings.model}", title="Run started", timeout=3)
 
@@ -464,7 +443,7 @@ class Dashboard(AppKeysFirst, Screen):
         def opened(run_id: str | None) -> None:
             if run_id:
                 self.open_run(run_id)
-                self.action_pane("rollouts")
+                self.show_pane("rollouts")
 
         self.app.push_screen(RunPicker(self.svg_app.store, current=self.run_id), opened)
 
@@ -475,9 +454,10 @@ class Dashboard(AppKeysFirst, Screen):
         from svgagent.screens.stats import StatsScreen
 
         def chosen(query: str | None) -> None:
-            if query and self._apply_filter(query, quiet=False):  # a histogram bin: its rollouts
-                self._filter_done()
-                self.action_pane("rollouts")
+            bar = self.query_one(FilterBar)
+            if query and bar.apply(query, quiet=False):  # a histogram bin: its rollouts
+                bar.close()
+                self.show_pane("rollouts")
 
         run = self.svg_app.store.get_run(self.run_id)
         self.app.push_screen(StatsScreen(self.svg_app.store, self.run_id, name=run.name), chosen)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.query import QueryError, parse_query, sort_records
+from svgagent.core.query import QueryError, parse_query, sort_records, unmatched_terms
 from svgagent.core.records import RolloutRecord
 
 
@@ -79,7 +79,8 @@ def test_terms_select_the_expected_rows(text: str, expected: list[int]) -> None:
 
 
 def test_a_value_missing_never_satisfies_a_comparison() -> None:
-    assert 5 not in rows_matching("score<2") and 3 not in rows_matching("score>=0")
+    assert 5 not in rows_matching("score<2")
+    assert 3 not in rows_matching("score>=0")
 
 
 @pytest.mark.parametrize(
@@ -101,7 +102,31 @@ def test_errors_name_the_problem(text: str, message: str) -> None:
 def test_query_keeps_its_text_and_reports_empty() -> None:
     assert parse_query("  ").empty
     query = parse_query("score<0.5 red")
-    assert not query.empty and query.text == "score<0.5 red" and query.terms == ("score<0.5", "red")
+    assert not query.empty
+    assert query.text == "score<0.5 red"
+    assert query.terms == ("score<0.5", "red")
+    assert query.free_text == ("red",)
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [
+        ("failed", "'failed' is not a filter term and no prompt or row id contains it — did you mean status:failed?"),
+        ("overriden", "did you mean overridden?"),
+        ("-invalidd", "did you mean invalid?"),
+        ("score", "did you mean a comparison such as score>=1?"),
+        ("zebra", "'zebra' is not a filter term and no prompt or row id contains it"),
+    ],
+)
+def test_free_text_that_matches_nothing_says_so(text: str, note: str) -> None:
+    notes = unmatched_terms(parse_query(text), ROWS)
+    assert len(notes) == 1
+    assert note in notes[0]
+
+
+def test_free_text_that_matches_something_is_not_reported() -> None:
+    assert unmatched_terms(parse_query("red status:failed"), ROWS) == []
+    assert unmatched_terms(parse_query("status:failed"), ROWS) == []  # no free text at all
 
 
 def test_sorting_puts_missing_values_last_both_ways() -> None:

@@ -10,6 +10,7 @@ from svgagent.core.store import Store
 from svgagent.screens.help import HelpScreen
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
+from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar
 
@@ -94,6 +95,21 @@ async def test_filter_language_and_escape(store: Store) -> None:
         assert isinstance(app.focused, RolloutTable)
         await pilot.press("escape")  # on the table: clears the filter
         assert len(ids(app)) == 6 and app.dashboard.query_one("#filter-bar").has_class("-hidden")
+
+
+async def test_filter_says_when_a_word_matches_nothing(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"failed")
+        bar = app.dashboard.query_one(FilterBar)
+        assert ids(app) == []
+        assert "'failed' is not a filter term" in bar.note
+        assert "did you mean status:failed?" in plain(bar.query_one("#filter-note"))
+        await pilot.press("ctrl+u", *"status:failed", "enter")
+        assert ids(app) == ["2.0", "3.0"]
+        assert bar.note == ""
+        assert bar.query_one("#filter-note").has_class("-hidden")
 
 
 async def test_sort_cycles_columns_and_reverses(store: Store) -> None:

@@ -13,7 +13,7 @@ import pytest
 from factories import RUN_ID, build_run
 from textual.command import CommandPalette
 from textual.widgets import DataTable, Input
-from tui_support import burst, make_app, notifications, settle, table_of
+from tui_support import burst, key_event, make_app, notifications, settle, table_of
 
 from svgagent.core.secrets import read_env_file
 from svgagent.core.store import Store
@@ -127,6 +127,17 @@ async def test_typing_into_config_fields_in_one_burst(store: Store) -> None:
         assert app.settings.temperature == 1.5
         assert app.settings.max_tokens == 900
         assert isinstance(app.focused, RolloutTable)
+        assert table_of(app).cursor_id == f"{RUN_ID}.1.0"
+
+
+async def test_a_pane_key_at_start_up_waits_for_the_pane(store: Store) -> None:
+    """Keys queued while the app starts up still find the Config pane's fields."""
+    app = make_app(store, run_id=RUN_ID)
+    keys = ("3", "tab", "tab", "ctrl+u", *"1.5", "escape", "j")
+    app.call_later(lambda: [app.post_message(key_event(k)) for k in keys])  # queued as the app starts
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert field(app, "temperature").value == "1.5"
         assert table_of(app).cursor_id == f"{RUN_ID}.1.0"
 
 
