@@ -54,7 +54,7 @@ from eval_protocol.pytest.remote_rollout_processor import RemoteRolloutProcessor
 
 @evaluation_test(
     input_dataset=[os.environ["SVGAGENT_ROWS"]],
-    completion_params=[{"model": "simulated-policy", "temperature": 0.7, "max_tokens": 2048}],
+    completion_params=[{"model": "simulated-policy", "temperature": 0.0, "max_tokens": 2048}],
     rollout_processor=RemoteRolloutProcessor(remote_base_url=os.environ["SVGAGENT_SERVE_URL"],
                                              model_base_url=os.environ["SVGAGENT_GATEWAY_URL"],
                                              poll_interval=0.2, timeout_seconds=60),
@@ -190,6 +190,37 @@ def test_policy_faults_reach_eval_protocol_as_terminal_errors_not_poll_timeouts(
         assert gateway.status_code(f"fault-{name}") == code
 
 
+def test_the_remote_mode_bundle_runs_its_rollouts_through_svgagent_serve(
+        ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any]) -> None:
+    """`svgagent rft create --rollouts remote --remote-url URL`'s evaluator, unpacked and run by eval-protocol's
+    pytest plugin as `ep local-test` runs it: its RemoteRolloutProcessor posts every row to the server (the
+    gateway comes from EP_MODEL_BASE_URL, eval-protocol's own override of the quickstart's default)."""
+    assert server["proc"].poll() is None
+    judge = {"judge_model": "simulated-judge", "judge_base_url": policy_judge.base_url, "max_retries": 1}
+    config = {**config_from_settings(load_settings(**judge)), "rollouts": "remote", "remote_url": server["url"]}
+    bundle = build_bundle(config=config)
+    project = unpack_archive(bundle.archive, work / "remote-bundle")
+    svgbench_rows(work / "remote-rows.jsonl")
+    out = work / "remote-out"
+    env = ep_env(work / "remote-home", FIREWORKS_API_KEY=FW_KEY, OPENAI_API_KEY=OPENAI_KEY,
+                 EP_MODEL_BASE_URL=str(gateway.base_url))
+    params = {"model": "simulated-policy", "temperature": 0.7, "max_tokens": 2048}
+    proc = subprocess.run([ep, "-m", "pytest", "--ep-success-threshold", "0.001", "--ep-jsonl-path",
+                           str(work / "remote-rows.jsonl"), "--ep-completion-params", json.dumps(params),
+                           "--ep-output-dir", str(out), "--ep-no-upload", "-p", "no:cacheprovider",
+                           bundle.entry_point, "-q"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    (results,) = (out / "experiment_results").glob("*.jsonl")
+    ep_rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(ep_rows) == len(SUBJECTS)
+    for row in ep_rows:
+        assert row["rollout_status"]["code"] == StatusCode.FINISHED
+        rollout_id = row["execution_metadata"]["rollout_id"]
+        assert gateway.status_code(rollout_id) == StatusCode.FINISHED  # logged by svgagent serve
+        (trace,) = gateway.traces(rollout_id)  # the policy was called by the server, through the gateway
+        assert row["messages"][-1]["content"] == trace["output"]["content"]
+
+
 def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
         ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,8 +257,8 @@ def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
 
     assert stop(server) == 0  # SIGTERM: a clean stop, the step runs closed
     served_log = (work / "serve.stderr").read_text().splitlines()
-    inits = [x for x in map(json.loads, served_log) if x.get("path") == "/init"
-             and not x.get("rollout_id", "").startswith("fault-")]
+    mine = {r["execution_metadata"]["rollout_id"] for r in ep_rows.values()}
+    inits = [x for x in map(json.loads, served_log) if x.get("path") == "/init" and x.get("rollout_id") in mine]
     assert len(inits) == 10 and {x["status"] for x in inits} == {200}  # one /init per row, each accepted
 
     # svgagent's view: the same 10 rollouts, one training run keyed by eval-protocol's ids, with pictures

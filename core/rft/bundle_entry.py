@@ -59,6 +59,10 @@ class JudgeConfig:
     request_timeout_s: float = 120.0
     max_retries: int = 3
     max_format_retries: int = 1
+    # How rollouts are made (not part of the score): "single-turn" (eval-protocol calls the policy itself) or
+    # "remote" (every rollout is an /init to the remote rollout server at remote_url, e.g. `svgagent serve`).
+    rollouts: str = "single-turn"
+    remote_url: Optional[str] = None
 
     @classmethod
     def from_dict(cls, data: dict) -> "JudgeConfig":
@@ -260,10 +264,16 @@ def _eval_protocol() -> Optional[dict]:
     except ImportError:
         return None
     processor = None
+    config = JudgeConfig.load()
     try:
-        from eval_protocol.pytest import SingleTurnRolloutProcessor
+        if config.rollouts == "remote":  # as the quickstart does: model_base_url stays eval-protocol's default
+            from eval_protocol.pytest import RemoteRolloutProcessor
 
-        processor = SingleTurnRolloutProcessor()
+            processor = RemoteRolloutProcessor(remote_base_url=config.remote_url)
+        else:
+            from eval_protocol.pytest import SingleTurnRolloutProcessor
+
+            processor = SingleTurnRolloutProcessor()
     except ImportError:
         try:
             from eval_protocol.pytest import default_single_turn_rollout_processor as processor

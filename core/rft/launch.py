@@ -230,7 +230,11 @@ def plan(prepared: PreparedLaunch, account: str | None = None) -> list[PlannedRe
         out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}", note=reuse))
     fields = wire_body("evaluator", {"display_name": DISPLAY_NAME, "entry_point": b.entry_point,
                                      "description": f"{DESCRIPTION} [code {b.code_hash}]"})
-    out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluatorsV2", {"evaluatorId": eid, "evaluator": fields}))
+    remote = b.config.get("rollouts") == "remote"
+    out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluatorsV2", {"evaluatorId": eid, "evaluator": fields},
+                              note=f"remote rollouts: every rollout is a POST {b.config.get('remote_url')}/init, "
+                                   "so that URL must be reachable from the Fireworks platform (a loopback or "
+                                   "private address is not)" if remote else ""))
     out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluators/{eid}:getUploadEndpoint",
                               {"filenameToSize": {b.filename: str(len(b.archive))}}))
     out.append(PlannedRequest("evaluator", "PUT", "<signed upload URL>", {"bytes": len(b.archive)},

@@ -107,6 +107,12 @@ def add_rft_parser(subparsers: Any) -> None:
         g.add_argument(flag, type=kind, help=f"{text} (default: {default_hint(name)})")
     g.add_argument("--loss", metavar="{grpo,dapo}", help=f"policy-optimization loss (default: {default_hint('loss')})")
     add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (baked into the evaluator)")
+    g = p.add_argument_group("rollouts (baked into the evaluator)")
+    g.add_argument("--rollouts", choices=("single-turn", "remote"), default="single-turn",
+                   help="single-turn: eval-protocol calls the policy (default); remote: every rollout is an /init to "
+                        "your rollout server (svgagent serve), as the SVG-agent quickstart does")
+    g.add_argument("--remote-url", metavar="URL",
+                   help="the rollout server for --rollouts remote; it must be reachable from the Fireworks platform")
     g = p.add_argument_group("launch")
     g.add_argument("--job-id", help="job id (default: derived from dataset, evaluator and hyperparameters)")
     g.add_argument("--force", action="store_true", help="rebuild the evaluator even if Fireworks has this code")
@@ -202,6 +208,22 @@ def _params(args: argparse.Namespace) -> RftParams:
     return parse_params(**values)
 
 
+def _rollouts(args: argparse.Namespace) -> dict[str, str]:
+    """The bundle's rollout mode: {} for single-turn (the bundle stays byte for byte what it was)."""
+    from svgagent.core.serve.security import check_http_url
+
+    if args.rollouts != "remote":
+        if args.remote_url:
+            raise ConfigError("--remote-url needs --rollouts remote")
+        return {}
+    if not args.remote_url:
+        raise ConfigError("--rollouts remote needs --remote-url URL: the rollout server Fireworks will call")
+    problem = check_http_url(args.remote_url)
+    if problem:
+        raise ConfigError(f"--remote-url {problem}")
+    return {"rollouts": "remote", "remote_url": args.remote_url.rstrip("/")}
+
+
 def _create(args: argparse.Namespace, out: _Out) -> int:
     from svgagent.core.rft.launch import (
         DEMO_FIREWORKS_KEY,
@@ -222,6 +244,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     params = _params(args)  # ParamsError (exit 2) before anything else
     check_job_id(args.job_id)
     judge = {"judge_model": args.judge_model, "judge_base_url": args.judge_base_url, "judge_mode": args.judge_mode}
+    rollouts = _rollouts(args)
     with contextlib.ExitStack() as stack:
         if args.demo:
             sim, _ = stack.enter_context(demo_control_plane(step_seconds=DEMO_STEP_S))
@@ -235,6 +258,8 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
         request = LaunchRequest.from_settings(settings, params, dataset=args.dataset, rows=args.rows,
                                               base_url=base_url, force_evaluator=args.force, job_id=args.job_id,
                                               evaluator_poll_s=poll, dataset_poll_s=min(poll, 2.0))
+        if rollouts:
+            request = dataclasses.replace(request, judge_config={**(request.judge_config or {}), **rollouts})
         if args.demo:  # the simulator's own account, never the user's
             request = dataclasses.replace(request, account_id=None)
         prepared = prepare_launch(request)
