@@ -11,9 +11,22 @@ import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
 from typing import Any
 
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
+
+
+class RunStatus(StrEnum):
+    """A run's state, as rollouts have theirs. ``running`` with no live lease means its worker died: a resume
+    (or the next worker) continues it."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    IMPORTED = "imported"
+
 
 # Columns cheap enough to load for every row of a 10,000-rollout run (no answers, SVG or PNG).
 LIGHT_COLUMNS: tuple[str, ...] = (
@@ -21,13 +34,16 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "requirements_json", "score", "fulfilled", "total", "is_score_valid", "reason", "error", "generation_s",
     "render_s", "judge_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens",
     "cached", "created", "updated", "override_score", "override_fulfilled", "override_verdicts_json", "override_at",
+    "failure_kind", "truncated_json",
 )
 
 
 # store column → RolloutRecord field, where they differ (the JSON columns are parsed)
 _RENAMED = {"requirements_json": "requirements", "verdicts_json": "verdicts",
-            "override_verdicts_json": "override_verdicts"}
+            "override_verdicts_json": "override_verdicts", "truncated_json": "truncated"}
+_JSON_FIELDS = ("verdicts", "override_verdicts", "truncated")
 _STATUSES = {s.value: s for s in RolloutStatus}
+_KINDS = {k.value: k for k in FailureKind}
 
 
 @contextlib.contextmanager
@@ -81,6 +97,8 @@ class RolloutRecord:
     override_fulfilled: int | None = None
     override_verdicts: list[bool] | None = None
     override_at: str | None = None
+    failure_kind: FailureKind | None = None
+    truncated: dict[str, int] | None = None  # column -> original length, for text cut to its cap (core/caps.py)
     # heavy columns (None unless loaded)
     raw_answer: str | None = None
     finish_reason: str | None = None
@@ -95,12 +113,12 @@ class RolloutRecord:
         data = dict(row)
         data["requirements"] = json.loads(data.pop("requirements_json"))
         data["status"] = RolloutStatus(data["status"])
-        if "verdicts_json" in data:
-            raw = data.pop("verdicts_json")
-            data["verdicts"] = json.loads(raw) if raw else None
-        if "override_verdicts_json" in data:
-            raw = data.pop("override_verdicts_json")
-            data["override_verdicts"] = json.loads(raw) if raw else None
+        for column, name in _RENAMED.items():
+            if name in _JSON_FIELDS and column in data:
+                raw = data.pop(column)
+                data[name] = json.loads(raw) if raw else None
+        if data.get("failure_kind") is not None:
+            data["failure_kind"] = _KINDS.get(data["failure_kind"], FailureKind.OTHER)
         for flag in ("is_current", "cached"):
             if flag in data:
                 data[flag] = bool(data[flag])
@@ -130,8 +148,9 @@ class RolloutRecord:
         i_req, i_status = index["requirements"], index["status"]
         flags = [index[n] for n in ("is_current", "cached") if n in index]
         i_valid = index.get("is_score_valid")
-        json_cols = [index[n] for n in ("verdicts", "override_verdicts") if n in index]
-        loads, statuses = json.loads, _STATUSES
+        json_cols = [index[n] for n in _JSON_FIELDS if n in index]
+        i_kind = index.get("failure_kind")
+        loads, statuses, kinds = json.loads, _STATUSES, _KINDS
         parsed: dict[str, list[Any]] = {}
         out: list[RolloutRecord] = []
         with paused_gc():
@@ -150,6 +169,8 @@ class RolloutRecord:
                     v[i_valid] = bool(v[i_valid])
                 for i in json_cols:
                     v[i] = loads(v[i]) if v[i] else None
+                if i_kind is not None and v[i_kind] is not None:
+                    v[i_kind] = kinds.get(v[i_kind], FailureKind.OTHER)
                 record = cls(*[v[i] for i in prefix])
                 for name, i in extra:
                     setattr(record, name, v[i])
@@ -202,6 +223,8 @@ class RolloutRecord:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "override_score": self.override_score,
+            "failure_kind": self.failure_kind.value if self.failure_kind is not None else None,
+            "truncated": self.truncated,
         }
 
 
@@ -211,7 +234,7 @@ class RunRecord:
     name: str
     created: str
     updated: str
-    status: str
+    status: RunStatus
     settings: dict[str, Any]
     dataset: dict[str, Any]
     summary: dict[str, Any] | None
@@ -223,7 +246,7 @@ class RunRecord:
             name=row["name"],
             created=row["created"],
             updated=row["updated"],
-            status=row["status"],
+            status=RunStatus(row["status"]),
             settings=json.loads(row["settings_json"]),
             dataset=json.loads(row["dataset_json"]),
             summary=json.loads(row["summary_json"]) if row["summary_json"] else None,

@@ -128,4 +128,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX served_by_training ON served_rollouts(training_id, step, created);
     """,
+    # v5: a run's lease (which process works on it; see core/lease.py), a rollout's typed failure kind, and which
+    # of its text columns were cut to their size cap (column -> original length, see core/caps.py)
+    """
+    ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+    ALTER TABLE runs ADD COLUMN lease_heartbeat REAL;
+    ALTER TABLE rollouts ADD COLUMN failure_kind TEXT;
+    ALTER TABLE rollouts ADD COLUMN truncated_json TEXT;
+    -- failures stored before kinds existed get theirs from the reason the engine wrote (once, here)
+    UPDATE rollouts SET failure_kind = CASE
+        WHEN is_score_valid = 1 AND reason LIKE 'render failed%' THEN 'render'
+        WHEN is_score_valid = 1 THEN 'no_svg'
+        WHEN error = 'judge gave no usable answer' THEN 'judge_unusable'
+        WHEN reason LIKE '%request timed out%' THEN 'timeout'
+        WHEN reason LIKE '%endpoint unreachable%' THEN 'unreachable'
+        WHEN reason LIKE '%key rejected%' THEN 'auth'
+        WHEN reason LIKE '%rate-limited%' THEN 'rate_limit'
+        WHEN reason LIKE '%endpoint answered HTTP%' THEN 'http_error'
+        WHEN reason LIKE 'internal error%' THEN 'internal'
+        ELSE 'other' END
+    WHERE status = 'failed';
+    """,
 ]

@@ -3,32 +3,61 @@
 Tables: ``runs`` (settings without secrets, dataset reference, status, summary), ``rollouts`` (everything about
 one attempt at one (row, sample), including the exact PNG the judge saw) and ``cache`` (model answers keyed by a
 hash of the request). The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS`` upgrades old files.
+
+Every read goes through ``_read()`` and every write through ``_tx()``: SQLite errors come out as one-line
+:class:`StoreError` subclasses (damaged file, cannot write), never as raw ``sqlite3`` tracebacks. The file is created
+0600 in a 0700 directory. (Over 400 lines: it is the one class every reader and writer of the file goes through;
+the pure parts — caps, leases, records, schema — live in their own modules.)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets as _random
 import sqlite3
 import threading
 import time
+from urllib.parse import quote
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.scoring.errors import StoreError
-from svgagent.core.scoring.models import DatasetRow, RolloutStatus
-from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, RunRecord, RunSummary, summarize_rows
+from svgagent.core.caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column
+from svgagent.core.lease import LeaseOwner, lease_is_live, this_host
+from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
+from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
+from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, RunRecord, RunStatus, RunSummary, summarize_rows
 from svgagent.core.schema import MIGRATIONS
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
     reason error generation_s render_s judge_s prompt_tokens completion_tokens judge_prompt_tokens
     judge_completion_tokens cached status is_current override_score override_fulfilled override_verdicts_json
-    override_at""".split()
+    override_at failure_kind""".split()
 )
+# SQLite primary result codes (the low byte of an extended code) and what each means for the person
+_DAMAGED_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+_WRITE_CODES = frozenset({3, 8, 10, 13, 14})  # SQLITE_PERM, _READONLY, _IOERR, _FULL, _CANTOPEN
+CACHE_VALUE_CAP = ANSWER_CAP + 10_000  # one capped answer and its metadata, as JSON
+FILE_MODE = 0o600  # the store holds prompts and answers: readable by its owner only
+DIR_MODE = 0o700
+
+
+def store_failure(err: sqlite3.Error, path: Path) -> StoreError:
+    """One line for a person, typed by what went wrong (damaged file, cannot write, anything else)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if primary in _DAMAGED_CODES:
+        return StoreDamaged(
+            f"the run store {path} is damaged ({detail}): check it with `svgagent store check`, or restore it "
+            "from a backup (`svgagent store backup` makes one)")
+    if primary in _WRITE_CODES:
+        return StoreWriteError(f"cannot write the run store {path}: {detail}")
+    return StoreError(f"run store {path}: {detail}")
 
 
 def now_iso() -> str:
@@ -46,27 +75,33 @@ def rollout_id_for(run_id: str, row_index: int, sample_index: int, attempt: int 
 class Store:
     """Thread-safe access to one store file. Cheap to open; opening creates or migrates the schema."""
 
-    def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
+    def __init__(self, path: Path | str, *, readonly: bool = False, create: bool = True) -> None:
+        """Open (``create``: or create, with a private directory and file) the store at ``path``. ``readonly``
+        opens an existing file for reading only: no migration, no write, also on a read-only file system."""
         self.path = Path(path)
+        self.readonly = readonly
         self._lock = threading.RLock()
+        if not self.path.exists() and (readonly or not create):
+            raise StoreError(f"no run store at {self.path}")
         try:
             if readonly:
-                if not self.path.exists():
-                    raise StoreError(f"no run store at {self.path}")
-                uri = f"file:{self.path}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+                self._db = _connect_readonly(self.path)
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                _create_private(self.path)
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA busy_timeout = 30000")
-            if not readonly:
+            if readonly:
+                self._check_version()
+            else:
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._db.execute("PRAGMA synchronous = NORMAL")
                 self._db.execute("PRAGMA foreign_keys = ON")
                 self._migrate()
-        except sqlite3.DatabaseError as err:
-            raise StoreError(f"cannot open run store {self.path}: {err}") from None
+        except sqlite3.Error as err:
+            raise store_failure(err, self.path) from None
+        except OSError as err:
+            raise StoreWriteError(f"cannot create the run store {self.path}: {err.strerror or err}") from None
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     @contextmanager
@@ -92,14 +127,43 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """The one way to write: a transaction under the lock; SQLite errors become one-line StoreErrors."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as err:
+                if self._db.in_transaction:
+                    try:
+                        self._db.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                raise store_failure(err, self.path) from None
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """The one way to read: the connection under the lock; SQLite errors become one-line StoreErrors."""
+        with self._lock:
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            except sqlite3.Error as err:
+                raise store_failure(err, self.path) from None
+
+    def _check_version(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version != len(MIGRATIONS):
+            newer = version > len(MIGRATIONS)
+            raise (StoreError if newer else StoreOutdated)(
+                f"run store {self.path} has schema v{version}, " + (
+                    f"newer than this svgagent (v{len(MIGRATIONS)}): upgrade svgagent" if newer else
+                    f"older than this svgagent (v{len(MIGRATIONS)}): any writing command (e.g. `svgagent eval`) "
+                    "upgrades it"))
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -130,12 +194,36 @@ class Store:
 
     @property
     def schema_version(self) -> int:
-        with self._lock:
-            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        with self._read() as db:
+            return int(db.execute("PRAGMA user_version").fetchone()[0])
 
     def integrity_ok(self) -> bool:
-        with self._lock:
-            return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return self.integrity_problems() == []
+
+    def integrity_problems(self, limit: int = 20) -> list[str]:
+        """SQLite's ``integrity_check``: [] when the file is sound, else up to ``limit`` problems it found."""
+        try:
+            with self._lock:
+                rows = self._db.execute(f"PRAGMA integrity_check({int(limit)})").fetchall()
+        except sqlite3.DatabaseError as err:
+            return [str(err).splitlines()[0] if str(err) else type(err).__name__]
+        found = [line.strip() for r in rows for line in str(r[0]).splitlines()
+                 if line.strip() and not line.startswith("*** in database")]
+        return [] if found == ["ok"] else found
+
+    def backup_to(self, target: Path) -> None:
+        """Copy the whole store into the new file ``target`` with SQLite's online backup API (consistent while
+        other connections write)."""
+        try:
+            with self._lock:
+                dest = sqlite3.connect(target)
+                try:
+                    self._db.backup(dest)
+                finally:
+                    dest.close()
+        except sqlite3.Error as err:
+            raise store_failure(err, self.path) from None
+
 
     # --- runs -----------------------------------------------------------------------------------------------
     def create_run(
@@ -154,7 +242,8 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, name or run_id, stamp, stamp, "created", json.dumps(settings), json.dumps(dataset)),
+                (run_id, name or run_id, stamp, stamp, RunStatus.CREATED.value, json.dumps(settings),
+                 json.dumps(dataset)),
             )
             db.executemany(
                 "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, status, prompt,"
@@ -180,50 +269,108 @@ class Store:
         return run_id
 
     def get_run(self, run_id: str) -> RunRecord:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no run {run_id!r} in {self.path} (see `svgagent runs list`)")
-        return RunRecord.from_row(row)
+        with self._read() as db:
+            row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run {run_id!r} in {self.path} (see `svgagent runs list`)")
+            return RunRecord.from_row(row)
 
     def list_runs(self) -> list[RunRecord]:
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM runs ORDER BY created DESC").fetchall()
-        return [RunRecord.from_row(r) for r in rows]
+        with self._read() as db:
+            rows = db.execute("SELECT * FROM runs ORDER BY created DESC").fetchall()
+            return [RunRecord.from_row(r) for r in rows]
 
-    def set_run_status(self, run_id: str, status: str, summary: RunSummary | None = None) -> None:
+    def set_run_status(self, run_id: str, status: RunStatus, summary: RunSummary | None = None) -> None:
+        status = RunStatus(status)
         with self._tx() as db:
             if summary is None:
-                db.execute("UPDATE runs SET status=?, updated=? WHERE run_id=?", (status, now_iso(), run_id))
+                db.execute("UPDATE runs SET status=?, updated=? WHERE run_id=?", (status.value, now_iso(), run_id))
             else:
                 db.execute(
                     "UPDATE runs SET status=?, updated=?, summary_json=? WHERE run_id=?",
-                    (status, now_iso(), json.dumps(summary.to_dict()), run_id),
+                    (status.value, now_iso(), json.dumps(summary.to_dict()), run_id),
                 )
 
     def rename_run(self, run_id: str, name: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE runs SET name=?, updated=? WHERE run_id=?", (name, now_iso(), run_id))
 
+    # --- leases (core/lease.py) -----------------------------------------------------------------------------
+    def _live_lease(self, db: sqlite3.Connection, run_id: str, now: float | None = None) -> tuple[LeaseOwner, float] | None:
+        row = db.execute("SELECT lease_owner, lease_heartbeat FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run {run_id!r} in {self.path} (see `svgagent runs list`)")
+        owner = LeaseOwner.from_json(row[0]) if row[0] else None
+        if owner is None or row[1] is None or not lease_is_live(owner, float(row[1]), now):
+            return None
+        return owner, float(row[1])
+
+    def _refuse_if_leased(self, db: sqlite3.Connection, run_id: str, mine: LeaseOwner | None,
+                          now: float | None = None) -> None:
+        held = self._live_lease(db, run_id, now)
+        if held is None or (mine is not None and held[0].token == mine.token):
+            return
+        owner, beat = held
+        if mine is None and owner.pid == os.getpid() and owner.host == this_host():
+            return  # this process's own engine: it coordinates itself (one run at a time in the app)
+        age = max(0.0, (time.time() if now is None else now) - beat)
+        raise RunBusy(f"run {run_id} is being processed by {owner.describe()} (last heartbeat {age:.0f} s ago): "
+                      "wait for it to finish, or stop that process first")
+
+    def acquire_lease(self, run_id: str, owner: LeaseOwner, now: float | None = None) -> None:
+        """Take ``run_id`` for ``owner``, unless another live owner holds it (:class:`RunBusy`)."""
+        with self._tx() as db:
+            self._refuse_if_leased(db, run_id, owner, now)
+            db.execute("UPDATE runs SET lease_owner=?, lease_heartbeat=? WHERE run_id=?",
+                       (owner.to_json(), time.time() if now is None else now, run_id))
+
+    def renew_lease(self, run_id: str, owner: LeaseOwner, now: float | None = None) -> bool:
+        """Refresh the heartbeat; False when ``owner`` no longer holds the lease (another worker took it)."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE runs SET lease_heartbeat=? WHERE run_id=? AND lease_owner=?",
+                             (time.time() if now is None else now, run_id, owner.to_json()))
+            return cur.rowcount > 0
+
+    def release_lease(self, run_id: str, owner: LeaseOwner) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE runs SET lease_owner=NULL, lease_heartbeat=NULL WHERE run_id=? AND lease_owner=?",
+                       (run_id, owner.to_json()))
+
+    def check_not_leased(self, run_id: str) -> None:
+        """Raise :class:`RunBusy` when another process holds a live lease on ``run_id``."""
+        with self._read() as db:
+            self._refuse_if_leased(db, run_id, None)
+
     # --- rollouts -------------------------------------------------------------------------------------------
     def update_rollout(self, rollout_id: str, **fields: Any) -> None:
+        """Set columns of one rollout. Text over its size cap is cut (see :mod:`svgagent.core.caps`) and the
+        original length noted in ``truncated_json``."""
         unknown = set(fields) - _ROLLOUT_COLUMNS
         if unknown:
             raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
-        values = {k: _to_db(v) for k, v in fields.items()}
+        values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
         values["updated"] = now_iso()
-        assignments = ", ".join(f"{k} = ?" for k in values)
-        with self._lock:
-            self._db.execute(
-                f"UPDATE rollouts SET {assignments} WHERE rollout_id = ?", (*values.values(), rollout_id)
-            )
+        assignments = [f"{k} = ?" for k in values]
+        params: list[Any] = list(values.values())
+        touched = sorted(set(fields) & CAPPED_COLUMNS)
+        if touched:  # note each cut column's original length; forget columns now stored whole
+            expr = "COALESCE(truncated_json, '{}')"
+            for column in touched:
+                if column in cut:
+                    expr = f"json_set({expr}, '$.{column}', ?)"
+                    params.append(cut[column])
+                else:
+                    expr = f"json_remove({expr}, '$.{column}')"
+            assignments.append(f"truncated_json = NULLIF({expr}, '{{}}')")
+        with self._tx() as db:
+            db.execute(f"UPDATE rollouts SET {', '.join(assignments)} WHERE rollout_id = ?", (*params, rollout_id))
 
     def get_rollout(self, rollout_id: str) -> RolloutRecord:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM rollouts WHERE rollout_id = ?", (rollout_id,)).fetchone()
-        if row is None:
-            raise StoreError(f"no rollout {rollout_id!r}")
-        return RolloutRecord.from_row(row)
+        with self._read() as db:
+            row = db.execute("SELECT * FROM rollouts WHERE rollout_id = ?", (rollout_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no rollout {rollout_id!r}")
+            return RolloutRecord.from_row(row)
 
     def get_rollouts(self, rollout_ids: Sequence[str], *, heavy: bool = False) -> list[RolloutRecord]:
         """Several rollouts by id in one query per 500 ids (light unless ``heavy``); unknown ids are skipped."""
@@ -254,8 +401,8 @@ class Store:
 
     def _rollouts(self, sql: str, params: Sequence[Any]) -> list[RolloutRecord]:
         """Rollouts a query selects, read as plain tuples (a 10,000-rollout run is read on every open)."""
-        with self._lock:
-            cursor = self._db.cursor()
+        with self._read() as db:
+            cursor = db.cursor()
             cursor.row_factory = None
             rows = cursor.execute(sql, params).fetchall()
             columns = [d[0] for d in cursor.description]
@@ -264,18 +411,27 @@ class Store:
     def status_counts(self, run_id: str) -> dict[RolloutStatus, int]:
         """How many current rollouts of ``run_id`` are in each state (states with none are left out) — counted
         by SQLite, without loading the rollouts."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._read() as db:
+            rows = db.execute(
                 "SELECT status, COUNT(*) FROM rollouts WHERE run_id = ? AND is_current = 1 GROUP BY status", (run_id,)
             ).fetchall()
         return {RolloutStatus(status): count for status, count in rows}
 
+    def failure_kinds(self, run_id: str) -> dict[FailureKind, tuple[int, str]]:
+        """For the current failed rollouts of ``run_id``: each failure kind, how many, and one reason."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT failure_kind, COUNT(*), MIN(reason) FROM rollouts WHERE run_id = ? AND is_current = 1"
+                " AND status = ? AND failure_kind IS NOT NULL GROUP BY failure_kind",
+                (run_id, RolloutStatus.FAILED.value)).fetchall()
+        return {FailureKind(kind): (count, reason or "") for kind, count, reason in rows}
+
     def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
         """Heavy rollouts one by one (exports) without holding a whole run's PNGs in memory."""
-        with self._lock:
+        with self._read() as db:
             ids = [
                 r[0]
-                for r in self._db.execute(
+                for r in db.execute(
                     "SELECT rollout_id FROM rollouts WHERE run_id = ?"
                     + (" AND is_current = 1" if current_only else "")
                     + " ORDER BY row_index, sample_index, attempt",
@@ -285,10 +441,12 @@ class Store:
         for rid in ids:
             yield self.get_rollout(rid)
 
-    def reset_unfinished(self, run_id: str) -> list[str]:
-        """Mark every current, non-terminal rollout queued again (after a crash); returns their ids."""
+    def reset_unfinished(self, run_id: str, owner: LeaseOwner | None = None) -> list[str]:
+        """Mark every current, non-terminal rollout queued again (after a crash); returns their ids. Refused
+        (:class:`RunBusy`) while another process holds the run's lease."""
         terminal = (RolloutStatus.SCORED.value, RolloutStatus.FAILED.value)
         with self._tx() as db:
+            self._refuse_if_leased(db, run_id, owner)
             ids = [
                 r[0]
                 for r in db.execute(
@@ -306,10 +464,12 @@ class Store:
         return ids
 
     def new_attempts(self, run_id: str, rollout_ids: Sequence[str]) -> list[str]:
-        """Queue a fresh attempt for each given rollout; the old attempt stays, no longer current."""
+        """Queue a fresh attempt for each given rollout; the old attempt stays, no longer current. Refused
+        (:class:`RunBusy`) while another process holds the run's lease."""
         created: list[str] = []
         stamp = now_iso()
         with self._tx() as db:
+            self._refuse_if_leased(db, run_id, None)
             for rid in rollout_ids:
                 old = db.execute(
                     "SELECT * FROM rollouts WHERE rollout_id = ? AND run_id = ?", (rid, run_id)
@@ -336,17 +496,17 @@ class Store:
 
     def attempts_of(self, rollout_id: str) -> list[RolloutRecord]:
         """Every attempt at the same (row, sample) as ``rollout_id``, oldest first."""
-        with self._lock:
-            base = self._db.execute(
+        with self._read() as db:
+            base = db.execute(
                 "SELECT run_id, row_index, sample_index FROM rollouts WHERE rollout_id = ?", (rollout_id,)
             ).fetchone()
-            if base is None:
-                raise StoreError(f"no rollout {rollout_id!r}")
-            return self._rollouts(
-                f"SELECT {', '.join(LIGHT_COLUMNS)} FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?"
-                " ORDER BY attempt",
-                tuple(base),
-            )
+        if base is None:
+            raise StoreError(f"no rollout {rollout_id!r}")
+        return self._rollouts(
+            f"SELECT {', '.join(LIGHT_COLUMNS)} FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?"
+            " ORDER BY attempt",
+            tuple(base),
+        )
 
     def set_override(self, rollout_id: str, *, fulfilled: int | None, verdicts: Sequence[bool] | None = None) -> None:
         """Store a human verdict next to the judge's: a count, or one ✓/✗ per requirement. None clears it."""
@@ -374,16 +534,22 @@ class Store:
 
     # --- cache ----------------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._db.execute("SELECT value_json FROM cache WHERE key = ?", (key,)).fetchone()
+        with self._read() as db:
+            row = db.execute("SELECT value_json FROM cache WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cache_put(self, key: str, kind: str, value: dict[str, Any]) -> None:
-        with self._lock:
-            self._db.execute(
+    def cache_put(self, key: str, kind: str, value: dict[str, Any]) -> bool:
+        """Remember a model answer; an answer over the size cap is not cached (False): the cache never holds
+        more than one capped answer's worth per request."""
+        text = json.dumps(value)
+        if len(text) > CACHE_VALUE_CAP:
+            return False
+        with self._tx() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
-                (key, kind, json.dumps(value), now_iso()),
+                (key, kind, text, now_iso()),
             )
+        return True
 
 
     # --- RFT jobs (v3) ---------------------------------------------------------------------------------------
@@ -420,8 +586,8 @@ class Store:
 
     def list_jobs(self) -> list[dict[str, Any]]:
         """Remembered RFT jobs, newest first: the columns as a dict, plus ``last`` (the parsed ``last_json``)."""
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM rft_jobs ORDER BY created DESC, job_name").fetchall()
+        with self._read() as db:
+            rows = db.execute("SELECT * FROM rft_jobs ORDER BY created DESC, job_name").fetchall()
         out = []
         for row in rows:
             item = dict(row)
@@ -451,8 +617,8 @@ class Store:
         sql = "SELECT rollout_id, verdicts_json FROM rollouts WHERE run_id = ? AND verdicts_json IS NOT NULL"
         if current_only:
             sql += " AND is_current = 1"
-        with self._lock:
-            rows = self._db.execute(sql, (run_id,)).fetchall()
+        with self._read() as db:
+            rows = db.execute(sql, (run_id,)).fetchall()
         return {r[0]: json.loads(r[1]) for r in rows}
 
     def insert_run(
@@ -462,7 +628,7 @@ class Store:
         settings: dict[str, Any],
         dataset: dict[str, Any],
         rollouts: Sequence[dict[str, Any]],
-        status: str = "imported",
+        status: RunStatus = RunStatus.IMPORTED,
     ) -> str:
         """Create a run whose rollouts arrive in any state (an import), in one transaction: the run and all its
         rollouts are stored, or nothing is. Each rollout needs ``row_index``, ``row_id``, ``sample_index``,
@@ -482,13 +648,15 @@ class Store:
                 raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
             attempt = int(item.get("attempt") or 1)
             requirements = list(item["requirements"])
+            capped, cut = _capped({k: _to_db(v) for k, v in extra.items()})
             columns = {
                 "rollout_id": rollout_id_for(run_id, item["row_index"], item["sample_index"], attempt),
                 "run_id": run_id, "row_index": item["row_index"], "row_id": item["row_id"],
                 "sample_index": item["sample_index"], "attempt": attempt, "prompt": item["prompt"],
                 "requirements_json": json.dumps(requirements), "total": len(requirements),
                 "created": item.get("created") or stamp, "updated": stamp,
-                **{k: _to_db(v) for k, v in extra.items()},
+                **capped,
+                "truncated_json": json.dumps(cut) if cut else None,
                 "status": _to_db(item["status"]),
             }
             records.append(columns)
@@ -496,7 +664,8 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, name or run_id, stamp, stamp, status, json.dumps(settings), json.dumps(dataset)),
+                (run_id, name or run_id, stamp, stamp, RunStatus(status).value, json.dumps(settings),
+                 json.dumps(dataset)),
             )
             for columns in records:
                 db.execute(
@@ -509,6 +678,42 @@ class Store:
 def _to_db(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, RolloutStatus):
+    if isinstance(value, (RolloutStatus, FailureKind)):
         return value.value
     return value
+
+
+def _capped(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+    """``values`` with text over its cap cut, and the original length of each column that was cut."""
+    cut: dict[str, int] = {}
+    out = dict(values)
+    for column in CAPPED_COLUMNS & values.keys():
+        out[column], length = cap_column(column, values[column])
+        if length is not None:
+            cut[column] = length
+    return out, cut
+
+
+def _create_private(path: Path) -> None:
+    """Create the store's directory (0700) and file (0600) when they do not exist yet; existing ones keep their
+    permissions. SQLite gives the -wal and -shm files the database file's permissions."""
+    if not path.parent.exists():
+        path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        os.close(fd)
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection. On a read-only file system (or a file the user may only read) SQLite cannot make
+    the WAL's shared-memory file; nothing can write there either, so the file is read as immutable."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as err:
+        if (getattr(err, "sqlite_errorcode", 0) & 0xFF) not in (8, 14) or os.access(path.parent, os.W_OK):
+            raise
+        db.close()
+    return sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False, isolation_level=None)

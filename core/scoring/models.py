@@ -30,6 +30,33 @@ class RolloutStatus(_StrEnum):
         return self in (RolloutStatus.SCORED, RolloutStatus.FAILED)
 
 
+class FailureKind(_StrEnum):
+    """Why a rollout failed, as a type stored with it (its reason says the same in words). Exports map kinds to
+    Eval Protocol status codes; the CLI tells infrastructure faults (never a data verdict) from model faults."""
+
+    NO_SVG = "no_svg"  # the answer holds no usable SVG: a valid 0
+    RENDER = "render"  # the SVG could not be rendered safely: a valid 0
+    TIMEOUT = "timeout"  # an endpoint took longer than the request timeout
+    UNREACHABLE = "unreachable"  # connection refused, unknown host, connection reset
+    AUTH = "auth"  # the key was rejected (HTTP 401/403)
+    RATE_LIMIT = "rate_limit"  # HTTP 429 after the retries
+    HTTP_ERROR = "http_error"  # another HTTP error status
+    BAD_RESPONSE = "bad_response"  # the body is not a chat completion (SSE, invalid UTF-8, wrong shape, no choices)
+    JUDGE_UNUSABLE = "judge_unusable"  # the judge answered outside its schema, also after the format retry
+    INTERNAL = "internal"  # a bug in svgagent
+    OTHER = "other"  # an imported failure whose cause is not known
+
+    @property
+    def is_model_fault(self) -> bool:
+        """The policy's answer itself is at fault: the rollout has a valid score of 0."""
+        return self in (FailureKind.NO_SVG, FailureKind.RENDER)
+
+    @property
+    def is_connectivity(self) -> bool:
+        """The endpoint could not be reached or refused the key: worth one line at the end of a run."""
+        return self in (FailureKind.TIMEOUT, FailureKind.UNREACHABLE, FailureKind.AUTH, FailureKind.RATE_LIMIT)
+
+
 class JudgeMode(_StrEnum):
     COUNT = "count"
     PER_REQUIREMENT = "per-requirement"
