@@ -1,8 +1,14 @@
 """The asynchronous evaluation engine: many rollouts at once, every state change stored and published.
 
-A rollout goes ``queued → generating → rendering → judging → scored``, or ``failed`` with a reason and a flag saying
-whether its score is a valid measurement (a missing or broken SVG is a valid 0; an endpoint outage is not).
-Policy and judge calls have separate concurrency limits; renders run in the sandboxed worker pool.
+A rollout goes ``queued → generating → rendering → judging → scored``, or ``failed`` with a reason, a typed
+:class:`FailureKind` and a flag saying whether its score is a valid measurement (a missing or broken SVG is a valid
+0; an endpoint outage is not). Policy and judge calls have separate concurrency limits; renders run in the
+sandboxed worker pool.
+
+A run is processed under a lease (:mod:`svgagent.core.lease`): a second worker on the same run is refused. A
+storage error (disk full, damaged file) never becomes a rollout's verdict: the run stops as ``interrupted`` and the
+:class:`StoreError` propagates, so a resume redoes exactly the rollouts whose results were not stored, reusing
+every answer that was.
 """
 
 from __future__ import annotations
@@ -17,17 +23,34 @@ from typing import Any, TypeVar
 
 import openai
 
+from svgagent.core.caps import fits
 from svgagent.core.dataset import Dataset
 from svgagent.core.run_setup import create_run
 from svgagent.core.events import EventBus
+from svgagent.core.lease import HEARTBEAT_S, LeaseOwner
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
-from svgagent.core.scoring.models import JudgeVerdict, RequirementVerdict, RolloutStatus, RolloutUpdate, Usage
-from svgagent.core.policy import PolicyAnswer, PolicyError, describe_api_error, generate, judge_client, policy_client, request_params
+from svgagent.core.scoring.models import (
+    FailureKind,
+    JudgeVerdict,
+    RequirementVerdict,
+    RolloutStatus,
+    RolloutUpdate,
+    Usage,
+)
+from svgagent.core.policy import (
+    PolicyAnswer,
+    PolicyError,
+    classify_api_error,
+    generate,
+    judge_client,
+    policy_client,
+    request_params,
+)
 from svgagent.core.prompt import format_prompt
-from svgagent.core.records import RolloutRecord, RunSummary
+from svgagent.core.records import RolloutRecord, RunStatus, RunSummary
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.errors import EndpointResponseError, RenderError, RunBusy, StoreError
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
 
@@ -100,6 +123,7 @@ class Engine:
         self._policy_sem = asyncio.Semaphore(settings.concurrency)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
         self._params = request_params(settings)
+        self.heartbeat_s = HEARTBEAT_S
 
     async def aclose(self) -> None:
         if self._own_renderer:
@@ -117,33 +141,66 @@ class Engine:
 
     # --- runs -----------------------------------------------------------------------------------------------
     def create_run(self, dataset: Dataset, *, name: str | None = None) -> str:
-        return create_run(self.settings, self.store, dataset, name=name)
+        return create_run(self.settings, self.store, dataset, name=name, cache=self.use_cache)
 
     async def run(self, run_id: str) -> RunSummary:
-        """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume)."""
-        self.store.reset_unfinished(run_id)
+        """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume).
+        Raises :class:`RunBusy` when another live worker holds the run, :class:`StoreError` when the store
+        cannot be written (the run is then stopped as interrupted)."""
+        owner = LeaseOwner.this_process()
+        self.store.acquire_lease(run_id, owner)
+        try:
+            return await self._run_leased(run_id, owner)
+        finally:
+            try:
+                self.store.release_lease(run_id, owner)
+            except StoreError:  # the store cannot be written: the lease ends with this process
+                log.warning("could not release the lease on run %s", run_id)
+
+    async def _run_leased(self, run_id: str, owner: LeaseOwner) -> RunSummary:
+        self.store.reset_unfinished(run_id, owner)
         # heavy: a resumed rollout brings its stored answer, so it is not generated again. Read in a thread: the
         # engine may share its event loop with the app, and 10,000 rollouts take a few hundred milliseconds.
         pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
             run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
-        self.store.set_run_status(run_id, "running")
+        self.store.set_run_status(run_id, RunStatus.RUNNING)
         tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
+        work = asyncio.gather(*tasks)
+        beat = asyncio.create_task(self._keep_lease(run_id, owner))
         try:
-            await asyncio.gather(*tasks)
+            done, _ = await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
+            if work not in done:
+                beat.result()  # the heartbeat only ends by raising: lease lost or store unwritable
+            work.result()
         except BaseException:
-            for task in tasks:
+            for task in (*tasks, work, beat):
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            self.store.set_run_status(run_id, "interrupted", self.store.summarize(run_id, self.settings.threshold))
+            await asyncio.gather(*tasks, work, beat, return_exceptions=True)
+            self._mark(run_id, RunStatus.INTERRUPTED)
             raise
+        beat.cancel()
         try:
             summary = await asyncio.to_thread(self._read,
                                               lambda store: store.summarize(run_id, self.settings.threshold))
         except asyncio.CancelledError:  # stopped just as it finished: it did finish
-            self.store.set_run_status(run_id, "completed", self.store.summarize(run_id, self.settings.threshold))
+            self._mark(run_id, RunStatus.COMPLETED)
             raise
-        self.store.set_run_status(run_id, "completed", summary)
+        self.store.set_run_status(run_id, RunStatus.COMPLETED, summary)
         return summary
+
+    def _mark(self, run_id: str, status: RunStatus) -> None:
+        """Best effort on the way out: with the disk full even this may fail; the run then stays ``running``
+        and its expired lease tells the next worker it is free."""
+        try:
+            self.store.set_run_status(run_id, status, self.store.summarize(run_id, self.settings.threshold))
+        except StoreError as err:
+            log.warning("could not mark run %s %s: %s", run_id, status.value, err)
+
+    async def _keep_lease(self, run_id: str, owner: LeaseOwner) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            if not self.store.renew_lease(run_id, owner):
+                raise RunBusy(f"run {run_id} was taken over by another worker (this one missed its heartbeats)")
 
     def _read(self, query: Callable[[Store], T]) -> T:
         """Run a big read on a connection of its own (call it in a thread: the shared one stays free for writes)."""
@@ -159,19 +216,22 @@ class Engine:
         rollout_id = rec.rollout_id
         stage = "policy"
         try:
-            answer, answered = await self._answer(rec)
-            extracted = extract_svg(answer.content)
-            if extracted.svg is None:
-                self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True,
-                           reason=extracted.reason, **answered)
+            answer, answered, remember = await self._answer(rec)
+            svg, why_not, kind = self._svg_of(rec, answer.content)
+            if svg is None:
+                self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True, reason=why_not,
+                           failure_kind=kind, **answered)
+                remember()
                 return
-            self._emit(rec, RolloutStatus.RENDERING, svg=extracted.svg, **answered)
+            self._emit(rec, RolloutStatus.RENDERING, svg=svg, **answered)
+            remember()
             t0 = time.perf_counter()
             try:
-                png = await self._renderer.render(extracted.svg, self.settings.render_size)
+                png = await self._renderer.render(svg, self.settings.render_size)
             except RenderError as err:
                 self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True,
-                           reason=f"render failed: {err}", render_s=time.perf_counter() - t0)
+                           reason=f"render failed: {err}", failure_kind=FailureKind.RENDER,
+                           render_s=time.perf_counter() - t0)
                 return
             self._emit(rec, RolloutStatus.JUDGING, png=png, render_s=time.perf_counter() - t0)
             stage = "judge"
@@ -181,37 +241,59 @@ class Engine:
             self._emit(rec, status, **judged)
         except asyncio.CancelledError:
             raise
-        except (openai.APIError, PolicyError) as err:
-            reason = describe_api_error(err, stage, self.settings)
-            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason)
+        except StoreError:
+            raise  # never a rollout's verdict: the run stops (see the module docstring)
+        except (openai.APIError, PolicyError, EndpointResponseError) as err:
+            kind, reason = classify_api_error(err, stage, self.settings)
+            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
+                       failure_kind=kind)
         except Exception as err:  # a bug must not take the run down: record it on the rollout
             log.exception("rollout %s failed unexpectedly", rollout_id)
             reason = f"internal error in {stage} stage: {type(err).__name__}: {str(err)[:200]}"
-            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason)
+            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
+                       failure_kind=FailureKind.INTERNAL)
 
-    async def _answer(self, rec: RolloutRecord) -> tuple[PolicyAnswer, dict[str, Any]]:
+    @staticmethod
+    def _svg_of(rec: RolloutRecord, content: str) -> tuple[str | None, str, FailureKind]:
+        """The SVG to render, or None with the reason and kind. A resumed rollout renders the SVG it stored: its
+        answer may have been cut to the size cap, and its SVG, when cut, was one the renderer refuses anyway."""
+        truncated = rec.truncated or {}
+        if rec.svg is not None and rec.raw_answer is not None:
+            if "svg" in truncated:
+                return None, (f"render failed: the SVG is {truncated['svg']:,} characters, more than the renderer "
+                              "accepts"), FailureKind.RENDER
+            return rec.svg, "", FailureKind.RENDER
+        extracted = extract_svg(content)
+        return extracted.svg, extracted.reason or "", FailureKind.NO_SVG
+
+    async def _answer(self, rec: RolloutRecord) -> tuple[PolicyAnswer, dict[str, Any], Callable[[], None]]:
         """The policy's answer: from the rollout itself (resume), the cache, or a new request.
 
         Also returns the columns to store with the next state change (written before any further await, so a
-        crash after this point never costs a second generation)."""
+        crash after this point never costs a second generation) and a function that puts a new answer in the
+        cache — called after the answer is stored on the rollout, which matters most."""
         if rec.raw_answer is not None and rec.finish_reason is not None:
-            return PolicyAnswer(rec.raw_answer, rec.finish_reason,
-                                Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0)), {}
+            return (PolicyAnswer(rec.raw_answer, rec.finish_reason,
+                                 Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0)), {}, _nothing)
         # A rollout waiting for a policy slot stays queued: on a 10,000-rollout run, marking (and storing, and
         # publishing) every rollout "generating" at once froze the app for a second or more.
         async with self._policy_sem:
             self._emit(rec, RolloutStatus.GENERATING)
             messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
+            # the attempt is part of the key: a rerun is a new sample, never the previous attempt's answer
             key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages,
-                            rec.sample_index)
+                            rec.sample_index, rec.attempt)
             cached = self.store.cache_get(key) if self.use_cache else None
             t0 = time.perf_counter()
             if cached is not None:
                 answer = PolicyAnswer.from_cache(cached)
             else:
                 answer = await generate(self._policy, self.settings.model, messages, self._params)
-        if cached is None:
-            self.store.cache_put(key, "policy", answer.to_cache())
+
+        def remember() -> None:  # an answer cut to its cap is not cached: the cache only holds whole answers
+            if self.use_cache and cached is None and fits("raw_answer", answer.content):
+                self.store.cache_put(key, "policy", answer.to_cache())
+
         return answer, dict(
             raw_answer=answer.content,
             finish_reason=answer.finish_reason or "unknown",
@@ -219,18 +301,18 @@ class Engine:
             completion_tokens=answer.usage.completion_tokens,
             generation_s=time.perf_counter() - t0,
             cached=cached is not None,
-        )
+        ), remember
 
     async def _verdict(self, rec: RolloutRecord, png: bytes) -> JudgeVerdict:
         s = self.settings
         key = cache_key("judge", s.judge_base_url, s.judge_model, s.judge_mode.value,
-                        hashlib.sha256(png).hexdigest(), rec.requirements)
+                        hashlib.sha256(png).hexdigest(), rec.requirements, rec.attempt)
         cached = self.store.cache_get(key) if self.use_cache else None
         if cached is not None:
             return _verdict_from_cache(cached)
         async with self._judge_sem:
             verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
-        if verdict.valid:
+        if verdict.valid and self.use_cache and fits("judge_raw", verdict.raw) and fits("rationale", verdict.rationale):
             self.store.cache_put(key, "judge", _verdict_to_cache(verdict))
         return verdict
 
@@ -248,11 +330,15 @@ def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatu
     )
     if verdict.valid:
         columns.update(score=verdict.score, fulfilled=verdict.fulfilled, is_score_valid=True,
-                       reason=_first_line(verdict.rationale))
+                       reason=_first_line(verdict.rationale), failure_kind=None)
         return RolloutStatus.SCORED, columns
     columns.update(score=None, fulfilled=None, is_score_valid=False, reason=verdict.rationale,
-                   error="judge gave no usable answer")
+                   error="judge gave no usable answer", failure_kind=FailureKind.JUDGE_UNUSABLE)
     return RolloutStatus.FAILED, columns
+
+
+def _nothing() -> None:
+    return None
 
 
 def _first_line(text: str | None, limit: int = 200) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 import openai
 
 from svgagent.core.scoring.chat import chat_completion
-from svgagent.core.scoring.models import Usage
+from svgagent.core.scoring.errors import EndpointResponseError
+from svgagent.core.scoring.models import FailureKind, Usage
 from svgagent.core.settings import Settings
 
 
@@ -88,21 +89,57 @@ async def generate(client: openai.AsyncOpenAI, model: str, messages: list[dict[s
     )
 
 
-def describe_api_error(err: BaseException, who: str, settings: Settings) -> str:
-    """One line a user can act on, for an error raised by the openai client after its retries."""
+def _os_cause(err: BaseException) -> OSError | None:
+    """The operating-system error behind a client error (connection refused, unknown host, reset), if any —
+    the aiohttp transport reports a refused connection as a *connect timeout*, so its cause decides."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, TimeoutError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _os_detail(cause: OSError) -> str:
+    for inner in (getattr(cause, "os_error", None), cause):
+        if isinstance(inner, OSError) and inner.strerror:
+            return inner.strerror.lower()
+    return type(cause).__name__
+
+
+def classify_api_error(err: BaseException, who: str, settings: Settings) -> tuple[FailureKind, str]:
+    """The typed kind and one line a user can act on, for an error of a policy/judge call after the client's
+    retries (``who``: "policy" or "judge")."""
     key = "FIREWORKS_API_KEY" if who == "policy" else "OPENAI_API_KEY"
     url = settings.base_url if who == "policy" else settings.judge_base_url
-    if isinstance(err, openai.APITimeoutError):
-        return f"{who} request timed out after {settings.request_timeout_s:g} s ({settings.max_retries} retries)"
+    retries = f"{settings.max_retries} retries"
     if isinstance(err, openai.APIConnectionError):
-        return f"{who} endpoint unreachable: {url} ({settings.max_retries} retries)"
-    if isinstance(err, openai.AuthenticationError):
-        return f"{who} key rejected (HTTP 401) by {url}: check {key} in .env or the environment"
+        cause = _os_cause(err)
+        if cause is not None:
+            return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({_os_detail(cause)}; {retries})"
+        if isinstance(err, openai.APITimeoutError):
+            return (FailureKind.TIMEOUT,
+                    f"{who} request timed out after {settings.request_timeout_s:g} s ({retries})")
+        return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({retries})"
+    if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        return (FailureKind.AUTH,
+                f"{who} key rejected (HTTP {err.status_code}) by {url}: check {key} in .env or the environment")
     if isinstance(err, openai.RateLimitError):
-        return f"{who} endpoint rate-limited (HTTP 429) after {settings.max_retries} retries"
+        return FailureKind.RATE_LIMIT, f"{who} endpoint rate-limited (HTTP 429) after {retries}"
     if isinstance(err, openai.APIStatusError):
         message = str(getattr(err, "message", "") or err).splitlines()[0][:200]
-        return f"{who} endpoint answered HTTP {err.status_code}: {message}"
+        return FailureKind.HTTP_ERROR, f"{who} endpoint answered HTTP {err.status_code}: {message}"
     if isinstance(err, PolicyError):
-        return str(err)
-    return f"{who} call failed: {type(err).__name__}: {str(err)[:200]}"
+        return FailureKind.BAD_RESPONSE, str(err)
+    if isinstance(err, EndpointResponseError):
+        return FailureKind.BAD_RESPONSE, f"{who} endpoint: {err}"
+    if isinstance(err, openai.APIResponseValidationError | openai.APIError):
+        return FailureKind.BAD_RESPONSE, f"{who} endpoint sent an unusable answer: {str(err)[:200]}"
+    return FailureKind.INTERNAL, f"{who} call failed: {type(err).__name__}: {str(err)[:200]}"
+
+
+def describe_api_error(err: BaseException, who: str, settings: Settings) -> str:
+    """One line a user can act on (see :func:`classify_api_error`)."""
+    return classify_api_error(err, who, settings)[1]

@@ -10,9 +10,11 @@ from svgagent.core.settings import Settings
 from svgagent.core.store import Store
 
 
-def create_run(settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None) -> str:
-    """Store a new run of ``dataset``: its first ``settings.rows`` rows, ``settings.samples`` samples each."""
+def create_run(settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None,
+               cache: bool | None = None) -> str:
+    """Store a new run of ``dataset``: its first ``settings.rows`` rows, ``settings.samples`` samples each. The
+    cache choice (``cache``, else ``settings.cache``) is stored with the run: a resume keeps it."""
     rows = list(dataset.rows[: settings.rows] if settings.rows else dataset.rows)
     ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": len(rows)}
-    return store.create_run(name=name, settings=settings.public_dict(), dataset=ref, rows=rows,
-                            samples=settings.samples)
+    stored = {**settings.public_dict(), "cache": settings.cache if cache is None else cache}
+    return store.create_run(name=name, settings=stored, dataset=ref, rows=rows, samples=settings.samples)

@@ -174,9 +174,9 @@ async def test_select_and_switch_by_keyboard() -> None:
         app.query_one("#field-cache", Switch).focus()
         await pilot.press("space")
         await pilot.pause()
-        assert form.values()["cache"] is False
-        assert str(app.query_one("#state-cache", Label).render()) == "off"
-        assert [m.settings.cache for m in app.messages if isinstance(m, ConfigForm.Changed)][-1] is False
+        assert form.values()["cache"] is True
+        assert str(app.query_one("#state-cache", Label).render()) == "on"
+        assert [m.settings.cache for m in app.messages if isinstance(m, ConfigForm.Changed)][-1] is True
 
 
 async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
@@ -225,10 +225,10 @@ async def test_ctrl_s_writes_toml_that_load_settings_reads(isolated_env: Path) -
         saved = [m for m in app.messages if isinstance(m, ConfigForm.Saved)]
         assert saved and saved[0].path == isolated_env / "svgagent.toml"
     text = (isolated_env / "svgagent.toml").read_text()
-    assert tomllib.loads(text) == {"concurrency": 8, "judge_model": 'gpt "4o"', "rows": 5, "cache": False}
+    assert tomllib.loads(text) == {"concurrency": 8, "judge_model": 'gpt "4o"', "rows": 5, "cache": True}
     assert "key" not in text.lower()
     settings = load_settings()
-    assert (settings.concurrency, settings.judge_model, settings.rows, settings.cache) == (8, 'gpt "4o"', 5, False)
+    assert (settings.concurrency, settings.judge_model, settings.rows, settings.cache) == (8, 'gpt "4o"', 5, True)
 
 
 async def test_save_is_refused_while_a_field_is_invalid(isolated_env: Path) -> None:

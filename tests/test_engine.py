@@ -91,7 +91,7 @@ async def test_per_requirement_mode_keeps_each_verdict(sim: Simulator, tmp_path:
 
 
 async def test_cache_avoids_paying_twice(sim: Simulator, tmp_path: Path, renderer: Renderer) -> None:
-    settings, store = make(sim, tmp_path, rows=3, samples=2)
+    settings, store = make(sim, tmp_path, rows=3, samples=2, cache=True)
     first, s1, _ = await run_once(settings, store, renderer)
     calls = sim.stats()["requests"]
     second, s2, _ = await run_once(settings, store, renderer)

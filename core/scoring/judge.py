@@ -20,8 +20,9 @@ Failure policy of :meth:`Judge.judge`:
   whose ``raw`` keeps the last answer text that came back ("" when none did). It never raises for a bad answer.
   ``usage`` adds up every attempt and ``attempts`` says how many requests were made.
 * API errors (any ``openai.APIError`` — connection errors, timeouts, 4xx/5xx statuses — left over after the
-  client's own retries) are NOT caught: they propagate to the caller, which decides what an outage means (the
-  engine marks the rollout failed with an invalid score).
+  client's own retries) and bodies that are not chat completions (``EndpointResponseError``) are NOT caught: they
+  propagate to the caller, which decides what an outage means (the engine marks the rollout failed with an
+  invalid score).
 
 Parsing decisions (count mode): an integer, or a float with an integral value (``3.0`` → 3), or a string holding
 a plain decimal integer (``"3"`` → 3, a lenient reading of an answer that is unambiguous) are accepted; booleans,
