@@ -25,12 +25,27 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.output import STDOUT, open_output, write_output
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunRecord
 
-# rollout_status codes: 100 finished, 101 running; gRPC codes for errors.
-STATUS_FINISHED, STATUS_RUNNING, STATUS_DEADLINE, STATUS_UNAVAILABLE, STATUS_INTERNAL = 100, 101, 4, 14, 13
+# rollout_status codes (eval_protocol's Status.Code): 100 finished, 101 running; gRPC codes for errors.
+STATUS_FINISHED, STATUS_RUNNING = 100, 101
+STATUS_UNKNOWN, STATUS_DEADLINE, STATUS_RESOURCE_EXHAUSTED, STATUS_INTERNAL, STATUS_UNAVAILABLE = 2, 4, 8, 13, 14
+STATUS_UNAUTHENTICATED, STATUS_SCORE_INVALID = 16, 102
+# a failed rollout's typed kind -> its status code (model faults are finished rollouts with a valid 0)
+STATUS_OF_KIND: dict[FailureKind, int] = {
+    FailureKind.TIMEOUT: STATUS_DEADLINE,
+    FailureKind.UNREACHABLE: STATUS_UNAVAILABLE,
+    FailureKind.RATE_LIMIT: STATUS_RESOURCE_EXHAUSTED,
+    FailureKind.AUTH: STATUS_UNAUTHENTICATED,
+    FailureKind.HTTP_ERROR: STATUS_UNAVAILABLE,
+    FailureKind.BAD_RESPONSE: STATUS_INTERNAL,
+    FailureKind.JUDGE_UNUSABLE: STATUS_SCORE_INVALID,
+    FailureKind.INTERNAL: STATUS_INTERNAL,
+    FailureKind.OTHER: STATUS_UNKNOWN,
+}
 
 EXTRA_KEY = "svgagent"  # execution_metadata.extra[EXTRA_KEY]
 EXTRA_FORMAT = 1
@@ -40,6 +55,9 @@ CSV_COLUMNS = (
     "is_score_valid", "reason", "error", "generation_s", "render_s", "judge_s", "prompt_tokens", "completion_tokens",
     "override_score", "prompt",
 )
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection"): such text cells get a
+# leading apostrophe, which spreadsheets show as text and hide.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def rollout_status(rec: RolloutRecord) -> dict[str, Any]:
@@ -47,13 +65,8 @@ def rollout_status(rec: RolloutRecord) -> dict[str, Any]:
         return {"code": STATUS_FINISHED, "message": "finished" if rec.status is RolloutStatus.SCORED else (rec.reason or "")}
     if rec.status is RolloutStatus.FAILED:
         text = rec.error or rec.reason or "failed"
-        if "timed out" in text:
-            code = STATUS_DEADLINE
-        elif "unreachable" in text or "rate-limited" in text:
-            code = STATUS_UNAVAILABLE
-        else:
-            code = STATUS_INTERNAL
-        return {"code": code, "message": text}
+        kind = rec.failure_kind or FailureKind.OTHER
+        return {"code": STATUS_OF_KIND.get(kind, STATUS_UNKNOWN), "message": text}
     return {"code": STATUS_RUNNING, "message": rec.status.value}
 
 
@@ -121,6 +134,8 @@ def _extra(rec: RolloutRecord) -> dict[str, Any]:
         "judge_prompt_tokens": rec.judge_prompt_tokens,
         "judge_completion_tokens": rec.judge_completion_tokens,
         "cached": rec.cached,
+        "failure_kind": rec.failure_kind.value if rec.failure_kind is not None else None,
+        "truncated": rec.truncated,
     }
 
 
@@ -182,11 +197,19 @@ def write_csv(rollouts: Iterable[RolloutRecord], out: TextIO) -> int:
     writer.writeheader()
     count = 0
     for rec in rollouts:
-        row = {name: getattr(rec, name, None) for name in CSV_COLUMNS}
+        row = {name: neutralise_cell(getattr(rec, name, None)) for name in CSV_COLUMNS}
         row["status"] = rec.status.value
         writer.writerow(row)
         count += 1
     return count
+
+
+def neutralise_cell(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, made inert with a leading apostrophe; anything else
+    as it is (numbers stay numbers)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def csv_text(rollouts: Iterable[RolloutRecord]) -> str:
@@ -247,12 +270,12 @@ class AssetWriter:
         written = []
         if rec.png is not None:
             path = self.directory / f"{stem}.png"
-            path.write_bytes(rec.png)
+            write_output(path, rec.png)
             self.pngs += 1
             written.append(path)
         if rec.svg is not None:
             path = self.directory / f"{stem}.svg"
-            path.write_text(rec.svg, encoding="utf-8")
+            write_output(path, rec.svg)
             self.svgs += 1
             written.append(path)
         return written
@@ -293,17 +316,15 @@ def write_rollouts(fmt: str, run: RunRecord, rollouts: Iterable[RolloutRecord], 
     return count
 
 
-def export_run(store: Any, run_id: str, fmt: str, target: Path | None, *, assets: Path | None = None,
+def export_run(store: Any, run_id: str, fmt: str, target: Path | str | None, *, assets: Path | None = None,
                out: TextIO | None = None) -> ExportResult:
     """Export the current rollouts of ``run_id`` from ``store`` (a :class:`~svgagent.core.store.Store`) as ``fmt``.
 
-    With a ``target`` path the file is written atomically (a temporary file in the same directory, then renamed),
-    so a failed export never leaves half a file; without one the lines go to ``out``. ``assets``: also write each
-    rollout's PNG and SVG into that directory (see :class:`AssetWriter`). Raises :class:`SvgAgentError` with one
-    line when a file or directory cannot be written."""
-    import os
-    import tempfile
-
+    ``target`` is written with :func:`svgagent.core.output.open_output`: a regular file is replaced atomically, a
+    FIFO or device is written through, ``-`` or None means ``out`` (default standard output); in every case
+    nothing is written unless the whole export succeeded. ``assets``: also write each rollout's PNG and SVG into
+    that directory (see :class:`AssetWriter`). Raises :class:`SvgAgentError` with one line when a file or
+    directory cannot be written or the store cannot be read."""
     if fmt not in FORMATS:
         raise SvgAgentError(f"unknown export format {fmt!r} (use {' or '.join(FORMATS)})")
     run = store.get_run(run_id)
@@ -311,26 +332,9 @@ def export_run(store: Any, run_id: str, fmt: str, target: Path | None, *, assets
     writer = AssetWriter(Path(assets)) if assets is not None else None
     if writer is not None:
         rollouts = writer.tee(rollouts)
-    if target is None:
-        if out is None:
-            raise ValueError("export_run needs a target path or an output stream")
-        count = write_rollouts(fmt, run, rollouts, out)
-    else:
-        target = Path(target)
-        try:
-            fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".export-")
-        except OSError as err:
-            raise SvgAgentError(f"cannot write {target}: {err.strerror or err}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
-                count = write_rollouts(fmt, run, rollouts, stream)
-            # mkstemp makes the file private (0600); an export is an ordinary file (it never holds keys)
-            os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else 0o644)
-            os.replace(tmp, target)
-        except BaseException as err:
-            Path(tmp).unlink(missing_ok=True)
-            if isinstance(err, OSError):
-                raise SvgAgentError(f"cannot write {target}: {err.strerror or err}") from None
-            raise
-    return ExportResult(run.run_id, fmt, count, target, writer.directory if writer else None,
+    destination = STDOUT if target is None else target
+    with open_output(destination, stdout=out) as stream:
+        count = write_rollouts(fmt, run, rollouts, stream)
+    path = None if str(destination) == STDOUT else Path(destination)
+    return ExportResult(run.run_id, fmt, count, path, writer.directory if writer else None,
                         writer.pngs if writer else 0, writer.svgs if writer else 0)

@@ -4,7 +4,8 @@ Precedence follows the settings model: a variable set in the process environment
 A blank value counts as unset in either place (the settings model treats blank keys the same way).
 
 Nothing in this module logs, prints or puts a value into an exception message; ``SecretEntry`` hides its value from
-``repr``. ``.env`` is written atomically (temporary file in the same directory, fsync, ``os.replace``) with mode 0600.
+``repr``. ``.env`` is written with :func:`svgagent.core.output.write_output` (atomically when it is a regular file)
+with mode 0600, its other lines byte for byte (CRLF line endings included).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,8 @@ from typing import Literal
 
 from dotenv import dotenv_values
 from dotenv.parser import parse_stream
+
+from svgagent.core.output import write_output
 
 KNOWN_KEYS: tuple[str, ...] = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID")
 SECRET_MODE = 0o600
@@ -170,43 +172,11 @@ def render_env_file(text: str, updates: Mapping[str, str | None]) -> str:
     result = "".join(out)
     additions = [_format_line(k, v) for k, v in updates.items() if v is not None and k not in done]
     if additions:
+        newline = "\r\n" if "\r\n" in text else "\n"  # new lines end like the file's lines
         if result and not result.endswith(("\n", "\r")):
-            result += "\n"
-        result += "\n".join(additions) + "\n"
+            result += newline
+        result += newline.join(additions) + newline
     return result
-
-
-def atomic_write_text(path: Path, text: str, mode: int = SECRET_MODE) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory (fsync, ``os.replace``), so a
-    reader sees the old or the new file and never half of one; the result has permission bits ``mode``.
-    A symlink at ``path`` is followed: its target is replaced."""
-    target = Path(os.path.realpath(path))
-    directory = target.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable; not every platform lets a directory be opened
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 def write_env_file(path: Path, updates: Mapping[str, str | None]) -> list[str]:
@@ -217,9 +187,12 @@ def write_env_file(path: Path, updates: Mapping[str, str | None]) -> list[str]:
     permissions. Raises ``ValueError`` for an invalid name or value and ``OSError`` when the file cannot be written.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = ""
+    if path.exists():
+        with path.open(encoding="utf-8", newline="") as handle:  # newline="": CRLF stays CRLF
+            text = handle.read()
     before = read_env_file(path)
     new_text = render_env_file(text, updates)
-    atomic_write_text(path, new_text, SECRET_MODE)
+    write_output(path, new_text, mode=SECRET_MODE)
     after = read_env_file(path)
     return [name for name in updates if before.get(name) != after.get(name) or (name in before) != (name in after)]

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from dotenv import dotenv_values
 
+from svgagent.core.output import write_output
 from svgagent.core.secrets import (
     KNOWN_KEYS,
     MASK_FULL,
     SecretEntry,
-    atomic_write_text,
     mask,
     read_secrets,
     write_env_file,
@@ -206,7 +206,7 @@ def test_write_never_logs_values(isolated_env: Path, caplog: pytest.LogCaptureFi
     assert FW not in caplog.text
 
 
-def test_atomic_write_text_mode(isolated_env: Path) -> None:
+def test_write_output_mode(isolated_env: Path) -> None:
     target = isolated_env / "x.toml"
-    atomic_write_text(target, "a = 1\n", 0o644)
+    write_output(target, "a = 1\n", mode=0o644)
     assert target.read_text() == "a = 1\n" and _mode(target) == 0o644

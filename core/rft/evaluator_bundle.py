@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from svgagent.core.output import write_output
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
@@ -249,7 +250,7 @@ def write_files(files: Mapping[str, bytes], directory: Path) -> Path:
     for path, data in files.items():
         target = directory / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        write_output(target, data)
     return directory
 
 

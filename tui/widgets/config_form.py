@@ -39,7 +39,7 @@ from textual.widgets import Input, Label, Select, Static, Switch
 
 from svgagent.core.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.secrets import atomic_write_text
+from svgagent.core.output import write_output
 from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
 
 FieldKind = Literal["input", "select", "switch", "dataset"]
@@ -224,7 +224,7 @@ def save_project_config(values: dict[str, Any], path: Path | None = None) -> Pat
         if value is not None and value != info.get_default(call_default_factory=True):
             changed[name] = value
     header = "svgagent run settings, written by the TUI: values that differ from the defaults."
-    atomic_write_text(target, dump_toml({**changed, **kept}, header), mode)
+    write_output(target, dump_toml({**changed, **kept}, header), mode=mode)
     return target
 
 
