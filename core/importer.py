@@ -36,8 +36,9 @@ from typing import Any
 
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.export import EXTRA_FORMAT, EXTRA_KEY
+from svgagent.core.import_extra import SvgagentExtra, validate_extra
 from svgagent.core.scoring.extract import extract_svg
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RunSummary
 from svgagent.core.store import Store
@@ -51,6 +52,9 @@ _GRPC_NAMES = {
     102: "SCORE_INVALID", 103: "RESPONSE_QUALITY_ERROR",
 }
 FINISHED, RUNNING = 100, 101
+# a failed row's status code -> its failure kind (other codes: OTHER)
+_KIND_OF_CODE = {4: FailureKind.TIMEOUT, 8: FailureKind.RATE_LIMIT, 14: FailureKind.UNREACHABLE,
+                 16: FailureKind.AUTH, 102: FailureKind.JUDGE_UNUSABLE}
 _NUMBERED = re.compile(r"\s*(\d+)[.)]\s?(.*)")
 
 
@@ -170,7 +174,11 @@ def parse_evaluation_row(obj: Any, line: int = 0) -> ParsedRollout:
         columns["svg"] = extract_svg(answer).svg
     extra = (execution.get("extra") or {}).get(EXTRA_KEY) if isinstance(execution.get("extra"), dict) else None
     if isinstance(extra, dict) and extra.get("format") == EXTRA_FORMAT:
-        _restore_extra(columns, extra, len(requirements))
+        try:
+            block = validate_extra(extra, len(requirements))
+        except ValueError as err:
+            raise LineError(f"execution_metadata.extra.{EXTRA_KEY} is invalid: {err}") from None
+        _restore_extra(columns, block, len(requirements))
     created = obj.get("created_at")
     if isinstance(created, str) and created.strip():
         columns["created"] = created
@@ -239,10 +247,11 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
     if code not in (None, FINISHED, RUNNING):
         rollout_error = f"rollout failed ({_GRPC_NAMES.get(code, 'code')} {code})" + (f": {message}" if message else "")
     result = obj.get("evaluation_result")
+    kind = _KIND_OF_CODE.get(code, FailureKind.OTHER) if rollout_error is not None else FailureKind.OTHER
     if result is None:
         if rollout_error is not None:
             return {"status": RolloutStatus.FAILED, "is_score_valid": False, "reason": message or rollout_error,
-                    "error": rollout_error}
+                    "error": rollout_error, "failure_kind": kind}
         if answer is None:
             raise LineError("not an evaluated row: no assistant answer, no evaluation_result and no error status")
         return {"status": RolloutStatus.QUEUED}
@@ -258,12 +267,14 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
     if not valid:
         return {"status": RolloutStatus.FAILED, "score": None, "is_score_valid": False,
                 "reason": _first_line(explanation) or message or "score invalid",
-                "error": rollout_error or "score invalid (is_score_valid is false)", "rationale": explanation or None}
+                "error": rollout_error or "score invalid (is_score_valid is false)", "rationale": explanation or None,
+                "failure_kind": kind}
     columns: dict[str, Any] = {
         "status": RolloutStatus.SCORED if rollout_error is None else RolloutStatus.FAILED,
         "score": float(score), "is_score_valid": True, "reason": _first_line(explanation) or None,
         "rationale": explanation or None, "error": rollout_error,
         "fulfilled": _fulfilled(result, float(score), total),
+        "failure_kind": kind if rollout_error is not None else None,
     }
     verdicts = _metric_verdicts(result.get("metrics"), total)
     if verdicts is not None:
@@ -310,41 +321,39 @@ def _usage_and_timing(execution: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _restore_extra(columns: dict[str, Any], extra: dict[str, Any], total: int) -> None:
-    """Fill in what an svgagent export kept in ``execution_metadata.extra`` — when it agrees with the standard
-    fields (same effective score and validity); otherwise the standard fields stand alone."""
-    try:
-        status = RolloutStatus(extra.get("status"))
-    except ValueError:
-        return
-    override = extra.get("override") if isinstance(extra.get("override"), dict) else None
-    judge_score = extra.get("score")
-    effective = override.get("score") if override else judge_score
-    valid = bool(override) or (bool(extra.get("is_score_valid")) and judge_score is not None)
+def _restore_extra(columns: dict[str, Any], extra: SvgagentExtra, total: int) -> None:
+    """Fill in what an svgagent export kept in ``execution_metadata.extra`` (validated) — when it agrees with the
+    standard fields (same effective score and validity); otherwise the standard fields stand alone."""
+    override = extra.override
+    judge_score = extra.score
+    effective = override.score if override else judge_score
+    valid = override is not None or (bool(extra.is_score_valid) and judge_score is not None)
     here = RolloutStatus(columns["status"])
-    if status.terminal != here.terminal:
+    if extra.status.terminal != here.terminal:
         return
     if here.terminal:
         ours = columns.get("score") if columns.get("is_score_valid") else None
         if valid != bool(columns.get("is_score_valid")):
             return
-        if valid and (not isinstance(effective, int | float) or ours is None or abs(float(effective) - ours) > 1e-9):
+        if valid and (effective is None or ours is None or abs(float(effective) - ours) > 1e-9):
             return
-        columns.update(status=status, score=judge_score, fulfilled=extra.get("fulfilled"),
-                       is_score_valid=extra.get("is_score_valid"), reason=extra.get("reason"),
-                       error=extra.get("error"), rationale=extra.get("rationale"),
-                       verdicts_json=json.dumps(extra["verdicts"]) if extra.get("verdicts") is not None else None)
+        columns.update(status=extra.status, score=judge_score, fulfilled=extra.fulfilled,
+                       is_score_valid=extra.is_score_valid, reason=extra.reason, error=extra.error,
+                       rationale=extra.rationale,
+                       verdicts_json=json.dumps([list(v) for v in extra.verdicts]) if extra.verdicts is not None
+                       else None)
+        if extra.failure_kind is not None and extra.status is RolloutStatus.FAILED:
+            columns["failure_kind"] = extra.failure_kind
         if override:
-            verdicts = override.get("verdicts")
-            columns.update(override_score=override.get("score"), override_fulfilled=override.get("fulfilled"),
-                           override_verdicts_json=json.dumps(verdicts) if isinstance(verdicts, list)
-                           and len(verdicts) == total else None, override_at=override.get("at"))
+            columns.update(override_score=override.score, override_fulfilled=override.fulfilled,
+                           override_verdicts_json=json.dumps(override.verdicts) if override.verdicts is not None
+                           else None, override_at=override.at)
     for key in ("generation_s", "render_s", "judge_s", "judge_prompt_tokens", "judge_completion_tokens"):
-        value = extra.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            columns[key] = value
-        elif value is None:
+        value = getattr(extra, key)
+        if value is None:
             columns.pop(key, None)
+        else:
+            columns[key] = value
 
 
 # --- writing ---------------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from svgagent.core.importer import (
     parse_formatted_prompt,
     read_evaluation_rows,
 )
+from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord
@@ -53,9 +54,10 @@ ROWS = [
     ]),
     ("row_1", "Draw a dog", 4, [judged(1, 4, override=3), judged(4, 4, override_verdicts=[True, False, True, False])]),
     ("row_2", "Draw a sun", 2, [{"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-                                 "reason": NO_SVG, "raw_answer": "I cannot draw."}]),
+                                 "reason": NO_SVG, "raw_answer": "I cannot draw.", "failure_kind": "no_svg"}]),
     ("row_3", "Draw a car", 5, [{"status": FAILED, "score": None, "is_score_valid": False, "reason": OUTAGE,
-                                 "error": OUTAGE, "raw_answer": ANSWER, "svg": SVG, "png": PNG}, judged(5, 5)]),
+                                 "error": OUTAGE, "raw_answer": ANSWER, "svg": SVG, "png": PNG,
+                                 "failure_kind": "unreachable"}, judged(5, 5)]),
 ]
 
 
@@ -305,7 +307,7 @@ def test_a_failure_while_writing_leaves_nothing(store: Store, tmp_path: Path, mo
     before = [r.run_id for r in store.list_runs()]
     # Every rollout gets the same id: the second insert fails inside the transaction.
     monkeypatch.setattr("svgagent.core.store.rollout_id_for", lambda *a, **k: "same-id")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(StoreError, match="UNIQUE constraint"):
         import_file(store, path)
     assert [r.run_id for r in store.list_runs()] == before
     with sqlite3.connect(store.path) as db:
