@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic.fields import FieldInfo
 
 
-def numeric_range(info: FieldInfo) -> str:
-    """'an integer from 1 to 10', 'a number above 0 and up to 1', or '' when the field has no closed range."""
+def bounds(info: FieldInfo) -> tuple[float | None, float | None, bool]:
+    """(lower, upper, lower is strict) of a field's numeric constraints (None where there is none)."""
     lo = hi = None
     strict = False
     for meta in info.metadata:
@@ -16,6 +16,12 @@ def numeric_range(info: FieldInfo) -> str:
             lo, strict = meta.gt, True
         if getattr(meta, "le", None) is not None:
             hi = meta.le
+    return lo, hi, strict
+
+
+def numeric_range(info: FieldInfo) -> str:
+    """'an integer from 1 to 10', 'a number above 0 and up to 1', or '' when the field has no closed range."""
+    lo, hi, strict = bounds(info)
     if lo is None or hi is None:
         return ""
     kind = "an integer" if info.annotation in (int, int | None) else "a number"

@@ -140,7 +140,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from svgagent.core.compare import compare_runs
 
-    from svgagent.tui.cli.runs import open_store
+    from svgagent.tui.cli.store_cmd import open_store
 
     with open_store(args) as store:
         comparison = compare_runs(store, args.run_a, args.run_b)
@@ -203,7 +203,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.stats import run_stats
 
-    from svgagent.tui.cli.runs import open_store
+    from svgagent.tui.cli.store_cmd import open_store
 
     if args.threshold is not None and not 0 <= args.threshold <= 1:
         raise ConfigError(f"--threshold must be between 0 and 1, got {args.threshold:g}")

@@ -6,6 +6,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import shlex
+import signal
+import sys
 import time
 from typing import Any
 
@@ -17,13 +20,16 @@ from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.engine import Engine
 from svgagent.core.live import LiveRows, RunFollower
-from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
 from svgagent.core.records import RunSummary
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.store import Store
 
 from svgagent.tui.cli.flags import explicit_settings
-from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INTERRUPTED, EXIT_OK
+from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.interrupts import Stopped, run_stoppable
+from svgagent.tui.cli.store_cmd import open_store_for_writing
+
 
 def require_keys(settings: Settings) -> None:
     missing = settings.missing_keys()
@@ -43,8 +49,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             overrides.update(demo_overrides(sim.base_url))
         settings = load_settings(**overrides)
         if args.resume:
+            if not settings.store_path().exists():
+                raise StoreError(f"no run {args.resume!r}: there is no run store at {settings.store_path()} yet")
             store = stack.enter_context(Store(settings.store_path()))
             run = store.get_run(args.resume)
+            store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
             settings = load_settings(**{**run.settings, **overrides})
             run_id, dataset = run.run_id, None
             require_keys(settings)
@@ -52,13 +61,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
             run_id = None
             dataset = load_dataset(settings.dataset)  # bad data or keys: fail before anything is written
             require_keys(settings)
-            store = stack.enter_context(Store(settings.store_path()))
+            store = stack.enter_context(open_store_for_writing(settings.store_path()))
         return _execute(args, settings, store, dataset, run_id)
+
+
+def resume_command(args: argparse.Namespace, run_id: str) -> str:
+    """The command that continues ``run_id`` as this one was started (demo mode and store kept)."""
+    words = ["svgagent", "eval"]
+    if args.demo:
+        words.append("--demo")
+    if getattr(args, "store", None):
+        words += ["--store", str(args.store)]
+    words += ["--resume", run_id]
+    return shlex.join(words)
 
 
 def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset: Any, resume_id: str | None) -> int:
     err = Console(stderr=True)
     started = time.monotonic()
+    holder: dict[str, str] = {}
 
     async def main() -> tuple[str, RunSummary]:
         engine = Engine(settings, store)
@@ -72,18 +93,44 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         finally:
             await engine.aclose()
 
-    holder: dict[str, str] = {}
     try:
-        run_id, summary = asyncio.run(main())
-    except KeyboardInterrupt:
-        run_id = holder.get("run_id", "?")
-        err.print(f"\ninterrupted: finished rollouts are saved. Continue with: svgagent eval --resume {run_id}")
-        return EXIT_INTERRUPTED
+        run_id, summary = run_stoppable(main)
+    except Stopped as stop:
+        if "run_id" not in holder:
+            print(f"\nsvgagent: stopped ({stop}) before the run was created", file=sys.stderr)
+            return stop.exit_code
+        what = "interrupted" if stop.signum == signal.SIGINT else "terminated"
+        print(f"\n{what}: finished rollouts are saved. Continue with: {resume_command(args, holder['run_id'])}",
+              file=sys.stderr)
+        return stop.exit_code
+    except RunBusy:
+        raise
+    except StoreError as exc:
+        if "run_id" not in holder:
+            raise
+        print(f"\nsvgagent: error: {exc}: run {holder['run_id']} stopped, every stored result is kept; fix that, "
+              f"then continue with: {resume_command(args, holder['run_id'])}", file=sys.stderr)
+        return EXIT_USAGE
     duration = time.monotonic() - started
     if args.json:
         print(json.dumps(summary_json(run_id, summary, duration)))
     _print_summary(Console(stderr=True) if args.json else Console(), run_id, summary, duration)
+    unreachable = connectivity_lines(store, run_id)
+    for line in unreachable:
+        print(line, file=sys.stderr)
+    if summary.mean_score is None and unreachable:
+        return EXIT_USAGE  # no verdict at all, because of the endpoints: not "below the threshold"
     return EXIT_OK if summary.passed else EXIT_BELOW
+
+
+def connectivity_lines(store: Store, run_id: str) -> list[str]:
+    """One line per kind of endpoint trouble (timeouts, unreachable, rejected keys, rate limits) in the run."""
+    lines = []
+    for kind, (count, reason) in sorted(store.failure_kinds(run_id).items()):
+        if kind.is_connectivity:
+            noun = "rollout" if count == 1 else "rollouts"
+            lines.append(f"cannot reach an endpoint: {count} {noun} failed ({kind.value}): {reason}")
+    return lines
 
 
 PROGRESS_EVERY_S = 0.1

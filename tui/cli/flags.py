@@ -97,8 +97,10 @@ def add_store(parser: argparse.ArgumentParser) -> None:
 
 
 def explicit_settings(args: argparse.Namespace, names: Sequence[str] = RUN_SETTINGS) -> dict[str, Any]:
-    """The settings a person gave as flags (None: not given), plus `--store` and `--no-cache` when present."""
+    """The settings a person gave as flags (None: not given), plus `--store` and `--cache`/`--no-cache`."""
     given = {name: getattr(args, name, None) for name in (*names, "store")}
     if getattr(args, "no_cache", False):
         given["cache"] = False
+    elif getattr(args, "cache", False):
+        given["cache"] = True
     return {k: v for k, v in given.items() if v is not None}

@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
                        description="Generate, render and judge every row of a dataset; print a summary.\n\n"
-                       "exit status: 0 mean >= threshold, 1 below, 2 usage/config error, 130 interrupted",
+                       "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
+                       "reach an endpoint, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
                        epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
                        "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
                        "  svgagent eval --resume 20261130-101500-ab12")
@@ -47,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_store(p)
     p.add_argument("--name", help="a name for the run (default: its id)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: finished rollouts are kept")
-    p.add_argument("--no-cache", action="store_true", help="always call the endpoints, even for identical requests")
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument("--cache", action="store_true",
+                       help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
+                       "is a new sample; stored with the run, so a resume keeps it)")
+    cache.add_argument("--no-cache", action="store_true", help="never reuse cached answers (the default)")
     p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
 
     runs = sub.add_parser("runs", help="list and inspect stored runs", formatter_class=_Formatter)
@@ -63,14 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export a run as Eval Protocol JSONL or CSV", formatter_class=_Formatter)
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="output format (default jsonl)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (`-`: stdout; a FIFO or "
+                   "device is written through, a regular file replaced atomically, a symlink followed)")
     p.add_argument("--assets", metavar="DIR", help="also write each rollout's PNG and SVG into DIR (named by rollout id)")
     add_store(p)
 
     p = sub.add_parser("render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter)
     p.add_argument("input", metavar="IN.svg")
-    p.add_argument("-o", "--output", metavar="OUT.png", required=True)
-    p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels (default 512)")
+    p.add_argument("-o", "--output", metavar="OUT.png", required=True, help="the PNG to write (`-`: stdout)")
+    p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 "
+                   "(default 512)")
 
     p = sub.add_parser("tui", help="open the terminal app", formatter_class=_Formatter)
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
@@ -88,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
     add_analysis_parsers(sub, runs_sub)
+    from svgagent.tui.cli.store_cmd import add_store_parser
+
+    add_store_parser(sub)
     return parser
 
 
@@ -125,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from svgagent.tui.cli.serve import cmd_serve
 
             return cmd_serve(args)
+        if args.command == "store":
+            from svgagent.tui.cli.store_cmd import cmd_store
+
+            return cmd_store(args)
         if args.command == "tui":
             from svgagent.tui.cli.tui import cmd_tui
 

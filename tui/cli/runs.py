@@ -11,20 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.export import export_run
+from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
+from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.settings import Settings
+from svgagent.core.field_limits import bounds, numeric_range
 
-from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_OK
-
-
-def open_store(args: argparse.Namespace, *, must_exist: bool = True) -> Store:
-    path = load_settings(store=getattr(args, "store", None)).store_path()
-    if must_exist and not path.exists():
-        raise StoreError(f"no run store at {path} yet: run `svgagent eval --demo` to make one")
-    return Store(path)
+from svgagent.tui.cli.exit_codes import EXIT_OK
+from svgagent.tui.cli.store_cmd import open_store
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -78,8 +73,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    target = args.output if args.output not in (None, STDOUT) else None
+    if target is not None:
+        resolve_target(target)  # a directory or a missing directory: say so before reading the store
     with open_store(args) as store:
-        result = export_run(store, args.run_id, args.format, Path(args.output) if args.output else None,
+        result = export_run(store, args.run_id, args.format, target,
                             assets=Path(args.assets) if getattr(args, "assets", None) else None, out=sys.stdout)
     if result.path is not None:
         print(f"exported {result.rollouts} rollouts of {result.run_id} to {result.path}", file=sys.stderr)
@@ -88,19 +86,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _render_size(size: int) -> int:
+    """``--size`` within the render_size setting's range (one declaration of it)."""
+    info = Settings.model_fields["render_size"]
+    low, high, _ = bounds(info)
+    if (low is not None and size < low) or (high is not None and size > high):
+        raise ConfigError(f"--size {size}: the longest side must be {numeric_range(info)} pixels")
+    return size
+
+
 def cmd_render(args: argparse.Namespace) -> int:
+    """Render one SVG file; every error is one line and exit status 2; ``-o -`` writes the PNG to stdout."""
+    size = _render_size(args.size)
+    kind, _ = resolve_target(args.output)  # refuse a directory / missing directory before rendering
     source = Path(args.input)
     try:
         data = source.read_bytes()
     except OSError as err:
-        print(f"svgagent: error: cannot read {source}: {err.strerror}", file=sys.stderr)
-        return EXIT_BELOW
+        raise ConfigError(f"cannot read {source}: {err.strerror or err}") from None
     try:
-        with Renderer(size=args.size, workers=1) as renderer:
-            png = renderer.render_sync(data, args.size)
+        with Renderer(size=size, workers=1) as renderer:
+            png = renderer.render_sync(data, size)
     except RenderError as err:
-        print(f"svgagent: render failed: {err}", file=sys.stderr)
-        return EXIT_BELOW
-    Path(args.output).write_bytes(png)
-    print(f"wrote {args.output} ({len(png):,} bytes)", file=sys.stderr)
+        raise ConfigError(f"render failed: {err}") from None
+    write_output(args.output, png)
+    if kind is not TargetKind.STDOUT:
+        print(f"wrote {args.output} ({len(png):,} bytes)", file=sys.stderr)
     return EXIT_OK
