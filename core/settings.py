@@ -80,8 +80,9 @@ class Settings(BaseSettings):
     # local
     home: Path | None = Field(None, description="data directory (env SVGAGENT_HOME)")
     store: Path | None = Field(None, description="SQLite store file or directory")
-    cache: bool = Field(False, description="reuse answers cached by earlier runs for identical requests (off: every "
-                        "new run and rerun is a new sample; a resume never pays twice either way)")
+    # off by default: a new run or a rerun is a new sample; a resume never pays twice either way (answers are stored
+    # on their rollouts as they arrive)
+    cache: bool = Field(False, description="reuse earlier runs' answers to identical requests")
     # keys (read from their usual variable names)
     fireworks_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("FIREWORKS_API_KEY", "fireworks_api_key")

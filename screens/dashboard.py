@@ -402,6 +402,11 @@ class Dashboard(AppKeysFirst, Screen):
         settings = app.settings_for_run(run.settings)
         if not self._check_keys(settings):
             return False
+        try:
+            app.store.check_not_leased(self.run_id)  # a CLI resume of the same run: never both
+        except SvgAgentError as err:
+            self.notify(str(err), title="Run busy", severity="error", timeout=8)
+            return False
         self.feed.subscribe()
         app.control.start(settings, run_id=self.run_id)
         self.feed.follow(self.run_id)
@@ -432,7 +437,11 @@ class Dashboard(AppKeysFirst, Screen):
         if not ids:
             self.notify("nothing to rerun: mark rollouts with space (there are no failed ones)", severity="warning")
             return
-        self.svg_app.store.new_attempts(self.run_id, ids)
+        try:
+            self.svg_app.store.new_attempts(self.run_id, ids)
+        except SvgAgentError as err:  # another process is working on this run
+            self.notify(str(err), title="Run busy", severity="error", timeout=8)
+            return
         table.clear_marks()
         self._resume(f"{len(ids)} rollouts rerun as new attempts")
 

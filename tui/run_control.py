@@ -81,6 +81,8 @@ class RunControl:
             if dataset is None:
                 raise ValueError("start needs a dataset or a run id")
             run_id = create_run(settings, self.store, dataset, name=name)
+        else:
+            self.store.check_not_leased(run_id)  # RunBusy: another process is working on it
         self.run_id = run_id
         self.started_at, self.finished_at = self.clock(), None
         self.done_at_start = self._terminal(run_id)
