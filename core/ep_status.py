@@ -11,6 +11,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
+from svgagent.core.scoring.models import FailureKind
+
 
 class StatusCode(IntEnum):
     OK = 0
@@ -43,3 +45,38 @@ class StatusCode(IntEnum):
 def status_dict(code: StatusCode, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``status`` object of a log record or row: ``{code, message, details}``."""
     return {"code": int(code), "message": message, "details": details or []}
+
+
+# A failed rollout's typed kind <-> its status code. Model faults (no SVG, render refused) are finished rollouts with
+# a valid 0, so they have no error code.
+STATUS_OF_FAILURE: dict[FailureKind, StatusCode] = {
+    FailureKind.TIMEOUT: StatusCode.DEADLINE_EXCEEDED,
+    FailureKind.UNREACHABLE: StatusCode.UNAVAILABLE,
+    FailureKind.RATE_LIMIT: StatusCode.RESOURCE_EXHAUSTED,
+    FailureKind.AUTH: StatusCode.UNAUTHENTICATED,
+    FailureKind.HTTP_ERROR: StatusCode.UNAVAILABLE,
+    FailureKind.BAD_RESPONSE: StatusCode.INTERNAL,
+    FailureKind.JUDGE_UNUSABLE: StatusCode.SCORE_INVALID,
+    FailureKind.INTERNAL: StatusCode.INTERNAL,
+    FailureKind.OTHER: StatusCode.UNKNOWN,
+}
+_FAILURE_OF_STATUS: dict[int, FailureKind] = {
+    StatusCode.DEADLINE_EXCEEDED: FailureKind.TIMEOUT,
+    StatusCode.UNAVAILABLE: FailureKind.UNREACHABLE,
+    StatusCode.RESOURCE_EXHAUSTED: FailureKind.RATE_LIMIT,
+    StatusCode.UNAUTHENTICATED: FailureKind.AUTH,
+    StatusCode.PERMISSION_DENIED: FailureKind.AUTH,
+    StatusCode.SCORE_INVALID: FailureKind.JUDGE_UNUSABLE,
+}
+
+
+def failure_kind_of(code: int | None) -> FailureKind:
+    """The failure kind an error status code stands for (OTHER when it says nothing more precise)."""
+    return _FAILURE_OF_STATUS.get(code, FailureKind.OTHER) if code is not None else FailureKind.OTHER
+
+
+def status_name(code: int) -> str:
+    try:
+        return StatusCode(code).name
+    except ValueError:
+        return "code"

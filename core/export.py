@@ -25,27 +25,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode
 from svgagent.core.output import STDOUT, open_output, write_output
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunRecord
 
-# rollout_status codes (eval_protocol's Status.Code): 100 finished, 101 running; gRPC codes for errors.
-STATUS_FINISHED, STATUS_RUNNING = 100, 101
-STATUS_UNKNOWN, STATUS_DEADLINE, STATUS_RESOURCE_EXHAUSTED, STATUS_INTERNAL, STATUS_UNAVAILABLE = 2, 4, 8, 13, 14
-STATUS_UNAUTHENTICATED, STATUS_SCORE_INVALID = 16, 102
-# a failed rollout's typed kind -> its status code (model faults are finished rollouts with a valid 0)
-STATUS_OF_KIND: dict[FailureKind, int] = {
-    FailureKind.TIMEOUT: STATUS_DEADLINE,
-    FailureKind.UNREACHABLE: STATUS_UNAVAILABLE,
-    FailureKind.RATE_LIMIT: STATUS_RESOURCE_EXHAUSTED,
-    FailureKind.AUTH: STATUS_UNAUTHENTICATED,
-    FailureKind.HTTP_ERROR: STATUS_UNAVAILABLE,
-    FailureKind.BAD_RESPONSE: STATUS_INTERNAL,
-    FailureKind.JUDGE_UNUSABLE: STATUS_SCORE_INVALID,
-    FailureKind.INTERNAL: STATUS_INTERNAL,
-    FailureKind.OTHER: STATUS_UNKNOWN,
-}
+# rollout_status codes: eval_protocol's Status.Code (core/ep_status.py)
+STATUS_FINISHED, STATUS_RUNNING = int(StatusCode.FINISHED), int(StatusCode.RUNNING)
 
 EXTRA_KEY = "svgagent"  # execution_metadata.extra[EXTRA_KEY]
 EXTRA_FORMAT = 1
@@ -66,7 +53,7 @@ def rollout_status(rec: RolloutRecord) -> dict[str, Any]:
     if rec.status is RolloutStatus.FAILED:
         text = rec.error or rec.reason or "failed"
         kind = rec.failure_kind or FailureKind.OTHER
-        return {"code": STATUS_OF_KIND.get(kind, STATUS_UNKNOWN), "message": text}
+        return {"code": int(STATUS_OF_FAILURE.get(kind, StatusCode.UNKNOWN)), "message": text}
     return {"code": STATUS_RUNNING, "message": rec.status.value}
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.export import EXTRA_FORMAT, EXTRA_KEY
+from svgagent.core.ep_status import failure_kind_of, status_name
 from svgagent.core.import_extra import SvgagentExtra, validate_extra
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
@@ -45,16 +46,7 @@ from svgagent.core.store import Store
 
 IMPORTED_FINISH_REASON = "imported"
 FORMAT_EVALUATED = "eval-protocol-evaluated"
-_GRPC_NAMES = {
-    1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 6: "ALREADY_EXISTS",
-    7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE",
-    12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED",
-    102: "SCORE_INVALID", 103: "RESPONSE_QUALITY_ERROR",
-}
 FINISHED, RUNNING = 100, 101
-# a failed row's status code -> its failure kind (other codes: OTHER)
-_KIND_OF_CODE = {4: FailureKind.TIMEOUT, 8: FailureKind.RATE_LIMIT, 14: FailureKind.UNREACHABLE,
-                 16: FailureKind.AUTH, 102: FailureKind.JUDGE_UNUSABLE}
 _NUMBERED = re.compile(r"\s*(\d+)[.)]\s?(.*)")
 
 
@@ -245,9 +237,9 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
     message = _str((status or {}).get("message"))
     rollout_error = None
     if code not in (None, FINISHED, RUNNING):
-        rollout_error = f"rollout failed ({_GRPC_NAMES.get(code, 'code')} {code})" + (f": {message}" if message else "")
+        rollout_error = f"rollout failed ({status_name(code)} {code})" + (f": {message}" if message else "")
     result = obj.get("evaluation_result")
-    kind = _KIND_OF_CODE.get(code, FailureKind.OTHER) if rollout_error is not None else FailureKind.OTHER
+    kind = failure_kind_of(code) if rollout_error is not None else FailureKind.OTHER
     if result is None:
         if rollout_error is not None:
             return {"status": RolloutStatus.FAILED, "is_score_valid": False, "reason": message or rollout_error,

@@ -26,6 +26,8 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
     IMPORTED = "imported"
+    SERVING = "serving"  # rollouts served to a trainer (`svgagent serve`) are arriving
+    SERVED = "served"
 
 
 # Columns cheap enough to load for every row of a 10,000-rollout run (no answers, SVG or PNG).

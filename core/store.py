@@ -174,8 +174,8 @@ class Store:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Rows of one read-only statement (for the same modules)."""
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        with self._read() as db:
+            return db.execute(sql, params).fetchall()
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -648,15 +648,13 @@ class Store:
                 raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
             attempt = int(item.get("attempt") or 1)
             requirements = list(item["requirements"])
-            capped, cut = _capped({k: _to_db(v) for k, v in extra.items()})
             columns = {
                 "rollout_id": rollout_id_for(run_id, item["row_index"], item["sample_index"], attempt),
                 "run_id": run_id, "row_index": item["row_index"], "row_id": item["row_id"],
                 "sample_index": item["sample_index"], "attempt": attempt, "prompt": item["prompt"],
                 "requirements_json": json.dumps(requirements), "total": len(requirements),
                 "created": item.get("created") or stamp, "updated": stamp,
-                **capped,
-                "truncated_json": json.dumps(cut) if cut else None,
+                **rollout_values(extra),
                 "status": _to_db(item["status"]),
             }
             records.append(columns)
@@ -681,6 +679,14 @@ def _to_db(value: Any) -> Any:
     if isinstance(value, (RolloutStatus, FailureKind)):
         return value.value
     return value
+
+
+def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """Columns for a new rollout row written by another module's own SQL (``core.training``): values as SQLite
+    takes them, text cut to its cap and ``truncated_json`` noting what was cut — as every store write does."""
+    values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
+    values["truncated_json"] = json.dumps(cut) if cut else None
+    return values
 
 
 def _capped(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode
-from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for
+from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for, rollout_values
 
 _STEP_KEYS = ("step", "training_step", "global_step")
 _MODEL_STEP = re.compile(r"(?:^|[^a-z0-9])(?:step|checkpoint|ckpt)[-_]?(\d{1,9})(?![0-9])", re.IGNORECASE)
@@ -36,14 +35,6 @@ class StepHint:
     step: int | None
     epoch: int | None
     source: str  # "metadata", "model" or "run order"
-
-
-def _db_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, RolloutStatus):
-        return value.value
-    return value
 
 
 def _int(value: Any) -> int | None:
@@ -169,7 +160,7 @@ class TrainingStore:
         """Store a served rollout once it ended, with the status logged for it, in one transaction. With
         ``previous`` (an earlier attempt that ended in an error) it is the next attempt of the same rollout."""
         stamp = now_iso()
-        values = {k: _db_value(v) for k, v in columns.items()}
+        values = rollout_values(columns)  # capped like every store write
         with self.store.transaction() as db:
             if previous is None:
                 sample_index = db.execute(

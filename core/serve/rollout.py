@@ -23,13 +23,13 @@ import aiohttp
 import openai
 
 from svgagent.core.engine import verdict_columns
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
-from svgagent.core.policy import describe_api_error
-from svgagent.core.scoring.errors import RenderError, StoreError
+from svgagent.core.policy import classify_api_error
+from svgagent.core.scoring.errors import EndpointResponseError, RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
-from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
+from svgagent.core.scoring.models import FailureKind, RolloutStatus, RolloutUpdate
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.policy_call import PolicyCallError, RetryPolicy, post_chat
 from svgagent.core.serve.protocol import InitRequest, gateway_base
@@ -104,7 +104,7 @@ async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
     except PolicyCallError as err:
         message = str(err)
         columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=message, error=message,
-                       generation_s=time.perf_counter() - started)
+                       failure_kind=failure_kind_of(err.code), generation_s=time.perf_counter() - started)
         return await conclude(ctx, job, columns, err.code, message)
     columns: dict[str, Any] = dict(
         raw_answer=answer.content, finish_reason=answer.finish_reason or "unknown",
@@ -119,14 +119,14 @@ async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requir
     extracted = extract_svg(answer)
     if extracted.svg is None:
         zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}
-        return dict(status=RolloutStatus.FAILED, reason=extracted.reason, **zero)
+        return dict(status=RolloutStatus.FAILED, reason=extracted.reason, failure_kind=FailureKind.NO_SVG, **zero)
     t0 = time.perf_counter()
     try:
         png = await ctx.renderer.render(extracted.svg, ctx.settings.render_size)
     except RenderError as err:
         zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}
         return dict(status=RolloutStatus.FAILED, svg=extracted.svg, reason=f"render failed: {err}",
-                    render_s=time.perf_counter() - t0, **zero)
+                    failure_kind=FailureKind.RENDER, render_s=time.perf_counter() - t0, **zero)
     columns: dict[str, Any] = dict(svg=extracted.svg, png=png, render_s=time.perf_counter() - t0)
     if not judged:
         return dict(columns, status=RolloutStatus.SCORED, reason=NOT_JUDGED)
@@ -134,10 +134,10 @@ async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requir
     t0 = time.perf_counter()
     try:
         verdict = await ctx.judge.judge(png, requirements, prompt)
-    except openai.APIError as err:  # a local judge outage: the rollout itself finished
-        reason = describe_api_error(err, "judge", ctx.settings)
+    except (openai.APIError, EndpointResponseError) as err:  # a local judge outage: the rollout itself finished
+        kind, reason = classify_api_error(err, "judge", ctx.settings)
         return dict(columns, status=RolloutStatus.FAILED, is_score_valid=False, reason=reason, error=reason,
-                    judge_s=time.perf_counter() - t0)
+                    failure_kind=kind, judge_s=time.perf_counter() - t0)
     status, judged_columns = verdict_columns(verdict, time.perf_counter() - t0)
     return dict(columns, status=status, **judged_columns)
 
