@@ -349,9 +349,16 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
                 timeout: float = 60.0) -> dict[str, float]:
-    """Start `svgagent ARGS` on a fresh pseudo-terminal; seconds until `marker` is on it, then its RSS; quit."""
+    """Start `svgagent ARGS` on a fresh pseudo-terminal; seconds (and CPU seconds) until `marker` is on it, then
+    its RSS; quit."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
     t0 = time.perf_counter()
@@ -377,6 +384,7 @@ def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
             seen += chunk
             if marker in ANSI.sub(b"", seen[-200_000:]):
                 found = time.perf_counter() - t0
+                cpu = process_cpu_s(proc.pid)
         if found is None:
             text = ANSI.sub(b"", seen).decode(errors="replace")[-1500:]
             raise SystemExit(f"`svgagent {' '.join(args)}`: {marker!r} never appeared; the terminal showed:\n{text}")
@@ -390,7 +398,7 @@ def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
                     os.read(master, 1 << 16)
                 except OSError:
                     break
-        return {"seconds": found, "rss": rss}
+        return {"seconds": found, "rss": rss, "cpu": cpu}
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from svgagent.core.rft.fireworks_api import ControlPlane
 from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSource, control_plane_source
-from svgagent.core.rft.launch import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY, seed_demo_job
-from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.sim.simulator import SimConfig, Simulator
-from svgagent.core.sim.tracing_gateway import TracingGateway
+
+# Each simulator (and the Fireworks client) is imported by the function that starts it: `tui --demo` needs only
+# the policy + judge simulator before its first frame, and the Fireworks SDK alone takes most of a second.
+if TYPE_CHECKING:
+    from svgagent.core.rft.fireworks_api import ControlPlane
+    from svgagent.core.sim.control_plane import FireworksSim
+    from svgagent.core.sim.simulator import Simulator
 
 DEMO_POLICY_MODEL = "simulated-policy"
 DEMO_JUDGE_MODEL = "simulated-judge"
@@ -37,8 +39,74 @@ def demo_overrides(base_url: str) -> dict[str, Any]:
 
 @contextmanager
 def demo_simulator(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, **knobs: Any) -> Iterator[Simulator]:
+    from svgagent.core.sim.simulator import SimConfig, Simulator
+
     sim = Simulator(SimConfig(policy_latency_s=policy_latency_s, judge_latency_s=judge_latency_s, **knobs))
     sim.start()
+    try:
+        yield sim
+    finally:
+        sim.stop()
+
+
+class SimulatorProcess:
+    """The policy + judge simulator in a process of its own, started at once; :attr:`base_url` waits until it
+    listens. A process (not a thread) so that starting it — its interpreter and aiohttp's server — runs on another
+    core while the caller gets on with its own start-up (`tui --demo` before its first frame). It stops when
+    :meth:`stop` is called or when this process ends in any way (it exits when its stdin closes)."""
+
+    def __init__(self, policy_latency_s: float, judge_latency_s: float) -> None:
+        import os
+        import subprocess
+        import sys
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FIREWORKS_", "OPENAI_"))}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--exit-on-stdin-eof",
+             "--policy-latency-s", str(policy_latency_s), "--judge-latency-s", str(judge_latency_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            start_new_session=True)  # fmt: skip
+        self._url: str | None = None
+        self._drain: Any = None
+
+    @property
+    def base_url(self) -> str:
+        if self._url is None:
+            import threading
+
+            from svgagent.core.scoring.errors import SvgAgentError
+
+            assert self._proc.stdout is not None
+            line = self._proc.stdout.readline().decode("utf-8", "replace").strip()
+            url = line.rsplit(" ", 1)[-1]
+            if not url.startswith("http"):
+                self.stop()
+                raise SvgAgentError(f"the demo simulator did not start ({line or 'no output'})")
+            self._url = url
+            # it prints nothing else, but a full pipe must never block it
+            self._drain = threading.Thread(target=self._proc.stdout.read, name="sim-stdout", daemon=True)
+            self._drain.start()
+        return self._url
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - it would not stop: make it
+                self._proc.kill()
+                self._proc.wait()
+        if self._drain is not None:
+            self._drain.join(timeout=2)  # the pipe is at its end: the reader returns
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+@contextmanager
+def demo_simulator_process(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3) -> Iterator[SimulatorProcess]:
+    """Like :func:`demo_simulator`, with the simulator in a process of its own (see :class:`SimulatorProcess`)."""
+    sim = SimulatorProcess(policy_latency_s, judge_latency_s)
     try:
         yield sim
     finally:
@@ -49,6 +117,8 @@ def demo_simulator(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, 
 def demo_tracing_gateway(policy_latency_s: float = 0.4, **knobs: Any) -> Iterator[tuple[str, str]]:
     """The policy + judge simulator and the tracing-gateway simulator in front of it; yields (simulator base URL,
     gateway URL): the gateway URL is what eval-protocol's ``model_base_url`` should be."""
+    from svgagent.core.sim.tracing_gateway import TracingGateway
+
     with demo_simulator(policy_latency_s=policy_latency_s, **knobs) as sim:
         gateway = TracingGateway(sim.base_url)
         gateway.start()
@@ -65,6 +135,10 @@ def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
                        **knobs: Any) -> Iterator[tuple[FireworksSim, ControlPlane]]:
     """Start the simulated Fireworks control plane on a free loopback port (lifecycles advance with time) and
     yield (simulator, ControlPlane) with fake keys. With `seed_job`, one job (`DEMO_JOB_ID`) already exists."""
+    from svgagent.core.rft.fireworks_api import ControlPlane
+    from svgagent.core.rft.launch import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, seed_demo_job
+    from svgagent.core.sim.control_plane import FireworksSim
+
     if seed_job:
         knobs = {"evaluator_build_steps": 0, "dataset_ready_steps": 0, **knobs}
     sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_seconds, **knobs)
@@ -81,6 +155,8 @@ def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
 def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNING_STEPS) -> JobSource:
     """The simulated control plane (started on first use, stopped on close) holding one seeded job that moves
     along with the clock; launches go to it with the demo's fake keys and are not remembered in the store."""
+    from svgagent.core.rft.launch import DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY
+
     running: dict[str, Any] = {}
 
     def stop() -> None:
@@ -88,7 +164,11 @@ def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNIN
         if sim is not None:
             sim.stop()
 
-    def connect() -> ControlPlane:
+    def connect() -> ControlPlane:  # in a worker thread, when the Jobs pane first polls
+        from svgagent.core.rft.fireworks_api import ControlPlane
+        from svgagent.core.rft.launch import DEMO_ACCOUNT, seed_demo_job
+        from svgagent.core.sim.control_plane import FireworksSim
+
         sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_s, evaluator_build_steps=0,
                            dataset_ready_steps=0, job_running_steps=running_steps)
         sim.start()

@@ -22,7 +22,6 @@ from textual.widgets import Footer, Static, Tab, Tabs
 
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.rft.launch import trained_on
 from svgagent.core.settings import Settings
 from svgagent.core.verify_keys import control_plane_url
 
@@ -541,6 +540,8 @@ class Dashboard(AppKeysFirst, Screen):
         for form in self.query(ConfigForm):  # not there until the Config pane has been shown
             form.set_text("model", message.model)
         dataset_id = message.view.links.get("dataset", "").rsplit("/", 1)[-1]
+        from svgagent.core.rft.launch import trained_on  # the Fireworks client: not before the first frame
+
         same = trained_on(app.settings.dataset, app.settings.rows, dataset_id)
         self.action_start_run(name=f"eval of {message.model}")
         if same is False:

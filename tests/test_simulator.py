@@ -345,3 +345,28 @@ def test_runs_as_a_separate_process() -> None:
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+
+
+# -- the demo's simulator in a process of its own (tui --demo) -------------------------------------------------
+
+
+def test_simulator_process_serves_and_stops_with_its_parent() -> None:
+    """`tui --demo` starts the simulator as a child; it answers the policy, and it exits when the process that
+    started it is gone (its stdin closes), not only when stopped."""
+    import json
+    import urllib.request
+
+    from svgagent.core.demo import SimulatorProcess
+
+    sim = SimulatorProcess(policy_latency_s=0.0, judge_latency_s=0.0)
+    try:
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
+        request = urllib.request.Request(f"{sim.base_url}/chat/completions", data=body.encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": "Bearer simulated-key"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert json.loads(response.read())["choices"][0]["message"]["content"]
+        sim._proc.stdin.close()  # what the parent's death does to the pipe
+        assert sim._proc.wait(timeout=30) == 0
+    finally:
+        sim.stop()

@@ -413,7 +413,7 @@ class Simulator:
 # ------------------------------------------------------------------------------------------------------- CLI
 
 
-async def _run(config: SimConfig, host: str, port: int) -> None:
+async def _run(config: SimConfig, host: str, port: int, exit_on_stdin_eof: bool = False) -> None:
     sim = Simulator(config)
     url = await sim.start_async(host, port)
     print(f"svgagent simulator listening on {url}", flush=True)
@@ -424,6 +424,14 @@ async def _run(config: SimConfig, host: str, port: int) -> None:
             loop.add_signal_handler(sig, done.set)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
             pass
+    if exit_on_stdin_eof:  # started by another process: stop with it, even when it is killed
+
+        def on_stdin() -> None:
+            if not os.read(sys.stdin.fileno(), 4096):
+                loop.remove_reader(sys.stdin.fileno())
+                done.set()
+
+        loop.add_reader(sys.stdin.fileno(), on_stdin)
     try:
         await done.wait()
     finally:
@@ -436,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     args = arg_parser().parse_args(argv)
     try:
         config = config_from_args(args)
-        asyncio.run(_run(config, args.host, args.port))
+        asyncio.run(_run(config, args.host, args.port, args.exit_on_stdin_eof))
     except KeyboardInterrupt:
         pass
     except ValidationError as exc:

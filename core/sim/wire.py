@@ -223,6 +223,8 @@ def arg_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="stop when stdin closes (a parent process that started it ended, however it ended)")
     for name, field in SimConfig.model_fields.items():
         flags = [f"--{name.replace('_', '-')}"]
         if name.endswith("_s"):

@@ -17,7 +17,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from svgagent.core.dataset import load_dataset
-from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.engine import Engine
 from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
@@ -45,6 +44,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     overrides = explicit_settings(args)
     with contextlib.ExitStack() as stack:
         if args.demo:
+            from svgagent.core.demo import demo_overrides, demo_simulator  # the simulators: only for --demo
+
             sim = stack.enter_context(demo_simulator())
             overrides.update(demo_overrides(sim.base_url))
         settings = load_settings(**overrides)

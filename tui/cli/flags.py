@@ -15,7 +15,8 @@ import typing
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from svgagent.core.settings import Settings, describe_field_limits
+if typing.TYPE_CHECKING:
+    from svgagent.core.settings import Settings
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "policy": ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"),
@@ -27,6 +28,53 @@ RUN_SETTINGS: tuple[str, ...] = tuple(name for names in GROUPS.values() for name
 SPELLING = {"request_timeout_s": "--request-timeout"}
 ALIASES = {"samples": ("--runs",)}  # `--runs` came first; `samples` says what it is and clashes with nothing
 STORE_HELP = "run store: a .db file or a directory (default: $SVGAGENT_HOME or the user data dir)"
+
+
+class LazyArgumentsParser(argparse.ArgumentParser):
+    """A (sub)command's parser that adds some of its arguments only when it first parses or prints its help.
+
+    The flags generated from the `Settings` model import pydantic and pydantic-settings (most of `svgagent --help`'s
+    start-up time); `svgagent --help` and every other command never need the flags of `eval`. :func:`defer` hands a
+    parser such a step; any other parser runs it at once.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[typing.Callable[[], None]] = []
+
+    def defer(self, add: typing.Callable[[], None]) -> None:
+        self._deferred.append(add)
+
+    def _complete(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)()
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._complete()
+        return super().format_help()
+
+
+def defer(parser: argparse.ArgumentParser | Any, add: typing.Callable[[], None]) -> None:
+    """Run ``add`` (which adds arguments to ``parser``) when the parser is first used, or now if it cannot wait."""
+    later = getattr(parser, "defer", None)
+    if later is None:
+        add()
+    else:
+        later(add)
+
+
+def _settings_model() -> type[Settings]:
+    from svgagent.core.settings import Settings
+
+    return Settings
 
 
 def flag_name(name: str) -> str:
@@ -52,7 +100,9 @@ def _default_text(value: Any) -> str | None:
 def setting_help(name: str) -> str:
     """The field's description, its allowed range and its default: 'policy sampling temperature; a number from 0
     to 2 (default 0.8)'."""
-    info = Settings.model_fields[name]
+    from svgagent.core.settings import describe_field_limits
+
+    info = _settings_model().model_fields[name]
     text = info.description or name
     limits = describe_field_limits(name)
     if limits and limits != info.description and not limits.startswith("one of"):
@@ -62,8 +112,13 @@ def setting_help(name: str) -> str:
 
 
 def add_setting(parser: argparse.ArgumentParser | Any, name: str) -> None:
-    """Add the flag of setting ``name`` to ``parser`` (a parser or an argument group)."""
-    info = Settings.model_fields[name]
+    """Add the flag of setting ``name`` to ``parser`` (a parser or an argument group); deferred (see
+    :class:`LazyArgumentsParser`) on a parser that can wait."""
+    defer(parser, lambda: _add_setting_now(parser, name))
+
+
+def _add_setting_now(parser: argparse.ArgumentParser | Any, name: str) -> None:
+    info = _settings_model().model_fields[name]
     kind = _scalar(info.annotation)
     kwargs: dict[str, Any] = {"dest": name, "default": None, "help": setting_help(name)}
     if typing.get_origin(kind) is typing.Literal:
@@ -80,16 +135,21 @@ def add_setting(parser: argparse.ArgumentParser | Any, name: str) -> None:
 
 def add_settings(parser: argparse.ArgumentParser, names: Iterable[str] | None = None, *,
                  title: str | None = None) -> None:
-    """The flags of ``names`` (default: every run setting, in its groups) under ``title``."""
+    """The flags of ``names`` (default: every run setting, in its groups) under ``title``; deferred like
+    :func:`add_setting`."""
+    defer(parser, lambda: _add_settings_now(parser, names, title))
+
+
+def _add_settings_now(parser: argparse.ArgumentParser, names: Iterable[str] | None, title: str | None) -> None:
     if names is None:
         for group, members in GROUPS.items():
             target = parser.add_argument_group(group)
             for name in members:
-                add_setting(target, name)
+                _add_setting_now(target, name)
         return
     target = parser.add_argument_group(title) if title else parser
     for name in names:
-        add_setting(target, name)
+        _add_setting_now(target, name)
 
 
 def add_store(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from svgagent.core.scoring.errors import SvgAgentError
 
-from svgagent.tui.cli.flags import add_settings, add_store
+from svgagent.tui.cli.flags import LazyArgumentsParser, add_settings, add_store
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 DESCRIPTION = """\
@@ -34,7 +34,8 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svgagent", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # subcommands add their heaviest flags when they are used (svgagent --help needs none of them)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyArgumentsParser)
 
     p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
                        description="Generate, render and judge every row of a dataset; print a summary.\n\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import dataclasses
 import json
 import os
@@ -19,8 +20,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.rft.params import FLAGS, check_job_id, default_hint, parse_params
-from svgagent.tui.cli.flags import add_settings, add_store
+from svgagent.tui.cli.flags import add_settings, add_store, defer
 
 # Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
 # and building the parser happens for every svgagent command.
@@ -89,23 +89,7 @@ def add_rft_parser(subparsers: Any) -> None:
     g.add_argument("--rows", type=int, help="use only the first N rows")
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
-    g = p.add_argument_group("hyperparameters (checked locally before anything is sent; only those given are sent, "
-                             "Fireworks chooses the rest)")
-    for flag, name, kind, text in (
-            ("--epochs", "epochs", int, "passes over the dataset, 1..10"),
-            ("--learning-rate", "learning_rate", float, "1e-05..0.0005"),
-            ("--lora-rank", "lora_rank", int, "4..128, a power of two"),
-            ("--batch-size", "batch_size", int, "training batch in tokens"),
-            ("--max-context-length", "max_context_length", int, "tokens per sequence"),
-            ("--chunk-size", "chunk_size", int, "rows per rollout chunk, 1..10000"),
-            ("--temperature", "temperature", float, "rollout temperature, >0..2"),
-            ("--top-p", "top_p", float, "rollout top-p, >0..1"),
-            ("--max-output-tokens", "max_output_tokens", int, "rollout completion token limit (SVG answers often "
-                                                              "need 4096)"),
-            ("--n", "n", int, "responses per prompt (responseCandidatesCount), 2..64"),
-            ("--kl-beta", "kl_beta", float, "KL penalty weight, 0..10")):
-        g.add_argument(flag, type=kind, help=f"{text} (default: {default_hint(name)})")
-    g.add_argument("--loss", metavar="{grpo,dapo}", help=f"policy-optimization loss (default: {default_hint('loss')})")
+    defer(p, functools.partial(_hyperparameter_flags, p))  # defaults from the pydantic model in core.rft.params
     add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (baked into the evaluator)")
     g = p.add_argument_group("rollouts (baked into the evaluator)")
     g.add_argument("--rollouts", choices=("single-turn", "remote"), default="single-turn",
@@ -200,8 +184,32 @@ def _base_url(explicit: str | None) -> str:
     return (explicit or os.environ.get("FIREWORKS_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
 
+def _hyperparameter_flags(p: argparse.ArgumentParser) -> None:
+    from svgagent.core.rft.params import default_hint
+
+    g = p.add_argument_group("hyperparameters (checked locally before anything is sent; only those given are sent, "
+                             "Fireworks chooses the rest)")
+    for flag, name, kind, text in (
+            ("--epochs", "epochs", int, "passes over the dataset, 1..10"),
+            ("--learning-rate", "learning_rate", float, "1e-05..0.0005"),
+            ("--lora-rank", "lora_rank", int, "4..128, a power of two"),
+            ("--batch-size", "batch_size", int, "training batch in tokens"),
+            ("--max-context-length", "max_context_length", int, "tokens per sequence"),
+            ("--chunk-size", "chunk_size", int, "rows per rollout chunk, 1..10000"),
+            ("--temperature", "temperature", float, "rollout temperature, >0..2"),
+            ("--top-p", "top_p", float, "rollout top-p, >0..1"),
+            ("--max-output-tokens", "max_output_tokens", int, "rollout completion token limit (SVG answers often "
+                                                              "need 4096)"),
+            ("--n", "n", int, "responses per prompt (responseCandidatesCount), 2..64"),
+            ("--kl-beta", "kl_beta", float, "KL penalty weight, 0..10")):
+        g.add_argument(flag, type=kind, help=f"{text} (default: {default_hint(name)})")
+    g.add_argument("--loss", metavar="{grpo,dapo}", help=f"policy-optimization loss (default: {default_hint('loss')})")
+
+
 # ---- create --------------------------------------------------------------------------------------------------
 def _params(args: argparse.Namespace) -> RftParams:
+    from svgagent.core.rft.params import FLAGS, parse_params
+
     values = {name: getattr(args, name, None) for name in FLAGS}
     if args.demo and not values.get("base_model"):
         values["base_model"] = "accounts/fireworks/models/qwen3-0p6b"
@@ -240,6 +248,8 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.settings import load_settings
     from svgagent.core.store import Store
+
+    from svgagent.core.rft.params import check_job_id
 
     params = _params(args)  # ParamsError (exit 2) before anything else
     check_job_id(args.job_id)
@@ -336,6 +346,7 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
                 sim.set_job_state(DEMO_JOB_ID, "JOB_STATE_PAUSED", "paused (simulated)")
             yield cp, getattr(args, "job", None) or DEMO_JOB_ID, None
         return
+    from svgagent.core.rft.params import check_job_id
     from svgagent.core.settings import load_settings
     from svgagent.core.store import Store
 

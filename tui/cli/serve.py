@@ -9,25 +9,25 @@ as eval-protocol's ``model_base_url``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
+import functools
 import ipaddress
 import json
 import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.serve.security import DEFAULT_ALLOWED_HOSTS
-from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES
-from svgagent.core.serve.wiring import ServeOptions, rollout_server
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
 
 from svgagent.tui.cli.exit_codes import EXIT_OK
-from svgagent.tui.cli.flags import add_setting, add_store, explicit_settings
+from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_settings
+
+if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `serve` runs, not for `svgagent --help`
+    from svgagent.core.serve.wiring import ServeOptions
+    from svgagent.core.store import Store
 
 SERVE_SETTINGS = ("concurrency", "request_timeout_s", "max_retries", "render_size", "judge_model", "judge_base_url",
                   "judge_mode")
@@ -43,6 +43,12 @@ def add_serve_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
         f"({', '.join(DEFAULT_ALLOWED_HOSTS)}, plus --allow-host).",
         epilog="examples:\n  svgagent serve --port 3000\n  svgagent serve --demo --json\n"
         "  svgagent serve --host 0.0.0.0 --job accounts/me/reinforcementFineTuningJobs/abc --judge")
+    defer(p, functools.partial(_serve_arguments, p))
+
+
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES
+
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=3000, help="port (default 3000; 0 picks a free one)")
     p.add_argument("--queue-limit", type=int, default=4096, metavar="N",
@@ -78,6 +84,10 @@ def _is_loopback(host: str) -> bool:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from svgagent.core.serve.wiring import ServeOptions
+    from svgagent.core.settings import load_settings
+    from svgagent.core.store import Store
+
     overrides = explicit_settings(args, SERVE_SETTINGS)
     gateway = args.gateway_url or os.environ.get("FW_TRACING_GATEWAY_BASE_URL") or None
     with contextlib.ExitStack() as stack:
@@ -100,6 +110,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("--judge needs OPENAI_API_KEY (the judge's key) in .env or the environment — or --demo")
         store = stack.enter_context(Store(settings.store_path()))
         _configure_logging()
+        import asyncio
+
         return asyncio.run(_serve(settings, store, options, args, demo))
     return EXIT_OK  # pragma: no cover - the with block returns
 
@@ -126,6 +138,8 @@ def _configure_logging() -> None:
 
 async def _serve(settings: Any, store: Store, options: ServeOptions, args: argparse.Namespace,
                  demo: dict[str, str]) -> int:
+    import asyncio
+
     stop = asyncio.Event()
     holder: dict[str, Any] = {"signals": 0, "server": None}
 
@@ -138,6 +152,8 @@ async def _serve(settings: Any, store: Store, options: ServeOptions, args: argpa
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
+    from svgagent.core.serve.wiring import rollout_server
+
     async with rollout_server(settings, store, options) as server:
         holder["server"] = server
         line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,

@@ -13,24 +13,29 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from svgagent.core.output import OutputError, TargetKind, resolve_target
 from svgagent.core.scoring.errors import StoreError, StoreOutdated
-from svgagent.core.settings import load_settings
-from svgagent.core.store import FILE_MODE, Store
 
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.flags import add_store
 
+if TYPE_CHECKING:  # settings (pydantic) and the store are imported when a command opens one, not to build the parser
+    from svgagent.core.store import Store
+
 
 def store_path(args: argparse.Namespace) -> Path:
+    from svgagent.core.settings import load_settings
+
     return load_settings(store=getattr(args, "store", None)).store_path()
 
 
 def open_store(args: argparse.Namespace) -> Store:
     """The store for a command that only reads: read-only, never created. A store from an older svgagent is
     upgraded first when the file may be written (the upgrade is the only write)."""
+    from svgagent.core.store import Store
+
     path = store_path(args)
     if not path.exists():
         raise StoreError(f"no run store at {path} yet: run `svgagent eval --demo` to make one")
@@ -45,6 +50,8 @@ def open_store(args: argparse.Namespace) -> Store:
 
 def open_store_for_writing(path: Path, *, err: TextIO | None = None) -> Store:
     """The store for a command that writes; a missing one is created after one line saying where."""
+    from svgagent.core.store import Store
+
     if not path.exists():
         print(f"svgagent: creating a new run store at {path}", file=err or sys.stderr)
     return Store(path)
@@ -68,6 +75,8 @@ def add_store_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
+    from svgagent.core.store import Store
+
     path = store_path(args)
     if args.store_command == "check":
         if not path.exists():
@@ -92,6 +101,8 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 
 def _backup(path: Path, target: Path) -> int:
+    from svgagent.core.store import FILE_MODE, Store
+
     if not path.exists():
         raise StoreError(f"no run store at {path}")
     if not target.parent.exists() and target.parent == path.parent / "backups":

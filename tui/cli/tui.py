@@ -18,29 +18,31 @@ def tui_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from svgagent.core.demo import demo_overrides, demo_simulator
+    from svgagent.core.demo import demo_overrides, demo_simulator_process
     from svgagent.core.store import Store
-
-    from svgagent.tui.imaging import configure_term_image
-    from svgagent.tui.keymap import read_keymap
 
     overrides = tui_settings(args)
     real = load_settings(**overrides)
     implicit_demo = not args.demo and bool(real.missing_keys())
     demo = args.demo or implicit_demo
-    keymap = read_keymap(user_config_file())
-    configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
     with contextlib.ExitStack() as stack:
+        # The demo's simulator starts in a process of its own, on the other core, while this one gets the app ready.
+        sim = stack.enter_context(demo_simulator_process()) if demo else None
+        from svgagent.tui.imaging import configure_term_image
+        from svgagent.tui.keymap import read_keymap
+
+        keymap = read_keymap(user_config_file())
+        configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
         store = stack.enter_context(Store(real.store_path()))
         if args.run:
             store.get_run(args.run)  # unknown id: a clear error before the screen switches
+        from svgagent.tui.app import SvgAgentApp
+
         extra: dict[str, Any] = {}
         settings: Settings = real
-        if demo:
-            sim = stack.enter_context(demo_simulator())
+        if sim is not None:
             extra = demo_overrides(sim.base_url)
             settings = load_settings(**overrides, **extra)
-        from svgagent.tui.app import SvgAgentApp
 
         app = SvgAgentApp(
             settings=settings,
