@@ -34,7 +34,9 @@ SECRET_FIELDS = ("fireworks_api_key", "openai_api_key")
 # Fields read from their own variable names (FIREWORKS_API_KEY, …): the Secrets pane's, not the Config pane's.
 KEY_FIELDS = (*SECRET_FIELDS, "fireworks_account_id")
 # Fields that describe where things live or how this process runs, not what a run measures.
-LOCAL_FIELDS = ("home", "store", "cache")
+LOCAL_FIELDS = ("home", "store", "cache", "keymap")
+KEYMAP_MAX_ENTRIES = 500  # a project's svgagent.toml is untrusted text: the [keymap] table is capped
+KEYMAP_MAX_CHARS = 200
 
 
 def user_config_file() -> Path:
@@ -83,6 +85,10 @@ class Settings(BaseSettings):
     # off by default: a new run or a rerun is a new sample; a resume never pays twice either way (answers are stored
     # on their rollouts as they arrive)
     cache: bool = Field(False, description="reuse earlier runs' answers to identical requests")
+    keymap: dict[str, str] = Field(
+        default_factory=dict,
+        description='the app\'s keys remapped by binding id, e.g. "app.run" = "ctrl+r" (the [keymap] table)',
+    )
     # keys (read from their usual variable names)
     fireworks_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("FIREWORKS_API_KEY", "fireworks_api_key")
@@ -98,6 +104,17 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("keymap")
+    @classmethod
+    def _key_names(cls, table: dict[str, str]) -> dict[str, str]:
+        if len(table) > KEYMAP_MAX_ENTRIES:
+            raise ValueError(f"at most {KEYMAP_MAX_ENTRIES} entries")
+        bad = [ident for ident, keys in table.items()
+               if not keys.strip() or len(keys) > KEYMAP_MAX_CHARS or len(ident) > KEYMAP_MAX_CHARS]
+        if bad:
+            raise ValueError(f'values must be key names, e.g. "ctrl+r" (check {", ".join(bad[:5])})')
+        return {ident: keys.replace(" ", "") for ident, keys in table.items()}
 
     @field_validator("fireworks_api_key", "openai_api_key", mode="before")
     @classmethod
@@ -173,7 +190,7 @@ def format_validation_error(err: ValidationError) -> str:
         shown = "" if field in SECRET_FIELDS or isinstance(value, dict) else f"={value!r}"
         limits = describe_field_limits(field)
         msg = item.get("msg", "invalid")
-        parts.append(f"{field}{shown}: {msg}" + (f" (allowed: {limits})" if limits else ""))
+        parts.append(f"{loc}{shown}: {msg}" + (f" (allowed: {limits})" if limits else ""))
     return "invalid setting " + "; ".join(parts)
 
 

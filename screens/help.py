@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Group
 from rich.table import Table
@@ -22,6 +23,9 @@ from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.stats import StatsScreen
+
+if TYPE_CHECKING:
+    from svgagent.tui.services import AppServices
 
 FILTER_HELP = [
     ("score<0.5  score>=0.8", "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
@@ -69,9 +73,14 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
     return sections
 
 
-def key_text(app: App, binding: Binding) -> str:
-    """The keys of ``binding`` as the user's keymap has them."""
-    keymap = getattr(app, "_keymap", {}) or {}
+def unknown_binding_ids(app: App, keymap: Mapping[str, str]) -> list[str]:
+    """The ids of ``keymap`` that no binding of the app has (a typo would otherwise remap nothing, silently)."""
+    known = {b.id for _, bindings in binding_sections(app) for b in bindings if b.id}
+    return sorted(set(keymap) - known)
+
+
+def key_text(app: App, binding: Binding, keymap: Mapping[str, str]) -> str:
+    """The keys of ``binding`` as the user's ``keymap`` has them."""
     keys = keymap.get(binding.id, binding.key) if binding.id else binding.key
     shown = []
     for key in keys.split(","):
@@ -83,7 +92,7 @@ def key_text(app: App, binding: Binding) -> str:
     return " ".join(shown)
 
 
-def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]]) -> Table:
+def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]], keymap: Mapping[str, str]) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, expand=True)
     table.add_column("key", style="bold cyan", no_wrap=True, min_width=10)
     table.add_column("action", ratio=1)
@@ -95,7 +104,7 @@ def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]]) -> Table
                           "Command palette — every action of the screen, searchable", "")
         for binding in bindings:
             what = binding.description + (f" — {binding.tooltip}" if binding.tooltip else "")
-            table.add_row(key_text(app, binding), what, binding.id or "")
+            table.add_row(key_text(app, binding, keymap), what, binding.id or "")
         table.add_row("", "", "")
     return table
 
@@ -124,7 +133,8 @@ class HelpScreen(AppKeysFirst, Screen[None]):
             ". ctrl+p opens the command palette with every action.",
         )
         with VerticalScroll(id="help-body"):
-            yield Static(Group(intro, Text(""), keys_table(self.app, binding_sections(self.app)),
+            keymap = cast("AppServices", self.app).keymap
+            yield Static(Group(intro, Text(""), keys_table(self.app, binding_sections(self.app), keymap),
                                Text("Filter (press / on the table)", style="bold underline"), filter_table()),
                          id="help-text")
         yield Footer(compact=True)

@@ -52,16 +52,18 @@ async def _type(app: ConfigFormApp, pilot, field: str, text: str, *, keys: bool 
 def test_form_is_generated_from_the_model() -> None:
     specs = {s.name: s for s in form_fields()}
     expected = {
-        name for name in Settings.model_fields if name not in (*KEY_FIELDS, "home", "store")
+        name for name in Settings.model_fields if name not in (*KEY_FIELDS, "home", "store", "keymap")
     }
     assert set(specs) == expected
     assert {"fireworks_api_key", "openai_api_key", "fireworks_account_id", "home", "store"}.isdisjoint(specs)
     assert specs["judge_mode"].kind == "select"
     assert [c[1] for c in specs["judge_mode"].choices] == list(JudgeMode)
-    assert specs["reasoning_effort"].kind == "select" and specs["reasoning_effort"].optional
+    assert specs["reasoning_effort"].kind == "select"
+    assert specs["reasoning_effort"].optional
     assert specs["cache"].kind == "switch"
     assert specs["dataset"].kind == "dataset"
-    assert specs["rows"].kind == "input" and specs["rows"].optional
+    assert specs["rows"].kind == "input"
+    assert specs["rows"].optional
     assert specs["concurrency"].description == "policy requests in flight"
 
 
@@ -71,7 +73,8 @@ def test_a_new_model_field_gets_a_control() -> None:
         colour: str = Field("red", description="a colour")
 
     specs = {s.name: s for s in form_fields(More)}
-    assert specs["dry_run"].kind == "switch" and specs["colour"].kind == "input"
+    assert specs["dry_run"].kind == "switch"
+    assert specs["colour"].kind == "input"
 
 
 @pytest.mark.parametrize(
@@ -98,7 +101,8 @@ def test_toml_writer_round_trips_awkward_strings() -> None:
     data = {"model": 'a "quoted" \\ name\twith\ncontrol\x01', "n": 3, "f": 0.1, "b": False, "none": None,
             "mode": JudgeMode.COUNT, "list": [1, "x"], "table": {"k": True}, "weird key": "v"}
     text = dump_toml(data, "header line")
-    assert text.startswith("# header line\n") and "none" not in text
+    assert text.startswith("# header line\n")
+    assert "none" not in text
     back = tomllib.loads(text)
     assert back == {"model": data["model"], "n": 3, "f": 0.1, "b": False, "mode": "count", "list": [1, "x"],
                     "table": {"k": True}, "weird key": "v"}
@@ -144,7 +148,8 @@ async def test_invalid_concurrency_shows_error_and_keeps_valid_value() -> None:
         assert _hint(app, "concurrency") == "policy requests in flight"
         assert not app.query_one("#field-concurrency").has_class("-invalid")
         changed = [m for m in app.messages if isinstance(m, ConfigForm.Changed)]
-        assert changed and changed[-1].settings.concurrency == 32
+        assert changed
+        assert changed[-1].settings.concurrency == 32
         assert form.settings.concurrency == 32
 
 
@@ -154,7 +159,8 @@ async def test_optional_blank_and_other_fields() -> None:
         form = _form(app)
         assert app.query_one("#field-rows", Input).value == "10"
         await _type(app, pilot, "rows", "")
-        assert form.values()["rows"] is None and form.errors() == {}
+        assert form.values()["rows"] is None
+        assert form.errors() == {}
         await _type(app, pilot, "base_url", "ftp://nope", keys=False)
         assert form.errors()["base_url"] == "must start with http:// or https://"
         assert form.values()["base_url"] == "https://api.fireworks.ai/inference/v1"
@@ -189,7 +195,8 @@ async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
         form = _form(app)
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert _hint(app, "dataset").startswith("built-in: ") and _hint(app, "dataset").endswith(" rows")
+        assert _hint(app, "dataset").startswith("built-in: ")
+        assert _hint(app, "dataset").endswith(" rows")
         path_input = app.query_one("#field-dataset", Input)
         assert path_input.disabled
 
@@ -205,7 +212,8 @@ async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
         assert form.errors()["dataset"] == "no such file: missing.json"
 
         await _type(app, pilot, "dataset", "broken.json", keys=False)
-        assert "broken.json" in form.errors()["dataset"] and form.values()["dataset"] == "builtin"
+        assert "broken.json" in form.errors()["dataset"]
+        assert form.values()["dataset"] == "builtin"
 
         await _type(app, pilot, "dataset", "questions.json", keys=False)
         assert form.errors() == {}
@@ -223,7 +231,8 @@ async def test_ctrl_s_writes_toml_that_load_settings_reads(isolated_env: Path) -
         await pilot.press("space", "ctrl+s")
         await pilot.pause()
         saved = [m for m in app.messages if isinstance(m, ConfigForm.Saved)]
-        assert saved and saved[0].path == isolated_env / "svgagent.toml"
+        assert saved
+        assert saved[0].path == isolated_env / "svgagent.toml"
     text = (isolated_env / "svgagent.toml").read_text()
     assert tomllib.loads(text) == {"concurrency": 8, "judge_model": 'gpt "4o"', "rows": 5, "cache": True}
     assert "key" not in text.lower()

@@ -51,9 +51,11 @@ async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> N
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         preview = preview_of(app)
-        assert preview.record is not None and preview.record.rollout_id == f"{RUN_ID}.0.0"
+        assert preview.record is not None
+        assert preview.record.rollout_id == f"{RUN_ID}.0.0"
         image = preview.image_text
-        assert image is not None and "▀" in image.plain
+        assert image is not None
+        assert "▀" in image.plain
         colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
         assert (135, 206, 235) in colours  # the sky of the fixed SVG, in 24-bit colour
         assert "triangle is too small to count" in plain(preview.query_one("#info-rationale"))
@@ -61,7 +63,8 @@ async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> N
         await pilot.press("j", "j")
         await settle(pilot)
         assert preview.record.rollout_id == f"{RUN_ID}.2.0"
-        assert preview.image_text is None and "no <svg> element" in (preview.record.reason or "")
+        assert preview.image_text is None
+        assert "no <svg> element" in (preview.record.reason or "")
 
 
 async def test_filter_language_and_escape(store: Store) -> None:
@@ -81,20 +84,25 @@ async def test_filter_language_and_escape(store: Store) -> None:
             assert isinstance(app.focused, RolloutTable)
             assert f"showing {len(expected)}" in app.dashboard.query_one(SummaryBar).plain
         await pilot.press("slash", *"scor", "less_than_sign", "1")  # typed: "scor" is an unknown field
-        assert box.value == "scor<1" and box.has_class("-error")
+        assert box.value == "scor<1"
+        assert box.has_class("-error")
         assert ids(app) == []  # the last valid text, "scor" (free text), stays applied
         box.value = "score<0.5"
         await pilot.pause()
-        assert ids(app) == ["2.0"] and not box.has_class("-error")  # applied as you type
+        assert ids(app) == ["2.0"]
+        assert not box.has_class("-error")  # applied as you type
         box.value = "scor<1"
         await pilot.pause()
-        assert box.has_class("-error") and ids(app) == ["2.0"]  # the last valid filter stays
+        assert box.has_class("-error")
+        assert ids(app) == ["2.0"]  # the last valid filter stays
         await pilot.press("enter")
-        assert any("unknown field 'scor'" in n for n in notifications(app)) and box.has_focus
+        assert any("unknown field 'scor'" in n for n in notifications(app))
+        assert box.has_focus
         await pilot.press("escape")
         assert isinstance(app.focused, RolloutTable)
         await pilot.press("escape")  # on the table: clears the filter
-        assert len(ids(app)) == 6 and app.dashboard.query_one("#filter-bar").has_class("-hidden")
+        assert len(ids(app)) == 6
+        assert app.dashboard.query_one("#filter-bar").has_class("-hidden")
 
 
 async def test_filter_says_when_a_word_matches_nothing(store: Store) -> None:
@@ -120,10 +128,12 @@ async def test_sort_cycles_columns_and_reverses(store: Store) -> None:
         await pilot.press("S")
         assert table.sort_column == "row"
         await pilot.press("S", "S", "S")
-        assert table.sort_column == "score" and not table.sort_reverse
+        assert table.sort_column == "score"
+        assert not table.sort_reverse
         assert ids(app) == ["2.0", "0.0", "4.0", "1.0", "3.0", "5.0"]
         await pilot.press("minus")
-        assert table.sort_reverse and ids(app) == ["1.0", "0.0", "4.0", "2.0", "3.0", "5.0"]
+        assert table.sort_reverse
+        assert ids(app) == ["1.0", "0.0", "4.0", "2.0", "3.0", "5.0"]
         await pilot.press("S")
         assert table.sort_column == "fulfilled"
 
@@ -135,13 +145,17 @@ async def test_override_per_requirement_and_count(store: Store) -> None:
         await pilot.press("enter")
         await settle(pilot)
         detail = app.screen
-        assert isinstance(detail, RolloutDetail) and detail.rollout_id == f"{RUN_ID}.0.0"
+        assert isinstance(detail, RolloutDetail)
+        assert detail.rollout_id == f"{RUN_ID}.0.0"
         options = detail.query_one("#requirements", OptionList)
-        assert options.option_count == 4 and "judge ✓" in str(options.get_option_at_index(0).prompt)
+        assert options.option_count == 4
+        assert "judge ✓" in str(options.get_option_at_index(0).prompt)
         await pilot.press("space")  # requirement 1: the judge said ✓, you say ✗
         rec = store.get_rollout(f"{RUN_ID}.0.0")
-        assert rec.override_verdicts == [False, True, True, False] and rec.override_fulfilled == 2
-        assert rec.score == 0.75 and rec.fulfilled == 3  # the judge's verdict is kept
+        assert rec.override_verdicts == [False, True, True, False]
+        assert rec.override_fulfilled == 2
+        assert rec.score == 0.75
+        assert rec.fulfilled == 3  # the judge's verdict is kept
         await pilot.press("j", "j", "j", "x")
         assert store.get_rollout(f"{RUN_ID}.0.0").override_verdicts == [False, True, True, True]
         await pilot.press("escape")
@@ -156,7 +170,8 @@ async def test_override_per_requirement_and_count(store: Store) -> None:
         assert "3 overridden" in app.dashboard.query_one(SummaryBar).plain
         await pilot.press("enter", "u", "escape")
         await settle(pilot)
-        assert rows(app)[1][5] == "1.00" and not store.get_rollout(f"{RUN_ID}.1.0").overridden
+        assert rows(app)[1][5] == "1.00"
+        assert not store.get_rollout(f"{RUN_ID}.1.0").overridden
         assert "2 overridden" in app.dashboard.query_one(SummaryBar).plain
 
 
@@ -169,11 +184,14 @@ async def test_detail_shows_attempt_history_and_errors(store: Store) -> None:
         await pilot.press("j", "j", "j", "enter")
         await settle(pilot)
         detail = app.screen
-        assert isinstance(detail, RolloutDetail) and detail.has_class("-narrow")
+        assert isinstance(detail, RolloutDetail)
+        assert detail.has_class("-narrow")
         attempts = [a.rollout_id for a in store.attempts_of(detail.rollout_id)]
         assert attempts == [f"{RUN_ID}.3.0", f"{RUN_ID}.3.0.a2"]
         history = plain(detail.query_one("#detail-attempts"))
-        assert "✗ failed" in history and "2 ◀    · queued" in history and "judge unreachable" in history
+        assert "✗ failed" in history
+        assert "2 ◀    · queued" in history
+        assert "judge unreachable" in history
         await pilot.press("escape")
         await pilot.press("k", "enter")
         await settle(pilot)
@@ -191,7 +209,8 @@ async def test_help_lists_every_binding_id(store: Store) -> None:
         from svgagent.screens.help import binding_sections
 
         every = [b.id for _, bindings in binding_sections(app) for b in bindings]
-        assert None not in every and len(every) == len(set(every)) >= 30
+        assert None not in every
+        assert len(every) == len(set(every)) >= 30
         for ident in ("app.run", "app.stop", "app.resume", "app.rerun", "app.open_run", "table.filter",
                       "table.sort", "table.mark", "detail.toggle", "preview.full", "pane.secrets"):
             assert ident in every
@@ -239,7 +258,8 @@ async def test_panes_are_tabs_at_80x24_and_side_by_side_at_120x40(store: Store) 
         assert isinstance(app.focused, RolloutTable)
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
-        assert dash.has_class("-wide") and shown() == ["rollouts", "preview", "config", "secrets", "jobs"]
+        assert dash.has_class("-wide")
+        assert shown() == ["rollouts", "preview", "config", "secrets", "jobs"]
 
 
 async def test_escape_in_a_text_field_hands_focus_back(store: Store) -> None:
@@ -247,7 +267,9 @@ async def test_escape_in_a_text_field_hands_focus_back(store: Store) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("3")
-        assert app.focused is not None and app.focused.id and app.focused.id.startswith("field-")
+        assert app.focused is not None
+        assert app.focused.id
+        assert app.focused.id.startswith("field-")
         await pilot.press("r")  # typed into the field, not a run
         assert not app.control.running
         await pilot.press("escape")
@@ -264,7 +286,8 @@ async def test_missing_keys_say_which_and_jump_to_secrets(store: Store) -> None:
         await pilot.pause()
         assert app.dashboard.active_pane == "secrets"
         assert any("FIREWORKS_API_KEY is not set" in n for n in notifications(app))
-        assert not app.control.running and len(store.list_runs()) == 1
+        assert not app.control.running
+        assert len(store.list_runs()) == 1
 
 
 async def test_demo_banner_and_full_image_needs_a_terminal(store: Store) -> None:
@@ -283,7 +306,8 @@ async def test_demo_banner_and_full_image_needs_a_terminal(store: Store) -> None
 
 
 async def test_keymap_from_config_remaps_by_id(store: Store) -> None:
-    app = make_app(store, run_id=RUN_ID, keymap={"app.help": "f1", "table.sort": "f6"})
+    settings = settings_for(store.path, keymap={"app.help": "f1", "table.sort": "f6"})
+    app = make_app(store, run_id=RUN_ID, settings=settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("f6")
@@ -291,18 +315,31 @@ async def test_keymap_from_config_remaps_by_id(store: Store) -> None:
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         text = plain(app.screen.query_one("#help-text"), width=160)
-        assert "f1" in text and "f6" in text and "app.help" in text
+        assert "f1" in text
+        assert "f6" in text
+        assert "app.help" in text
+
+
+async def test_unknown_keymap_ids_are_reported(store: Store) -> None:
+    settings = settings_for(store.path, keymap={"app.hlep": "f1", "table.sort": "f6", "nope": "f7"})
+    app = make_app(store, run_id=RUN_ID, settings=settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        warnings = [n for n in notifications(app) if "no key has the id" in n]
+        assert warnings == ["no key has the id app.hlep, nope: ? lists every id (check the spelling)"]
+        await pilot.press("f6")
+        assert table_of(app).sort_column == "row"  # the known id is remapped all the same
 
 
 async def test_command_palette_lists_the_actions(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        from svgagent.tui.commands import ActionCommands
+        from svgagent.tui.commands import screen_commands
 
-        provider = ActionCommands(app.dashboard)
-        names = [name for name, _, _ in provider._commands()]
-        for wanted in ("Run", "Rerun", "Filter", "Sort", "Mark", "Open", "Help", "Quit", "Runs"):
+        names = [command.name for command in screen_commands(app.dashboard)]
+        for wanted in ("Run", "Rerun", "Filter", "Sort", "Mark", "Open", "Help", "Quit", "Runs",
+                       "Config: Save config", "Secrets: Edit", "Jobs: Refresh"):  # the panes' keys too
             assert wanted in names
         await pilot.press("ctrl+p")
         await pilot.press(*"rerun")

@@ -13,12 +13,11 @@ from textual.geometry import Region
 from tui_support import FIXED_CLOCK  # noqa: F401 - configures term-image for this module too
 
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import summarize_rows
+from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
 from svgagent.tui.imaging import fit_cells, png_to_text, show_full_resolution
-from svgagent.tui.keymap import read_keymap
 from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, short_id
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import estimate_eta, format_duration, format_summary
@@ -117,7 +116,8 @@ async def test_merge_keeps_rows_a_live_update_made_newer(tmp_path: Path) -> None
             table.merge([older, reread], removed=[records[2].rollout_id])
             assert table.records[records[0].rollout_id].fulfilled == 4  # the live state wins
             assert table.records[records[1].rollout_id].fulfilled == 1
-            assert records[2].rollout_id not in table.records and len(table.visible_ids) == 5
+            assert records[2].rollout_id not in table.records
+            assert len(table.visible_ids) == 5
 
 
 async def test_table_messages_and_marks(tmp_path: Path) -> None:
@@ -129,10 +129,12 @@ async def test_table_messages_and_marks(tmp_path: Path) -> None:
             table.load(store.list_rollouts(RUN_ID))
             table.focus()
             await pilot.press("space", "space", "k")
-            assert table.marked == {f"{RUN_ID}.0.0", f"{RUN_ID}.1.0"} and table.cursor_id == f"{RUN_ID}.1.0"
+            assert table.marked == {f"{RUN_ID}.0.0", f"{RUN_ID}.1.0"}
+            assert table.cursor_id == f"{RUN_ID}.1.0"
             await pilot.click(RolloutTable, offset=(5, 4))  # header line, then rows 0, 1, 2: the fourth row
             await pilot.pause()
-            assert table.cursor_id == f"{RUN_ID}.3.0" and app.moved[-1] == f"{RUN_ID}.3.0"
+            assert table.cursor_id == f"{RUN_ID}.3.0"
+            assert app.moved[-1] == f"{RUN_ID}.3.0"
             table.set_filter("marked")
             assert len(table.visible_ids) == 2
             table.clear_marks()
@@ -143,7 +145,8 @@ def test_cells_show_overrides_and_missing_values(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         build_run(store)
         by_row = {r.row_index: r for r in store.list_rollouts(RUN_ID)}
-    assert cells_for(by_row[4])[5] == "0.75*" and cells_for(by_row[4])[6] == "3/4"
+    assert cells_for(by_row[4])[5] == "0.75*"
+    assert cells_for(by_row[4])[6] == "3/4"
     assert cells_for(by_row[3])[4:7] == ("✗ failed", "–", "–/4")
     assert short_id(f"{RUN_ID}.3.0.a2", RUN_ID) == "3.0.a2"
 
@@ -153,7 +156,8 @@ def test_store_reads_many_rollouts_in_batches(tmp_path: Path) -> None:
         big_run(store, 1_200)
         ids = [f"{RUN_ID}.{i}.0" for i in range(0, 1_200, 1)] + ["missing"]
         found = store.get_rollouts(ids)
-        assert len(found) == 1_200 and found[0].png is None
+        assert len(found) == 1_200
+        assert found[0].png is None
         heavy = store.get_rollouts([f"{RUN_ID}.5.0"], heavy=True)
         assert heavy[0].rollout_id == f"{RUN_ID}.5.0"
 
@@ -187,7 +191,8 @@ def test_fit_cells_keeps_the_aspect_ratio() -> None:
 def test_png_becomes_24_bit_half_blocks() -> None:
     text = png_to_text(render_png(SCENE_SVG), 20, 10)
     lines = text.plain.split("\n")
-    assert len(lines) == 10 and {len(line) for line in lines} == {20}
+    assert len(lines) == 10
+    assert {len(line) for line in lines} == {20}
     assert "▀" in text.plain or "▄" in text.plain
     colours = {s.style.color.triplet for s in text.spans if s.style and s.style.color}
     assert (255, 204, 0) in colours  # the sun, drawn with a 24-bit foreground
@@ -204,14 +209,22 @@ def test_full_resolution_view_without_a_terminal_falls_back_to_blocks() -> None:
 
 
 # --- configuration and the command -------------------------------------------------------------------------------
-def test_keymap_table_is_read_and_checked(tmp_path: Path) -> None:
-    path = tmp_path / "config.toml"
-    assert read_keymap(path) == {}
-    path.write_text('model = "x"\n[keymap]\n"app.run" = "ctrl+r"\n"table.filter" = "slash, f3"\n')
-    assert read_keymap(path) == {"app.run": "ctrl+r", "table.filter": "slash,f3"}
-    path.write_text('[keymap]\n"app.run" = 3\n')
-    with pytest.raises(ConfigError, match="app.run"):
-        read_keymap(path)
+def test_keymap_is_a_setting_read_by_the_settings_layers(tmp_path: Path) -> None:
+    from svgagent.core.settings import user_config_file
+
+    assert load_settings().keymap == {}
+    config = user_config_file()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('model = "x"\n[keymap]\n"app.run" = "ctrl+r"\n"table.filter" = "slash, f3"\n')
+    Path("svgagent.toml").write_text('[keymap]\n"app.run" = "f5"\n')  # the project's file wins, id by id
+    assert load_settings().keymap == {"app.run": "f5", "table.filter": "slash,f3"}
+    assert "keymap" not in load_settings().public_dict()  # how this person's keys are laid out is not a run's
+    Path("svgagent.toml").write_text('[keymap]\n"app.run" = 3\n')
+    with pytest.raises(ConfigError, match="keymap.app.run"):
+        load_settings()
+    Path("svgagent.toml").write_text('[keymap]\n"app.run" = " "\n')
+    with pytest.raises(ConfigError, match="values must be key names"):
+        load_settings()
 
 
 def test_tui_with_an_unknown_run_fails_before_the_screen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -228,7 +241,7 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
 
     def fake_run(self: SvgAgentApp, *args: Any, **kwargs: Any) -> None:
         seen.update(demo=self.demo, base_url=self.settings.base_url, model=self.settings.model,
-                    loader=self.settings_loader is not None, store=self.store.path, keymap=self._user_keymap)
+                    loader=self.settings_loader is not None, store=self.store.path, keymap=self.keymap)
 
     monkeypatch.setattr(SvgAgentApp, "run", fake_run)
     from svgagent.core.settings import user_config_file
@@ -238,11 +251,16 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
     config.write_text('threshold = 0.7\n[keymap]\n"app.run" = "ctrl+r"\n')  # settings and keymap, one file
     assert main(["tui", "--store", str(tmp_path)]) == 0
     assert seen["keymap"] == {"app.run": "ctrl+r"}
-    assert seen["demo"] and seen["base_url"].startswith("http://127.0.0.1:") and seen["loader"]
-    assert seen["model"] == "simulated-policy" and seen["store"] == tmp_path / "runs.db"
+    assert seen["demo"]
+    assert seen["base_url"].startswith("http://127.0.0.1:")
+    assert seen["loader"]
+    assert seen["model"] == "simulated-policy"
+    assert seen["store"] == tmp_path / "runs.db"
     monkeypatch.setenv("FIREWORKS_API_KEY", "fw-key")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-key")
     assert main(["tui", "--store", str(tmp_path)]) == 0
-    assert not seen["demo"] and seen["base_url"] == "https://api.fireworks.ai/inference/v1"
+    assert not seen["demo"]
+    assert seen["base_url"] == "https://api.fireworks.ai/inference/v1"
     assert main(["tui", "--store", str(tmp_path), "--demo"]) == 0
-    assert seen["demo"] and not seen["loader"]  # asked for: saving keys does not leave it
+    assert seen["demo"]
+    assert not seen["loader"]  # asked for: saving keys does not leave it

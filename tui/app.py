@@ -22,10 +22,8 @@ from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
 from svgagent.core.store import Store
 
-from svgagent.tui.commands import ActionCommands
+from svgagent.tui.commands import ScreenCommands
 from svgagent.tui.input_order import InOrderInput
-from svgagent.tui.widgets.config_form import ConfigFormCommands
-from svgagent.tui.widgets.secrets_form import SecretsPaneCommands
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
 
 log = logging.getLogger(__name__)
@@ -37,7 +35,7 @@ FREEZE_AGAIN_S = 1.0
 class SvgAgentApp(InOrderInput, App[int]):
     """``settings``: what the next run uses; ``demo``: the endpoints are the simulator (banner shown);
     ``run_id``: a stored run to open; ``env_file``: where the Secrets pane keeps keys; ``clock``: monotonic
-    seconds for elapsed/ETA; ``keymap``: binding id → keys; ``demo_overrides``: re-applied to settings the
+    seconds for elapsed/ETA (the keys follow ``settings.keymap``, binding id → keys); ``demo_overrides``: re-applied to settings the
     Config pane sends while in demo mode; ``settings_loader``: re-reads settings after keys are saved (given
     when demo mode was chosen only because keys were missing, so saving keys leaves it); ``job_source``: where
     the Jobs pane gets RFT jobs (a ``JobSource``; None: chosen from settings/demo), ``job_poll_s`` its poll
@@ -49,7 +47,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit (a run in progress is stopped, finished work kept)"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="Every key"),
     ]
-    COMMANDS = App.COMMANDS | {ActionCommands, ConfigFormCommands, SecretsPaneCommands}
+    COMMANDS = App.COMMANDS | {ScreenCommands}
 
     def __init__(
         self,
@@ -60,7 +58,6 @@ class SvgAgentApp(InOrderInput, App[int]):
         run_id: str | None = None,
         env_file: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
-        keymap: Mapping[str, str] | None = None,
         demo_overrides: Mapping[str, Any] | None = None,
         settings_loader: Callable[[], Settings] | None = None,
         bus: EventBus[RolloutUpdate] | None = None,
@@ -79,16 +76,21 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.settings_loader = settings_loader
         self.bus: EventBus[RolloutUpdate] = bus or EventBus()
         self.control = RunControl(self, store, self.bus, clock)
-        self._user_keymap = dict(keymap or {})
+        self.keymap: dict[str, str] = dict(settings.keymap)  # binding id → keys, from the [keymap] table
         self.job_source = job_source  # None: the Jobs pane picks one from settings/demo when it is first shown
         self.job_poll_s = job_poll_s  # None: 10 s (2 s in demo mode)
         self.wall_clock = wall_clock  # seconds since the epoch: RFT job ages and elapsed times
 
     def on_mount(self) -> None:
-        if self._user_keymap:
-            self.set_keymap(self._user_keymap)
         from svgagent.screens.dashboard import Dashboard
+        from svgagent.screens.help import unknown_binding_ids
 
+        if self.keymap:
+            self.set_keymap(self.keymap)
+            unknown = unknown_binding_ids(self, self.keymap)
+            if unknown:
+                self.notify(f"no key has the id {', '.join(unknown)}: ? lists every id (check the spelling)",
+                            title="[keymap] in your config", severity="warning", timeout=15)
         self.push_screen(Dashboard())
 
     def on_ready(self) -> None:

@@ -31,6 +31,7 @@ class AppServices(Protocol):
     control: RunControl
     job_source: JobSource | None
     job_poll_s: float | None
+    keymap: Mapping[str, str]  # binding id → keys, as the [keymap] table remaps them
 
     def settings_for_run(self, stored: Mapping[str, Any]) -> Settings: ...
 

@@ -18,12 +18,13 @@ from textual.message import Message
 from textual.widgets import Footer, Input
 
 from svgagent.core.settings import Settings
-from svgagent.tui.widgets.config_form import ConfigForm, ConfigFormCommands, FocusHome
-from svgagent.tui.widgets.secrets_form import SecretsPane, SecretsPaneCommands
+from svgagent.tui.commands import ScreenCommands
+from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
+from svgagent.tui.widgets.secrets_form import SecretsPane
 
 
 class _Harness(App[None]):
-    COMMANDS = App.COMMANDS | {ConfigFormCommands, SecretsPaneCommands}
+    COMMANDS = App.COMMANDS | {ScreenCommands}
 
     def __init__(self) -> None:
         super().__init__()

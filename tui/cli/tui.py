@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.settings import Settings, load_settings, user_config_file
+from svgagent.core.settings import Settings, load_settings
 
 from svgagent.tui.cli.exit_codes import EXIT_OK
 
@@ -29,9 +29,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         # The demo's simulator starts in a process of its own, on the other core, while this one gets the app ready.
         sim = stack.enter_context(demo_simulator_process()) if demo else None
         from svgagent.tui.imaging import configure_term_image
-        from svgagent.tui.keymap import read_keymap
 
-        keymap = read_keymap(user_config_file())
         configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
         store = stack.enter_context(Store(real.store_path()))
         if args.run:
@@ -50,7 +48,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
             demo=demo,
             run_id=args.run,
             env_file=Path.cwd() / ".env",
-            keymap=keymap,
             demo_overrides=extra,
             settings_loader=(lambda: load_settings(**overrides)) if implicit_demo else None,
         )

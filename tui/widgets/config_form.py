@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from enum import Enum
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -31,7 +30,6 @@ from pydantic import SecretStr, ValidationError
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -85,7 +83,8 @@ def form_fields(model: type[Settings] = Settings) -> list[FieldSpec]:
     and local paths; they belong to the Secrets pane and the command line."""
     specs = []
     for name, info in model.model_fields.items():
-        if name in KEY_FIELDS or _mentions(info.annotation, (SecretStr, Path)):
+        table = typing.get_origin(info.annotation) is dict  # the keymap: edited in the config file
+        if name in KEY_FIELDS or table or _mentions(info.annotation, (SecretStr, Path)):
             continue
         base, optional = _split_optional(info.annotation)
         description = info.description or ""
@@ -237,6 +236,8 @@ class _FormBody(VerticalScroll, can_focus=False):
 
 class ConfigForm(Widget):
     """Run settings as a keyboard form. ``values()`` holds only valid values; ``errors()`` the fields in error."""
+
+    PALETTE_TITLE: ClassVar[str] = "Config"  # its keys in the command palette (tui/commands.py)
 
     DEFAULT_CSS = """
     ConfigForm { height: 1fr; }
@@ -489,38 +490,3 @@ class ConfigForm(Widget):
     def action_focus_home(self) -> None:
         self.screen.set_focus(None)
         self.post_message(FocusHome(self))
-
-
-class WidgetCommands(Provider):
-    """Command-palette entries for the key bindings of every ``widget_type`` on the screen. Add the subclasses to
-    ``App.COMMANDS`` (or a screen's ``COMMANDS``) so each action is in the palette as well as in the Footer."""
-
-    widget_type: ClassVar[type[Widget]] = Widget
-    title: ClassVar[str] = ""
-
-    def _commands(self) -> list[tuple[str, str, Any]]:
-        found = []
-        for widget in self.screen.query(self.widget_type):
-            for item in type(widget).BINDINGS:
-                if not isinstance(item, Binding) or not item.show or widget.check_action(item.action, ()) is False:
-                    continue
-                key = self.app.get_key_display(item)
-                name = f"{self.title}: {item.description}"
-                found.append((name, f"key {key}", partial(widget.run_action, item.action)))
-        return found
-
-    async def discover(self) -> Hits:
-        for name, help_text, callback in self._commands():
-            yield DiscoveryHit(name, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for name, help_text, callback in self._commands():
-            score = matcher.match(name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
-
-
-class ConfigFormCommands(WidgetCommands):
-    widget_type = ConfigForm
-    title = "Config"

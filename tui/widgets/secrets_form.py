@@ -26,7 +26,7 @@ from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, rea
 from svgagent.core.settings import Settings
 from svgagent.core.verify_keys import VerifyResult, verify_fireworks_key, verify_openai_key
 
-from svgagent.tui.widgets.config_form import FocusHome, WidgetCommands
+from svgagent.tui.widgets.config_form import FocusHome
 
 Mode = Literal["table", "edit", "add", "confirm"]
 SOURCE_LABELS = {"env-file": ".env", "environment": "environment", "unset": "unset"}
@@ -41,6 +41,8 @@ def _is_fireworks(url: str) -> bool:
 
 class SecretsPane(Widget):
     """A table of keys with their source and masked value; every action is a key (see ``BINDINGS``)."""
+
+    PALETTE_TITLE: ClassVar[str] = "Secrets"  # its keys in the command palette (tui/commands.py)
 
     DEFAULT_CSS = """
     SecretsPane { height: 1fr; layout: vertical; }
@@ -428,8 +430,3 @@ class SecretsPane(Widget):
         self._refresh_row(message.name)
         severity = {"ok": "information", "unreachable": "warning"}.get(result.status, "error")
         self.notify(f"{message.name}: {result.message}", title="Test", severity=severity)  # type: ignore[arg-type]
-
-
-class SecretsPaneCommands(WidgetCommands):
-    widget_type = SecretsPane
-    title = "Secrets"
