@@ -240,6 +240,24 @@ def test_params_ranges_name_the_flag() -> None:
                                             "max_context_length"}
 
 
+def test_job_kwargs_use_the_clients_own_typed_dict_keys() -> None:
+    """What a type checker checks (mypy passes on params.py): every key, nested ones included, is a key of the
+    fireworks-ai client's TypedDict for that argument, so the client's transform names it on the wire."""
+    from fireworks.types import reinforcement_fine_tuning_job_create_params as create_params
+    from fireworks.types.shared_params import reinforcement_learning_loss_config, training_config, wandb_config
+
+    kwargs = parse_params(base_model="m", chunk_size=10, epochs=1, learning_rate=1e-4, lora_rank=16,
+                          batch_size=4096, max_context_length=4096, temperature=1.0, top_p=0.9,
+                          max_output_tokens=2048, n=8, loss="dapo", kl_beta=0.1,
+                          output_model="out").job_kwargs("d", "e", display_name="x")
+    assert set(kwargs) <= set(create_params.ReinforcementFineTuningJobCreateParams.__annotations__)
+    for name, typed in (("training_config", training_config.TrainingConfig),
+                        ("inference_parameters", create_params.InferenceParameters),
+                        ("loss_config", reinforcement_learning_loss_config.ReinforcementLearningLossConfig),
+                        ("wandb_config", wandb_config.WandbConfig)):
+        assert kwargs[name] and set(kwargs[name]) <= set(typed.__annotations__), name
+
+
 def test_job_id_is_validated_like_the_output_model(sim: FireworksSim) -> None:
     for bad in ("../../etc", "Bad_Id", "a/b", "x" * 64):
         with pytest.raises(ConfigError, match="must be a job id"):

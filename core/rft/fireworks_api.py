@@ -67,7 +67,7 @@ def wire_body(kind: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         "job": reinforcement_fine_tuning_job_create_params.ReinforcementFineTuningJobCreateParams,
         "dataset": dataset_param.DatasetParam, "evaluator": evaluator_create_params.Evaluator,
         "secret": secret_create_params.SecretCreateParams}
-    return dict(maybe_transform(dict(kwargs), shapes[kind]))
+    return dict(maybe_transform(dict(kwargs), shapes[kind]) or {})
 
 
 @dataclass(frozen=True)
