@@ -529,6 +529,14 @@ class Dashboard(AppKeysFirst, Screen):
         panel = message.panel
         self.app.push_screen(RftLaunchScreen(message.source, self.svg_app.settings, on_launched=panel.job_launched))
 
+    @on(JobPanel.TrainingRequested)
+    def _open_training(self, message: JobPanel.TrainingRequested) -> None:
+        from svgagent.screens.training import TrainingScreen
+
+        view = message.view
+        self.app.push_screen(TrainingScreen(self.svg_app.store, job_name=view.name,
+                                            title=view.display_name or view.job_id))
+
     @on(JobPanel.EvalRequested)
     def _eval_output(self, message: JobPanel.EvalRequested) -> None:
         """Point the Config's model at the job's output model and start a run of it, named `eval of <model>`, on

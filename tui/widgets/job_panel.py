@@ -57,6 +57,8 @@ class JobPanel(Vertical):
                 tooltip="Resume the selected job (cancelled, failed or paused)"),
         Binding("e", "eval_output", "Eval", id="jobs.eval_output",
                 tooltip="Start a run of the job's output model on the Config's dataset (compare with the base model)"),
+        Binding("t", "training", "Training", id="jobs.training",
+                tooltip="The job's rollouts step by step, with pictures (served by `svgagent serve`)"),
         Binding("y", "copy_link", "Copy", id="jobs.copy_link",
                 tooltip="Copy the selected dashboard link to the clipboard (OSC 52)"),
         Binding("b", "open_link", "Browser", id="jobs.open_link",
@@ -100,6 +102,13 @@ class JobPanel(Vertical):
         def __init__(self, panel: JobPanel, view: JobView, model: str) -> None:
             super().__init__()
             self.panel, self.view, self.model = panel, view, model
+
+    class TrainingRequested(Message):
+        """Open the training view of ``view``'s job (the rollouts `svgagent serve` stored for it)."""
+
+        def __init__(self, panel: JobPanel, view: JobView) -> None:
+            super().__init__()
+            self.panel, self.view = panel, view
 
     def __init__(self, *, id: str | None = None, source: JobSource | None = None,  # noqa: A002
                  interval: float | None = None, clock: Callable[[], float] | None = None) -> None:
@@ -440,6 +449,11 @@ class JobPanel(Vertical):
         current = self.link if self.link in kinds else kinds[0]
         self.link = kinds[(kinds.index(current) + 1) % len(kinds)]
         self._redraw()
+
+    def action_training(self) -> None:
+        view = self._need_view()
+        if view is not None:
+            self.post_message(self.TrainingRequested(self, view))
 
     def action_eval_output(self) -> None:
         """Point the Config's model at the job's output model and start a run of it (the dashboard's run

@@ -1,0 +1,175 @@
+"""The training view: what an RFT job's rollouts look like, step by step, as `svgagent serve` stores them.
+
+A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a sparkline
+draws the mean local score per step (``serve --judge``; otherwise the rollouts per step); a table lists the steps
+(rollouts, finished, errors, mean local score, model). It re-reads the store every second in a thread, so rollouts
+stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
+(with none marked: the first step with the last) side by side with their pictures, on the compare screen.
+
+Open it from the Jobs pane (a job, then ``t``) or with ``svgagent tui --serve``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Sparkline, Static
+
+from svgagent.core.store import Store
+from svgagent.core.training import TrainingRun, TrainingStep, TrainingStore
+
+from svgagent.screens.compare import open_compare
+from svgagent.screens.keys_first import AppKeysFirst
+
+REFRESH_S = 1.0
+COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
+
+
+def _mean(step: TrainingStep) -> str:
+    return "–" if step.mean_local is None else f"{step.mean_local:.3f}"
+
+
+class TrainingScreen(AppKeysFirst, Screen[None]):
+    SCOPED_CSS = False
+    DEFAULT_CSS = """
+    TrainingScreen #training-header { height: auto; padding: 0 1; background: $panel; }
+    TrainingScreen #training-spark { height: 3; margin: 0 1; }
+    TrainingScreen #training-steps { height: 1fr; }
+    TrainingScreen #training-hint { height: auto; padding: 0 1; color: $text-muted; }
+    """
+    BINDINGS = [
+        Binding("escape,q", "close", "Back", id="training.back"),
+        Binding("space", "mark", "Mark", id="training.mark", tooltip="Mark the highlighted step as side A"),
+        Binding("c", "compare", "Compare", id="training.compare",
+                tooltip="Compare the marked step (or the first) with the highlighted one (or the last), with pictures"),
+        Binding("f", "first_last", "First↔last", id="training.first_last",
+                tooltip="Compare the first step with the last"),
+        Binding("r", "refresh", "Refresh", id="training.refresh", tooltip="Read the store again now"),
+    ]
+
+    def __init__(self, store: Store, *, job_name: str | None = None, training_id: str | None = None,
+                 title: str | None = None, serving: str | None = None) -> None:
+        super().__init__()
+        self.store = store
+        self.job_name = job_name
+        self.training_id = training_id
+        self.title_text = title
+        self.serving = serving
+        self.training_run: TrainingRun | None = None
+        self.steps: list[TrainingStep] = []
+        self.marked: int | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="training-header")
+        yield Sparkline([], id="training-spark")
+        table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static(id="training-hint")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#training-steps", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        self._redraw()
+        self.action_refresh()
+        self.set_interval(REFRESH_S, self.action_refresh)
+
+    # --- reading ----------------------------------------------------------------------------------------------
+    def action_refresh(self) -> None:
+        self._load()
+
+    @work(thread=True, exclusive=True, group="training-read")
+    def _load(self) -> None:
+        with self.store.reader() as reader:
+            training = TrainingStore(reader)
+            runs = training.trainings(self.job_name) if self.training_id is None else \
+                [r for r in training.trainings() if r.training_id == self.training_id]
+            run = runs[0] if runs else None
+            steps = training.steps(run.training_id) if run is not None else []
+        self.app.call_from_thread(self._apply, run, steps)
+
+    def _apply(self, run: TrainingRun | None, steps: list[TrainingStep]) -> None:
+        if run == self.training_run and steps == self.steps:
+            return
+        self.training_run, self.steps = run, steps
+        self._redraw()
+
+    # --- drawing ----------------------------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        header = self.query_one("#training-header", Static)
+        hint = self.query_one("#training-hint", Static)
+        spark = self.query_one("#training-spark", Sparkline)
+        table = self.query_one("#training-steps", DataTable)
+        serving = f" · serving on {self.serving}" if self.serving else ""
+        if self.training_run is None:
+            who = self.title_text or self.job_name or "this server"
+            header.update(f"Training view · {who}{serving}\nno served rollouts yet")
+            hint.update("Point the job's evaluator at `svgagent serve` (rft create --rollouts remote --remote-url "
+                        "URL; serve --job NAME): its rollouts appear here, step by step.")
+            spark.data = []
+            table.clear()
+            return
+        run = self.training_run
+        judged = any(s.judged for s in self.steps)
+        means = [s.mean_local or 0.0 for s in self.steps] if judged else [float(s.rollouts) for s in self.steps]
+        first, last = (self.steps[0], self.steps[-1]) if self.steps else (None, None)
+        trend = ""
+        if judged and first is not None and last is not None:
+            trend = f" · local mean step {first.step}: {_mean(first)} → step {last.step}: {_mean(last)}"
+        header.update(f"Training view · {self.title_text or run.label}{serving}\n"
+                      f"{len(self.steps)} steps · {run.rollouts} rollouts{trend}")
+        spark.data = means
+        hint.update(("sparkline: mean local score per step" if judged else
+                     "sparkline: rollouts per step (scores come from the platform; `serve --judge` adds local ones)")
+                    + (f" · marked: step {self.marked}" if self.marked is not None else ""))
+        self._fill(table)
+
+    def _fill(self, table: DataTable[Any]) -> None:
+        keep = table.cursor_row
+        table.clear()
+        for s in self.steps:
+            mark = "▶ " if s.step == self.marked else ""
+            table.add_row(f"{mark}{s.step}", str(s.rollouts), str(s.done), str(s.failed), _mean(s),
+                          (s.model or "")[-28:], key=str(s.step))
+        if self.steps:
+            table.move_cursor(row=min(max(keep, 0), len(self.steps) - 1))
+
+    # --- actions ----------------------------------------------------------------------------------------------
+    def _highlighted(self) -> TrainingStep | None:
+        table = self.query_one("#training-steps", DataTable)
+        if not self.steps or table.cursor_row < 0:
+            return None
+        return self.steps[min(table.cursor_row, len(self.steps) - 1)]
+
+    def action_mark(self) -> None:
+        step = self._highlighted()
+        if step is None:
+            return
+        self.marked = None if self.marked == step.step else step.step
+        self._redraw()
+
+    def action_compare(self) -> None:
+        if len(self.steps) < 2:
+            self.notify("a comparison needs two steps", title="Training", severity="warning")
+            return
+        by_step = {s.step: s for s in self.steps}
+        current = self._highlighted()
+        if self.marked is not None and current is not None and current.step != self.marked:
+            a, b = by_step[self.marked], current
+        else:
+            a, b = self.steps[0], self.steps[-1]
+        open_compare(self.app, a.run_id, b.run_id)
+
+    def action_first_last(self) -> None:
+        if len(self.steps) < 2:
+            self.notify("a comparison needs two steps", title="Training", severity="warning")
+            return
+        open_compare(self.app, self.steps[0].run_id, self.steps[-1].run_id)
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
