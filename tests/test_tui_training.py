@@ -151,3 +151,38 @@ def training_ready():  # type: ignore[no-untyped-def]
 def test_training_screen(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     serve_steps(store, {1: [1, 0, 2], 2: [2, 2, 3], 3: [3, 3, 4], 4: [4, 3, 4]})
     assert snap_compare(jobs_app(store), terminal_size=size, run_before=training_ready())
+
+
+async def test_tui_serve_runs_the_server_and_its_rollouts_stream_into_the_view(store: Store) -> None:
+    import aiohttp
+    from serve_support import init_body, post_init
+    from tui_support import settings_for
+
+    from svgagent.core.serve.wiring import ServeOptions, ServerThread
+    from svgagent.core.sim.simulator import Simulator
+    from svgagent.core.sim.tracing_gateway import TracingGateway
+
+    with Simulator() as sim, TracingGateway(str(sim.base_url)) as gateway:
+        settings = settings_for(store.path, max_retries=0, render_size=64)
+        server = ServerThread(settings, ServeOptions(port=0))  # what `svgagent tui --serve` starts
+        url = server.start()
+        try:
+            app = make_app(store, settings=settings, serve_url=url)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await settle(pilot)
+                screen = app.screen
+                assert isinstance(screen, TrainingScreen) and screen.serving == url and screen.training_run is None
+                async with aiohttp.ClientSession() as session:
+                    for i in range(3):
+                        status, _, _ = await post_init(session, url, init_body(str(gateway.base_url), f"live-{i}", row=i))
+                        assert status == 200
+                await wait_until(pilot, lambda: all(gateway.status_code(f"live-{i}") is not None for i in range(3)))
+                await pilot.press("r")
+                await app.workers.wait_for_complete()
+                await settle(pilot)
+                assert screen.training_run is not None and screen.training_run.rollouts == 3
+                assert [(s.step, s.rollouts, s.done) for s in screen.steps] == [(1, 3, 3)]
+        finally:
+            server.stop()
+    assert {row[0] for row in store.query("SELECT ep_rollout_id FROM served_rollouts")} == {"live-0", "live-1",
+                                                                                              "live-2"}

@@ -64,8 +64,10 @@ class SvgAgentApp(InOrderInput, App[int]):
         job_source: Any = None,
         job_poll_s: float | None = None,
         wall_clock: Callable[[], float] = time.time,
+        serve_url: str | None = None,
     ) -> None:
         super().__init__()
+        self.serve_url = serve_url  # `svgagent tui --serve`: the rollout server runs with the app; its view opens
         self.settings = settings
         self.store = store
         self.demo = demo
@@ -92,6 +94,10 @@ class SvgAgentApp(InOrderInput, App[int]):
                 self.notify(f"no key has the id {', '.join(unknown)}: ? lists every id (check the spelling)",
                             title="[keymap] in your config", severity="warning", timeout=15)
         self.push_screen(Dashboard())
+        if self.serve_url:
+            from svgagent.screens.training import TrainingScreen
+
+            self.push_screen(TrainingScreen(self.store, serving=self.serve_url))
 
     def on_ready(self) -> None:
         """The first frame has been composed. Textual drew it inside its start-up batch and writes only regions

@@ -3,6 +3,8 @@ judge, the status logger, the training store — and closing what it made. Used 
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -92,3 +94,52 @@ async def rollout_server(settings: Settings, store: Store, options: ServeOptions
                 await ctx.judge.client.close()
             if renderer is None:
                 ctx.renderer.close()
+
+
+class ServerThread:
+    """A rollout server on a thread and event loop of its own, with its own store connection (``svgagent tui
+    --serve``: the app's loop stays free for the screen). ``start()`` returns its URL; ``stop()`` stops it as
+    SIGTERM stops `svgagent serve`."""
+
+    def __init__(self, settings: Settings, options: ServeOptions) -> None:
+        self.settings, self.options = settings, options
+        self.url: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def start(self) -> str:
+        ready = threading.Event()
+
+        async def serve() -> None:
+            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+            with Store(self.settings.store_path()) as store:
+                async with rollout_server(self.settings, store, self.options) as server:
+                    self.url = server.url
+                    ready.set()
+                    await self._stop.wait()
+
+        def run() -> None:
+            try:
+                asyncio.run(serve())
+            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
+                self._failure = exc
+            finally:
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="svgagent-serve", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if self.url is None:
+            self._thread.join()
+            raise self._failure or RuntimeError("the rollout server did not start")
+        return self.url
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join()
+        self._thread = None

@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tui", help="open the terminal app", formatter_class=_Formatter)
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
+    p.add_argument("--serve", action="store_true",
+                   help="also run the rollout server (svgagent serve, on 127.0.0.1) and open its training view")
+    p.add_argument("--serve-port", type=int, default=3000, metavar="PORT", help="its port (default 3000)")
     p.add_argument("--run", metavar="RUN_ID", help="open a stored run")
     add_store(p)
 

@@ -17,6 +17,19 @@ def tui_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {"store": getattr(args, "store", None)}
 
 
+@contextlib.contextmanager
+def _serving(settings: Settings, args: argparse.Namespace) -> Any:
+    """`svgagent serve` inside the app (loopback, --serve-port); its statuses go to each request's gateway."""
+    from svgagent.core.serve.wiring import ServeOptions, ServerThread
+
+    server = ServerThread(settings, ServeOptions(port=args.serve_port, grace_s=5.0))
+    url = server.start()
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator_process
     from svgagent.core.store import Store
@@ -41,6 +54,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
         if sim is not None:
             extra = demo_overrides(sim.base_url)
             settings = load_settings(**overrides, **extra)
+        serve_url = None
+        if getattr(args, "serve", False):
+            serve_url = stack.enter_context(_serving(settings, args))
 
         app = SvgAgentApp(
             settings=settings,
@@ -50,6 +66,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             env_file=Path.cwd() / ".env",
             demo_overrides=extra,
             settings_loader=(lambda: load_settings(**overrides)) if implicit_demo else None,
+            serve_url=serve_url,
         )
         app.run()
     if app.return_code:
