@@ -23,6 +23,8 @@ TARGETS = {
     "tui open finished 10k run s": ("<", 1.0),
     "tui first paint s": ("<", 1.5),
     "tui RSS MB": ("<", 300),
+    "serve CPU ms/rollout, C=16": ("<", 2.0),
+    "serve CPU ms/rollout, C=64": ("<", 2.0),
 }
 
 
@@ -50,6 +52,7 @@ def main() -> int:
         ("client.py", ["--n", "100"] if args.quick else []),
         ("render.py", ["--n", "40", "--simple", "200"] if args.quick else []),
         ("store.py", ["--rollouts", "2000", "--seconds", "2"] if args.quick else []),
+        ("serve.py", ["--n", "200"] if args.quick else []),
     ]
     if (HERE / "tui.py").exists():
         plan.append(("tui.py", ["--rollouts", "2000"] if args.quick else []))
