@@ -330,3 +330,50 @@ def test_store_reopens_at_the_new_schema(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         assert store.schema_version >= 4
         assert store.query("SELECT COUNT(*) FROM served_rollouts")[0][0] == 0
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--max-body", "10"], "--max-body must be from 1024"),
+    (["--rollout-timeout", "0"], "--rollout-timeout must be more than 0"),
+    (["--gateway-url", "ftp://x"], "--gateway-url must be an http:// or https:// URL"),
+    (["--judge"], "--judge needs OPENAI_API_KEY"),
+], ids=["max-body", "rollout-timeout", "gateway-url", "judge-without-key"])
+def test_serve_refuses_bad_options_with_one_line(flags: list[str], words: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from svgagent.tui.cli.main import main
+
+    assert main(["serve", "--port", "0", *flags]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "serve", "--demo", "--json", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        line = json.loads(proc.stdout.readline())
+        assert line["event"] == "listening" and line["url"].startswith("http://127.0.0.1:")
+        gateway = line["demo_model_base_url"]
+        assert gateway.startswith("http://localhost:")  # what eval-protocol's path encoding needs
+        body = json.dumps(init_body(gateway, "demo-1")).encode()
+        request = urllib.request.Request(line["url"] + "/init", data=body, headers={"Content-Type": "application/json"})
+        assert json.loads(urllib.request.urlopen(request, timeout=30).read())["status"] == "accepted"
+        proc.send_signal(signal.SIGINT)  # the rollout is running (the demo policy takes 0.4 s): it may finish
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    events = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
+    stopped = [e for e in events if e.get("event") == "stopped"]
+    assert stopped and stopped[0]["accepted"] == 1
+    assert stopped[0]["finished"] + stopped[0]["stopped_unfinished"] == 1  # finished in the grace period, or logged
+    assert any(e.get("path") == "/init" and e.get("status") == 200 for e in events)
