@@ -4,6 +4,9 @@ Everything goes through `fireworks.Fireworks` (its typed resources, and its low-
 method: `/verifyApiKey` and the signed-URL upload). Retries with backoff are the client's own (`max_retries`); the
 loops here only poll for state. Calls are blocking: the TUI runs them in a thread worker. Every failure a user can
 meet is a `FireworksError` whose message says what happened and what to do.
+
+(Over 400 lines: one client for one control plane; its resources share the error mapping, the signed-URL upload and
+the polling, which would scatter if split per resource.)
 """
 
 from __future__ import annotations

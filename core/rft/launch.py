@@ -11,6 +11,8 @@ evaluator id from the bundle's code hash (an ACTIVE evaluator with that code is 
 dataset, evaluator and hyperparameters (an existing job with that id is reported, not created twice).
 `launch` reports progress as `LaunchEvent`s (step, status, message) and raises `FireworksError` with the step's
 plain message; it runs blocking calls, so the TUI runs it in a thread worker.
+
+(Over 400 lines: `plan` and `launch` walk the same five steps and stay side by side so they cannot drift.)
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 `control_plane` parses requests and calls these methods (RFT jobs live in `control_plane_jobs`, what an evaluator
 build checks in `control_plane_build`); every method returns the JSON payload to send or raises `SimError`
 (rendered as a Google-style error body). Callers hold `lock`.
+
+(Over 400 lines: secrets, datasets, evaluators and uploads share one lock, request log and lifecycle driver.)
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Progress goes to stderr, results to stdout (`--json`: one JSON document). Exit status: 0 ok, 1 the control plane
 failed (message says what to do) or a watched job did not complete, 2 usage/config error (bad flag, missing key,
 refused confirmation), 130 interrupted.
+
+(Over 400 lines: the parser and the five actions of one command group, which share its output and confirmation.)
 """
 
 from __future__ import annotations
