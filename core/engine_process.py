@@ -44,6 +44,9 @@ MODULE = "svgagent.core.engine_process"
 ENGINE = "svgagent.core.engine:Engine"
 FORWARD_EVERY_S = 0.02
 STDIN = 0
+# The child yields the CPU to the app: on a busy machine the kernel then runs the UI first (it needs little) and
+# the engine gets all the rest. Its render workers inherit it.
+NICE = 10
 KILL_AFTER_S = 10.0  # a child that does not stop within this after "cancel" is killed
 _BOOT = f"import runpy, sys; del sys.path[0]; runpy.run_module({MODULE!r}, run_name='__main__', alter_sys=True)"
 
@@ -233,6 +236,8 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
 def main() -> int:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but the protocol on the pipe
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
     request, pending = _read_request()
     sys.path[:0] = [p for p in request.get("path", []) if p not in sys.path]
     try:

@@ -244,6 +244,7 @@ _STATUS_ORDER = {s: i for i, s in enumerate(RolloutStatus)}
 
 SORT_FIELDS: dict[str, Callable[[RolloutRecord], object]] = {
     "rollout": lambda r: (r.row_index, r.sample_index, r.attempt),
+    "prompt": lambda r: " ".join(r.prompt.split()).casefold(),
     "row": lambda r: (r.row_index, r.sample_index),
     "sample": lambda r: (r.sample_index, r.row_index),
     "status": lambda r: _STATUS_ORDER[r.status],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -193,12 +193,14 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         side_a.show(row.a, self.sample, missing="only in B: run A has no rollout for this row", reread=reread)
         side_b.show(row.b, self.sample, missing="only in A: run B has no rollout for this row", reread=reread)
 
-    def on_compare_table_highlighted(self, event: CompareTable.Highlighted) -> None:
+    @on(CompareTable.Highlighted, "#compare-rows")
+    def _row_highlighted(self, event: CompareTable.Highlighted) -> None:
         event.stop()
         self.sample = 0
         self._show_row()
 
-    def on_compare_table_selected(self, event: CompareTable.Selected) -> None:
+    @on(CompareTable.Selected, "#compare-rows")
+    def _row_selected(self, event: CompareTable.Selected) -> None:
         event.stop()
         self.action_open()
 

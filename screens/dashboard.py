@@ -38,6 +38,7 @@ from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
+from svgagent.screens.sort_picker import SortPicker
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.keys_first import AppKeysFirst
 
@@ -322,6 +323,17 @@ class Dashboard(AppKeysFirst, Screen):
         control = self.svg_app.control
         if control.running and control.run_id == self.run_id:
             self.refresh_summary()
+
+    @on(RolloutTable.SortRequested)
+    def _pick_sort(self) -> None:
+        table = self.query_one(RolloutTable)
+
+        def chosen(choice: tuple[str, bool] | None) -> None:
+            if choice is not None:
+                table.set_sort(*choice)
+                self.notify(f"sorted by {choice[0]}" + (" (descending)" if choice[1] else ""), timeout=2)
+
+        self.app.push_screen(SortPicker(table.sort_column, table.sort_reverse), chosen)
 
     @on(RolloutTable.CursorMoved)
     def _cursor_moved(self, event: RolloutTable.CursorMoved) -> None:

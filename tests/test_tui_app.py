@@ -25,7 +25,8 @@ async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
         await settle(pilot)
         assert isinstance(app.focused, RolloutTable)
         assert ids(app) == ["0.0", "1.0", "2.0", "3.0", "4.0", "5.0"]
-        assert rows(app)[0] == ("", "0.0", "row_0", "0", "✓ scored", "0.75", "3/4", "1.5", "0.8", "460")
+        assert rows(app)[0] == ("", "landscape with a sun", "row_0", "0", "✓ scored", "0.75", "3/4", "1.5", "0.8",
+                                "460")
         assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")
         assert rows(app)[4][5] == "0.75*"  # the human override, marked
         assert rows(app)[5][4] == "· queued"
@@ -120,21 +121,30 @@ async def test_filter_says_when_a_word_matches_nothing(store: Store) -> None:
         assert bar.query_one("#filter-note").has_class("-hidden")
 
 
-async def test_sort_cycles_columns_and_reverses(store: Store) -> None:
+async def test_sort_column_is_picked_directly_and_reverses(store: Store) -> None:
+    from svgagent.screens.sort_picker import SortPicker
+
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         table = table_of(app)
-        await pilot.press("S")
         assert table.sort_column == "row"
-        await pilot.press("S", "S", "S")
+        await pilot.press("S", "s")  # S: the column picker; s: score
         assert table.sort_column == "score"
         assert not table.sort_reverse
         assert ids(app) == ["2.0", "0.0", "4.0", "1.0", "3.0", "5.0"]
         await pilot.press("minus")
         assert table.sort_reverse
         assert ids(app) == ["1.0", "0.0", "4.0", "2.0", "3.0", "5.0"]
+        await pilot.press("S", "s")  # the current column again: the other way round
+        assert table.sort_column == "score"
+        assert not table.sort_reverse
         await pilot.press("S")
+        assert isinstance(app.screen, SortPicker)
+        await pilot.press("down", "enter")  # from score down to fulfilled
+        assert table.sort_column == "fulfilled"
+        assert isinstance(app.focused, RolloutTable)
+        await pilot.press("S", "escape")
         assert table.sort_column == "fulfilled"
 
 
@@ -310,8 +320,8 @@ async def test_keymap_from_config_remaps_by_id(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID, settings=settings)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("f6")
-        assert table_of(app).sort_column == "row"
+        await pilot.press("f6", "s")  # the remapped key opens the sort picker; s: by score
+        assert table_of(app).sort_column == "score"
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
         text = plain(app.screen.query_one("#help-text"), width=160)
@@ -327,8 +337,8 @@ async def test_unknown_keymap_ids_are_reported(store: Store) -> None:
         await settle(pilot)
         warnings = [n for n in notifications(app) if "no key has the id" in n]
         assert warnings == ["no key has the id app.hlep, nope: ? lists every id (check the spelling)"]
-        await pilot.press("f6")
-        assert table_of(app).sort_column == "row"  # the known id is remapped all the same
+        await pilot.press("f6", "s")
+        assert table_of(app).sort_column == "score"  # the known id is remapped all the same
 
 
 async def test_command_palette_lists_the_actions(store: Store) -> None:

@@ -15,6 +15,7 @@ from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.tui.widgets.rollout_cells import prompt_topic
 from svgagent.tui.widgets.summary_bar import SummaryBar
 
 
@@ -50,7 +51,7 @@ async def test_r_starts_a_run_that_fills_the_table_live(store: Store, sim_overri
         assert store.get_run(run_id).status == "completed"
         table_rows = rows(app)
         for rec, cells in zip(stored, table_rows):
-            assert cells[1] == f"{rec.row_index}.0"
+            assert cells[1] == prompt_topic(rec.prompt) and cells[2] == rec.row_id
             assert cells[4] in ("✓ scored", "✗ failed")
             expected = "–" if rec.effective_score is None else f"{rec.effective_score:.2f}"
             assert cells[5] == expected

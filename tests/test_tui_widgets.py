@@ -18,7 +18,7 @@ from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
 from svgagent.tui.imaging import fit_cells, png_to_text, show_full_resolution
-from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, short_id
+from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, prompt_topic, short_id
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import estimate_eta, format_duration, format_summary
 
@@ -38,8 +38,50 @@ class TableApp(App[None]):
 # --- the table -------------------------------------------------------------------------------------------------
 def test_columns_fit_an_80_column_terminal() -> None:
     assert TABLE_WIDTH <= 78  # 80 minus the scrollbar and a margin
-    assert [c.key for c in COLUMNS][1:] == ["rollout", "row", "sample", "status", "score", "fulfilled", "gen",
+    assert [c.key for c in COLUMNS][1:] == ["prompt", "row", "sample", "status", "score", "fulfilled", "gen",
                                              "judge", "tokens"]
+
+
+def test_rows_are_named_by_what_they_draw(tmp_path: Path) -> None:
+    """Not "0.0" / "32.0.a2" (read as scores): the prompt's subject, the row and the sample (↻ for a rerun)."""
+    assert prompt_topic("Write `svg` code to draw a mobile app login screen mock-up.") == \
+        "mobile app login screen mock-up"
+    assert prompt_topic("Draw the French flag") == "French flag"
+    assert prompt_topic("Create an SVG of a red bicycle.") == "red bicycle"
+    assert prompt_topic("A lighthouse at night") == "lighthouse at night"
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        store.new_attempts(RUN_ID, [f"{RUN_ID}.2.0"])
+        records = {r.rollout_id: r for r in store.list_rollouts(RUN_ID)}
+    cells = cells_for(records[f"{RUN_ID}.0.0"])
+    assert cells[1:4] == ("landscape with a sun", "row_0", "0")
+    assert cells_for(records[f"{RUN_ID}.2.0.a2"])[1:4] == ("red bicycle", "row_2", "0↻2")
+
+
+async def test_sort_direction_shows_on_every_column_and_a_header_click_sorts(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        app = TableApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.query_one(RolloutTable)
+            table.load(store.list_rollouts(RUN_ID))
+            await pilot.pause()
+            for column, start, width in zip(COLUMNS, table.column_offsets(), table.widths()):
+                if column.key == "mark":
+                    continue
+                for reverse, arrow in ((False, "▲"), (True, "▼")):
+                    table.set_sort(column.key, reverse)
+                    header = table.render_line(0).text
+                    assert arrow in header[start:start + width], (column.key, header[start:start + width])
+            score = [c.key for c in COLUMNS].index("score")
+            x = table.column_offsets()[score] + 1
+            await pilot.click(RolloutTable, offset=(x, 0))
+            assert (table.sort_column, table.sort_reverse) == ("score", False)
+            await pilot.click(RolloutTable, offset=(x, 0))  # the same header again: the other way round
+            assert (table.sort_column, table.sort_reverse) == ("score", True)
+            scores = [table.records[rid].effective_score for rid in table.visible_ids]
+            shown = [s for s in scores if s is not None]
+            assert shown == sorted(shown, reverse=True)
 
 
 async def test_ten_thousand_rows_load_sort_filter_and_scroll(tmp_path: Path) -> None:
@@ -87,8 +129,9 @@ async def test_apply_repaints_only_the_cells_that_changed(tmp_path: Path, monkey
             row.score, row.fulfilled = 0.5, 2  # score and fulfilled change, nothing else
             table.apply([row])
             score_col = [c.key for c in COLUMNS].index("score")
-            x = sum(c.width + 1 for c in COLUMNS[:score_col])
-            assert painted == [Region(x, 2, 7, 1), Region(x + 7, 2, 10, 1)]
+            offsets, widths = table.column_offsets(), table.widths()
+            assert painted == [Region(offsets[score_col], 2, widths[score_col] + 1, 1),
+                               Region(offsets[score_col + 1], 2, widths[score_col + 1] + 1, 1)]
             assert table.row_cells(row.rollout_id)[5:7] == ("0.50", "2/4")
             painted.clear()
             table.apply([row])  # same state again: nothing to repaint

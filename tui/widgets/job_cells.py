@@ -1,16 +1,18 @@
 """What the Jobs pane draws for RFT jobs: table cells, the selected job's details and the status line. Pure
-functions of a `JobView` and a wall-clock time (so snapshots are deterministic); Rich only, no Textual."""
+functions of a `JobView` and a wall-clock time (so snapshots are deterministic); Rich only (``Column`` is the
+tables' shared column description)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timezone
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
+
+from svgagent.tui.widgets.line_table import Column
 
 if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
@@ -18,14 +20,6 @@ if TYPE_CHECKING:
 DASH = "–"
 LINK_KINDS = ("job", "dataset", "evaluator")
 BAR_FULL, BAR_EMPTY = "━", "╌"
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    key: str
-    label: str
-    width: int
-    justify: Literal["left", "right"] = "left"
 
 
 # most important first: a narrow pane shows the left columns, the details show everything

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.events import Show
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from svgagent.tui.browser import browser_available
 from svgagent.tui.widgets.job_cells import LINK_KINDS, job_detail, status_line
@@ -261,7 +262,8 @@ class JobPanel(Vertical):
         name = self.query_one(JobTable).selected
         return next((v for v in self.views if v.name == name), None)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(JobTable.Highlighted, "#jobs-table")
+    def _job_highlighted(self, event: JobTable.Highlighted) -> None:
         event.stop()
         self._redraw()
 

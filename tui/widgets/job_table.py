@@ -1,5 +1,6 @@
-"""The Jobs pane's table: one row per RFT job, keyed by the job's resource name. A poll changes only the cells
-that changed; the rows are rebuilt only when the set or order of jobs changes (the cursor stays on its job)."""
+"""The Jobs pane's table: one row per RFT job, keyed by the job's resource name — a
+:class:`~svgagent.tui.widgets.line_table.LineTable` like the rollout and compare tables. A poll repaints only the
+rows whose cells changed; the cursor stays on its job when the set or order of jobs changes."""
 
 from __future__ import annotations
 
@@ -7,34 +8,40 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.binding import Binding
-from textual.widgets import DataTable
 
 from svgagent.tui.widgets.job_cells import COLUMNS, cells_for
+from svgagent.tui.widgets.line_table import LineTable, cursor_bindings
 
 if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
 
 
-class JobTable(DataTable[Text]):
+class JobTable(LineTable):
     DEFAULT_CSS = """
-    JobTable { height: auto; max-height: 45%; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 0; }
-    JobTable > .datatable--header { text-style: bold; color: $text-muted; }
+    JobTable { height: auto; max-height: 45%; scrollbar-size-horizontal: 0; }
     """
-    BINDINGS = [
-        Binding("j", "cursor_down", "Down", show=False, id="jobs.down"),
-        Binding("k", "cursor_up", "Up", show=False, id="jobs.up"),
-    ]
+    BINDINGS = cursor_bindings("jobs")
+    COLUMNS = COLUMNS
+    GAP = 2
+    LEAD = 1
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id)
         self._order: list[str] = []
-        self._cells: dict[str, tuple[str, ...]] = {}
+        self._cells: dict[str, tuple[Text, ...]] = {}
 
-    def on_mount(self) -> None:
-        for column in COLUMNS:
-            self.add_column(Text(column.label, justify=column.justify), width=column.width, key=column.key)
+    # --- LineTable ----------------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
 
+    def row_cells_at(self, index: int) -> Sequence[Text]:
+        return self._cells[self._order[index]]
+
+    def empty_lines(self) -> list[str]:
+        return []  # the status line above says why (no jobs yet, not connected)
+
+    # --- data ---------------------------------------------------------------------------------------------
     @property
     def names(self) -> list[str]:
         """Job resource names, in row order."""
@@ -43,36 +50,29 @@ class JobTable(DataTable[Text]):
     @property
     def selected(self) -> str | None:
         """The job under the cursor."""
-        if not self._order or not 0 <= self.cursor_row < len(self._order):
-            return None
-        return self._order[self.cursor_row]
+        return self._order[self._cursor] if self._order else None
 
     def row_text(self, name: str) -> tuple[str, ...]:
         """The plain text of a row's cells (for tests and the palette)."""
-        return tuple(str(cell) for cell in self.get_row(name))
+        return tuple(cell.plain for cell in self._cells[name])
 
     def show(self, views: Sequence[JobView], now: float) -> None:
         names = [view.name for view in views]
         cells = {view.name: cells_for(view, now) for view in views}
         if names != self._order:
             keep = self.selected
-            self.clear()
-            self._cells.clear()
-            for name in names:
-                self.add_row(*cells[name], key=name)
-                self._cells[name] = tuple(cell.markup for cell in cells[name])
-            self._order = names
-            if keep in names:
-                self.move_cursor(row=names.index(keep), animate=False)
+            self._order, self._cells = names, cells
+            index = names.index(keep) if keep in names else self._cursor
+            self.clamp_cursor(index)
+            self.refresh(layout=True)
+            if keep != self.selected:
+                self.cursor_moved()
             return
-        for name in names:
-            new = tuple(cell.markup for cell in cells[name])
-            old = self._cells.get(name, ())
-            for index, column in enumerate(COLUMNS):
-                if index >= len(old) or old[index] != new[index]:
-                    self.update_cell(name, column.key, cells[name][index])
-            self._cells[name] = new
+        for index, name in enumerate(names):
+            if [c.markup for c in cells[name]] != [c.markup for c in self._cells.get(name, ())]:
+                self._cells[name] = cells[name]
+                self.refresh_line(index)
 
     def select(self, name: str) -> None:
         if name in self._order:
-            self.move_cursor(row=self._order.index(name), animate=False)
+            self.move_cursor(self._order.index(name))

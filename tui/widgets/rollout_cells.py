@@ -1,40 +1,39 @@
-"""What each column of the rollout table shows for one rollout: fixed widths, plain text plus a style name."""
+"""What each column of the rollout table shows for one rollout: fixed widths (the prompt takes what is left),
+plain text plus a style name.
+
+A rollout is named the way a person remembers it — by what it was asked to draw ("mobile app login screen"), its
+row and its sample (``#2``, with ``↻2`` for a second attempt) — not by its id ("32.0.a2"), which reads like a score.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import re
 
-from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import RolloutRecord
+from svgagent.core.scoring.models import RolloutStatus
+
+from svgagent.tui.widgets.line_table import Column
 
 DASH = "–"
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    key: str  # also the sort field (svgagent.core.query.SORT_FIELDS), except "mark"
-    label: str
-    width: int
-    justify: Literal["left", "right"] = "left"
-
+PROMPT_MIN = 12  # the prompt column never gets narrower than this (the table scrolls sideways instead)
 
 COLUMNS: tuple[Column, ...] = (
     Column("mark", "", 1),
-    Column("rollout", "rollout", 8),
-    Column("row", "row", 8),
-    Column("sample", "sample", 6, "right"),
+    Column("prompt", "prompt", 0),  # the width left over (see RolloutTable.widths), at least PROMPT_MIN
+    Column("row", "row", 7),
+    Column("sample", "#", 4, "right"),
     Column("status", "status", 12),
     Column("score", "score", 6, "right"),
-    Column("fulfilled", "fulfilled", 9, "right"),
-    Column("gen", "gen s", 5, "right"),
-    Column("judge", "judge s", 7, "right"),
-    Column("tokens", "tokens", 6, "right"),
+    Column("fulfilled", "ok", 5, "right"),
+    Column("gen", "gen", 5, "right"),
+    Column("judge", "judge", 6, "right"),
+    Column("tokens", "tokens", 7, "right"),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 SORTABLE = tuple(c.key for c in COLUMNS if c.key != "mark")
 GAP = 1
-TABLE_WIDTH = sum(c.width for c in COLUMNS) + GAP * (len(COLUMNS) - 1)
+FIXED_WIDTH = sum(c.width for c in COLUMNS) + GAP * (len(COLUMNS) - 1)  # everything but the prompt
+TABLE_WIDTH = FIXED_WIDTH + PROMPT_MIN  # the narrowest the table draws without scrolling sideways
 
 STATUS_ICONS: dict[RolloutStatus, str] = {
     RolloutStatus.QUEUED: "·",
@@ -54,11 +53,33 @@ STATUS_STYLES: dict[RolloutStatus, str] = {
     RolloutStatus.FAILED: "failed",
 }
 
+# "Write `svg` code to draw a …", "Draw an …", "Create an SVG of the …": the words every prompt starts with
+_BOILERPLATE = re.compile(
+    r"^\s*(?:please\s+)?"
+    r"(?:(?:write|generate|create|produce|make|output)\s+(?:an?\s+)?(?:`?svg`?\s*)?"
+    r"(?:code|image|drawing|illustration|picture|file|markup)?\s*(?:to\s+|that\s+|of\s+|for\s+|showing\s+)?)?"
+    r"(?:(?:draw|depict|show|illustrate|render|sketch)s?\s+)?"
+    r"(?:an?\s+|the\s+)?",
+    re.IGNORECASE,
+)
+
+
+def prompt_topic(prompt: str) -> str:
+    """What the prompt asks to draw, without the words all prompts share: "mobile app login screen mock-up"."""
+    flat = " ".join(prompt.split())
+    topic = _BOILERPLATE.sub("", flat, count=1).rstrip(" .!")
+    return topic or flat
+
 
 def short_id(rollout_id: str, run_id: str) -> str:
-    """The rollout id without its run id prefix: ``3.0`` or ``3.0.a2``."""
+    """The rollout id without its run id prefix: ``3.0`` or ``3.0.a2`` (for titles, next to the topic)."""
     prefix = run_id + "."
     return rollout_id[len(prefix):] if rollout_id.startswith(prefix) else rollout_id
+
+
+def sample_label(rec: RolloutRecord) -> str:
+    """``#0``, or ``#0↻2`` for the second attempt at that sample."""
+    return f"{rec.sample_index}" + (f"↻{rec.attempt}" if rec.attempt > 1 else "")
 
 
 def _seconds(value: float | None) -> str:
@@ -78,9 +99,9 @@ def cells_for(rec: RolloutRecord) -> tuple[str, ...]:
     tokens = rec.tokens if (rec.prompt_tokens is not None or rec.completion_tokens is not None) else None
     return (
         "",
-        short_id(rec.rollout_id, rec.run_id),
+        prompt_topic(rec.prompt),
         rec.row_id,
-        str(rec.sample_index),
+        sample_label(rec),
         f"{STATUS_ICONS[rec.status]} {rec.status.value}",
         format_score(rec),
         f"{DASH if fulfilled is None else fulfilled}/{rec.total}",

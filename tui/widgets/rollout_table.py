@@ -1,73 +1,58 @@
 """The rollout table: one line per current rollout, keyed by rollout id, drawn only where it is visible.
 
-A Line API widget (like toolong's log view) rather than a DataTable: rows live in a dict keyed by rollout id, the
-view order is a list of ids (filtered, then sorted), and ``render_line`` draws only the lines on screen — so a
-10,000-row run loads, sorts and filters in milliseconds. Live updates refresh only the cells whose text changed.
+A :class:`~svgagent.tui.widgets.line_table.LineTable`: rows live in a dict keyed by rollout id, the view order is
+a list of ids (filtered, then sorted), and only the lines on screen are drawn — so a 10,000-row run loads, sorts
+and filters in milliseconds. Live updates repaint only the cells whose text changed. The header shows the sort
+column with its direction (▲/▼, always visible, however narrow the column); a click on a header sorts by it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from rich.cells import cell_len, set_cell_size
-from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.events import Click
-from textual.geometry import Region, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 
 from svgagent.core.query import SORT_FIELDS, Query, parse_query, sort_records
 from svgagent.core.records import RolloutRecord, RunTally, paused_gc
 
-from svgagent.tui.widgets.rollout_cells import COLUMNS, GAP, SORTABLE, STATUS_STYLES, TABLE_WIDTH, cells_for
+from svgagent.tui.widgets.line_table import LineTable, cursor_bindings
+from svgagent.tui.widgets.rollout_cells import (COLUMNS, FIXED_WIDTH, GAP, PROMPT_MIN, SORTABLE, STATUS_STYLES,
+                                                cells_for)
 
-_OFFSETS = tuple(sum(c.width + GAP for c in COLUMNS[:i]) for i in range(len(COLUMNS)))
 _STATUS_COL = [c.key for c in COLUMNS].index("status")
 _SCORE_COL = [c.key for c in COLUMNS].index("score")
+_PROMPT_COL = [c.key for c in COLUMNS].index("prompt")
 MARK = "●"
+DEFAULT_SORT = "row"
 
 
-def _fit(text: str, width: int, justify: str) -> str:
-    if cell_len(text) > width:
-        return set_cell_size(text, width - 1) + "…"
-    pad = " " * (width - cell_len(text))
-    return pad + text if justify == "right" else text + pad
-
-
-class RolloutTable(ScrollView, can_focus=True):
+class RolloutTable(LineTable):
     """Rollouts of one run. Keys move, mark, sort and ask for the filter; the screen owns the data flow."""
 
-    COMPONENT_CLASSES = {
-        "rollout-table--header",
-        "rollout-table--cursor",
-        "rollout-table--cursor-blurred",
+    COMPONENT_CLASSES = LineTable.COMPONENT_CLASSES | {
         "rollout-table--marked",
         "rollout-table--queued",
         "rollout-table--busy",
         "rollout-table--scored",
         "rollout-table--failed",
         "rollout-table--overridden",
-        "rollout-table--empty",
     }
     BINDINGS = [
-        Binding("down,j", "cursor_down", "Down", show=False, id="table.down"),
-        Binding("up,k", "cursor_up", "Up", show=False, id="table.up"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="table.page_down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="table.page_up"),
-        Binding("home,g", "first", "First row", show=False, id="table.first"),
-        Binding("end,G", "last", "Last row", show=False, id="table.last"),
-        Binding("enter", "open", "Open", id="table.open", tooltip="Open the rollout screen"),
+        *cursor_bindings("table"),
+        Binding("enter", "choose", "Open", id="table.open", tooltip="Open the rollout screen"),
         Binding("space", "mark", "Mark", id="table.mark", tooltip="Mark the rollout (for R rerun)"),
         Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
                 tooltip="Filter: score<0.5 status:failed invalid overridden row:3 text"),
-        Binding("S", "sort", "Sort", id="table.sort", tooltip="Sort by the next column"),
+        Binding("S", "sort", "Sort", id="table.sort", tooltip="Pick the column to sort by (or click its header)"),
         Binding("minus", "reverse", "Reverse", show=False, key_display="-", id="table.reverse",
                 tooltip="Reverse the sort order"),
     ]
+    COLUMNS = COLUMNS
+    GAP = GAP
 
     class CursorMoved(Message):
         """The highlighted rollout changed (None: the table is empty)."""
@@ -84,6 +69,9 @@ class RolloutTable(ScrollView, can_focus=True):
     class FilterRequested(Message):
         pass
 
+    class SortRequested(Message):
+        """The person wants to pick the sort column (the screen shows the choice)."""
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._records: dict[str, RolloutRecord] = {}
@@ -92,13 +80,62 @@ class RolloutTable(ScrollView, can_focus=True):
         self._order: list[str] = []
         self._index: dict[str, int] = {}
         self._marked: set[str] = set()
-        self._cursor = 0
         self._announced: str | None = "\0"
         self.query_filter: Query = parse_query("")
-        self.sort_column = "rollout"
+        self.sort_column = DEFAULT_SORT
         self.sort_reverse = False
         self.empty_message: list[str] = ["no rollouts"]
-        self.virtual_size = Size(TABLE_WIDTH, 1)
+
+    # --- LineTable --------------------------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    def widths(self) -> list[int]:
+        width = self.scrollable_content_region.width or self.size.width
+        prompt = max(PROMPT_MIN, width - FIXED_WIDTH)
+        return [prompt if i == _PROMPT_COL else c.width for i, c in enumerate(COLUMNS)]
+
+    def row_cells_at(self, index: int) -> Sequence[str]:
+        return self.row_cells(self._order[index])
+
+    def header_labels(self) -> list[str]:
+        """Labels, the sort column's with its direction: the arrow replaces the label's end when it is narrow."""
+        labels = []
+        for column, width in zip(COLUMNS, self.widths()):
+            label = column.label
+            if column.key == self.sort_column:
+                arrow = "▼" if self.sort_reverse else "▲"
+                label = (label if len(label) < width else label[: max(0, width - 1)]) + arrow
+            labels.append(label)
+        return labels
+
+    def row_style(self, index: int) -> Style:
+        if self._order[index] in self._marked:
+            return self.get_component_rich_style("rollout-table--marked", partial=True)
+        return Style()
+
+    def cell_style(self, index: int, column: int) -> Style:
+        if index < 0:
+            return Style()
+        rec = self._records[self._order[index]]
+        if column == _STATUS_COL:
+            return self.get_component_rich_style(f"rollout-table--{STATUS_STYLES[rec.status]}", partial=True)
+        if column == _SCORE_COL and rec.overridden:
+            return self.get_component_rich_style("rollout-table--overridden", partial=True)
+        return Style()
+
+    def empty_lines(self) -> list[str]:
+        if not self._records:
+            return self.empty_message
+        return [f"no rollout matches the filter {self.query_filter.text!r}", "press / to change it, escape to clear it"]
+
+    def cursor_moved(self) -> None:
+        self._announce()
+
+    def row_chosen(self) -> None:
+        if self.cursor_id is not None:
+            self.post_message(self.Opened(self.cursor_id))
 
     # --- data ---------------------------------------------------------------------------------------------
     @property
@@ -172,7 +209,7 @@ class RolloutTable(ScrollView, can_focus=True):
         ):
             return True
         key = SORT_FIELDS[self.sort_column]
-        return self.sort_column != "rollout" and key(old) != key(new)
+        return self.sort_column != DEFAULT_SORT and key(old) != key(new)
 
     def set_filter(self, text: str) -> None:
         """Show only rollouts matching ``text`` (raises QueryError and keeps the old filter if it is invalid)."""
@@ -194,155 +231,51 @@ class RolloutTable(ScrollView, can_focus=True):
         chosen = self.query_filter.filter(self._records.values(), self._marked)
         self._order = [r.rollout_id for r in sort_records(chosen, self.sort_column, reverse=self.sort_reverse)]
         self._index = {rid: i for i, rid in enumerate(self._order)}
-        self.virtual_size = Size(TABLE_WIDTH, len(self._order) + 1)
-        self._cursor = self._index.get(current, min(self._cursor, max(len(self._order) - 1, 0)))
-        self.refresh()
-        if self.is_mounted:
-            self.call_after_refresh(self._scroll_to_cursor)
+        self.clamp_cursor(self._index.get(current, self._cursor))
         self._announce()
 
     # --- cursor -------------------------------------------------------------------------------------------
     def move_to(self, rollout_id: str) -> bool:
         if rollout_id not in self._index:
             return False
-        self._move(self._index[rollout_id])
+        self.move_cursor(self._index[rollout_id])
         return True
-
-    def _move(self, index: int) -> None:
-        if not self._order:
-            return
-        old, self._cursor = self._cursor, max(0, min(index, len(self._order) - 1))
-        if old != self._cursor:
-            self._refresh_cells(old, range(len(COLUMNS)))
-            self._refresh_cells(self._cursor, range(len(COLUMNS)))
-        self._scroll_to_cursor()
-        self._announce()
-
-    def _rows_visible(self) -> int:
-        return max(1, self.scrollable_content_region.height - 1)
-
-    def _scroll_to_cursor(self) -> None:
-        top, rows = round(self.scroll_y), self._rows_visible()
-        if self._cursor < top:
-            self.scroll_to(y=self._cursor, animate=False, immediate=True)
-        elif self._cursor >= top + rows:
-            self.scroll_to(y=self._cursor - rows + 1, animate=False, immediate=True)
 
     def _announce(self) -> None:
         if self.cursor_id != self._announced:
             self._announced = self.cursor_id
             self.post_message(self.CursorMoved(self.cursor_id))
 
-    def action_cursor_down(self) -> None:
-        self._move(self._cursor + 1)
-
-    def action_cursor_up(self) -> None:
-        self._move(self._cursor - 1)
-
-    def action_page(self, direction: int) -> None:
-        self._move(self._cursor + direction * self._rows_visible())
-
-    def action_first(self) -> None:
-        self._move(0)
-
-    def action_last(self) -> None:
-        self._move(len(self._order) - 1)
-
-    def action_open(self) -> None:
-        if self.cursor_id is not None:
-            self.post_message(self.Opened(self.cursor_id))
-
     def action_mark(self) -> None:
         rid = self.cursor_id
         if rid is None:
             return
         self._marked.symmetric_difference_update({rid})
-        self._refresh_cells(self._cursor, range(len(COLUMNS)))
-        self._move(self._cursor + 1)
+        self.refresh_line(self._cursor)
+        self.move_cursor(self._cursor + 1)
 
     def action_filter(self) -> None:
         self.post_message(self.FilterRequested())
 
     def action_sort(self) -> None:
-        i = SORTABLE.index(self.sort_column)
-        self.set_sort(SORTABLE[(i + 1) % len(SORTABLE)], self.sort_reverse)
-        self.notify(f"sorted by {self.sort_column}" + (" (descending)" if self.sort_reverse else ""), timeout=2)
+        self.post_message(self.SortRequested())
 
     def action_reverse(self) -> None:
         self.set_sort(self.sort_column, not self.sort_reverse)
 
     def on_click(self, event: Click) -> None:
-        index = round(self.scroll_y) + event.y - 1
-        if event.y >= 1 and 0 <= index < len(self._order):
-            self._move(index)
-            if event.chain == 2:
-                self.action_open()
+        if event.y == 0:  # the header: sort by the clicked column (again: the other way round)
+            x = event.x + round(self.scroll_x)
+            for column, start, width in zip(COLUMNS, self.column_offsets(), self.widths()):
+                if column.key in SORTABLE and start <= x < start + width:
+                    self.set_sort(column.key, not self.sort_reverse if column.key == self.sort_column else False)
+                    return
+            return
+        super().on_click(event)
 
     # --- drawing ------------------------------------------------------------------------------------------
     def _refresh_cells(self, index: int, columns: Iterable[int]) -> None:
-        y = index - round(self.scroll_y) + 1
-        if not 1 <= y < self.size.height:
-            return
-        x0 = round(self.scroll_x)
+        offsets, widths = self.column_offsets(), self.widths()
         for col in columns:
-            self.refresh(Region(_OFFSETS[col] - x0, y, COLUMNS[col].width + GAP, 1))
+            self.refresh_line(index, offsets[col], widths[col] + self.GAP)
 
-    def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"rollout-table--{name}", partial=True)
-
-    def render_line(self, y: int) -> Strip:
-        width = max(self.size.width, TABLE_WIDTH)
-        base = self.rich_style
-        if y == 0:
-            strip = self._header(base + self._style("header"))
-        elif not self._order:
-            lines = self.empty_message if not self._records else [
-                f"no rollout matches the filter {self.query_filter.text!r}", "press / to change it, escape to clear it"
-            ]
-            text = lines[y - 2] if 0 <= y - 2 < len(lines) else ""
-            strip = Strip([Segment("  " + text, base + self._style("empty"))])
-        else:
-            index = round(self.scroll_y) + y - 1
-            strip = self._row(index, base) if index < len(self._order) else Strip([])
-        return strip.extend_cell_length(width, base).crop(round(self.scroll_x), round(self.scroll_x) + self.size.width)
-
-    def _header(self, style: Style) -> Strip:
-        segments = []
-        for col in COLUMNS:
-            label = col.label
-            if col.key == self.sort_column:
-                label = label + ("▼" if self.sort_reverse else "▲")
-            segments.append(Segment(_fit(label, col.width, col.justify) + " " * GAP, style))
-        return Strip(segments).extend_cell_length(max(self.size.width, TABLE_WIDTH), style)
-
-    def _row(self, index: int, base: Style) -> Strip:
-        rid = self._order[index]
-        rec = self._records[rid]
-        cells = self.row_cells(rid)
-        row_style = base
-        if rid in self._marked:
-            row_style += self._style("marked")
-        cursor = None
-        if index == self._cursor:
-            cursor = self._style("cursor" if self.has_focus else "cursor-blurred")
-        segments = []
-        for i, (col, text) in enumerate(zip(COLUMNS, cells)):
-            style = row_style
-            if i == _STATUS_COL:
-                style += self._style(STATUS_STYLES[rec.status])
-            elif i == _SCORE_COL and rec.overridden:
-                style += self._style("overridden")
-            if cursor is not None:
-                style += cursor
-            segments.append(Segment(_fit(text, col.width, col.justify), style))
-            segments.append(Segment(" " * GAP, row_style + cursor if cursor else row_style))
-        return Strip(segments)
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
-
-    def on_resize(self) -> None:
-        self._scroll_to_cursor()
