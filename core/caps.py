@@ -21,6 +21,10 @@ JUDGE_TEXT_CAP = 100_000
 LINE_CAP = 2_000  # reason, error
 VERDICT_REASON_CAP = 500
 VERDICTS_CAP = 200_000  # a verdicts list longer than this (as JSON) has its reasons cut to VERDICT_REASON_CAP
+# prompts and requirements of imported rows (a person's own datasets are theirs to size)
+PROMPT_CAP = 100_000
+MAX_REQUIREMENTS = 1_000
+REQUIREMENT_CAP = 10_000
 
 TEXT_CAPS: dict[str, int] = {
     "raw_answer": ANSWER_CAP,

@@ -37,7 +37,10 @@ from typing import Any
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.export import EXTRA_FORMAT, EXTRA_KEY
 from svgagent.core.ep_status import failure_kind_of, status_name
-from svgagent.core.import_extra import SvgagentExtra, validate_extra
+from svgagent.core.caps import MAX_REQUIREMENTS, PROMPT_CAP, REQUIREMENT_CAP
+from svgagent.core.import_extra import MAX_SECONDS, SvgagentExtra, validate_extra
+from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
+from svgagent.core.urls import strip_userinfo
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.prompt import format_prompt
@@ -57,9 +60,10 @@ class LineError(ValueError):
 class NothingImported(SvgAgentError):
     """No line of the file could be imported (no run was created)."""
 
-    def __init__(self, message: str, skipped: Sequence[SkippedLine] = ()) -> None:
+    def __init__(self, message: str, skipped: Sequence[SkippedLine] = (), skipped_count: int | None = None) -> None:
         super().__init__(message)
         self.skipped = tuple(skipped)
+        self.skipped_count = len(self.skipped) if skipped_count is None else skipped_count
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,46 +97,118 @@ class ImportResult:
     scored: int
     failed: int
     queued: int  # no score yet: answer stored, waiting for the judge
-    skipped: tuple[SkippedLine, ...]
+    skipped: tuple[SkippedLine, ...]  # the first KEEP_SKIPPED
+    skipped_count: int = 0  # all of them
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "name": self.name, "imported": self.imported, "rows": self.rows,
                 "scored": self.scored, "failed": self.failed, "queued": self.queued,
+                "skipped_count": self.skipped_count,
                 "skipped": [{"line": s.line, "reason": s.reason} for s in self.skipped]}
 
 
 # --- reading ---------------------------------------------------------------------------------------------------------
 
 
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer line is skipped without being read into memory
+KEEP_SKIPPED = 1000  # skipped lines whose reasons are kept (all are counted)
+NOT_JSONL_AFTER = 20  # that many lines that are not JSON objects, and none usable: not a JSON Lines file
+
+
+class NotJsonLines(NothingImported):
+    """The file is not JSON Lines at all (one message for the whole file, not one per line)."""
+
+
+def _lines(handle: Any) -> Any:
+    """(line number, bytes or None when the line was longer than ``MAX_LINE_BYTES``)."""
+    lineno = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # skip the rest of the line, a block at a time
+                raw = handle.readline(MAX_LINE_BYTES)
+            yield lineno, None
+            continue
+        yield lineno, raw
+
+
+def _decode(raw: bytes | None, lineno: int) -> tuple[Any, str | None]:
+    """(the line's JSON value, None) or (None, why it is not JSON)."""
+    if raw is None:
+        return None, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB"
+    try:
+        text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as err:
+        return None, f"not valid UTF-8 (byte offset {err.start})"
+    if not text.strip():
+        return None, ""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as err:
+        return None, f"invalid JSON ({err.msg}, column {err.colno})"
+    except RecursionError:
+        return None, "invalid JSON (nested too deeply)"
+    except ValueError as err:  # e.g. an integer with more digits than Python converts
+        return None, f"invalid JSON ({str(err)[:80]})"
+
+
+@dataclass
+class _Skips:
+    kept: list[SkippedLine] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, line: int, reason: str) -> None:
+        self.count += 1
+        if len(self.kept) < KEEP_SKIPPED:
+            self.kept.append(SkippedLine(line, reason))
+
+
 def read_evaluation_rows(path: Path | str) -> tuple[list[ParsedRollout], list[SkippedLine]]:
-    """Parse every line of ``path``: the usable rollouts and the skipped lines with their reasons.
-    Raises :class:`SvgAgentError` when the file cannot be read at all."""
+    """Parse every line of ``path``: the usable rollouts and the skipped lines with their reasons (the first
+    ``KEEP_SKIPPED``; see :func:`read_rows` for the count). Raises :class:`SvgAgentError` when the file cannot be
+    read at all and :class:`NotJsonLines` when it is not JSON Lines."""
+    parsed, skips = read_rows(path)
+    return parsed, skips.kept
+
+
+def read_rows(path: Path | str) -> tuple[list[ParsedRollout], _Skips]:
     path = Path(path).expanduser()
     try:
         handle = path.open("rb")
     except OSError as err:
         raise SvgAgentError(f"{path}: cannot read ({err.strerror or err})") from None
     parsed: list[ParsedRollout] = []
-    skipped: list[SkippedLine] = []
+    skips = _Skips()
+    not_json = 0
+    first_problem = ""
     with handle:
-        for lineno, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as err:
-                skipped.append(SkippedLine(lineno, f"not valid UTF-8 (byte offset {err.start})"))
-                continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as err:
-                skipped.append(SkippedLine(lineno, f"invalid JSON ({err.msg}, column {err.colno})"))
+        for lineno, raw in _lines(handle):
+            obj, problem = _decode(raw, lineno)
+            if problem == "":
+                continue  # a blank line
+            if problem is None and not isinstance(obj, dict):
+                problem = f"expected a JSON object, got {_kind(obj)}"  # not an EvaluationRow line at all
+            if problem is not None:
+                skips.add(lineno, problem)
+                not_json += 1
+                first_problem = first_problem or f"line {lineno}: {problem}"
+                if not parsed and not_json >= NOT_JSONL_AFTER and not_json == skips.count:
+                    raise NotJsonLines(f"{path} is not JSON Lines ({first_problem}); nothing was imported",
+                                       skips.kept, skips.count)
                 continue
             try:
                 parsed.append(parse_evaluation_row(obj, lineno))
             except LineError as err:
-                skipped.append(SkippedLine(lineno, str(err)))
-    return parsed, skipped
+                skips.add(lineno, str(err))
+            except Exception as err:  # noqa: BLE001 - one bad line is that line's problem, never the file's
+                skips.add(lineno, f"unusable ({type(err).__name__}: {str(err)[:120]})")
+    if not parsed and skips.count and not_json == skips.count:
+        raise NotJsonLines(f"{path} is not JSON Lines ({first_problem}); nothing was imported", skips.kept,
+                           skips.count)
+    return parsed, skips
 
 
 def parse_evaluation_row(obj: Any, line: int = 0) -> ParsedRollout:
@@ -215,15 +291,40 @@ def _prompt_and_requirements(info: dict[str, Any], messages: list[dict[str, Any]
             raise LineError("dataset_info.original_prompt must be a non-empty string")
         if not isinstance(reqs, list) or not reqs or not all(isinstance(r, str) and r.strip() for r in reqs):
             raise LineError("dataset_info.requirements must be a non-empty list of non-empty strings")
-        return original, tuple(reqs)
+        return _within_caps(original, tuple(reqs))
     candidates = [info.get("formatted_prompt")]
     candidates += [_text(m.get("content")) for m in messages if m.get("role") == "user"][:1]
     for text in candidates:
-        if isinstance(text, str):
+        if isinstance(text, str) and len(text) <= PROMPT_CAP * 2:
             found = parse_formatted_prompt(text)
             if found is not None:
-                return found
+                return _within_caps(*found)
     raise LineError("no prompt with numbered requirements (neither input_metadata.dataset_info nor the user message)")
+
+
+def _within_caps(prompt: str, requirements: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    if len(prompt) > PROMPT_CAP:
+        raise LineError(f"the prompt is {len(prompt):,} characters (at most {PROMPT_CAP:,})")
+    if len(requirements) > MAX_REQUIREMENTS or max(len(r) for r in requirements) > REQUIREMENT_CAP:
+        raise LineError(f"too many or too long requirements (at most {MAX_REQUIREMENTS} of {REQUIREMENT_CAP:,} "
+                        "characters each)")
+    return prompt, requirements
+
+
+def _real(value: Any) -> float | None:
+    """``value`` as a finite float when it is a JSON number a float can hold (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        real = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return None
+    return real if math.isfinite(real) else None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, Any]:
@@ -250,8 +351,10 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
     if not isinstance(result, dict):
         raise LineError(f"evaluation_result must be an object, got {_kind(result)}")
     score = result.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        raise LineError(f"evaluation_result.score must be a finite number, got {score!r}")
+    if _real(score) is None:
+        raise LineError(f"evaluation_result.score must be a finite number, got {_shown(score)}")
+    if not 0.0 <= score <= 1.0:
+        raise LineError(f"evaluation_result.score must be between 0 and 1, got {_shown(score)}")
     valid = result.get("is_score_valid", True)
     if not isinstance(valid, bool):
         raise LineError(f"evaluation_result.is_score_valid must be true or false, got {valid!r}")
@@ -279,7 +382,7 @@ def _fulfilled(result: dict[str, Any], score: float, total: int) -> int | None:
     metric = metrics.get("requirements_fulfilled") if isinstance(metrics, dict) else None
     candidates = [metric.get("score")] if isinstance(metric, dict) else []
     for value in [*candidates, score]:
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        if _real(value) is not None:
             count = value * total
             if abs(count - round(count)) < 1e-6 and 0 <= round(count) <= total:
                 return round(count)
@@ -304,11 +407,11 @@ def _usage_and_timing(execution: dict[str, Any]) -> dict[str, Any]:
     if isinstance(usage, dict):
         for key in ("prompt_tokens", "completion_tokens"):
             value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                out[key] = value
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+                out[key] = value  # a count beyond that is no count (and would not fit SQLite's integers)
     for source, column in (("rollout_duration_seconds", "generation_s"), ("eval_duration_seconds", "judge_s")):
         value = execution.get(source)
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        if (real := _real(value)) is not None and 0 <= real <= MAX_SECONDS:
             out[column] = float(value)
     return out
 
@@ -352,15 +455,20 @@ def _restore_extra(columns: dict[str, Any], extra: SvgagentExtra, total: int) ->
 
 
 def import_file(store: Store, path: Path | str, *, name: str | None = None,
-                settings: dict[str, Any] | None = None) -> ImportResult:
-    """Import ``path`` into ``store`` as a new run (all-or-nothing). ``settings`` (no secrets: e.g.
-    ``Settings.public_dict()``) is stored with the run, overlaid with the model and sampling parameters found in the
-    rows. Raises :class:`NothingImported` when no line is usable."""
+                settings: dict[str, Any] | None = None, strict: bool = False) -> ImportResult:
+    """Import ``path`` into ``store`` as a new run, in one transaction. Unusable lines are skipped (``strict``:
+    any unusable line imports nothing). ``settings`` (no secrets: e.g. ``Settings.public_dict()``) is stored with
+    the run, overlaid with the model and sampling parameters found in the rows. Raises :class:`NothingImported`
+    when no line is usable (or, ``strict``, when one is not)."""
     path = Path(path).expanduser()
-    parsed, skipped = read_evaluation_rows(path)
+    parsed, skips = read_rows(path)
+    skipped = skips.kept
     if not parsed:
-        what = "is empty" if not skipped else f"has no importable line ({len(skipped)} skipped)"
-        raise NothingImported(f"{path}: {what}; nothing was imported", skipped)
+        what = "is empty" if not skips.count else f"has no importable line ({skips.count} skipped)"
+        raise NothingImported(f"{path}: {what}; nothing was imported", skipped, skips.count)
+    if strict and skips.count:
+        raise NothingImported(f"{path}: {skips.count} of {skips.count + len(parsed)} lines cannot be imported "
+                              "(--strict: all or nothing); nothing was imported", skipped, skips.count)
     groups: dict[tuple[str, str, tuple[str, ...]], list[ParsedRollout]] = {}
     for item in parsed:
         groups.setdefault((item.row_id, item.prompt, item.requirements), []).append(item)
@@ -373,8 +481,12 @@ def import_file(store: Store, path: Path | str, *, name: str | None = None,
     models = list(dict.fromkeys(str(p.completion_params["model"]) for p in parsed if p.completion_params.get("model")))
     first = next((p.completion_params for p in parsed if p.completion_params), {})
     # The policy side is whatever the file says, or unknown: never this machine's default model.
-    for key in ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"):
+    for key in ("model", "temperature", "max_tokens", "reasoning_effort"):
         run_settings[key] = first.get(key)
+    # The file's endpoint is a note, never where this machine sends a key (a rerun uses the person's own).
+    run_settings["base_url"] = None
+    imported_url = first.get("base_url")
+    run_settings["imported_base_url"] = strip_userinfo(imported_url) if isinstance(imported_url, str) else None
     if len(models) > 1:
         run_settings["models"] = models
     run_settings["imported_from"] = path.name
@@ -392,7 +504,7 @@ def import_file(store: Store, path: Path | str, *, name: str | None = None,
     return ImportResult(
         run_id=run_id, name=store.get_run(run_id).name, imported=len(parsed), rows=len(groups),
         scored=statuses.count(RolloutStatus.SCORED), failed=statuses.count(RolloutStatus.FAILED),
-        queued=statuses.count(RolloutStatus.QUEUED), skipped=tuple(skipped),
+        queued=statuses.count(RolloutStatus.QUEUED), skipped=tuple(skipped), skipped_count=skips.count,
     )
 
 

@@ -269,14 +269,17 @@ def test_bad_lines_are_reported_and_skipped(store: Store, tmp_path: Path, capsys
     err = capsys.readouterr().err
     expected = {2: "invalid JSON", 4: "expected a JSON object", 5: "requirements", 6: "finite number",
                 8: "total_requirements", 9: "UTF-8", 10: "not an evaluated row", 11: "messages", 12: "finite number"}
-    for line, words in expected.items():
-        assert any(x.startswith(f"line {line}: skipped:") and words in x for x in err.splitlines()), (line, err)
-    assert sum(1 for x in err.splitlines() if ": skipped:" in x) == len(expected)
+    parsed, skipped = read_evaluation_rows(path)
+    assert [p.line for p in parsed] == [1, 7] and [s.line for s in skipped] == sorted(expected)
+    for item in skipped:
+        assert expected[item.line] in item.reason, item
+    # the terminal gets the first five and a count, not one line per bad line
+    shown = [x for x in err.splitlines() if ": skipped:" in x]
+    assert shown == [f"line {s.line}: skipped: {s.reason}" for s in skipped[:5]]
+    assert f"… and {len(expected) - 5} more skipped lines" in err
     assert "imported 2 rollouts" in err and f"{len(expected)} lines skipped" in err
     new = [r for r in store.list_runs() if r.run_id not in before]
     assert len(new) == 1 and len(store.list_rollouts(new[0].run_id)) == 2
-    parsed, skipped = read_evaluation_rows(path)
-    assert [p.line for p in parsed] == [1, 7] and [s.line for s in skipped] == sorted(expected)
 
 
 def _one_run(store: Store) -> tuple[Any, RolloutRecord]:
@@ -355,3 +358,92 @@ def test_judge_without_key_is_refused_before_anything_is_written(store: Store, t
     assert cli(store, "import", str(path), "--judge") == 2
     assert "OPENAI_API_KEY" in capsys.readouterr().err
     assert store.list_runs() == []
+
+
+# --- poisoned and hostile lines (issue 10 items 15 and 16) -----------------------------------------------------------
+
+
+def _exported_lines(store: Store, tmp_path: Path) -> list[dict[str, Any]]:
+    run = make_run(store, ROWS, name="source")
+    return export(store, run, tmp_path / "source.jsonl")
+
+
+def test_poisoned_svgagent_blocks_are_refused_and_the_rest_stays_usable(
+        store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _exported_lines(store, tmp_path)
+    good = rows[0]  # row_0 sample 0: 2 of 3, per-requirement verdicts
+
+    def poisoned(**changes: Any) -> dict[str, Any]:
+        row = json.loads(json.dumps(good))
+        row["execution_metadata"]["extra"]["svgagent"].update(changes)
+        return row
+
+    override = rows[2]  # row_1 sample 0: judge 1/4, a person said 3/4
+    seven_of_four = json.loads(json.dumps(override))
+    seven_of_four["execution_metadata"]["extra"]["svgagent"]["override"]["fulfilled"] = 7
+    seven_of_four["execution_metadata"]["extra"]["svgagent"]["override"]["score"] = 1.75
+    seven_of_four["evaluation_result"]["score"] = 1.75
+    lines = [poisoned(verdicts=[[1]]), poisoned(fulfilled="lots"), poisoned(fulfilled=9), seven_of_four,
+             poisoned(generation_s=float("inf")), poisoned(judge_prompt_tokens=10**30), good]
+    path = write_lines(tmp_path / "poisoned.jsonl", lines)
+    capsys.readouterr()
+    assert cli(store, "import", str(path), "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["imported"] == 1 and result["skipped_count"] == 6
+    reasons = {item["line"]: item["reason"] for item in result["skipped"]}
+    assert all("extra.svgagent is invalid" in reasons[n] or "between 0 and 1" in reasons[n] for n in range(1, 7))
+    assert "verdicts" in reasons[1] and "fulfilled" in reasons[2] and "fulfilled" in reasons[3]
+    run_id = result["run_id"]
+    stats = run_stats(store, run_id)  # what crashed on these shapes
+    assert stats.mean is not None and 0 <= stats.mean <= 1
+    assert cli(store, "runs", "stats", run_id) == 0
+    assert export(store, run_id, tmp_path / "again.jsonl")[0]["evaluation_result"]["score"] == 2 / 3
+
+
+def test_hostile_lines_are_skipped_one_by_one_and_never_crash(
+        store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = _exported_lines(store, tmp_path)[1]
+    reason_object = json.loads(json.dumps(good))
+    reason_object["evaluation_result"]["reason"] = {"nested": ["an", "object"]}
+    huge_tokens = json.loads(json.dumps(good))
+    huge_tokens["execution_metadata"]["usage"] = {"prompt_tokens": 1e30, "completion_tokens": 10**30}
+    huge_tokens["execution_metadata"]["extra"]["svgagent"].pop("judge_prompt_tokens")
+    lines: list[Any] = [b"[" * 200_000, b'{"evaluation_result": {"score": ' + b"9" * 5000 + b"}}",
+                        {**good, "evaluation_result": {"score": 10**400}}, reason_object, huge_tokens, good]
+    path = write_lines(tmp_path / "hostile.jsonl", lines)
+    capsys.readouterr()
+    assert cli(store, "import", str(path), "--json") == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    result = json.loads(captured.out)
+    assert result["imported"] == 3 and [s["line"] for s in result["skipped"]] == [1, 2, 3]
+    assert "nested too deeply" in result["skipped"][0]["reason"]
+    reasoned, counted, plain = store.list_rollouts(result["run_id"])  # samples 0..2 of one row, in file order
+    assert (counted.prompt_tokens, counted.completion_tokens) == (None, None)  # 1e30 is no token count
+    assert plain.prompt_tokens == good["execution_metadata"]["usage"]["prompt_tokens"]
+    assert reasoned.status is RolloutStatus.SCORED
+
+
+def test_a_file_that_is_not_jsonl_gets_one_message(store: Store, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps([{"prompt": f"p{i}", "requirements": ["r"]} for i in range(200)], indent=2))
+    binary = tmp_path / "picture.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 400)
+    for path in (pretty, binary):
+        capsys.readouterr()
+        assert cli(store, "import", str(path)) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is not JSON Lines" in err and "nothing was imported" in err
+    assert store.list_runs() == []
+
+
+def test_strict_imports_nothing_when_a_line_is_unusable(store: Store, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    good = _exported_lines(store, tmp_path)[1]
+    before = {r.run_id for r in store.list_runs()}
+    path = write_lines(tmp_path / "one-bad.jsonl", [good, b"{broken", good])
+    assert cli(store, "import", str(path), "--strict") == 2
+    assert "--strict" in capsys.readouterr().err
+    assert {r.run_id for r in store.list_runs()} == before
+    assert cli(store, "import", str(path)) == 0  # without it the bad line is skipped

@@ -40,11 +40,12 @@ per-requirement, or a person's verdicts from review).
 
 IMPORT_EPILOG = """\
 Each line is an evaluated Eval Protocol EvaluationRow (e.g. from `svgagent export` or another tool). Lines that
-cannot be used are reported with their line number and skipped; the run is written in one transaction. Rows
-without an evaluation_result keep their answer and stay queued; --judge renders and judges them with svgagent's
-judge (the policy is never called).
+cannot be used are skipped, and a summary names the first few with their line numbers (--json lists up to 1000);
+--strict imports nothing when any line is unusable. The run is written in one transaction. Rows without an
+evaluation_result keep their answer and stay queued; --judge renders and judges them with svgagent's judge (the
+policy is never called).
 
-exit status: 0 imported, 2 no usable line (no run is created) or a usage error
+exit status: 0 imported, 2 no usable line (no run is created), --strict and an unusable line, or a usage error
 
 examples:
   svgagent import results.jsonl --name "baseline from EP"
@@ -86,6 +87,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p.add_argument("file", metavar="FILE.jsonl")
     p.add_argument("--name", help="a name for the run (default: 'import of FILE')")
     p.add_argument("--judge", action="store_true", help="judge rows that have no score with svgagent's judge")
+    p.add_argument("--strict", action="store_true", help="all or nothing: import nothing when any line is unusable")
     p.add_argument("--demo", action="store_true", help="with --judge: use the built-in simulator as judge (no keys)")
     add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (with --judge)")
     add_settings(p, ("threshold",))
@@ -275,14 +277,16 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    import asyncio
     import contextlib
 
     from svgagent.core.demo import demo_overrides, demo_simulator
+    from svgagent.core.endpoint_trust import require_trusted
     from svgagent.core.scoring.errors import ConfigError
-    from svgagent.core.importer import NothingImported, import_file, judge_imported
+    from svgagent.core.importer import NotJsonLines, NothingImported, import_file, judge_imported
     from svgagent.core.settings import load_settings
-    from svgagent.core.store import Store
+
+    from svgagent.tui.cli.interrupts import run_stoppable
+    from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     if args.demo and not args.judge:
         raise ConfigError("--demo only applies with --judge (it makes the simulator the judge)")
@@ -297,24 +301,28 @@ def cmd_import(args: argparse.Namespace) -> int:
         settings = load_settings(**overrides)
         if args.judge and settings.openai_api_key is None:
             raise ConfigError("--judge needs OPENAI_API_KEY (in .env or the environment) — or add --demo")
-        store = stack.enter_context(Store(settings.store_path()))
+        if args.judge:
+            require_trusted(settings, ("judge_base_url",))
+        store = stack.enter_context(open_store_for_writing(settings.store_path()))
         try:
-            result = import_file(store, args.file, name=args.name, settings=settings.public_dict())
+            result = import_file(store, args.file, name=args.name, settings=settings.public_dict(),
+                                 strict=args.strict)
         except NothingImported as exc:
-            _report_skipped(exc.skipped, err)
+            if not isinstance(exc, NotJsonLines):  # a file that is not JSONL gets one message, not one per line
+                _report_skipped(exc.skipped, exc.skipped_count, err)
             if args.json:
-                print(json.dumps({"run_id": None, "imported": 0, "error": str(exc),
+                print(json.dumps({"run_id": None, "imported": 0, "error": str(exc), "skipped_count": exc.skipped_count,
                                   "skipped": [{"line": s.line, "reason": s.reason} for s in exc.skipped]}))
             print(f"svgagent: error: {exc}", file=err)
             return EXIT_USAGE
-        _report_skipped(result.skipped, err)
+        _report_skipped(result.skipped, result.skipped_count, err)
         print(f"imported {result.imported} rollouts ({result.rows} rows) as run {result.run_id}: "
               f"{result.scored} scored, {result.failed} failed, {result.queued} without a score; "
-              f"{len(result.skipped)} lines skipped", file=err)
+              f"{result.skipped_count} lines skipped", file=err)
         data: dict[str, Any] = result.to_dict()
         if result.queued and args.judge:
             print(f"judging {result.queued} rollouts with {settings.judge_model}…", file=err)
-            summary = asyncio.run(judge_imported(store, result.run_id, settings))
+            summary = run_stoppable(lambda: judge_imported(store, result.run_id, settings))
             data["summary"] = summary.to_dict()
             print(f"judged: mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)} over {summary.done} finished "
                   f"rollouts ({summary.invalid} without a valid score)", file=err)
@@ -327,8 +335,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _report_skipped(skipped: Any, out: Any) -> None:
-    for item in skipped[:50]:
+SHOW_SKIPPED = 5
+
+
+def _report_skipped(skipped: Any, count: int, out: Any) -> None:
+    """The first few skipped lines and how many more: a bad file never floods the terminal."""
+    for item in skipped[:SHOW_SKIPPED]:
         print(f"line {item.line}: skipped: {item.reason}", file=out)
-    if len(skipped) > 50:
-        print(f"… and {len(skipped) - 50} more skipped lines", file=out)
+    if count > SHOW_SKIPPED:
+        print(f"… and {count - SHOW_SKIPPED} more skipped lines (--json lists up to 1000)", file=out)
