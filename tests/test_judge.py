@@ -99,16 +99,29 @@ def count_answer(value: object, reasoning: str = "looked closely") -> str:
 
 @pytest.mark.parametrize(
     ("value", "fulfilled"),
-    [(4, 4), (0, 0), (N, N), (3.0, 3), ("3", 3), (N + 5, N), (-2, 0)],
+    [(4, 4), (0, 0), (N, N), (3.0, 3), ("3", 3)],
 )
-def test_count_answers_are_read_and_clamped(value: object, fulfilled: int) -> None:
+def test_count_answers_are_read(value: object, fulfilled: int) -> None:
     verdict = parse_judge_answer(count_answer(value), N, COUNT)
     assert verdict is not None and verdict.valid
     assert verdict.fulfilled == fulfilled and verdict.total == N
     assert verdict.score == pytest.approx(fulfilled / N)
     assert verdict.rationale.startswith("looked closely")
-    assert ("clamped" in verdict.rationale) == (value in (N + 5, -2))
     assert verdict.raw == count_answer(value)
+
+
+@pytest.mark.parametrize("text", [
+    count_answer(N + 5), count_answer(-2), count_answer(999), count_answer(1e300), count_answer("9" * 5000),
+    '{"reasoning": "x", "' + COUNT_KEY + '": ' + "9" * 5000 + "}",  # more digits than the JSON reader takes
+    "[" * 100_000 + "]" * 100_000,  # nested deeper than the JSON reader goes
+    '{"reasoning": ' + "[" * 100_000,
+])
+def test_counts_outside_the_schema_and_unreadable_json_are_unusable(text: str) -> None:
+    from svgagent.core.scoring.judge import _parse
+
+    assert parse_judge_answer(text, N, COUNT) is None  # never clamped into a valid score, never an exception
+    why = _parse(text, N, COUNT)
+    assert isinstance(why, str) and len(why) < 200
 
 
 @pytest.mark.parametrize(
@@ -205,15 +218,19 @@ async def test_per_requirement_mode_against_the_simulator(
     assert sim.stats()["judge_mode"]["per-requirement"] == 1
 
 
-async def test_out_of_range_count_from_the_judge_is_clamped(
+async def test_out_of_range_count_is_asked_again_then_invalid(
     sim: Simulator, client: openai.AsyncOpenAI, drawing_png: bytes
 ) -> None:
     sim.configure(judge_garbage_every=1, judge_garbage_kinds=("out_of_range",))
     verdict = await Judge(client, "simulated-judge").judge(drawing_png, REQS)
-    assert verdict.valid and verdict.attempts == 1
-    assert verdict.fulfilled in (0, N)
-    assert "clamped" in verdict.rationale
-    assert sim.stats()["requests"]["judge"] == 1
+    assert not verdict.valid and verdict.attempts == 2 and verdict.score is None
+    assert f"outside 0..{N}" in verdict.rationale
+    assert sim.stats()["requests"]["judge"] == 2
+    sim.reset_stats()
+    sim.configure(judge_garbage_every=2)  # every second judge request is out of range
+    assert (await Judge(client, "simulated-judge").judge(drawing_png, REQS)).attempts == 1  # request 1: fine
+    retried = await Judge(client, "simulated-judge").judge(drawing_png, REQS)  # 2: out of range, 3: the retry
+    assert retried.valid and retried.attempts == 2 and 0 <= (retried.fulfilled or 0) <= N
 
 
 @pytest.mark.parametrize("mode", [COUNT, PER])

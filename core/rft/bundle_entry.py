@@ -12,7 +12,7 @@ Scoring (the engine's rules, step by step):
 1. extract the SVG from the answer; none found: a *valid* score of 0;
 2. render it in a sandboxed worker process (size cap, data:-only fetcher, timeout, memory limit); a render
    failure: a *valid* 0;
-3. ask the vision judge (the same question, response schema and parsing, count clamped to 0..N); score =
+3. ask the vision judge (the same question, response schema and parsing; a count outside 0..N is unusable); score =
    fulfilled / N. A judge that gives no usable answer, or cannot be reached: an *invalid* score.
 
 `score_answer` / `score_answer_sync` / `score_row` are plain functions (no eval-protocol needed). When the

@@ -3,7 +3,7 @@
 Two modes (``JudgeMode``):
 
 * ``count`` — the quickstart's protocol: the judge answers
-  ``{"reasoning": str, "number_of_fulfilled_requirements": int}``; the count is clamped to ``0..N`` and
+  ``{"reasoning": str, "number_of_fulfilled_requirements": int}``; the count must be within ``0..N`` and
   ``score = count / N``.
 * ``per-requirement`` — the judge answers one verdict per requirement,
   ``{"verdicts": [{"index": int, "reason": str, "fulfilled": bool}, ...], "reasoning": str}``, with exactly one
@@ -26,8 +26,11 @@ Failure policy of :meth:`Judge.judge`:
 
 Parsing decisions (count mode): an integer, or a float with an integral value (``3.0`` → 3), or a string holding
 a plain decimal integer (``"3"`` → 3, a lenient reading of an answer that is unambiguous) are accepted; booleans,
-fractional numbers (``2.5``), NaN/infinity and other strings are schema violations. A count outside ``0..N`` is
-clamped and the clamp is noted in the rationale. A JSON answer wrapped in a Markdown code fence is accepted.
+fractional numbers (``2.5``), NaN/infinity and other strings are schema violations, and so is a count outside
+``0..N`` (999 of 8 says the judge broke the schema, not that the picture is perfect): it is asked again, then the
+verdict is invalid. An answer the JSON reader refuses — nested thousands of levels deep, an integer of thousands of
+digits — is unusable like any other non-JSON (asked again, never an error). A JSON answer wrapped in a Markdown
+code fence is accepted.
 """
 
 from __future__ import annotations
@@ -176,7 +179,7 @@ def build_judge_messages(
 # ----------------------------------------------------------------------------------------------------- parsing
 
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
-_INT_STR_RE = re.compile(r"^[+-]?\d+$")
+_INT_STR_RE = re.compile(r"^[+-]?\d{1,18}$")  # a count, not a number of thousands of digits
 
 
 def _load_json(text: str) -> Any:
@@ -191,6 +194,10 @@ def _load_json(text: str) -> Any:
         return json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    except RecursionError:
+        raise ValueError("the answer is JSON nested too deeply to read") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise ValueError(f"the answer is not readable JSON ({str(exc)[:80]})") from None
 
 
 def _as_int(value: Any) -> int | None:
@@ -222,12 +229,9 @@ def _parse_count(data: Any, n: int) -> JudgeVerdict | str:
     reasoning = data.get("reasoning", "")
     if not isinstance(reasoning, str):
         return '"reasoning" is not a string'
-    rationale = reasoning.strip()
-    clamped = min(max(count, 0), n)
-    if clamped != count:
-        note = f"[judge count {count} clamped to {clamped} of {n}]"
-        rationale = f"{rationale}\n{note}" if rationale else note
-    return JudgeVerdict(total=n, fulfilled=clamped, score=clamped / n, valid=True, rationale=rationale)
+    if not 0 <= count <= n:
+        return f'"{COUNT_KEY}" is {_short(count)}, outside 0..{n}'
+    return JudgeVerdict(total=n, fulfilled=count, score=count / n, valid=True, rationale=reasoning.strip())
 
 
 def _parse_per_requirement(data: Any, n: int) -> JudgeVerdict | str:
