@@ -73,6 +73,8 @@ class Simulator:
         base = config or SimConfig()
         self._config = SimConfig.model_validate({**base.model_dump(), **knobs}) if knobs else base
         self._lock = threading.Lock()
+        self._in_flight_changed = threading.Condition(self._lock)
+        self._open: asyncio.Event | None = None  # cleared by hold(): chat requests wait, counted as in flight
         self._stats = empty_stats()
         self._chat_count = 0
         self._kind_count = {"policy": 0, "judge": 0}
@@ -103,6 +105,34 @@ class Simulator:
         with self._lock:
             return copy.deepcopy(self._stats)
 
+    def hold(self) -> None:
+        """From now on, chat requests wait (counted as in flight) until :meth:`release`: tests drive concurrency
+        with events instead of latencies. Takes effect before it returns."""
+        self._set_gate(open_=False)
+
+    def release(self) -> None:
+        """Let every held request (and any later one) go on."""
+        self._set_gate(open_=True)
+
+    def _set_gate(self, *, open_: bool) -> None:
+        gate, loop = self._open, self._loop
+        if gate is None:
+            raise RuntimeError("the simulator is not running")
+
+        async def flip() -> None:
+            gate.set() if open_ else gate.clear()
+
+        if loop is not None and self._thread is not None and threading.current_thread() is not self._thread:
+            asyncio.run_coroutine_threadsafe(flip(), loop).result()
+        else:  # serving on the caller's own loop (start_async)
+            gate.set() if open_ else gate.clear()
+
+    def wait_for_in_flight(self, kind: str, count: int, timeout_s: float = 30.0) -> bool:
+        """Block until ``count`` requests of ``kind`` ("policy"/"judge") are in flight; False after ``timeout_s``
+        (a guard against hangs, not a measurement)."""
+        with self._in_flight_changed:
+            return self._in_flight_changed.wait_for(lambda: self._stats["in_flight"][kind] >= count, timeout_s)
+
     def reset_stats(self) -> None:
         """Zero every counter, including the fault schedule; in-flight requests stay counted as in flight.
         The per-prompt answer sequence (which answer a prompt gets next) is kept."""
@@ -130,6 +160,8 @@ class Simulator:
         if self._runner is not None:
             raise RuntimeError("the simulator is already running")
         self._stopping = asyncio.Event()
+        self._open = asyncio.Event()
+        self._open.set()
         # Judge requests decode their PNG in these threads while the simulated latency elapses.
         self._executor = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="sim-judge")
         # handler_cancellation: a request whose client went away (e.g. timed out) stops being "in flight".
@@ -295,11 +327,15 @@ class Simulator:
             fault = pick_fault(config, number, kind, self._kind_count[kind])
             if fault is not None:
                 stats["faults"][fault] += 1
+            self._in_flight_changed.notify_all()
         try:
+            if self._open is not None and not self._open.is_set():
+                await self._open.wait()  # held (see hold())
             return await self._answer(request, body, config, kind, prompt, texts, fault, number)
         finally:
             with self._lock:
                 self._stats["in_flight"][kind] = max(0, self._stats["in_flight"][kind] - 1)
+                self._in_flight_changed.notify_all()
 
     async def _answer(
         self,
