@@ -11,6 +11,7 @@ from typing import Any
 
 import openai
 
+from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.scoring.chat import chat_completion
 from svgagent.core.scoring.errors import EndpointResponseError
 from svgagent.core.scoring.models import FailureKind, Usage
@@ -61,10 +62,12 @@ def _client(base_url: str, key: Any, settings: Settings) -> openai.AsyncOpenAI:
 
 
 def policy_client(settings: Settings) -> openai.AsyncOpenAI:
+    require_trusted(settings, ("base_url",))  # never a key to an unconfirmed project-file endpoint
     return _client(settings.base_url, settings.fireworks_api_key, settings)
 
 
 def judge_client(settings: Settings) -> openai.AsyncOpenAI:
+    require_trusted(settings, ("judge_base_url",))
     return _client(settings.judge_base_url, settings.openai_api_key, settings)
 
 

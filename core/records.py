@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.urls import has_userinfo, strip_userinfo
 
 
 class RunStatus(StrEnum):
@@ -230,6 +231,11 @@ class RolloutRecord:
         }
 
 
+def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A run's stored settings fit to print: credentials in any URL (older stores kept them) removed."""
+    return {k: strip_userinfo(v) if isinstance(v, str) and has_userinfo(v) else v for k, v in settings.items()}
+
+
 @dataclass(slots=True)
 class RunRecord:
     run_id: str
@@ -261,7 +267,7 @@ class RunRecord:
             "created": self.created,
             "updated": self.updated,
             "status": self.status,
-            "settings": self.settings,
+            "settings": public_settings(self.settings),
             "dataset": self.dataset,
             "summary": self.summary,
         }

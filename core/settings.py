@@ -10,10 +10,10 @@ the keys keep their usual names (``FIREWORKS_API_KEY``, ``OPENAI_API_KEY``, ``FI
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -26,6 +26,8 @@ from pydantic_settings import (
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.field_limits import numeric_range
 from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.endpoint_trust import ENDPOINTS, TRUST_FILE_NAME, is_trusted, project_endpoints
+from svgagent.core.urls import has_userinfo, strip_userinfo
 
 APP_NAME = "svgagent"
 PROJECT_CONFIG_FILE = "svgagent.toml"
@@ -41,6 +43,11 @@ KEYMAP_MAX_CHARS = 200
 
 def user_config_file() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
+
+
+def trust_file() -> Path:
+    """Where the person's confirmations of project-file endpoints are kept (core/endpoint_trust.py)."""
+    return user_config_file().parent / TRUST_FILE_NAME
 
 
 class Settings(BaseSettings):
@@ -98,11 +105,19 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("FIREWORKS_ACCOUNT_ID", "fireworks_account_id")
     )
 
+    # read the project's ./svgagent.toml (False: every other layer only; see core/endpoint_trust.py)
+    read_project_file: ClassVar[bool] = True
+    # endpoints from ./svgagent.toml that no key may reach until the person confirms them (set by load_settings)
+    _untrusted: tuple[Any, ...] = PrivateAttr(default=())
+
     @field_validator("base_url", "judge_base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        if has_userinfo(value):  # it would be stored with the run and printed: keys go in their variables
+            raise ValueError("must not hold credentials (user:password@): put keys in FIREWORKS_API_KEY / "
+                             "OPENAI_API_KEY")
         return value.rstrip("/")
 
     @field_validator("keymap")
@@ -115,6 +130,11 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f'values must be key names, e.g. "ctrl+r" (check {", ".join(bad[:5])})')
         return {ident: keys.replace(" ", "") for ident, keys in table.items()}
+
+    @property
+    def untrusted_endpoints(self) -> tuple[Any, ...]:
+        """Project-file endpoints not confirmed yet (:class:`svgagent.core.endpoint_trust.ProjectEndpoint`)."""
+        return self._untrusted
 
     @field_validator("fireworks_api_key", "openai_api_key", mode="before")
     @classmethod
@@ -133,11 +153,12 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cwd = Path.cwd()
+        project = [TomlConfigSettingsSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
         return (
             init_settings,
             EnvSettingsSource(settings_cls),
             DotEnvSettingsSource(settings_cls, env_file=cwd / ".env", env_file_encoding="utf-8"),
-            TomlConfigSettingsSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE),
+            *(project if getattr(settings_cls, "read_project_file", True) else []),
             TomlConfigSettingsSource(settings_cls, toml_file=user_config_file()),
         )
 
@@ -187,6 +208,8 @@ def format_validation_error(err: ValidationError) -> str:
         loc = ".".join(str(p) for p in item.get("loc", ())) or "settings"
         field = loc.split(".")[0]
         value = item.get("input")
+        if isinstance(value, str) and has_userinfo(value):
+            value = strip_userinfo(value)  # never echo credentials
         shown = "" if field in SECRET_FIELDS or isinstance(value, dict) else f"={value!r}"
         limits = describe_field_limits(field)
         msg = item.get("msg", "invalid")
@@ -198,8 +221,22 @@ def load_settings(**overrides: Any) -> Settings:
     """Build settings from every layer; ``overrides`` (None values dropped) win. Raises ConfigError."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**clean)
+        settings = Settings(**clean)
     except ValidationError as err:
         raise ConfigError(format_validation_error(err)) from None
     except (OSError, ValueError) as err:  # unreadable or malformed toml / .env
         raise ConfigError(f"cannot read configuration: {err}") from None
+    found = project_endpoints({name: getattr(settings, name) for name in ENDPOINTS},
+                              {name: Settings.model_fields[name].default for name in ENDPOINTS},
+                              lambda: settings_without_project_file(clean), Path.cwd() / PROJECT_CONFIG_FILE)
+    settings._untrusted = tuple(e for e in found if not is_trusted(e, trust_file()))
+    return settings
+
+
+class _WithoutProjectFile(Settings):
+    read_project_file: ClassVar[bool] = False
+
+
+def settings_without_project_file(overrides: dict[str, Any]) -> Settings:
+    """The settings the same layers give without ``./svgagent.toml`` (to tell what that file alone decides)."""
+    return _WithoutProjectFile(**overrides)

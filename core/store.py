@@ -29,7 +29,15 @@ from svgagent.core.caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column
 from svgagent.core.lease import LeaseOwner, lease_is_live, this_host
 from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
 from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
-from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, RunRecord, RunStatus, RunSummary, summarize_rows
+from svgagent.core.records import (
+    LIGHT_COLUMNS,
+    RolloutRecord,
+    RunRecord,
+    RunStatus,
+    RunSummary,
+    public_settings,
+    summarize_rows,
+)
 from svgagent.core.schema import MIGRATIONS
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
@@ -242,7 +250,7 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, name or run_id, stamp, stamp, RunStatus.CREATED.value, json.dumps(settings),
+                (run_id, name or run_id, stamp, stamp, RunStatus.CREATED.value, json.dumps(public_settings(settings)),
                  json.dumps(dataset)),
             )
             db.executemany(
@@ -662,7 +670,7 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, name or run_id, stamp, stamp, RunStatus(status).value, json.dumps(settings),
+                (run_id, name or run_id, stamp, stamp, RunStatus(status).value, json.dumps(public_settings(settings)),
                  json.dumps(dataset)),
             )
             for columns in records:

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from svgagent.core.dataset import load_dataset
+from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.engine import Engine
 from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
@@ -58,10 +59,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             settings = load_settings(**{**run.settings, **overrides})
             run_id, dataset = run.run_id, None
             require_keys(settings)
+            require_trusted(settings)
         else:
             run_id = None
             dataset = load_dataset(settings.dataset)  # bad data or keys: fail before anything is written
             require_keys(settings)
+            require_trusted(settings)
             store = stack.enter_context(open_store_for_writing(settings.store_path()))
         return _execute(args, settings, store, dataset, run_id)
 

@@ -10,6 +10,7 @@ from svgagent.core.scoring.errors import SvgAgentError
 
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_settings, add_store
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.interrupts import Stopped
 
 DESCRIPTION = """\
 Train and review an SVG-drawing LLM agent.
@@ -100,8 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_analysis_parsers(sub, runs_sub)
     from svgagent.tui.cli.store_cmd import add_store_parser
+    from svgagent.tui.cli.trust import add_trust_parser
 
     add_store_parser(sub)
+    add_trust_parser(sub)
     return parser
 
 
@@ -139,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from svgagent.tui.cli.serve import cmd_serve
 
             return cmd_serve(args)
+        if args.command == "trust":
+            from svgagent.tui.cli.trust import cmd_trust
+
+            return cmd_trust(args)
         if args.command == "store":
             from svgagent.tui.cli.store_cmd import cmd_store
 
@@ -153,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("svgagent: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Stopped as stop:  # SIGINT / SIGTERM during a command's event loop, after its work stopped cleanly
+        print(f"svgagent: stopped ({stop}); everything finished so far is saved", file=sys.stderr)
+        return stop.exit_code
     except BrokenPipeError:  # e.g. `svgagent export RUN | head`: the reader left; not an error
         import os
 

@@ -292,6 +292,9 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
                 out.out("dry run: nothing was sent")
             return EXIT_OK
         check_keys(request)
+        from svgagent.core.endpoint_trust import require_trusted
+
+        require_trusted(settings, ("judge_base_url",))  # the evaluator sends OPENAI_API_KEY to the judge endpoint
         if not args.yes:
             _print_plan(steps, target, out.err)
             _confirm(f"Launch RFT job {prepared.job_id} ({len(prepared.rows)} rows, {params.base_model})?", out,

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from svgagent.core.endpoint_trust import require_trusted
+from svgagent.core.scoring.errors import StoreError
 from svgagent.core.settings import Settings, load_settings
 
 from svgagent.tui.cli.exit_codes import EXIT_OK
@@ -30,21 +32,36 @@ def _serving(settings: Settings, args: argparse.Namespace) -> Any:
         server.stop()
 
 
+def trusted(settings: Settings) -> Settings:
+    """``settings`` once no key would go to an unconfirmed project-file endpoint (else a one-line ConfigError)."""
+    require_trusted(settings)
+    return settings
+
+
 def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator_process
-    from svgagent.core.store import Store
+
+    from svgagent.tui.cli.store_cmd import open_store_for_writing
+    from svgagent.tui.cli.trust import ask
 
     overrides = tui_settings(args)
     real = load_settings(**overrides)
     implicit_demo = not args.demo and bool(real.missing_keys())
     demo = args.demo or implicit_demo
+    if real.untrusted_endpoints and not demo:  # a key would go to a project-file endpoint: ask first
+        if not (sys.stdin.isatty() and sys.stderr.isatty()) or not ask(real.untrusted_endpoints):
+            require_trusted(real)
+        real = load_settings(**overrides)
+    path = real.store_path()
+    if args.run and not path.exists():  # nothing to open: say so rather than create an empty store
+        raise StoreError(f"no run {args.run!r}: there is no run store at {path} yet")
     with contextlib.ExitStack() as stack:
         # The demo's simulator starts in a process of its own, on the other core, while this one gets the app ready.
         sim = stack.enter_context(demo_simulator_process()) if demo else None
         from svgagent.tui.imaging import configure_term_image
 
         configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
-        store = stack.enter_context(Store(real.store_path()))
+        store = stack.enter_context(open_store_for_writing(path))
         if args.run:
             store.get_run(args.run)  # unknown id: a clear error before the screen switches
         from svgagent.tui.app import SvgAgentApp
@@ -65,7 +82,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             run_id=args.run,
             env_file=Path.cwd() / ".env",
             demo_overrides=extra,
-            settings_loader=(lambda: load_settings(**overrides)) if implicit_demo else None,
+            settings_loader=(lambda: trusted(load_settings(**overrides))) if implicit_demo else None,
             serve_url=serve_url,
         )
         app.run()

@@ -1,0 +1,37 @@
+"""Small, careful readings of endpoint URLs: their host (for trust decisions) and their credentials (never shown)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def has_userinfo(url: str) -> bool:
+    """Whether ``url`` carries ``user[:password]@`` before its host."""
+    try:
+        return "@" in (urlsplit(url).netloc or "")
+    except ValueError:
+        return False
+
+
+def strip_userinfo(url: str) -> str:
+    """``url`` without ``user[:password]@`` (everything else as it was)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
+
+
+def endpoint_host(url: str) -> str:
+    """``host:port`` of ``url`` (lower-case host, the scheme's default port when none is given) — what a key is
+    sent to."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 0)
+    except ValueError:
+        return url
+    return f"{(parts.hostname or '').lower()}:{port}"
