@@ -188,7 +188,7 @@ def write_env_file(path: Path, updates: Mapping[str, str | None]) -> list[str]:
     """
     path = Path(path)
     text = ""
-    if path.exists():
+    if path.is_file():  # a FIFO or device is written through, never read
         with path.open(encoding="utf-8", newline="") as handle:  # newline="": CRLF stays CRLF
             text = handle.read()
     before = read_env_file(path)

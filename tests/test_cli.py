@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -211,3 +212,31 @@ def test_killed_run_resumes_without_loss_or_regeneration(home: Path, kill_signal
         # only the rollouts still unanswered at the kill were generated again (cache + stored answers)
         assert sim.stats()["requests"]["policy"] <= 24 + 2
         assert sim.stats()["requests"]["policy"] - generated <= 24 - len(finished)
+
+
+def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, tmp_path: Path) -> None:
+    # issue 11: `svgagent eval --resume RUN` failed for lack of keys after `eval --demo`; the printed command keeps
+    # --demo (and the store).
+    db = tmp_path / "demo.db"
+    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "eval", "--demo", "--rows", "6",
+                             "--concurrency", "1", "--store", str(db)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the run to be under way (not a timing assertion)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                if con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]:
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    command = stderr.split("Continue with: ", 1)[1].strip().splitlines()[0]
+    assert command.startswith("svgagent eval --demo --store ") and "--resume" in command
+    args = shlex.split(command)[1:]
+    again = svgagent(*args)
+    assert again.returncode in (0, 1), again.stderr
+    with Store(db) as store:
+        (run,) = store.list_runs()
+        assert run.status == "completed" and len(store.list_rollouts(run.run_id)) == 6

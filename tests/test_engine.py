@@ -149,3 +149,23 @@ async def test_stop_then_resume_keeps_finished_rollouts(tmp_path: Path, renderer
             assert store.get_rollout(rid).updated == old.updated
         # only requests cut off in flight by the stop (at most `concurrency`) were sent again
         assert 20 <= sim.stats()["requests"]["policy"] <= 20 + settings.concurrency
+
+
+async def test_reruns_and_new_runs_never_get_a_cached_answer(sim: Simulator, tmp_path: Path,
+                                                             renderer: Renderer) -> None:
+    # issue 11: attempt 2 was attempt 1's cached answer. A rerun is a new sample even with the cache on; a new run
+    # asks the endpoint unless the person turned the cache on.
+    settings, store = make(sim, tmp_path, rows=3, cache=True)
+    run_id, _, _ = await run_once(settings, store, renderer)
+    paid = sim.stats()["requests"]["policy"]
+    store.new_attempts(run_id, [r.rollout_id for r in store.list_rollouts(run_id)])
+    async with Engine(settings, store, renderer=renderer) as engine:
+        await engine.run(run_id)
+    reruns = store.list_rollouts(run_id)
+    assert [r.attempt for r in reruns] == [2, 2, 2] and not any(r.cached for r in reruns)
+    assert sim.stats()["requests"]["policy"] == paid + 3
+    default, _ = make(sim, tmp_path)
+    assert default.cache is False
+    fresh, _, _ = await run_once(default.model_copy(update={"rows": 3}), store, renderer)
+    assert not any(r.cached for r in store.list_rollouts(fresh))
+    assert sim.stats()["requests"]["policy"] == paid + 6

@@ -351,3 +351,92 @@ def test_judge_text_is_capped_and_marked(tmp_path: Path) -> None:
         assert len(rec.judge_raw or "") == len(rec.rationale or "") == JUDGE_TEXT_CAP
         store.update_rollout(rid, rationale="now short")
         assert store.get_rollout(rid).truncated == {"judge_raw": len(huge)}
+
+
+# --- 18. failures by kind, not by their English ----------------------------------------------------------------------
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_refused_connection_is_unreachable_not_a_timeout(tmp_path: Path, renderer: Renderer) -> None:
+    from svgagent.core.export import rollout_status
+    from svgagent.core.scoring.models import FailureKind
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    settings = load_settings(**demo_overrides(url), store=tmp_path / "runs.db", rows=2, max_retries=0,
+                             request_timeout_s=120)
+    store = Store(settings.store_path())
+    async with Engine(settings, store, renderer=renderer) as engine:
+        run_id = engine.create_run(load_dataset("builtin"))
+        await engine.run(run_id)
+    for rec in store.list_rollouts(run_id):
+        assert rec.failure_kind is FailureKind.UNREACHABLE
+        assert "unreachable" in (rec.reason or "") and "timed out" not in (rec.reason or "")
+        assert rollout_status(rec)["code"] == 14  # UNAVAILABLE, not DEADLINE_EXCEEDED
+
+
+def test_a_run_that_reached_no_endpoint_says_so_and_exits_2(tmp_path: Path, keys: None) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    out = svgagent("eval", "--base-url", url, "--judge-base-url", url, "--rows", "2", "--max-retries", "0",
+                   "--store", str(tmp_path / "runs.db"))
+    assert out.returncode == 2, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.startswith("cannot reach an endpoint")]
+    assert len(lines) == 1 and "2 rollouts" in lines[0] and url in lines[0]
+
+
+@pytest.fixture
+def odd_server() -> Iterator[str]:
+    """A loopback endpoint whose /chat/completions answers are not chat completions."""
+    import asyncio
+    import threading
+
+    from aiohttp import web
+
+    bodies = {"sse": (b'data: {"choices": []}\n\ndata: [DONE]\n\n', "text/event-stream"),
+              "utf8": (b'{"choices": [{"message": {"content": "\xff\xfe"}}]}', "application/json"),
+              "shape": (b'{"choices": "none"}', "application/json")}
+
+    async def answer(request: web.Request) -> web.Response:
+        body, kind = bodies[request.match_info["case"]]
+        return web.Response(body=body, content_type=kind)
+
+    app = web.Application()
+    app.router.add_post("/{case}/v1/chat/completions", answer)
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+@pytest.mark.parametrize(("case", "words"), [("sse", "server-sent event"), ("utf8", "UTF-8"),
+                                              ("shape", "'choices' is not a list")])
+async def test_bodies_that_are_not_chat_completions_are_bad_responses(
+        odd_server: str, tmp_path: Path, renderer: Renderer, case: str, words: str) -> None:
+    from svgagent.core.scoring.models import FailureKind
+
+    url = f"{odd_server}/{case}/v1"
+    settings = load_settings(**demo_overrides(url), store=tmp_path / "runs.db", rows=1, max_retries=0)
+    store = Store(settings.store_path())
+    async with Engine(settings, store, renderer=renderer) as engine:
+        run_id = engine.create_run(load_dataset("builtin"))
+        await engine.run(run_id)
+    (rec,) = store.list_rollouts(run_id)
+    assert rec.failure_kind is FailureKind.BAD_RESPONSE and not rec.is_score_valid
+    assert words in (rec.reason or "")
+    assert "AttributeError" not in (rec.reason or "") and "UnicodeDecode" not in (rec.reason or "")
