@@ -128,3 +128,37 @@ def test_a_burst_of_keys_lands_where_each_key_sent_the_focus(tmux: Tmux, tmp_pat
     assert "no run open" in screen  # still no run: none of the secret's letters was a command
     assert secret not in screen  # and the value is shown masked
     tmux.keys("q")
+
+
+def test_sigterm_closes_the_app_and_keeps_the_run_interrupted(tmux: Tmux, tmp_path: Path) -> None:
+    """issue 10 item 3: SIGTERM (kill, systemd, docker) is handled like quitting, not a crash with a `running` run."""
+    import sqlite3
+
+    exit_file = launch(tmux, tmp_path)
+    tmux.wait_for("the first screen", lambda s: "press r to start a run" in s)
+    tmux.keys("r")
+    db = tmp_path / "svgagent-home" / "runs.db"
+
+    def running() -> bool:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                return con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0] > 0
+        except sqlite3.Error:
+            return False
+
+    deadline = time.monotonic() + 60
+    while not running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert running(), tmux.capture()
+    shell = tmux.run("display-message", "-p", "-t", "app", "#{pane_pid}").strip()
+    children = subprocess.run(["ps", "--ppid", shell, "-o", "pid="], capture_output=True, text=True).stdout.split()
+    assert len(children) == 1, children  # the svgagent process the wrapper started
+    os.kill(int(children[0]), 15)
+    deadline = time.monotonic() + 60
+    while not exit_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert exit_file.exists(), tmux.capture()
+    assert exit_file.read_text().strip() == "143"
+    assert tmux.run("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]

@@ -12,21 +12,11 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
+from svgagent.tui.cli.exit_codes import Stopped
+
+__all__ = ["Stopped", "run_stoppable"]
 
 T = TypeVar("T")
-
-
-class Stopped(Exception):
-    """The command was stopped by SIGINT or SIGTERM after its work was cancelled cleanly."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_TERMINATED if self.signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
 def run_stoppable(make: Callable[[], Awaitable[T]]) -> T:

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from svgagent.core.scoring.errors import SvgAgentError
 
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_settings, add_store
-from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from svgagent.tui.cli.interrupts import Stopped
+from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
 
 DESCRIPTION = """\
 Train and review an SVG-drawing LLM agent.
@@ -100,12 +99,37 @@ def build_parser() -> argparse.ArgumentParser:
     from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
     add_analysis_parsers(sub, runs_sub)
-    from svgagent.tui.cli.store_cmd import add_store_parser
-    from svgagent.tui.cli.trust import add_trust_parser
-
-    add_store_parser(sub)
-    add_trust_parser(sub)
+    _add_store_and_trust_parsers(sub)
     return parser
+
+
+def _add_store_and_trust_parsers(sub: argparse._SubParsersAction) -> None:
+    """`svgagent store check|backup` (tui/cli/store_cmd.py) and `svgagent trust` (tui/cli/trust.py); declared here
+    so building the parser imports neither module."""
+    p = sub.add_parser("store", help="check or back up the run store", formatter_class=_Formatter,
+                       description="Look after the run store file (SQLite).",
+                       epilog="exit status: 0 ok, 2 the store is missing, damaged or cannot be copied")
+    actions = p.add_subparsers(dest="store_command", metavar="ACTION", required=True)
+    check = actions.add_parser("check", help="run SQLite's integrity check on the store (read-only)")
+    add_store(check)
+    backup = actions.add_parser("backup", help="copy the store with SQLite's online backup API (safe while a run "
+                                "writes to it)")
+    backup.add_argument("target", nargs="?", metavar="FILE",
+                        help="the new file (default: backups/runs-YYYYmmdd-HHMMSS.db next to the store)")
+    add_store(backup)
+    p = sub.add_parser("trust", help="confirm the endpoints ./svgagent.toml sets (your keys may then go there)",
+                       formatter_class=_Formatter, epilog=TRUST_EPILOG,
+                       description="Show the endpoints ./svgagent.toml sets and confirm them for this file.")
+    p.add_argument("--list", action="store_true", help="show every confirmed (file, host) and change nothing")
+    p.add_argument("--forget", action="store_true", help="withdraw the confirmations for ./svgagent.toml")
+
+
+TRUST_EPILOG = """\
+A svgagent.toml in the working directory may set base_url / judge_base_url. When such an endpoint is not the
+default, FIREWORKS_API_KEY / OPENAI_API_KEY are sent there only after you confirmed it once for that file and host
+(this command, or the question `svgagent tui` asks). Endpoints you set yourself — flags, environment, .env, the
+user config file — need no confirmation.
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,6 @@ from svgagent.core.output import OutputError, TargetKind, resolve_target
 from svgagent.core.scoring.errors import StoreError, StoreOutdated
 
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
-from svgagent.tui.cli.flags import add_store
 
 if TYPE_CHECKING:  # settings (pydantic) and the store are imported when a command opens one, not to build the parser
     from svgagent.core.store import Store
@@ -58,21 +57,6 @@ def open_store_for_writing(path: Path, *, err: TextIO | None = None) -> Store:
 
 
 # --- svgagent store check | backup ------------------------------------------------------------------------------
-
-def add_store_parser(sub: argparse._SubParsersAction) -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("store", help="check or back up the run store", formatter_class=fmt,
-                       description="Look after the run store file (SQLite).",
-                       epilog="exit status: 0 ok, 2 the store is missing, damaged or cannot be copied")
-    actions = p.add_subparsers(dest="store_command", metavar="ACTION", required=True)
-    check = actions.add_parser("check", help="run SQLite's integrity check on the store (read-only)")
-    add_store(check)
-    backup = actions.add_parser("backup", help="copy the store with SQLite's online backup API (safe while a run "
-                                "writes to it)")
-    backup.add_argument("target", nargs="?", metavar="FILE",
-                        help="the new file (default: backups/runs-YYYYmmdd-HHMMSS.db next to the store)")
-    add_store(backup)
-
 
 def cmd_store(args: argparse.Namespace) -> int:
     from svgagent.core.store import Store

@@ -15,22 +15,6 @@ from svgagent.core.settings import PROJECT_CONFIG_FILE, load_settings, trust_fil
 
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 
-EPILOG = """\
-A svgagent.toml in the working directory may set base_url / judge_base_url. When such an endpoint is not the
-default, FIREWORKS_API_KEY / OPENAI_API_KEY are sent there only after you confirmed it once for that file and host
-(this command, or the question `svgagent tui` asks). Endpoints you set yourself — flags, environment, .env, the
-user config file — need no confirmation.
-"""
-
-
-def add_trust_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("trust", help="confirm the endpoints ./svgagent.toml sets (your keys may then go there)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-                       description="Show the endpoints ./svgagent.toml sets and confirm them for this file.")
-    p.add_argument("--list", action="store_true", help="show every confirmed (file, host) and change nothing")
-    p.add_argument("--forget", action="store_true", help="withdraw the confirmations for ./svgagent.toml")
-
-
 def describe(endpoint: ProjectEndpoint) -> str:
     what, key, _ = ENDPOINTS[endpoint.field]
     return f"{what} endpoint {endpoint.url} (host {endpoint.host}, receives {key})"

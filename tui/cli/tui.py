@@ -12,7 +12,7 @@ from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.settings import Settings, load_settings
 
-from svgagent.tui.cli.exit_codes import EXIT_OK
+from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_TERMINATED
 
 
 def tui_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -30,6 +30,27 @@ def _serving(settings: Settings, args: argparse.Namespace) -> Any:
         yield url
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm(app: Any) -> Any:
+    """SIGTERM closes the app the way `q` does (the terminal restored, a run in progress stopped and marked
+    interrupted by the engine) instead of killing it mid-screen."""
+    import asyncio
+    import signal
+
+    def on_term(signum: int, frame: Any) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not inside the app's loop (starting or closing): stop as Ctrl-C would
+            raise KeyboardInterrupt from None
+        loop.call_soon_threadsafe(lambda: app.exit(return_code=EXIT_TERMINATED))
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def trusted(settings: Settings) -> Settings:
@@ -85,7 +106,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
             settings_loader=(lambda: trusted(load_settings(**overrides))) if implicit_demo else None,
             serve_url=serve_url,
         )
-        app.run()
+        with _exit_on_sigterm(app):
+            app.run()
+    if app.return_code == EXIT_TERMINATED:
+        print("svgagent: terminated (SIGTERM): a run in progress was stopped and kept as interrupted; open it and "
+              "press c to resume", file=sys.stderr)
+        return EXIT_TERMINATED
     if app.return_code:
         print("svgagent: the app stopped with an error (see above)", file=sys.stderr)
         return app.return_code
