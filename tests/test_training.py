@@ -1,0 +1,71 @@
+"""Training runs in the store (core/training.py): which step a served rollout belongs to, one run per step, one
+row index per dataset row across steps, retries as attempts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from svgagent.core.ep_status import StatusCode
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store import Store
+from svgagent.core.training import StepHint, TrainingStore, step_hint
+
+
+@pytest.mark.parametrize(("params", "model", "expected"), [
+    ({"step": 7, "epoch": 1}, "m", StepHint(7, 1, "metadata")),
+    ({"training_step": "12"}, "m", StepHint(12, None, "metadata")),
+    ({"global_step": True}, "accounts/a/models/x-step-400", StepHint(400, None, "model")),
+    ({}, "accounts/a/deployedModels/run-epoch-2-checkpoint-1500", StepHint(1500, 2, "model")),
+    ({}, "fireworks_ai/accounts/a/models/ckpt_30", StepHint(30, None, "model")),
+    ({}, "accounts/fireworks/models/qwen3-0p6b", StepHint(None, None, "run order")),
+    ({}, "stepwise-model", StepHint(None, None, "run order")),
+], ids=["metadata", "string-step", "model-step", "checkpoint-and-epoch", "ckpt", "nothing", "no-digits"])
+def test_step_hint(params: dict[str, object], model: str, expected: StepHint) -> None:
+    assert step_hint(params, model) == expected
+
+
+def ids(rollout: str, run: str, row: str, experiment: str = "exp") -> SimpleNamespace:
+    return SimpleNamespace(invocation_id="inv", experiment_id=experiment, rollout_id=rollout, run_id=run, row_id=row)
+
+
+def store_one(training: TrainingStore, ident: SimpleNamespace, code: StatusCode = StatusCode.FINISHED,
+              previous: object = None) -> object:
+    place = training.place(ids=ident, model="m", hint=StepHint(None, None, "run order"), judged=False)
+    columns = {"status": RolloutStatus.SCORED if code is StatusCode.FINISHED else RolloutStatus.FAILED,
+               "raw_answer": "answer"}
+    return training.record(place, ids=ident, model="m", prompt="Draw", requirements=("a",), judged=False,
+                           columns=columns, code=code, message="m", previous=previous)  # type: ignore[arg-type]
+
+
+def test_each_new_eval_protocol_run_is_the_next_step_and_rows_keep_their_index(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store, job_name="accounts/a/reinforcementFineTuningJobs/j1")
+        for step_run in ("run-a", "run-b"):
+            for row in ("row_9", "row_3"):
+                store_one(training, ids(f"{step_run}-{row}", step_run, row))
+        store_one(training, ids("again", "run-a", "row_3"))  # run-a again: still step 1, a second sample
+        fresh = TrainingStore(store)  # another process reading the same store: nothing cached
+        steps = fresh.steps("exp")
+        assert [(s.step, s.rollouts, s.source) for s in steps] == [(1, 3, "run order"), (2, 2, "run order")]
+        by_row = {(r.row_id, r.sample_index): r.row_index for r in store.list_rollouts(steps[0].run_id)}
+        assert by_row == {("row_9", 0): 0, ("row_3", 0): 1, ("row_3", 1): 1}
+        assert {r.row_id: r.row_index for r in store.list_rollouts(steps[1].run_id)} == {"row_9": 0, "row_3": 1}
+        (run,) = fresh.trainings("accounts/a/reinforcementFineTuningJobs/j1")
+        assert run.label == "accounts/a/reinforcementFineTuningJobs/j1" and run.steps == 2 and run.rollouts == 5
+        assert fresh.trainings("accounts/a/reinforcementFineTuningJobs/other") == []
+        assert store.get_run(steps[0].run_id).name.endswith("· step 1")
+
+
+def test_a_retry_after_an_error_is_the_next_attempt_of_the_same_rollout(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        first = store_one(training, ids("r1", "run", "row_0"), StatusCode.UNAVAILABLE)
+        second = store_one(training, ids("r1", "run", "row_0"), previous=training.served("r1"))
+        assert first.rollout_id != second.rollout_id  # type: ignore[attr-defined]
+        attempts = store.attempts_of(second.rollout_id)  # type: ignore[attr-defined]
+        assert [(a.attempt, a.is_current) for a in attempts] == [(1, False), (2, True)]
+        assert training.served("r1").status_code == StatusCode.FINISHED  # type: ignore[union-attr]
+        assert training.steps("exp")[0].rollouts == 1  # one rollout, two attempts
