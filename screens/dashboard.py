@@ -1,13 +1,13 @@
 """The main screen: rollout table + summary, preview, config, secrets and the job monitor's place.
 
-At 80×24 the panes are tabs (number keys switch); from 120×40 they sit side by side in a grid. The screen follows
-the event bus with one coalescing worker (≤ 10 table updates a second) and drives runs through ``RunControl``.
+At 80×24 the panes are tabs (number keys switch); from 120×40 they sit side by side in a grid. The run on screen —
+opening, live updates (≤ 10 table updates a second, ``tui.live_feed``), the summary, start/stop/resume/rerun — is
+``screens.open_run.OpenRun``'s; this screen lays out the panes, routes keys and messages, and opens the screens.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -35,7 +35,8 @@ from svgagent.tui.widgets.job_panel import JobPanel
 from svgagent.tui.widgets.preview import Preview
 from svgagent.tui.widgets.secrets_form import SecretsPane
 from svgagent.tui.widgets.rollout_table import RolloutTable
-from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
+from svgagent.tui.widgets.summary_bar import SummaryBar
+from svgagent.screens.open_run import NO_RUN, OpenRun
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.sort_picker import SortPicker
@@ -45,18 +46,11 @@ from svgagent.screens.keys_first import AppKeysFirst
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
 
-SUMMARY_EVERY_BATCH_ROWS = 2_000  # up to this many rows every live batch refreshes the summary
-SUMMARY_MIN_INTERVAL_S = 0.5  # above it, at most this often
-BACKGROUND_RELOAD_ROWS = 2_000  # from this many rows a reload reads the store in a thread
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
 WIDE = (120, 40)
-
-
-def _names(missing: list[str]) -> str:
-    return " and ".join(missing) + (" is" if len(missing) == 1 else " are")
 
 
 class Dashboard(AppKeysFirst, Screen):
@@ -82,18 +76,22 @@ class Dashboard(AppKeysFirst, Screen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.run_id: str | None = None
-        self.unfinished = 0
         self._key_state: tuple[object, ...] = ()
-        self.threshold = 0.5
         self.active_pane = "rollouts"
-        self.feed = LiveFeed(self, self.svg_app.store, self.svg_app.bus)
-        self._summary_at = 0.0  # time.monotonic() of the last summary refresh
+        self.run = OpenRun(self, self.svg_app, show_pane=self.show_pane, changed=self._keys_changed)
         self._later_panes: asyncio.Future[None] | None = None
 
     @property
     def svg_app(self) -> AppServices:
         return self.app  # type: ignore[return-value]
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run.run_id
+
+    @property
+    def feed(self) -> LiveFeed:
+        return self.run.feed
 
     # --- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -121,12 +119,12 @@ class Dashboard(AppKeysFirst, Screen):
             self.query_one(f"#pane-{name}").border_title = f"{PANES.index(name) + 1} {PANE_TITLES[name]}"
         self.query_one(RolloutTable).empty_message = self._empty_message()
         self._layout(self.app.size.width, self.app.size.height)
-        self.set_interval(1.0, self._tick)
+        self.set_interval(1.0, self.run.tick)
         self.call_after_refresh(self.mount_panes)
         if self.svg_app.initial_run_id:
-            self.open_run(self.svg_app.initial_run_id)
+            self.run.open(self.svg_app.initial_run_id)
         else:
-            self.refresh_summary()
+            self.run.refresh_summary()
 
     def _empty_message(self, settings: Settings | None = None) -> list[str]:
         settings = settings or self.svg_app.settings
@@ -236,42 +234,21 @@ class Dashboard(AppKeysFirst, Screen):
 
     @on(FilterBar.Applied)
     def _filter_applied(self) -> None:
-        self.refresh_summary()
+        self.run.refresh_summary()
 
     def demo_ended(self) -> None:
         """Keys were saved: the endpoints are real now, so the demo banner goes."""
         self.query_one("#banner").add_class("-hidden")
 
-    # --- the open run -------------------------------------------------------------------------------------
-    def open_run(self, run_id: str) -> None:
-        store = self.svg_app.store
-        run = store.get_run(run_id)
-        self.run_id = run_id
-        self.threshold = float(run.settings.get("threshold", self.svg_app.settings.threshold))
-        self.query_one(RolloutTable).load(store.list_rollouts(run_id))
-        self.sub_title = f"{run.name} ({run_id})"
-        self.refresh_summary()
-
-    def reload_run(self) -> None:
-        """Read the open run again (stop, resume, rerun, the run's end). A big run is read and compared in a
-        thread, and the table takes only the rows that changed: a 10,000-row reload would freeze the screen."""
-        if self.run_id is None:
-            return
-        table = self.query_one(RolloutTable)
-        if len(table.records) >= BACKGROUND_RELOAD_ROWS:
-            self.feed.reload(self.run_id, table.records)
-            return
-        table.load(self.svg_app.store.list_rollouts(self.run_id))
-        self.query_one(Preview).reload()
-        self.refresh_summary()
-
+    # --- the open run (``OpenRun`` does the work) -----------------------------------------------------------
     def on_run_reloaded(self, message: RunReloaded) -> None:
-        if message.run_id != self.run_id:
-            return
-        with self.app.batch_update():
-            self.query_one(RolloutTable).merge(message.changed, message.removed)
-            self.query_one(Preview).reload()
-            self.refresh_summary()
+        self.run.reloaded(message)
+
+    def on_live_batch(self, batch: LiveBatch) -> None:
+        self.run.apply_batch(batch)
+
+    def on_run_ended(self, event: RunEnded) -> None:
+        self.run.ended(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Hide keys that do nothing right now, so the Footer shows what can be done (and fits 80 columns)."""
@@ -283,7 +260,7 @@ class Dashboard(AppKeysFirst, Screen):
         if action == "rerun":
             return not running and self.run_id is not None
         if action == "resume_run":
-            return not running and self.run_id is not None and self.unfinished > 0
+            return not running and self.run_id is not None and self.run.unfinished > 0
         if action in ("full_image", "stats", "export"):
             return self.run_id is not None
         if action == "focus_table":
@@ -293,36 +270,10 @@ class Dashboard(AppKeysFirst, Screen):
 
     def _keys_changed(self) -> None:
         filtered = not self.query_one(RolloutTable).query_filter.empty
-        state = (self.svg_app.control.running, self.run_id, self.unfinished > 0, filtered)
+        state = (self.svg_app.control.running, self.run_id, self.run.unfinished > 0, filtered)
         if state != self._key_state:
             self._key_state = state
             self.refresh_bindings()
-
-    def refresh_summary(self) -> None:
-        self._summary_at = time.monotonic()
-        bar = self.query_one(SummaryBar)
-        table = self.query_one(RolloutTable)
-        self.query_one("#score-hist", Histogram).show_sorted(table.tally.scores, filter_text=table.query_filter.text)
-        if self.run_id is None:
-            bar.show(format_summary(None))
-            self._keys_changed()
-            return
-        control = self.svg_app.control
-        summary = table.tally.summary(self.threshold)
-        elapsed = control.elapsed(self.run_id)
-        live = control.running and control.run_id == self.run_id
-        eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts, elapsed) if live else None
-        run = self.svg_app.store.get_run(self.run_id)
-        state = "running" if live else run.status
-        bar.show(format_summary(summary, run_label=run.name, elapsed=elapsed, eta=eta,
-                                shown=len(table.visible_ids), state=state))
-        self.unfinished = summary.rollouts - summary.done
-        self._keys_changed()
-
-    def _tick(self) -> None:
-        control = self.svg_app.control
-        if control.running and control.run_id == self.run_id:
-            self.refresh_summary()
 
     @on(RolloutTable.SortRequested)
     def _pick_sort(self) -> None:
@@ -339,137 +290,33 @@ class Dashboard(AppKeysFirst, Screen):
     def _cursor_moved(self, event: RolloutTable.CursorMoved) -> None:
         self.query_one(Preview).show_rollout(event.rollout_id)
 
-    # --- following the engine (the feed's thread reads; this applies, at most ~10 times a second) ----------
-    def on_live_batch(self, batch: LiveBatch) -> None:
-        try:
-            if batch.run_id != self.run_id or not self.feed.is_current(batch):
-                return
-            table = self.query_one(RolloutTable)
-            with self.app.batch_update():
-                table.merge(batch.records)  # a reload may have read newer rows meanwhile: keep those
-                # the summary reads every row: on a big run at most twice a second (``_tick`` adds one a second)
-                now = time.monotonic()
-                if len(table.records) < SUMMARY_EVERY_BATCH_ROWS or now - self._summary_at >= SUMMARY_MIN_INTERVAL_S:
-                    self.refresh_summary()
-                if table.cursor_id in {r.rollout_id for r in batch.records}:
-                    self.query_one(Preview).reload()
-        finally:
-            self.feed.applied(batch)
-
     # --- run actions --------------------------------------------------------------------------------------
-    def _check_keys(self, settings: Settings) -> bool:
-        if self.svg_app.demo:
-            return True
-        missing = settings.missing_keys()
-        if missing:
-            self.notify(f"{_names(missing)} not set: add {'it' if len(missing) == 1 else 'them'} here, then press r",
-                        title="Keys missing", severity="error", timeout=8)
-            self.show_pane("secrets")
-            return False
-        return True
-
-    def _busy(self) -> bool:
-        if self.svg_app.control.running:
-            self.notify("a run is in progress: press s to stop it first", severity="warning")
-            return True
-        return False
-
     def action_start_run(self, name: str | None = None) -> None:
-        settings = self.svg_app.settings
-        if self._busy() or not self._check_keys(settings):
-            return
-        try:
-            dataset = load_dataset(settings.dataset)
-        except SvgAgentError as err:
-            self.notify(str(err), title="Dataset", severity="error", timeout=8)
-            self.show_pane("config")
-            return
-        self.feed.subscribe()  # before the engine starts: its first events are not missed
-        run_id = self.svg_app.control.start(settings, dataset=dataset, name=name)
-        self.feed.follow(run_id)
-        self.open_run(run_id)
-        self.show_pane("rollouts")
-        rows = len(self.query_one(RolloutTable).records)
-        self.notify(f"run {run_id}: {rows} rollouts → {settings.model}", title="Run started", timeout=3)
+        self.run.start(name)
 
     async def action_stop_run(self) -> None:
-        control = self.svg_app.control
-        if not control.running:
-            self.notify("no run in progress", severity="warning", timeout=3)
-            return
-        await control.stop()
-        self.feed.stop()
-        self.reload_run()
-        table = self.query_one(RolloutTable)
-        done = sum(1 for r in table.records.values() if r.status.terminal)
-        self.notify(f"stopped: {done} finished rollouts kept; c resumes the rest", title="Run stopped", timeout=4)
-
-    def _resume(self, what: str) -> bool:
-        app = self.svg_app
-        if self.run_id is None:
-            self.notify("no run open: press o to open one or r to start one", severity="warning")
-            return False
-        run = app.store.get_run(self.run_id)
-        settings = app.settings_for_run(run.settings)
-        if not self._check_keys(settings):
-            return False
-        try:
-            app.store.check_not_leased(self.run_id)  # a CLI resume of the same run: never both
-        except SvgAgentError as err:
-            self.notify(str(err), title="Run busy", severity="error", timeout=8)
-            return False
-        self.feed.subscribe()
-        app.control.start(settings, run_id=self.run_id)
-        self.feed.follow(self.run_id)
-        self.reload_run()
-        self.notify(what, title="Run resumed", timeout=3)
-        return True
+        await self.run.stop()
 
     def action_resume_run(self) -> None:
-        if self._busy():
-            return
-        if self.run_id is None:
-            self.notify("no run open: press o to open one or r to start one", severity="warning")
-            return
-        left = self.svg_app.control.unfinished(self.run_id)
-        if left == 0:
-            self.notify("nothing left to run here; R reruns marked or failed rollouts", timeout=4)
-            return
-        self._resume(f"{left} unfinished rollouts of {self.run_id}")
+        self.run.resume()
 
     def action_rerun(self) -> None:
-        if self._busy():
-            return
-        if self.run_id is None:
-            self.notify("no run open: press o to open one or r to start one", severity="warning")
-            return
-        table = self.query_one(RolloutTable)
-        ids = sorted(table.marked) or self.svg_app.control.failed_ids(self.run_id)
-        if not ids:
-            self.notify("nothing to rerun: mark rollouts with space (there are no failed ones)", severity="warning")
-            return
-        try:
-            self.svg_app.store.new_attempts(self.run_id, ids)
-        except SvgAgentError as err:  # another process is working on this run
-            self.notify(str(err), title="Run busy", severity="error", timeout=8)
-            return
-        table.clear_marks()
-        self._resume(f"{len(ids)} rollouts rerun as new attempts")
+        self.run.rerun()
 
     def action_open_run(self) -> None:
-        if self._busy():
+        if self.run.busy():
             return
 
         def opened(run_id: str | None) -> None:
             if run_id:
-                self.open_run(run_id)
+                self.run.open(run_id)
                 self.show_pane("rollouts")
 
         self.app.push_screen(RunPicker(self.svg_app.store, current=self.run_id), opened)
 
     def action_stats(self) -> None:
         if self.run_id is None:
-            self.notify("no run open: press o to open one", severity="warning")
+            self.notify(NO_RUN, severity="warning")
             return
         from svgagent.screens.stats import StatsScreen
 
@@ -484,7 +331,7 @@ class Dashboard(AppKeysFirst, Screen):
 
     def action_export(self) -> None:
         if self.run_id is None:
-            self.notify("no run open: press o to open one", severity="warning")
+            self.notify(NO_RUN, severity="warning")
             return
         from svgagent.screens.export_dialog import ExportDialog
 
@@ -500,24 +347,9 @@ class Dashboard(AppKeysFirst, Screen):
 
     def on_rollout_table_opened(self, event: RolloutTable.Opened) -> None:
         def closed(_: object = None) -> None:
-            table = self.query_one(RolloutTable)
-            table.apply(self.svg_app.store.get_rollouts([event.rollout_id]))
-            self.query_one(Preview).reload()
-            self.refresh_summary()
+            self.run.reread(event.rollout_id)
 
         self.app.push_screen(RolloutDetail(self.svg_app.store, event.rollout_id), closed)
-
-    def on_run_ended(self, event: RunEnded) -> None:
-        self.feed.stop()
-        if event.run_id == self.run_id:
-            self.reload_run()
-        if event.error:
-            self.notify(event.error, title="Run failed", severity="error", timeout=10)
-        elif event.summary is not None:
-            s = event.summary
-            mean = "–" if s.mean_score is None else f"{s.mean_score:.3f}"
-            self.notify(f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
-                        title="Run finished", timeout=5)
 
     # --- what the Jobs pane asks for ----------------------------------------------------------------------
     @on(JobPanel.CancelRequested)
@@ -551,20 +383,6 @@ class Dashboard(AppKeysFirst, Screen):
 
     @on(JobPanel.EvalRequested)
     def _eval_output(self, message: JobPanel.EvalRequested) -> None:
-        """Point the Config's model at the job's output model and start a run of it, named `eval of <model>`, on
-        the Config's dataset — to compare with a run of the base model."""
-        app = self.svg_app
-        if self._busy():
-            return
-        app.settings = app.settings.model_copy(update={"model": message.model})
-        for form in self.query(ConfigForm):  # not there until the Config pane has been shown
-            form.set_text("model", message.model)
-        dataset_id = message.view.links.get("dataset", "").rsplit("/", 1)[-1]
-        from svgagent.core.rft.launch import trained_on  # the Fireworks client: not before the first frame
-
-        same = trained_on(app.settings.dataset, app.settings.rows, dataset_id)
-        self.action_start_run(name=f"eval of {message.model}")
-        if same is False:
-            rows = f", {app.settings.rows} rows" if app.settings.rows else ""
-            self.notify(f"{message.view.job_id} trained on another dataset than the Config's ({app.settings.dataset}"
-                        f"{rows}): the eval uses the Config's", title="Dataset", severity="warning", timeout=8)
+        if self.run.start_eval(message.model, message.view.links.get("dataset", ""), message.view.job_id or "the job"):
+            for form in self.query(ConfigForm):  # not there until the Config pane has been shown
+                form.set_text("model", message.model)
