@@ -70,8 +70,9 @@ def evaluation_result(rec: RolloutRecord) -> dict[str, Any] | None:
         }
     if rec.override_verdicts is not None:
         for index, ok in enumerate(rec.override_verdicts, start=1):
-            metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,
-                                               "reason": "human review"}
+            if ok is not None:  # None: the person left it undecided
+                metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,
+                                                   "reason": "human review"}
     elif not rec.overridden:
         for index, ok, reason in rec.verdicts or []:
             metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,

@@ -35,7 +35,7 @@ class ExtraOverride(BaseModel):
 
     score: Score
     fulfilled: StrictInt | None = None
-    verdicts: list[StrictBool] | None = None
+    verdicts: list[StrictBool | None] | None = None  # None: a mark the person left undecided (core.review)
     at: Annotated[StrictStr, Field(max_length=64)] | None = None
 
     @field_validator("fulfilled")
@@ -47,15 +47,17 @@ class ExtraOverride(BaseModel):
 
     @field_validator("verdicts")
     @classmethod
-    def _one_per_requirement(cls, value: list[bool] | None, info: ValidationInfo) -> list[bool] | None:
+    def _one_per_requirement(cls, value: list[bool | None] | None, info: ValidationInfo) -> list[bool | None] | None:
         if value is not None and len(value) != _total(info):
             raise ValueError(f"must hold one verdict per requirement ({_total(info)}), not {len(value)}")
         return value
 
     @model_validator(mode="after")
     def _agree(self) -> ExtraOverride:
-        if self.verdicts is not None and self.fulfilled is not None and sum(self.verdicts) != self.fulfilled:
-            raise ValueError("override fulfilled does not match its verdicts")
+        if self.verdicts is not None and self.fulfilled is not None:
+            yes = sum(1 for v in self.verdicts if v is True)
+            if not yes <= self.fulfilled <= yes + sum(1 for v in self.verdicts if v is None):
+                raise ValueError("override fulfilled does not match its verdicts")
         return self
 
 

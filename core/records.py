@@ -98,7 +98,7 @@ class RolloutRecord:
     updated: str = ""
     override_score: float | None = None
     override_fulfilled: int | None = None
-    override_verdicts: list[bool] | None = None
+    override_verdicts: list[bool | None] | None = None  # a person's ✓/✗ per requirement, None: undecided
     override_at: str | None = None
     failure_kind: FailureKind | None = None
     truncated: dict[str, int] | None = None  # column -> original length, for text cut to its cap (core/caps.py)

@@ -91,7 +91,8 @@ class Settings(BaseSettings):
     store: Path | None = Field(None, description="SQLite store file or directory")
     # off by default: a new run or a rerun is a new sample; a resume never pays twice either way (answers are stored
     # on their rollouts as they arrive)
-    cache: bool = Field(False, description="reuse earlier runs' answers to identical requests")
+    cache: bool = Field(False, description="reuse earlier runs' answers to identical requests (a resume never "
+                                           "pays twice, on or off)")
     keymap: dict[str, str] = Field(
         default_factory=dict,
         description='the app\'s keys remapped by binding id, e.g. "app.run" = "ctrl+r" (the [keymap] table)',

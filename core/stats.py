@@ -24,6 +24,7 @@ from typing import Any
 
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import RolloutRecord, mean_and_stderr
+from svgagent.core.review import complete, marks_of_judge
 from svgagent.core.store import Store
 
 DEFAULT_BINS = 10
@@ -190,20 +191,9 @@ def requirement_verdicts(rec: RolloutRecord, judge_verdicts: Sequence[Sequence[A
 
     A person's per-requirement verdicts win; an override with a bare count means the judge's verdicts are no longer
     the truth, so there are none; otherwise the judge's ``[index, fulfilled, reason]`` triples."""
-    if rec.override_verdicts is not None:
-        return [bool(v) for v in rec.override_verdicts]
     if rec.overridden:
-        return None
-    if not judge_verdicts:
-        return None
-    result: list[bool | None] = [None] * rec.total
-    for item in judge_verdicts:
-        index, fulfilled = int(item[0]), bool(item[1])
-        if 1 <= index <= rec.total:
-            result[index - 1] = fulfilled
-    if any(v is None for v in result):
-        return None
-    return [bool(v) for v in result]
+        return complete(rec.override_verdicts)  # a person's marks, when they decided every requirement
+    return complete(marks_of_judge(judge_verdicts, rec.total)) if judge_verdicts else None
 
 
 def requirement_report(rollouts: Iterable[RolloutRecord], verdicts: Mapping[str, Sequence[Sequence[Any]]],
@@ -215,14 +205,14 @@ def requirement_report(rollouts: Iterable[RolloutRecord], verdicts: Mapping[str,
     for rec in rollouts:
         if not rec.counts_toward_mean:
             continue
-        if rec.overridden and rec.override_verdicts is None:
+        if rec.overridden and complete(rec.override_verdicts) is None:
             count_only += 1
             continue
         flags = requirement_verdicts(rec, verdicts.get(rec.rollout_id))
         if flags is None:
             continue
         with_verdicts += 1
-        from_overrides += rec.override_verdicts is not None
+        from_overrides += rec.overridden
         for i, ok in enumerate(flags, start=1):
             key = (rec.row_id, rec.prompt, i)
             counts = tally.setdefault(key, [0, 0])

@@ -38,6 +38,7 @@ from svgagent.core.records import (
     public_settings,
     summarize_rows,
 )
+from svgagent.core.review import counted
 from svgagent.core.schema import MIGRATIONS
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
@@ -516,26 +517,45 @@ class Store:
             tuple(base),
         )
 
-    def set_override(self, rollout_id: str, *, fulfilled: int | None, verdicts: Sequence[bool] | None = None) -> None:
-        """Store a human verdict next to the judge's: a count, or one ✓/✗ per requirement. None clears it."""
+    def set_override(self, rollout_id: str, *, fulfilled: int | None,
+                     verdicts: Sequence[bool | None] | None = None) -> None:
+        """Store a human verdict next to the judge's: a count, marks per requirement (✓, ✗ or undecided), or both.
+        Marks without a count make the judge's count, kept within what they allow (``core.review``); a count given
+        with marks must agree with them. No count and no decided mark clears the override."""
         rec = self.get_rollout(rollout_id)
         if verdicts is not None:
             if len(verdicts) != rec.total:
                 raise ValueError(f"expected {rec.total} verdicts, got {len(verdicts)}")
-            fulfilled = sum(1 for v in verdicts if v)
+            if fulfilled is None and any(v is not None for v in verdicts):
+                fulfilled = counted(verdicts, rec.fulfilled)
+            elif fulfilled is not None and counted(verdicts, fulfilled) != fulfilled:
+                raise ValueError(f"{fulfilled} fulfilled contradicts the marks")
         if fulfilled is None:
             self.update_rollout(rollout_id, override_score=None, override_fulfilled=None,
                                 override_verdicts_json=None, override_at=None)
+        else:
+            if not 0 <= fulfilled <= rec.total:
+                raise ValueError(f"fulfilled must be between 0 and {rec.total}")
+            marks = [v if v is None else bool(v) for v in verdicts] if verdicts is not None else None
+            self.update_rollout(
+                rollout_id,
+                override_fulfilled=fulfilled,
+                override_score=fulfilled / rec.total if rec.total else 0.0,
+                override_verdicts_json=json.dumps(marks) if marks is not None else None,
+                override_at=now_iso(),
+            )
+        self.refresh_summary(rec.run_id)
+
+    def refresh_summary(self, run_id: str) -> None:
+        """Recompute a finished run's stored summary (an override changed a score): `runs list`, the run picker
+        and the dashboard then show the same mean. A run without one yet gets it when it ends."""
+        run = self.get_run(run_id)
+        if run.summary is None:
             return
-        if not 0 <= fulfilled <= rec.total:
-            raise ValueError(f"fulfilled must be between 0 and {rec.total}")
-        self.update_rollout(
-            rollout_id,
-            override_fulfilled=fulfilled,
-            override_score=fulfilled / rec.total if rec.total else 0.0,
-            override_verdicts_json=json.dumps([bool(v) for v in verdicts]) if verdicts is not None else None,
-            override_at=now_iso(),
-        )
+        summary = self.summarize(run_id, float(run.settings.get("threshold", 0.5)))
+        with self._tx() as db:
+            db.execute("UPDATE runs SET summary_json=? WHERE run_id=? AND summary_json IS NOT NULL",
+                       (json.dumps(summary.to_dict()), run_id))
 
     def summarize(self, run_id: str, threshold: float) -> RunSummary:
         return summarize_rows(self.list_rollouts(run_id), threshold)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 DEFAULT_CONTROL_PLANE = "https://api.fireworks.ai"
 ACCOUNT_HEADER = "x-fireworks-account-id"
 MAX_RETRIES = 1
-VerifyStatus = Literal["ok", "rejected", "unreachable", "error"]
+VerifyStatus = Literal["ok", "rejected", "unreachable", "error", "simulator"]  # simulator: demo mode's
 
 
 @dataclass(frozen=True, slots=True)

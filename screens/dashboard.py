@@ -23,7 +23,6 @@ from textual.widgets import Footer, Static, Tab, Tabs
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.settings import Settings
-from svgagent.core.verify_keys import control_plane_url
 
 from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
@@ -172,9 +171,7 @@ class Dashboard(AppKeysFirst, Screen):
         app = self.svg_app
         widgets: dict[str, Widget] = {
             "config": ConfigForm(app.settings, id="config-form"),
-            "secrets": SecretsPane(app.env_file, control_plane_url=control_plane_url(),
-                                   policy_base_url=app.settings.base_url,
-                                   judge_base_url=app.settings.judge_base_url, id="secrets-form"),
+            "secrets": SecretsPane.for_settings(app.env_file, app.settings, simulated=app.demo, id="secrets-form"),
             "jobs": JobPanel(id="jobs"),
         }
         await asyncio.gather(*(self.query_one(f"#pane-{name}").mount(widget) for name, widget in widgets.items()))
@@ -236,9 +233,14 @@ class Dashboard(AppKeysFirst, Screen):
     def _filter_applied(self) -> None:
         self.run.refresh_summary()
 
-    def demo_ended(self) -> None:
-        """Keys were saved: the endpoints are real now, so the demo banner goes."""
+    def demo_ended(self, settings: Settings) -> None:
+        """Keys were saved: the endpoints are real now, so the demo banner goes and the Config pane shows the real
+        settings in place of the simulator's (what the person changed there stays)."""
         self.query_one("#banner").add_class("-hidden")
+        for form in self.query(ConfigForm):
+            form.reset(settings)
+        for pane in self.query(SecretsPane):
+            pane.use_endpoints(settings)
 
     # --- the open run (``OpenRun`` does the work) -----------------------------------------------------------
     def on_run_reloaded(self, message: RunReloaded) -> None:
@@ -292,6 +294,12 @@ class Dashboard(AppKeysFirst, Screen):
 
     # --- run actions --------------------------------------------------------------------------------------
     def action_start_run(self, name: str | None = None) -> None:
+        """r — refused while the Config pane marks a field ✗ (the run would use its last valid value)."""
+        for form in self.query(ConfigForm):
+            if form.errors():
+                self.show_pane("config")
+                form.point_at_error(title="Not started")
+                return
         self.run.start(name)
 
     async def action_stop_run(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -19,6 +20,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from svgagent.core.records import RolloutRecord
+from svgagent.core.review import Mark, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store import Store
 
 from svgagent.tui.imaging import png_to_text
@@ -29,19 +31,29 @@ from svgagent.screens.keys_first import AppKeysFirst
 NARROW_BELOW = 110
 
 
-def requirement_prompt(rec: RolloutRecord, index: int, human: list[bool] | None) -> Text:
-    """One option line: judge mark (per-requirement mode), your mark (when you overrode), the requirement."""
-    marks = judge_marks(rec)
+def requirement_prompt(rec: RolloutRecord, index: int, human: list[Mark] | None) -> Text:
+    """One option line: the judge's mark (per-requirement mode), yours (once you reviewed: ✓, ✗, or · for not
+    decided), the requirement."""
+    judge = judge_marks(rec).get(index + 1)
     text = Text()
-    judge = marks.get(index + 1)
-    if marks:
-        text.append("judge " + ("✓" if judge and judge[0] else "✗" if judge else "·") + "  ",
-                    style="green" if judge and judge[0] else "red" if judge else "dim")
+    if judge is not None:
+        text.append("judge " + ("✓" if judge[0] else "✗") + "  ", style="green" if judge[0] else "red")
+    elif rec.verdicts:
+        text.append("judge ·  ", style="dim")
     if human is not None:
         mine = human[index]
-        text.append("you " + ("✓" if mine else "✗") + "  ", style="bold green" if mine else "bold red")
+        style = "dim" if mine is None else "bold green" if mine else "bold red"
+        text.append("you " + ("·" if mine is None else "✓" if mine else "✗") + "  ", style=style)
     text.append(f"{index + 1}. {rec.requirements[index]}")
     return text
+
+
+def count_mode_note(rec: RolloutRecord) -> Text | None:
+    """In count mode the judge said how many, not which: say so above the list."""
+    if rec.verdicts or rec.fulfilled is None:
+        return None
+    return Text(f"judge {rec.fulfilled}/{rec.total}: a count, not which ones — your marks start undecided (·) and "
+                "your count stays the judge's until your marks rule it out", style="italic dim")
 
 
 def attempts_table(attempts: list[RolloutRecord]) -> Table:
@@ -123,7 +135,7 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def _layout(self, width: int) -> None:
         self.set_class(width < NARROW_BELOW, "-narrow")
 
-    def _human(self) -> list[bool] | None:
+    def _human(self) -> list[Mark] | None:
         return list(self.record.override_verdicts) if self.record.override_verdicts is not None else None
 
     def _show(self) -> None:
@@ -131,7 +143,9 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         self.query_one("#detail-title", Static).update(
             Text(f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}",
                  style="bold"))
-        self.query_one("#detail-verdict", Static).update(verdict_text(rec))
+        note = count_mode_note(rec)
+        self.query_one("#detail-verdict", Static).update(verdict_text(rec) if note is None
+                                                         else Group(verdict_text(rec), note))
         options = self.query_one("#requirements", OptionList)
         highlighted = options.highlighted
         human = self._human()
@@ -176,26 +190,47 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
                 message.image if message.image is not None else Text("cannot draw the image", style="red"))
 
     # --- override -----------------------------------------------------------------------------------------
-    def _save(self, *, fulfilled: int | None, verdicts: list[bool] | None = None) -> None:
+    def _save(self, *, fulfilled: int | None, verdicts: list[Mark] | None = None) -> None:
         self.store.set_override(self.rollout_id, fulfilled=fulfilled, verdicts=verdicts)
         self.record = self.store.get_rollout(self.rollout_id)
         self.changed = True
         self._show()
 
+    def _marks(self) -> tuple[list[Mark], list[Mark]]:
+        """(your marks, the judge's): yours start as the judge's, undecided where the judge only counted."""
+        rec = self.record
+        judge = marks_of_judge(rec.verdicts, rec.total)
+        return starting_marks(rec.override_verdicts, rec.verdicts, rec.total), judge
+
+    def _base_count(self, marks: list[Mark]) -> int | None:
+        """The count your marks adjust: the one you set with +/- when you did, else the judge's."""
+        rec = self.record
+        if rec.overridden and rec.override_fulfilled != counted(marks, rec.fulfilled):
+            return rec.override_fulfilled
+        return rec.fulfilled
+
     def action_toggle(self) -> None:
+        """Your verdict on the highlighted requirement, starting from the judge's: one mark changes."""
         index = self.query_one("#requirements", OptionList).highlighted
         if index is None:
             return
-        human = self._human()
-        if human is None:
-            marks = judge_marks(self.record)
-            human = [marks.get(i + 1, (False, ""))[0] for i in range(self.record.total)]
-        human[index] = not human[index]
-        self._save(fulfilled=None, verdicts=human)
+        marks, judge = self._marks()
+        base = self._base_count(marks)
+        new = toggled(marks, index, judge)
+        if all(m is None for m in new) and base == self.record.fulfilled:
+            self._save(fulfilled=None)  # every decision taken back: the judge's verdict again
+            return
+        self._save(fulfilled=counted(new, base), verdicts=new)
 
     def action_count(self, delta: int) -> None:
-        base = self.record.effective_fulfilled or 0
-        self._save(fulfilled=max(0, min(self.record.total, base + delta)))
+        """Your count, one more or one less; your marks stay when they allow the new count."""
+        rec = self.record
+        count = max(0, min(rec.total, (rec.effective_fulfilled or 0) + delta))
+        marks = rec.override_verdicts
+        if marks is not None and counted(marks, count) == count:
+            self._save(fulfilled=count, verdicts=list(marks))
+        else:
+            self._save(fulfilled=count)
 
     def action_clear_override(self) -> None:
         if self.record.overridden:

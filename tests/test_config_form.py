@@ -109,13 +109,12 @@ def test_toml_writer_round_trips_awkward_strings() -> None:
     assert toml_string("é") == '"é"'
 
 
-def test_save_keeps_unmanaged_keys_and_drops_defaults(isolated_env: Path) -> None:
+def test_save_writes_what_changed_and_keeps_the_rest_of_the_file(isolated_env: Path) -> None:
     target = isolated_env / "svgagent.toml"
-    target.write_text('home = "/data/svg"\nconcurrency = 4\nmodel = "old"\n')
-    values = {name: Settings.model_fields[name].default for name in ("model", "concurrency", "threshold", "rows")}
-    values.update(model="new", threshold=0.75)
-    save_project_config(values, target)
-    assert tomllib.loads(target.read_text()) == {"model": "new", "threshold": 0.75, "home": "/data/svg"}
+    target.write_text('home = "/data/svg"\nconcurrency = 4\nmodel = "old"\nrows = 9\n')
+    save_project_config({"model": "new", "threshold": 0.75, "concurrency": 16, "rows": None}, target)
+    assert tomllib.loads(target.read_text()) == {"home": "/data/svg", "concurrency": 16, "model": "new",
+                                                 "threshold": 0.75}  # rows: cleared in the form, gone
 
 
 def test_save_refuses_to_overwrite_a_broken_file(isolated_env: Path) -> None:
@@ -262,8 +261,9 @@ async def test_escape_hands_focus_back() -> None:
 
 
 async def test_save_from_the_command_palette(isolated_env: Path) -> None:
-    app = ConfigFormApp(load_settings(concurrency=3))
+    app = ConfigFormApp(load_settings(concurrency=5))
     async with app.run_test(size=(120, 40)) as pilot:
+        await _type(app, pilot, "concurrency", "3")
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Config: Save")

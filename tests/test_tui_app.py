@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factories import RUN_ID, build_run
+from factories import RUN_ID, Spec, build_run
 from textual.widgets import Input, OptionList, Tabs
 from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, table_of
 
@@ -148,14 +148,20 @@ async def test_sort_column_is_picked_directly_and_reverses(store: Store) -> None
         assert table.sort_column == "fulfilled"
 
 
+async def open_rollout_screen(pilot) -> RolloutDetail:  # type: ignore[no-untyped-def]
+    """From a freshly opened dashboard: enter on the first row."""
+    await settle(pilot)
+    await pilot.press("enter")
+    await settle(pilot)
+    detail = pilot.app.screen
+    assert isinstance(detail, RolloutDetail)
+    return detail
+
+
 async def test_override_per_requirement_and_count(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
-        detail = app.screen
-        assert isinstance(detail, RolloutDetail)
+        detail = await open_rollout_screen(pilot)
         assert detail.rollout_id == f"{RUN_ID}.0.0"
         options = detail.query_one("#requirements", OptionList)
         assert options.option_count == 4
@@ -183,6 +189,32 @@ async def test_override_per_requirement_and_count(store: Store) -> None:
         assert rows(app)[1][5] == "1.00"
         assert not store.get_rollout(f"{RUN_ID}.1.0").overridden
         assert "2 overridden" in app.dashboard.query_one(SummaryBar).plain
+
+
+async def test_count_mode_toggle_starts_from_the_judges_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    eight = tuple(f"requirement {i}" for i in range(1, 9))
+    with Store(tmp_path / "count.db") as store:
+        build_run(store, [Spec(0, fulfilled=6, requirements=eight, verdicts=None)])
+        app = make_app(store, run_id=RUN_ID)
+        async with app.run_test(size=(120, 40)) as pilot:
+            detail = await open_rollout_screen(pilot)
+            options = detail.query_one("#requirements", OptionList)
+            prompts = lambda: [str(options.get_option_at_index(i).prompt) for i in range(8)]  # noqa: E731
+            assert prompts()[2] == "3. requirement 3"  # unmarked until you decide
+            assert "judge 6/8: a count, not which ones" in plain(detail.query_one("#detail-verdict"), width=200)
+            await pilot.press("j", "j", "space")  # requirement 3: not fulfilled
+            rec = store.get_rollout(f"{RUN_ID}.0.0")
+            assert rec.override_verdicts == [None, None, False, None, None, None, None, None]
+            assert rec.override_fulfilled == 6  # one mark changed, and the count still allows the judge's six
+            assert prompts()[2] == "you ✗  3. requirement 3"
+            assert prompts()[0] == "you ·  1. requirement 1"
+            assert "you 6/8 = 0.75*" in plain(detail.query_one("#detail-verdict"), width=200)
+            await pilot.press("j", "space", "j", "space")  # two more ✗: five undecided left
+            assert store.get_rollout(f"{RUN_ID}.0.0").override_fulfilled == 5
+            await pilot.press("minus")  # your count, one less; your marks stay
+            rec = store.get_rollout(f"{RUN_ID}.0.0")
+            assert rec.override_fulfilled == 4
+            assert rec.override_verdicts == [None, None, False, False, False, None, None, None]
 
 
 async def test_detail_shows_attempt_history_and_errors(store: Store) -> None:

@@ -163,7 +163,8 @@ async def test_saving_keys_leaves_implicit_demo_mode(store: Store, sim_overrides
         pane = app.dashboard.query_one(SecretsPane)
         pane.post_message(SecretsPane.Saved(pane, ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]))
         await settle(pilot)
-        assert not app.demo and app.settings is real
+        assert not app.demo
+        assert app.settings == real  # the Config pane shows the real settings now and sends them back
         assert app.dashboard.query_one("#banner").has_class("-hidden")
         assert any("Demo mode off" in n or "keys saved" in n for n in notifications(app))
 

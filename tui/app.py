@@ -155,7 +155,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         if self.demo and not fresh.missing_keys():
             self.demo = False
             self.settings = fresh
-            self.dashboard.demo_ended()
+            self.dashboard.demo_ended(fresh)
             self.notify(f"keys saved: the next run uses {fresh.model}, judged by {fresh.judge_model}",
                         title="Demo mode off")
 

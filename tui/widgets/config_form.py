@@ -6,8 +6,8 @@ Secrets pane and the command line. Each value is checked by assigning it through
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
 field and ``values()`` keeps the last valid one.
 
-``ctrl+s`` writes ``svgagent.toml`` in the working directory with the values that differ from the model defaults
-(keys the form does not manage are kept from the existing file; comments are not). Start/stop/resume belong to the
+``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (the file's other keys
+are kept; comments are not) — never the values the form was given, such as demo mode's simulator endpoints. Start/stop/resume belong to the
 app: it listens for ``ConfigForm.Changed`` and uses the settings it carries for the next run.
 """
 
@@ -205,8 +205,9 @@ def dump_toml(data: dict[str, Any], header: str = "") -> str:
 
 
 def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:
-    """Write the form's ``values`` that differ from the model defaults to ``svgagent.toml`` (atomically), keeping
-    the keys the form does not manage from the existing file. Raises ``ValueError`` if that file is not TOML."""
+    """Write ``values`` — the fields a person changed — into ``svgagent.toml`` (atomically), keeping every other
+    key of the existing file; a None value removes its key (TOML has no null). Raises ``ValueError`` if that file
+    is not TOML."""
     target = path or Path.cwd() / PROJECT_CONFIG_FILE
     kept: dict[str, Any] = {}
     mode = 0o644
@@ -217,13 +218,8 @@ def save_project_config(values: dict[str, Any], path: Path | None = None) -> Pat
             except tomllib.TOMLDecodeError as err:
                 raise ValueError(f"{target.name} is not valid TOML ({err}); fix or remove it first") from None
         mode = stat.S_IMODE(os.stat(target).st_mode)
-    changed = {}
-    for name, value in values.items():
-        info = Settings.model_fields[name]
-        if value is not None and value != info.get_default(call_default_factory=True):
-            changed[name] = value
-    header = "svgagent run settings, written by the TUI: values that differ from the defaults."
-    write_output(target, dump_toml({**changed, **kept}, header), mode=mode)
+    header = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
+    write_output(target, dump_toml({**kept, **values}, header), mode=mode)
     return target
 
 
@@ -294,6 +290,7 @@ class ConfigForm(Widget):
         self._save_path = save_path
         self._specs = form_fields()
         self._values: dict[str, Any] = {s.name: getattr(settings, s.name) for s in self._specs}
+        self._saved = dict(self._values)  # what the form started with (or last saved): save writes the difference
         self._errors: dict[str, str] = {}
         self._dataset_pending: str | None = None
 
@@ -350,6 +347,26 @@ class ConfigForm(Widget):
             )
         else:
             yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+
+    def reset(self, settings: Settings) -> None:
+        """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);
+        the fields the person changed keep their values."""
+        edited = self.edited()
+        self._base = settings
+        for spec in self._specs:
+            if spec.name in edited:
+                continue
+            value = getattr(settings, spec.name)
+            self._values[spec.name] = self._saved[spec.name] = value
+            self._errors.pop(spec.name, None)
+            control = self.query_one(f"#field-{spec.name}")
+            if isinstance(control, Switch):
+                control.value = bool(value)
+            elif isinstance(control, Select):
+                control.value = Select.NULL if value is None else value
+            elif isinstance(control, Input) and spec.kind != "dataset":
+                control.value = input_text(value)
+        self.post_message(self.Changed(self, self.settings))
 
     def on_mount(self) -> None:
         self._check_dataset(str(self._values["dataset"]))
@@ -471,6 +488,12 @@ class ConfigForm(Widget):
         self._show("dataset", error, message.note)
 
     # --- actions ------------------------------------------------------------------------------------------------
+    def edited(self) -> dict[str, Any]:
+        """The valid values that differ from what the form started with (or last saved): what the person changed.
+        Only these are saved — never what the form was given (in demo mode: the simulator's endpoints)."""
+        return {name: value for name, value in self._values.items()
+                if value != self._saved[name] or type(value) is not type(self._saved[name])}
+
     def action_save(self) -> None:
         if self._errors:
             names = ", ".join(self._errors)
@@ -479,13 +502,30 @@ class ConfigForm(Widget):
         if self._dataset_pending is not None:
             self.notify("Not saved: the dataset is still being checked", title="Config", severity="warning")
             return
+        edited = self.edited()
+        if not edited:
+            self.notify("Nothing to save: no field was changed", title="Config", severity="warning")
+            return
         try:
-            path = save_project_config(self.values(), self.save_path)
+            path = save_project_config(edited, self.save_path)
         except (OSError, ValueError) as err:
             self.notify(f"Not saved: {err}", title="Config", severity="error")
             return
-        self.notify(f"Saved {path.name}", title="Config")
+        self._saved.update(edited)
+        self.notify(f"Saved {', '.join(edited)} to {path.name}", title="Config")
         self.post_message(self.Saved(self, path))
+
+    def point_at_error(self, *, title: str) -> None:
+        """Say which field is invalid and why, and put the focus on it (e.g. when a run is refused for it)."""
+        if not self._errors:
+            return
+        name, problem = next(iter(self._errors.items()))
+        self.notify(f"{name}: {problem} — fix it first (until then the last valid value stays)", title=title,
+                    severity="error", timeout=8)
+        for control in self.query(f"#field-{name}"):
+            if control.focusable:
+                self.screen.set_focus(control)
+                return
 
     def action_focus_home(self) -> None:
         self.screen.set_focus(None)

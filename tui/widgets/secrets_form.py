@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Collection
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -24,13 +25,14 @@ from textual.widgets import DataTable, Input, Label, Static
 
 from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
 from svgagent.core.settings import Settings
-from svgagent.core.verify_keys import VerifyResult, verify_fireworks_key, verify_openai_key
+from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
 
 from svgagent.tui.widgets.config_form import FocusHome
 
 Mode = Literal["table", "edit", "add", "confirm"]
 SOURCE_LABELS = {"env-file": ".env", "environment": "environment", "unset": "unset"}
-STATUS_STYLES = {"ok": "green", "rejected": "red", "unreachable": "yellow", "error": "red", "testing…": "dim"}
+STATUS_STYLES = {"ok": "green", "rejected": "red", "unreachable": "yellow", "error": "red", "testing…": "dim",
+                 "simulator": "yellow"}
 COLUMNS = (("Name", "name", 22), ("Source", "source", 13), ("Value", "value", 22), ("Test", "test", 11))
 
 
@@ -86,6 +88,7 @@ class SecretsPane(Widget):
         control_plane_url: str | None = None,
         policy_base_url: str = Settings.model_fields["base_url"].default,
         judge_base_url: str = Settings.model_fields["judge_base_url"].default,
+        simulated: Collection[str] = (),
         name: str | None = None,
         id: str | None = None,  # noqa: A002 - Textual's name
         classes: str | None = None,
@@ -95,6 +98,7 @@ class SecretsPane(Widget):
         self.control_plane_url = control_plane_url
         self.policy_base_url = policy_base_url
         self.judge_base_url = judge_base_url
+        self.simulated = frozenset(simulated)  # endpoints that are demo mode's simulator, not the real service
         self._entries: dict[str, SecretEntry] = {}
         self._revealed: set[str] = set()
         self._status: dict[str, tuple[str, str]] = {}  # name -> (short status, message)
@@ -396,13 +400,38 @@ class SecretsPane(Widget):
             result = VerifyResult("error", f"error: {type(err).__name__}")
         self.post_message(self._Verified(name, result))
 
+    @classmethod
+    def for_settings(cls, env_file: Path, settings: Settings, *, simulated: bool, id: str | None = None,  # noqa: A002
+                     ) -> SecretsPane:
+        """The pane testing keys against ``settings``' endpoints (``simulated``: they are demo mode's simulator)."""
+        return cls(env_file, control_plane_url=control_plane_url(), policy_base_url=settings.base_url,
+                   judge_base_url=settings.judge_base_url,
+                   simulated={settings.base_url, settings.judge_base_url} if simulated else (), id=id)
+
+    def use_endpoints(self, settings: Settings) -> None:
+        """Demo mode ended: test keys against ``settings``' endpoints, which are real."""
+        self.policy_base_url, self.judge_base_url = settings.base_url, settings.judge_base_url
+        self.simulated = frozenset()
+        self._status.clear()
+        self.reload()
+
+    def _against(self, url: str, result: VerifyResult) -> VerifyResult:
+        """A check against demo mode's simulator says so: it accepts any key, so it tells nothing of the real one."""
+        if url not in self.simulated:
+            return result
+        verdict = "answered" if result.ok else f"did not answer ({result.message})"
+        return VerifyResult("simulator" if result.ok else result.status,
+                            f"the demo simulator {verdict} — demo mode does not check keys with the real service "
+                            "(save both keys to leave it, then t tests them for real)", result.account_id)
+
     async def _check(self, name: str, value: str) -> VerifyResult:
         if name == "OPENAI_API_KEY":
-            return await verify_openai_key(self.judge_base_url, value, name=name)
+            return self._against(self.judge_base_url, await verify_openai_key(self.judge_base_url, value, name=name))
         if name == "FIREWORKS_API_KEY":
             results = [("control plane", await verify_fireworks_key(value, self.control_plane_url))]
             if self.policy_base_url and not _is_fireworks(self.policy_base_url):
-                results.append(("policy endpoint", await verify_openai_key(self.policy_base_url, value, name=name)))
+                policy = await verify_openai_key(self.policy_base_url, value, name=name)
+                results.append(("policy endpoint", self._against(self.policy_base_url, policy)))
             if len(results) == 1:
                 return results[0][1]
             bad = next((r for _, r in results if not r.ok), None)
@@ -428,5 +457,5 @@ class SecretsPane(Widget):
         result = message.result
         self._status[message.name] = (result.status, result.message)
         self._refresh_row(message.name)
-        severity = {"ok": "information", "unreachable": "warning"}.get(result.status, "error")
+        severity = {"ok": "information", "unreachable": "warning", "simulator": "warning"}.get(result.status, "error")
         self.notify(f"{message.name}: {result.message}", title="Test", severity=severity)  # type: ignore[arg-type]
