@@ -19,9 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from svgagent.core.caps import fits
 from svgagent.core.dataset import Dataset
@@ -40,7 +38,7 @@ from svgagent.core.scoring.models import (
 )
 from svgagent.core.policy import (
     PolicyAnswer,
-    PolicyError,
+    api_errors,
     classify_api_error,
     generate,
     judge_client,
@@ -50,9 +48,15 @@ from svgagent.core.policy import (
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunStatus, RunSummary
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.scoring.errors import EndpointResponseError, RenderError, RunBusy, StoreError
+from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
+from svgagent.core.store_batch import RolloutWriter
+
+if TYPE_CHECKING:
+    import openai
+
+    from svgagent.core.chat_http import ChatClient
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -103,8 +107,8 @@ class Engine:
         *,
         bus: EventBus[RolloutUpdate] | None = None,
         renderer: Renderer | None = None,
-        policy: openai.AsyncOpenAI | None = None,
-        judge: openai.AsyncOpenAI | None = None,
+        policy: ChatClient | openai.AsyncOpenAI | None = None,
+        judge: ChatClient | openai.AsyncOpenAI | None = None,
         use_cache: bool | None = None,
     ) -> None:
         self.settings = settings
@@ -164,21 +168,24 @@ class Engine:
         pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
             run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
         self.store.set_run_status(run_id, RunStatus.RUNNING)
-        tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
-        work = asyncio.gather(*tasks)
-        beat = asyncio.create_task(self._keep_lease(run_id, owner))
-        try:
-            done, _ = await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
-            if work not in done:
-                beat.result()  # the heartbeat only ends by raising: lease lost or store unwritable
-            work.result()
-        except BaseException:
-            for task in (*tasks, work, beat):
-                task.cancel()
-            await asyncio.gather(*tasks, work, beat, return_exceptions=True)
-            self._mark(run_id, RunStatus.INTERRUPTED)
-            raise
-        beat.cancel()
+        async with RolloutWriter(self.store) as self._writer:
+            tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
+            work = asyncio.gather(*tasks)
+            beat = asyncio.create_task(self._keep_lease(run_id, owner))
+            try:
+                done, _ = await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
+                if work not in done:
+                    beat.result()  # the heartbeat only ends by raising: lease lost or store unwritable
+                work.result()
+                await self._writer.flush()
+            except BaseException:
+                for task in (*tasks, work, beat):
+                    task.cancel()
+                await asyncio.gather(*tasks, work, beat, return_exceptions=True)
+                await asyncio.shield(asyncio.to_thread(self._writer.close))  # what was queued is kept
+                self._mark(run_id, RunStatus.INTERRUPTED)
+                raise
+            beat.cancel()
         try:
             summary = await asyncio.to_thread(self._read,
                                               lambda store: store.summarize(run_id, self.settings.threshold))
@@ -208,23 +215,30 @@ class Engine:
             return query(store)
 
     # --- one rollout ----------------------------------------------------------------------------------------
+    # Every change goes through the run's RolloutWriter (svgagent.core.store_batch): batched, published once
+    # committed. A paid answer (policy answer, judge verdict) is awaited until it is committed, inside the slot
+    # of its call, so a crash can cost at most the answers of the calls in flight.
     def _emit(self, rec: RolloutRecord, status: RolloutStatus, **fields: Any) -> None:
-        self.store.update_rollout(rec.rollout_id, status=status, **fields)
-        self.bus.publish(RolloutUpdate(rec.run_id, rec.rollout_id, status))
+        self._writer.submit(rec.rollout_id, {"status": status, **fields}, done=self._publisher(rec, status))
+
+    async def _commit(self, rec: RolloutRecord, status: RolloutStatus, *,
+                      cache: tuple[str, str, dict[str, Any]] | None = None, **fields: Any) -> None:
+        await self._writer.commit(rec.rollout_id, {"status": status, **fields}, cache=cache,
+                                  done=self._publisher(rec, status))
+
+    def _publisher(self, rec: RolloutRecord, status: RolloutStatus) -> Callable[[StoreError | None], None]:
+        def publish(error: StoreError | None) -> None:  # on the writer's thread: the bus is thread-safe
+            if error is None:
+                self.bus.publish(RolloutUpdate(rec.run_id, rec.rollout_id, status))
+        return publish
 
     async def _rollout(self, rec: RolloutRecord) -> None:
         rollout_id = rec.rollout_id
         stage = "policy"
         try:
-            answer, answered, remember = await self._answer(rec)
-            svg, why_not, kind = self._svg_of(rec, answer.content)
+            svg = await self._answer(rec)
             if svg is None:
-                self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True, reason=why_not,
-                           failure_kind=kind, **answered)
-                remember()
                 return
-            self._emit(rec, RolloutStatus.RENDERING, svg=svg, **answered)
-            remember()
             t0 = time.perf_counter()
             try:
                 png = await self._renderer.render(svg, self.settings.render_size)
@@ -235,15 +249,12 @@ class Engine:
                 return
             self._emit(rec, RolloutStatus.JUDGING, png=png, render_s=time.perf_counter() - t0)
             stage = "judge"
-            t0 = time.perf_counter()
-            verdict = await self._verdict(rec, png)
-            status, judged = verdict_columns(verdict, time.perf_counter() - t0)
-            self._emit(rec, status, **judged)
+            await self._verdict(rec, png)
         except asyncio.CancelledError:
             raise
         except StoreError:
             raise  # never a rollout's verdict: the run stops (see the module docstring)
-        except (openai.APIError, PolicyError, EndpointResponseError) as err:
+        except api_errors() as err:
             kind, reason = classify_api_error(err, stage, self.settings)
             self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
                        failure_kind=kind)
@@ -266,15 +277,18 @@ class Engine:
         extracted = extract_svg(content)
         return extracted.svg, extracted.reason or "", FailureKind.NO_SVG
 
-    async def _answer(self, rec: RolloutRecord) -> tuple[PolicyAnswer, dict[str, Any], Callable[[], None]]:
-        """The policy's answer: from the rollout itself (resume), the cache, or a new request.
+    async def _answer(self, rec: RolloutRecord) -> str | None:
+        """Get the policy's answer — from the rollout itself (resume), the cache, or a new request — and store it
+        with the rollout's next state (rendering its SVG, or failed without one). Returns the SVG to render.
 
-        Also returns the columns to store with the next state change (written before any further await, so a
-        crash after this point never costs a second generation) and a function that puts a new answer in the
-        cache — called after the answer is stored on the rollout, which matters most."""
+        A new answer is committed before its policy slot is released, and cached in the same transaction (only
+        whole answers: one cut to its cap is not), so a crash after a paid answer never pays for it again."""
         if rec.raw_answer is not None and rec.finish_reason is not None:
-            return (PolicyAnswer(rec.raw_answer, rec.finish_reason,
-                                 Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0)), {}, _nothing)
+            answer = PolicyAnswer(rec.raw_answer, rec.finish_reason,
+                                  Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0))
+            svg, state, fields = self._next_state(rec, answer, {})
+            self._emit(rec, state, **fields)  # nothing new to pay for: no need to wait for the commit
+            return svg
         # A rollout waiting for a policy slot stays queued: on a 10,000-rollout run, marking (and storing, and
         # publishing) every rollout "generating" at once froze the app for a second or more.
         async with self._policy_sem:
@@ -282,39 +296,58 @@ class Engine:
             messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
             # the attempt is part of the key: a rerun is a new sample, never the previous attempt's answer
             key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages,
-                            rec.sample_index, rec.attempt)
+                            rec.sample_index, rec.attempt) if self.use_cache else ""
             cached = self.store.cache_get(key) if self.use_cache else None
             t0 = time.perf_counter()
             if cached is not None:
                 answer = PolicyAnswer.from_cache(cached)
             else:
                 answer = await generate(self._policy, self.settings.model, messages, self._params)
+            answered = dict(
+                raw_answer=answer.content,
+                finish_reason=answer.finish_reason or "unknown",
+                prompt_tokens=answer.usage.prompt_tokens,
+                completion_tokens=answer.usage.completion_tokens,
+                generation_s=time.perf_counter() - t0,
+                cached=cached is not None,
+            )
+            remember = self.use_cache and cached is None and fits("raw_answer", answer.content)
+            svg, state, fields = self._next_state(rec, answer, answered)
+            if cached is not None:  # paid for before: nothing to wait for
+                self._emit(rec, state, **fields)
+            else:
+                await self._commit(rec, state, cache=(key, "policy", answer.to_cache()) if remember else None,
+                                   **fields)
+            return svg
 
-        def remember() -> None:  # an answer cut to its cap is not cached: the cache only holds whole answers
-            if self.use_cache and cached is None and fits("raw_answer", answer.content):
-                self.store.cache_put(key, "policy", answer.to_cache())
+    def _next_state(self, rec: RolloutRecord, answer: PolicyAnswer,
+                    answered: dict[str, Any]) -> tuple[str | None, RolloutStatus, dict[str, Any]]:
+        """(SVG to render or None, the state the answer takes the rollout to, the columns to store with it)."""
+        svg, why_not, kind = self._svg_of(rec, answer.content)
+        if svg is None:
+            return None, RolloutStatus.FAILED, dict(score=0.0, fulfilled=0, is_score_valid=True, reason=why_not,
+                                                    failure_kind=kind, **answered)
+        return svg, RolloutStatus.RENDERING, dict(svg=svg, **answered)
 
-        return answer, dict(
-            raw_answer=answer.content,
-            finish_reason=answer.finish_reason or "unknown",
-            prompt_tokens=answer.usage.prompt_tokens,
-            completion_tokens=answer.usage.completion_tokens,
-            generation_s=time.perf_counter() - t0,
-            cached=cached is not None,
-        ), remember
-
-    async def _verdict(self, rec: RolloutRecord, png: bytes) -> JudgeVerdict:
+    async def _verdict(self, rec: RolloutRecord, png: bytes) -> None:
+        """Judge ``png`` (or take the cached verdict) and store the rollout's end; a new verdict is committed, and
+        cached in the same transaction, before its judge slot is released."""
         s = self.settings
         key = cache_key("judge", s.judge_base_url, s.judge_model, s.judge_mode.value,
-                        hashlib.sha256(png).hexdigest(), rec.requirements, rec.attempt)
+                        hashlib.sha256(png).hexdigest(), rec.requirements, rec.attempt) if self.use_cache else ""
         cached = self.store.cache_get(key) if self.use_cache else None
+        t0 = time.perf_counter()
         if cached is not None:
-            return _verdict_from_cache(cached)
+            status, judged = verdict_columns(_verdict_from_cache(cached), time.perf_counter() - t0)
+            self._emit(rec, status, **judged)
+            return
         async with self._judge_sem:
             verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
-        if verdict.valid and self.use_cache and fits("judge_raw", verdict.raw) and fits("rationale", verdict.rationale):
-            self.store.cache_put(key, "judge", _verdict_to_cache(verdict))
-        return verdict
+            status, judged = verdict_columns(verdict, time.perf_counter() - t0)
+            remember = (verdict.valid and self.use_cache and fits("judge_raw", verdict.raw)
+                        and fits("rationale", verdict.rationale))
+            await self._commit(rec, status, cache=(key, "judge", _verdict_to_cache(verdict)) if remember else None,
+                               **judged)
 
 
 def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatus, dict[str, Any]]:
@@ -335,10 +368,6 @@ def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatu
     columns.update(score=None, fulfilled=None, is_score_valid=False, reason=verdict.rationale,
                    error="judge gave no usable answer", failure_kind=FailureKind.JUDGE_UNUSABLE)
     return RolloutStatus.FAILED, columns
-
-
-def _nothing() -> None:
-    return None
 
 
 def _first_line(text: str | None, limit: int = 200) -> str:

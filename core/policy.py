@@ -1,21 +1,27 @@
-"""The policy side of a rollout: OpenAI-compatible clients and one chat-completion call.
+"""The policy side of a rollout: the chat clients the engine uses and one chat-completion call.
 
-Retries with exponential backoff (honouring ``Retry-After``) and per-request timeouts are the openai client's own;
-this module only configures them and turns its exceptions into one-line reasons.
+The engine's clients are :class:`svgagent.core.chat_http.ChatClient` (aiohttp; retries with exponential backoff
+and jitter honouring ``Retry-After``, per-request timeouts, typed errors — the openai client's manners at a
+fraction of its CPU). This module configures them and turns their exceptions — and the openai client's, for
+callers that pass one — into a typed kind and one line.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-
+from svgagent.core.chat_http import ChatClient, ChatConnectionError, ChatError, ChatStatusError, ChatTimeout, os_cause
 from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.scoring.chat import chat_completion
 from svgagent.core.scoring.errors import EndpointResponseError
 from svgagent.core.scoring.models import FailureKind, Usage
 from svgagent.core.settings import Settings
+
+if TYPE_CHECKING:
+    import openai
 
 
 class PolicyError(Exception):
@@ -49,26 +55,27 @@ def _secret(value: Any) -> str:
     return value.get_secret_value() if value is not None else ""
 
 
-def _client(base_url: str, key: Any, settings: Settings) -> openai.AsyncOpenAI:
-    # The aiohttp transport (openai[aiohttp]) costs far less CPU per request than the default httpx pool when
-    # hundreds of requests are in flight; it is what keeps the engine near the ideal wall time (bench/engine.py).
-    return openai.AsyncOpenAI(
-        base_url=base_url,
-        api_key=_secret(key) or "missing-key",
-        timeout=settings.request_timeout_s,
-        max_retries=settings.max_retries,
-        http_client=openai.DefaultAioHttpClient(timeout=settings.request_timeout_s),
-    )
+def _client(base_url: str, key: Any, settings: Settings) -> ChatClient:
+    return ChatClient(base_url, _secret(key) or "missing-key", timeout_s=settings.request_timeout_s,
+                      max_retries=settings.max_retries)
 
 
-def policy_client(settings: Settings) -> openai.AsyncOpenAI:
+def policy_client(settings: Settings) -> ChatClient:
     require_trusted(settings, ("base_url",))  # never a key to an unconfirmed project-file endpoint
     return _client(settings.base_url, settings.fireworks_api_key, settings)
 
 
-def judge_client(settings: Settings) -> openai.AsyncOpenAI:
+def judge_client(settings: Settings) -> ChatClient:
     require_trusted(settings, ("judge_base_url",))
     return _client(settings.judge_base_url, settings.openai_api_key, settings)
+
+
+def api_errors() -> tuple[type[BaseException], ...]:
+    """What a failed policy or judge call raises: the engine's client's errors, an unusable answer, and — only
+    when something has imported it, since only then can it have raised — the openai client's."""
+    errors: tuple[type[BaseException], ...] = (ChatError, PolicyError, EndpointResponseError)
+    openai_module = sys.modules.get("openai")
+    return errors + (openai_module.APIError,) if openai_module is not None else errors
 
 
 def request_params(settings: Settings) -> dict[str, Any]:
@@ -79,7 +86,8 @@ def request_params(settings: Settings) -> dict[str, Any]:
     return params
 
 
-async def generate(client: openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> PolicyAnswer:
+async def generate(client: ChatClient | openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]],
+                   params: dict[str, Any]) -> PolicyAnswer:
     response = await chat_completion(client, model=model, messages=messages, **params)
     if not response.choices:
         raise PolicyError("the policy endpoint returned no choices")
@@ -92,21 +100,10 @@ async def generate(client: openai.AsyncOpenAI, model: str, messages: list[dict[s
     )
 
 
-def _os_cause(err: BaseException) -> OSError | None:
-    """The operating-system error behind a client error (connection refused, unknown host, reset), if any —
-    the aiohttp transport reports a refused connection as a *connect timeout*, so its cause decides."""
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and not isinstance(current, TimeoutError):
-            return current
-        current = current.__cause__ or current.__context__
-    return None
-
-
 def _os_detail(cause: OSError) -> str:
     for inner in (getattr(cause, "os_error", None), cause):
+        if isinstance(inner, OSError) and inner.errno:  # "connection refused", not "Connect call failed (…)"
+            return os.strerror(inner.errno).lower()
         if isinstance(inner, OSError) and inner.strerror:
             return inner.strerror.lower()
     return type(cause).__name__
@@ -118,29 +115,47 @@ def classify_api_error(err: BaseException, who: str, settings: Settings) -> tupl
     key = "FIREWORKS_API_KEY" if who == "policy" else "OPENAI_API_KEY"
     url = settings.base_url if who == "policy" else settings.judge_base_url
     retries = f"{settings.max_retries} retries"
-    if isinstance(err, openai.APIConnectionError):
-        cause = _os_cause(err)
-        if cause is not None:
-            return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({_os_detail(cause)}; {retries})"
-        if isinstance(err, openai.APITimeoutError):
-            return (FailureKind.TIMEOUT,
-                    f"{who} request timed out after {settings.request_timeout_s:g} s ({retries})")
+    if isinstance(err, ChatConnectionError):
+        if err.cause is not None:
+            return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({_os_detail(err.cause)}; {retries})"
         return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({retries})"
-    if isinstance(err, (openai.AuthenticationError, openai.PermissionDeniedError)):
-        return (FailureKind.AUTH,
-                f"{who} key rejected (HTTP {err.status_code}) by {url}: check {key} in .env or the environment")
-    if isinstance(err, openai.RateLimitError):
-        return FailureKind.RATE_LIMIT, f"{who} endpoint rate-limited (HTTP 429) after {retries}"
-    if isinstance(err, openai.APIStatusError):
-        message = str(getattr(err, "message", "") or err).splitlines()[0][:200]
-        return FailureKind.HTTP_ERROR, f"{who} endpoint answered HTTP {err.status_code}: {message}"
+    if isinstance(err, ChatTimeout):
+        return FailureKind.TIMEOUT, f"{who} request timed out after {settings.request_timeout_s:g} s ({retries})"
+    if isinstance(err, ChatStatusError):
+        return _status_failure(err.status, err.message, who, key, url, retries)
     if isinstance(err, PolicyError):
         return FailureKind.BAD_RESPONSE, str(err)
     if isinstance(err, EndpointResponseError):
         return FailureKind.BAD_RESPONSE, f"{who} endpoint: {err}"
-    if isinstance(err, openai.APIResponseValidationError | openai.APIError):
-        return FailureKind.BAD_RESPONSE, f"{who} endpoint sent an unusable answer: {str(err)[:200]}"
+    openai_module = sys.modules.get("openai")
+    if openai_module is not None and isinstance(err, openai_module.APIError):
+        return _openai_failure(err, openai_module, who, key, url, retries, settings.request_timeout_s)
     return FailureKind.INTERNAL, f"{who} call failed: {type(err).__name__}: {str(err)[:200]}"
+
+
+def _status_failure(status: int, message: str, who: str, key: str, url: str,
+                    retries: str) -> tuple[FailureKind, str]:
+    if status in (401, 403):
+        return FailureKind.AUTH, f"{who} key rejected (HTTP {status}) by {url}: check {key} in .env or the environment"
+    if status == 429:
+        return FailureKind.RATE_LIMIT, f"{who} endpoint rate-limited (HTTP 429) after {retries}"
+    first = (message.splitlines() or [""])[0][:200]
+    return FailureKind.HTTP_ERROR, f"{who} endpoint answered HTTP {status}: {first}"
+
+
+def _openai_failure(err: Any, openai_module: Any, who: str, key: str, url: str, retries: str,
+                    timeout_s: float) -> tuple[FailureKind, str]:
+    """The same, for the openai client's errors (callers that pass an ``openai.AsyncOpenAI``)."""
+    if isinstance(err, openai_module.APIConnectionError):
+        cause = os_cause(err)
+        if cause is not None:
+            return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({_os_detail(cause)}; {retries})"
+        if isinstance(err, openai_module.APITimeoutError):
+            return FailureKind.TIMEOUT, f"{who} request timed out after {timeout_s:g} s ({retries})"
+        return FailureKind.UNREACHABLE, f"{who} endpoint unreachable: {url} ({retries})"
+    if isinstance(err, openai_module.APIStatusError):
+        return _status_failure(err.status_code, str(getattr(err, "message", "") or err), who, key, url, retries)
+    return FailureKind.BAD_RESPONSE, f"{who} endpoint sent an unusable answer: {str(err)[:200]}"
 
 
 def describe_api_error(err: BaseException, who: str, settings: Settings) -> str:

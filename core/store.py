@@ -354,25 +354,23 @@ class Store:
     def update_rollout(self, rollout_id: str, **fields: Any) -> None:
         """Set columns of one rollout. Text over its size cap is cut (see :mod:`svgagent.core.caps`) and the
         original length noted in ``truncated_json``."""
-        unknown = set(fields) - _ROLLOUT_COLUMNS
-        if unknown:
-            raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
-        values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
-        values["updated"] = now_iso()
-        assignments = [f"{k} = ?" for k in values]
-        params: list[Any] = list(values.values())
-        touched = sorted(set(fields) & CAPPED_COLUMNS)
-        if touched:  # note each cut column's original length; forget columns now stored whole
-            expr = "COALESCE(truncated_json, '{}')"
-            for column in touched:
-                if column in cut:
-                    expr = f"json_set({expr}, '$.{column}', ?)"
-                    params.append(cut[column])
-                else:
-                    expr = f"json_remove({expr}, '$.{column}')"
-            assignments.append(f"truncated_json = NULLIF({expr}, '{{}}')")
+        sql, params = _rollout_update(rollout_id, fields)
         with self._tx() as db:
-            db.execute(f"UPDATE rollouts SET {', '.join(assignments)} WHERE rollout_id = ?", (*params, rollout_id))
+            db.execute(sql, params)
+
+    def write_batch(self, rollouts: Sequence[tuple[str, dict[str, Any]]],
+                    cache: Sequence[tuple[str, str, dict[str, Any]]] = ()) -> None:
+        """Several rollout updates (as :meth:`update_rollout`, in order) and cache entries (as :meth:`cache_put`)
+        in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store_batch`)."""
+        statements = [_rollout_update(rollout_id, fields) for rollout_id, fields in rollouts]
+        entries = [(key, kind, text, now_iso()) for key, kind, text in
+                   ((key, kind, json.dumps(value)) for key, kind, value in cache) if len(text) <= CACHE_VALUE_CAP]
+        with self._tx() as db:
+            for sql, params in statements:
+                db.execute(sql, params)
+            if entries:
+                db.executemany("INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
+                               entries)
 
     def get_rollout(self, rollout_id: str) -> RolloutRecord:
         with self._read() as db:
@@ -715,6 +713,29 @@ def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
     values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
     values["truncated_json"] = json.dumps(cut) if cut else None
     return values
+
+
+def _rollout_update(rollout_id: str, fields: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+    """The UPDATE statement and parameters that set ``fields`` of one rollout (caps applied, cut lengths noted in
+    ``truncated_json``, columns stored whole again forgotten there)."""
+    unknown = set(fields) - _ROLLOUT_COLUMNS
+    if unknown:
+        raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
+    values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
+    values["updated"] = now_iso()
+    assignments = [f"{k} = ?" for k in values]
+    params: list[Any] = list(values.values())
+    touched = sorted(set(fields) & CAPPED_COLUMNS)
+    if touched:  # note each cut column's original length; forget columns now stored whole
+        expr = "COALESCE(truncated_json, '{}')"
+        for column in touched:
+            if column in cut:
+                expr = f"json_set({expr}, '$.{column}', ?)"
+                params.append(cut[column])
+            else:
+                expr = f"json_remove({expr}, '$.{column}')"
+        assignments.append(f"truncated_json = NULLIF({expr}, '{{}}')")
+    return f"UPDATE rollouts SET {', '.join(assignments)} WHERE rollout_id = ?", (*params, rollout_id)
 
 
 def _capped(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:

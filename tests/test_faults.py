@@ -133,22 +133,23 @@ async def test_injected_write_failure_is_not_a_verdict_and_resume_reuses_answers
         settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=8,
                                  render_size=128, concurrency=1, judge_concurrency=1)
         store = Store(settings.store_path())
-        real = Store.update_rollout
+        real = Store.write_batch  # the engine's writer commits its batches through it
         judged = {"n": 0}
 
-        def failing(self: Store, rollout_id: str, **fields: object) -> None:
-            if fields.get("status") is RolloutStatus.SCORED or fields.get("status") is RolloutStatus.FAILED:
-                judged["n"] += 1
-                if judged["n"] == 3:  # the third verdict cannot be stored
-                    raise StoreWriteError(f"cannot write the run store {self.path}: database or disk is full")
-            real(self, rollout_id, **fields)
+        def failing(self: Store, rollouts: list, cache: tuple = ()) -> None:
+            for _rollout_id, fields in rollouts:
+                if fields.get("status") is RolloutStatus.SCORED or fields.get("status") is RolloutStatus.FAILED:
+                    judged["n"] += 1
+                    if judged["n"] == 3:  # the third verdict cannot be stored
+                        raise StoreWriteError(f"cannot write the run store {self.path}: database or disk is full")
+            real(self, rollouts, cache)
 
-        monkeypatch.setattr(Store, "update_rollout", failing)
+        monkeypatch.setattr(Store, "write_batch", failing)
         async with Engine(settings, store, renderer=renderer) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
             with pytest.raises(StoreWriteError, match="disk is full"):
                 await engine.run(run_id)
-        monkeypatch.setattr(Store, "update_rollout", real)
+        monkeypatch.setattr(Store, "write_batch", real)
         rows = store.list_rollouts(run_id, heavy=True)
         assert store.get_run(run_id).status is RunStatus.INTERRUPTED
         assert sum(r.status.terminal for r in rows) == 2  # the failed write left its rollout unfinished

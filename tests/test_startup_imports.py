@@ -55,3 +55,10 @@ def test_deferred_flags_parse() -> None:
     assert (args.concurrency, args.judge_mode, args.rows) == (7, "count", 2)
     args = build_parser().parse_args(["rft", "create", "--epochs", "2", "--demo"])
     assert args.epochs == 2
+
+
+def test_the_engine_and_eval_do_not_import_the_openai_or_fireworks_clients() -> None:
+    """`svgagent eval` talks to the endpoints through core.chat_http (aiohttp): the openai client, most of a second
+    to import, is for key checks and the RFT bundle only."""
+    modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.engine_process")
+    assert "openai" not in modules and "fireworks" not in modules

@@ -12,20 +12,28 @@ not a chat completion (a server-sent event stream, invalid UTF-8, JSON of anothe
 
 from __future__ import annotations
 
-from typing import Any
-
-import openai
-from openai.types import CompletionUsage
-from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import EndpointResponseError
+
+if TYPE_CHECKING:  # openai is imported by the calls that use it (importing it takes most of a second)
+    import openai
+    from openai.types.chat import ChatCompletion
 
 MAX_TOKEN_COUNT = 10**9  # larger "counts" are not counts: read as 0
 
 
-async def chat_completion(client: openai.AsyncOpenAI, **body: Any) -> ChatCompletion:
-    """POST /chat/completions with ``body`` (model, messages, temperature, … and any extra fields)."""
+async def chat_completion(client: openai.AsyncOpenAI | Any, **body: Any) -> ChatCompletion | Any:
+    """POST /chat/completions with ``body`` (model, messages, temperature, … and any extra fields).
+
+    ``client`` is an ``openai.AsyncOpenAI``, or any object with an async ``complete_chat(body)`` that does the
+    same (the engine's aiohttp client in core/chat_http.py): its answer has the same attribute shape."""
     clean = {k: v for k, v in body.items() if v is not None}
+    complete_chat = getattr(client, "complete_chat", None)
+    if complete_chat is not None:
+        return await complete_chat(clean)
+    from openai.types.chat import ChatCompletion
+
     try:
         response = await client.post("/chat/completions", body=clean, cast_to=ChatCompletion)
     except UnicodeDecodeError:
@@ -39,6 +47,9 @@ async def chat_completion(client: openai.AsyncOpenAI, **body: Any) -> ChatComple
 
 def checked(response: Any) -> ChatCompletion:
     """``response`` when it has the shape of a chat completion (choices with messages); raises otherwise."""
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+
     if isinstance(response, str):
         head = response.lstrip()[:40]
         if head.startswith(("data:", "event:")):

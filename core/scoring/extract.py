@@ -47,12 +47,16 @@ _FENCE_LANG = re.compile(r"[ \t]*([A-Za-z0-9_+.#/-]*)")
 # An opening <svg ...> tag (quoted attribute values may contain '>').
 _SVG_OPEN = re.compile(r"""<svg(?=[\s/>])(?:"[^"]*"|'[^']*'|[^'"<>])*>""", re.IGNORECASE)
 
-# Markup, enough to balance elements. Each pattern is matched at a '<' (never searched), which keeps scanning linear.
+# Markup, enough to balance elements.
 _OPEN_TAG = re.compile(r"""<([A-Za-z_][\w:.-]*)(?=[\s/>])((?:"[^"]*"|'[^']*'|[^'"<>])*)>""")
 _CLOSE_TAG = re.compile(r"</([A-Za-z_][\w:.-]*)\s*>")
 _DECLARATION = re.compile(r"""<!(?:"[^"]*"|'[^']*'|[^'"<>])*>""")
 # Constructs whose end is a fixed string; unterminated, they swallow the rest of the text (as in XML).
 _DELIMITED = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))
+_CLOSERS = dict(_DELIMITED)
+# All of the above in one pattern, tried in the same order at each '<' (a search finds the next '<' where one of
+# them matches, which is what skipping stray '<' one by one did): one C-level search per token.
+_MARKUP = re.compile("|".join((r"(<!--|<!\[CDATA\[|<\?)", _CLOSE_TAG.pattern, _OPEN_TAG.pattern, _DECLARATION.pattern)))
 _PARTIAL_ENTITY = re.compile(r"&[#\w]*$")
 
 
@@ -91,30 +95,47 @@ def _tokens(text: str) -> Iterator[_Token]:
     """Tags, comments, CDATA, processing instructions and declarations in order; stray '<' are skipped.
 
     Stops at an unterminated comment, CDATA section or processing instruction (it runs to the end of the text)."""
-    pos = text.find("<")
-    while pos != -1:
-        end = -1
-        for opener, closer in _DELIMITED:
-            if text.startswith(opener, pos):
-                close_at = text.find(closer, pos + len(opener))
-                if close_at == -1:
-                    return
-                end = close_at + len(closer)
-                yield _Token("other", "", "", pos, end)
-                break
+    search = _MARKUP.search
+    match = search(text)
+    while match is not None:
+        delimited, closed_name, opened_name = match.group(1, 2, 3)
+        start = match.start()
+        if delimited is not None:
+            close_at = text.find(_CLOSERS[delimited], match.end())
+            if close_at == -1:
+                return
+            end = close_at + len(_CLOSERS[delimited])
+            yield _Token("other", "", "", start, end)
         else:
-            match = _CLOSE_TAG.match(text, pos)
-            if match is not None:
-                end = match.end()
-                yield _Token("close", match.group(1).lower(), match.group(1), pos, end)
-            elif (match := _OPEN_TAG.match(text, pos)) is not None:
-                end = match.end()
-                closing = match.group(2).rstrip().endswith("/")
-                yield _Token("open", match.group(1).lower(), match.group(1), pos, end, closing)
-            elif (match := _DECLARATION.match(text, pos)) is not None:
-                end = match.end()
-                yield _Token("other", "", "", pos, end)
-        pos = text.find("<", end if end != -1 else pos + 1)
+            end = match.end()
+            if closed_name is not None:
+                yield _Token("close", closed_name.lower(), closed_name, start, end)
+            elif opened_name is not None:
+                yield _Token("open", opened_name.lower(), opened_name, start, end, match.group(4).rstrip().endswith("/"))
+            else:
+                yield _Token("other", "", "", start, end)
+        match = search(text, end)
+
+
+def _svg_tags(text: str) -> Iterator[tuple[bool, int, int]]:
+    """(is an opening tag, start, end) of the svg elements' tags, as :func:`_tokens` would find them (the same
+    scan, without building a token for every other tag; self-closing ``<svg/>`` left out)."""
+    search = _MARKUP.search
+    match = search(text)
+    while match is not None:
+        delimited, closed_name, opened_name = match.group(1, 2, 3)
+        if delimited is not None:
+            close_at = text.find(_CLOSERS[delimited], match.end())
+            if close_at == -1:
+                return
+            match = search(text, close_at + len(_CLOSERS[delimited]))
+            continue
+        if closed_name is not None and len(closed_name) == 3 and closed_name.lower() == "svg":
+            yield False, match.start(), match.end()
+        elif (opened_name is not None and len(opened_name) == 3 and opened_name.lower() == "svg"
+              and not match.group(4).rstrip().endswith("/")):
+            yield True, match.start(), match.end()
+        match = search(text, match.end())
 
 
 def extract_svg(answer: str | None) -> ExtractResult:
@@ -226,15 +247,9 @@ def _first_complete_svg(text: str) -> str | None:
     """
     events: list[tuple[int, int, int, bool]] = []  # (depth after the event, start, end, is an opening tag)
     depth = 0
-    for token in _tokens(text):
-        if token.name != "svg":
-            continue
-        if token.kind == "open" and not token.self_closing:
-            depth += 1
-            events.append((depth, token.start, token.end, True))
-        elif token.kind == "close":
-            depth -= 1
-            events.append((depth, token.start, token.end, False))
+    for is_open, start, end in _svg_tags(text):
+        depth += 1 if is_open else -1
+        events.append((depth, start, end, is_open))
     best: tuple[int, int] | None = None
     next_at_depth: dict[int, int] = {}  # depth -> end offset of the nearest later event at that depth
     for index in range(len(events) - 1, -1, -1):

@@ -41,9 +41,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.chat import chat_completion
 from svgagent.core.scoring.models import (
@@ -55,6 +53,9 @@ from svgagent.core.scoring.models import (
     RequirementVerdict,
     Usage,
 )
+
+if TYPE_CHECKING:  # the client is passed in: an openai.AsyncOpenAI or the engine's aiohttp client
+    import openai
 
 __all__ = [
     "COUNT_KEY",
@@ -338,7 +339,7 @@ class Judge:
 
     def __init__(
         self,
-        client: openai.AsyncOpenAI,
+        client: openai.AsyncOpenAI | Any,
         model: str,
         mode: JudgeMode = JudgeMode.COUNT,
         max_format_retries: int = 1,

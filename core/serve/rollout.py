@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import openai
 
 from svgagent.core.engine import verdict_columns
 from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
-from svgagent.core.policy import classify_api_error
+from svgagent.core.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import EndpointResponseError, RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
@@ -134,7 +133,7 @@ async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requir
     t0 = time.perf_counter()
     try:
         verdict = await ctx.judge.judge(png, requirements, prompt)
-    except (openai.APIError, EndpointResponseError) as err:  # a local judge outage: the rollout itself finished
+    except api_errors() as err:  # a local judge outage: the rollout itself finished
         kind, reason = classify_api_error(err, "judge", ctx.settings)
         return dict(columns, status=RolloutStatus.FAILED, is_score_valid=False, reason=reason, error=reason,
                     failure_kind=kind, judge_s=time.perf_counter() - t0)

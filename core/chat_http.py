@@ -1,0 +1,286 @@
+"""The engine's chat client: POST /chat/completions on one pooled aiohttp session, with the openai client's manners.
+
+Why not the openai client on the hot path: bench/engine.py profiled its ``post`` at ~70 % of the engine's CPU per
+rollout (request building, header models, response construction), against ~0.3 ms for a plain aiohttp POST
+(bench/client.py). What it does that matters is done here the same way (openai 1.x/2.x ``_base_client``):
+
+- retries (``max_retries``) on connection errors, timeouts, HTTP 408, 409, 429 and 5xx, or when the server says
+  ``x-should-retry: true`` (never when it says ``false``);
+- exponential backoff 0.5 s x 2^n, at most 8 s, less a random 0-25 % (jitter) — unless the answer carries
+  ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date) of at most 120 s, which is waited instead (a
+  longer one is not retried);
+- a per-request timeout (``timeout_s``, the whole request);
+- typed errors after the retries: :class:`ChatConnectionError` (with the operating-system cause, e.g. connection
+  refused), :class:`ChatTimeout`, :class:`ChatStatusError` (status and the body's ``error.message``);
+- the answer checked like :func:`svgagent.core.scoring.chat.checked` (a server-sent event stream, invalid UTF-8,
+  JSON of another shape raise :class:`EndpointResponseError`; token counts that are not sane integers read as 0),
+  and read at most :data:`MAX_ANSWER_BYTES`.
+
+The openai client stays for everything else (key checks, the RFT bundle's judge). :class:`ChatClient` has the
+``complete_chat`` method :func:`svgagent.core.scoring.chat.chat_completion` looks for, so the judge and the policy
+call use it unchanged; what it returns has the attribute shape they read (``choices[0].message.content``, …).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from svgagent.core.scoring.errors import EndpointResponseError
+
+RETRIED_STATUSES = frozenset({408, 409, 429})
+INITIAL_RETRY_DELAY_S = 0.5
+MAX_RETRY_DELAY_S = 8.0
+MAX_RETRY_AFTER_S = 120.0
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+MAX_TOKEN_COUNT = 10**9  # larger "counts" are not counts: read as 0
+
+
+class ChatError(Exception):
+    """A chat call failed for good (after the client's retries)."""
+
+
+class ChatConnectionError(ChatError):
+    """The endpoint could not be reached; ``cause`` is the operating system's error when there was one."""
+
+    def __init__(self, message: str, cause: OSError | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class ChatTimeout(ChatError):
+    """No complete answer within the per-request timeout."""
+
+
+class ChatStatusError(ChatError):
+    """The endpoint answered with an HTTP error status; ``message`` is what its body said."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+# --- the answer, shaped like the openai types the judge and the policy call read ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    content: str | None
+    refusal: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChoice:
+    message: ChatMessage
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatUsage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCompletion:
+    choices: list[ChatChoice]
+    usage: ChatUsage | None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT else 0
+
+
+def parse_completion(raw: bytes) -> ChatCompletion:
+    """The chat completion in ``raw`` (a response body), or :class:`EndpointResponseError` saying what it is."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise EndpointResponseError("the answer is not valid UTF-8") from None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise EndpointResponseError("the answer is JSON nested too deeply to read") from None
+    except ValueError as err:
+        head = text.lstrip()[:40]
+        if head.startswith(("data:", "event:")):
+            raise EndpointResponseError("the answer is a server-sent event stream, not a chat completion") from None
+        if head[:1] in ("{", "["):  # JSON the decoder refuses (e.g. a number with thousands of digits)
+            raise EndpointResponseError(f"the answer is not readable JSON ({str(err)[:120]})") from None
+        raise EndpointResponseError(f"the answer is not JSON (it starts {head!r})") from None
+    if not isinstance(data, dict):
+        raise EndpointResponseError(f"the answer is not a chat completion (a JSON {type(data).__name__})")
+    raw_choices = data.get("choices", [])
+    if not isinstance(raw_choices, list):
+        raise EndpointResponseError("the answer's 'choices' is not a list")
+    choices = []
+    for choice in raw_choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise EndpointResponseError("a choice in the answer has no message object")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise EndpointResponseError("a message in the answer has content that is not text")
+        refusal = message.get("refusal")
+        finish = choice.get("finish_reason")
+        choices.append(ChatChoice(ChatMessage(content, refusal if isinstance(refusal, str) else None),
+                                  finish if isinstance(finish, str) else None))
+    usage = data.get("usage")
+    counts = (ChatUsage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+              if isinstance(usage, dict) else None)
+    return ChatCompletion(choices, counts)
+
+
+# --- retries ---------------------------------------------------------------------------------------------------
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """The wait a response asks for (``retry-after-ms``, then ``Retry-After`` as seconds or an HTTP date)."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            delay = float(value)
+        except ValueError:
+            continue
+        return delay / divisor if math.isfinite(delay) else MAX_RETRY_AFTER_S + 1
+    value = headers.get("retry-after")
+    if value:
+        try:
+            when = email.utils.parsedate_tz(value)
+            if when is not None:
+                return float(email.utils.mktime_tz(when) - time.time())
+        except (TypeError, ValueError, OverflowError, OSError):
+            return None
+    return None
+
+
+def backoff_s(retry: int, asked: float | None) -> float:
+    """How long to wait before retry number ``retry`` (0-based): what the server asked for, when sane, else
+    exponential backoff with up to 25 % jitter."""
+    if asked is not None and 0 < asked <= MAX_RETRY_AFTER_S:
+        return asked
+    return min(INITIAL_RETRY_DELAY_S * 2.0 ** min(retry, 1000), MAX_RETRY_DELAY_S) * (1 - 0.25 * random.random())
+
+
+def should_retry(status: int, headers: Any) -> bool:
+    asked = retry_after_s(headers)
+    if asked is not None and asked > MAX_RETRY_AFTER_S:
+        return False
+    explicit = headers.get("x-should-retry")
+    if explicit in ("true", "false"):
+        return explicit == "true"
+    return status in RETRIED_STATUSES or status >= 500
+
+
+def _error_message(raw: bytes, status: int) -> str:
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        message = err.get("message") if isinstance(err, dict) else (err if isinstance(err, str) else None)
+        if message:
+            return str(message)
+    text = raw[:500].decode("utf-8", "replace").strip()
+    return text or f"HTTP {status}"
+
+
+def os_cause(err: BaseException) -> OSError | None:
+    """The operating-system error behind a client error (connection refused, unknown host, reset), if any: a
+    refused connection can surface as a timeout or a wrapped client error, so its cause decides."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, TimeoutError):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+# --- the client --------------------------------------------------------------------------------------------
+
+
+async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
+    """The body, or its first MAX_ANSWER_BYTES + 1 bytes when it is longer (a hostile endpoint cannot fill memory)."""
+    length = response.content_length
+    if length is not None and length <= MAX_ANSWER_BYTES:
+        return await response.read()
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            break
+    return b"".join(parts)
+
+
+class ChatClient:
+    """Chat completions at ``base_url`` (an OpenAI-compatible ``…/v1``) with ``api_key``, on a session of its own
+    (created on first use, in the running loop; :meth:`close` it)."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 120.0, max_retries: int = 2,
+                 connections: int = 0) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
+                         "Authorization": f"Bearer {api_key}"}
+        self._connections = connections  # 0: no limit (the engine's semaphores bound the calls in flight)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s), json_serialize=json.dumps)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def complete_chat(self, body: dict[str, Any]) -> ChatCompletion:
+        """POST ``body`` (model, messages, …: plain JSON) and return the checked answer, retrying as described in
+        the module docstring; raises a :class:`ChatError` or :class:`EndpointResponseError`."""
+        data = json.dumps(body).encode()
+        session = self._get_session()
+        for retry in range(self.max_retries + 1):
+            last = retry == self.max_retries
+            try:
+                async with session.post(self.url, data=data, headers=self._headers) as response:
+                    raw = await _read_capped(response)
+                    status, headers = response.status, response.headers
+            except asyncio.TimeoutError:  # (TimeoutError on 3.11+) the per-request timeout
+                if last:
+                    raise ChatTimeout(f"request timed out after {self.timeout_s:g} s") from None
+                await asyncio.sleep(backoff_s(retry, None))
+                continue
+            except aiohttp.ClientError as err:
+                if last:
+                    cause = os_cause(err)
+                    raise ChatConnectionError(f"cannot connect: {type(err).__name__}", cause) from err
+                await asyncio.sleep(backoff_s(retry, None))
+                continue
+            if 200 <= status < 300:
+                if len(raw) > MAX_ANSWER_BYTES:
+                    raise EndpointResponseError(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MB")
+                return parse_completion(raw)
+            if last or not should_retry(status, headers):
+                raise ChatStatusError(status, _error_message(raw, status))
+            await asyncio.sleep(backoff_s(retry, retry_after_s(headers)))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises

@@ -1,0 +1,104 @@
+"""The engine's batched store writer (core/store_batch.py): what it commits, when a change counts as stored, and
+that a storage error stops the run instead of becoming a verdict. (The SIGKILL guarantee: tests/test_crash_resume.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from svgagent.core.scoring.errors import StoreError, StoreWriteError
+from svgagent.core.scoring.models import DatasetRow, RolloutStatus
+from svgagent.core.store import Store
+from svgagent.core.store_batch import RolloutWriter
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> tuple[Store, list[str]]:
+    store = Store(tmp_path / "runs.db")
+    rows = [DatasetRow(index=i, row_id=f"r{i}", prompt=f"p{i}", requirements=("a", "b")) for i in range(3)]
+    run_id = store.create_run(name=None, settings={}, dataset={}, rows=rows, samples=1)
+    return store, [r.rollout_id for r in store.list_rollouts(run_id)]
+
+
+def _status_elsewhere(path: Path, rollout_id: str) -> str:
+    """What another connection (another process) sees."""
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT status FROM rollouts WHERE rollout_id = ?", (rollout_id,)).fetchone()[0]
+
+
+async def test_changes_of_a_window_are_one_transaction_and_merge_per_rollout(run) -> None:
+    store, ids = run
+    async with RolloutWriter(store, window_s=60) as writer:  # a window that never closes by itself
+        writer.submit(ids[0], {"status": RolloutStatus.GENERATING})
+        writer.submit(ids[0], {"status": RolloutStatus.RENDERING, "svg": "<svg/>", "raw_answer": "a"})
+        writer.submit(ids[1], {"status": RolloutStatus.GENERATING})
+        assert _status_elsewhere(store.path, ids[0]) == "queued"  # not committed yet
+        await writer.commit(ids[2], {"status": RolloutStatus.GENERATING})  # an urgent change closes the batch
+    assert writer.batches == 1
+    first = store.get_rollouts([ids[0]], heavy=True)[0]
+    assert (first.status, first.svg, first.raw_answer) == (RolloutStatus.RENDERING, "<svg/>", "a")
+    assert [_status_elsewhere(store.path, i) for i in ids] == ["rendering", "generating", "generating"]
+
+
+async def test_a_committed_change_is_visible_to_other_connections_when_commit_returns(run) -> None:
+    store, ids = run
+    seen: list[str] = []
+    async with RolloutWriter(store) as writer:
+        await writer.commit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "paid"},
+                            done=lambda error: seen.append(_status_elsewhere(store.path, ids[0])))
+        assert _status_elsewhere(store.path, ids[0]) == "rendering"
+    assert seen == ["rendering"]  # the publish callback runs after the commit: events describe stored state
+
+
+async def test_cache_entries_commit_with_their_answer(run) -> None:
+    store, ids = run
+    async with RolloutWriter(store) as writer:
+        await writer.commit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "a"},
+                            cache=("key1", "policy", {"content": "a"}))
+    assert store.cache_get("key1") == {"content": "a"}
+
+
+async def test_close_commits_what_is_queued(run) -> None:
+    store, ids = run
+    writer = RolloutWriter(store, window_s=60)
+    writer.submit(ids[0], {"status": RolloutStatus.JUDGING})
+    await asyncio.to_thread(writer.close)
+    assert _status_elsewhere(store.path, ids[0]) == "judging"
+    with pytest.raises(StoreError, match="closed"):
+        writer.submit(ids[1], {"status": RolloutStatus.JUDGING})
+
+
+async def test_a_storage_error_reaches_every_waiter_and_every_later_change(run, monkeypatch) -> None:
+    store, ids = run
+    failed = threading.Event()
+
+    def full(self: Store, rollouts: list, cache: tuple = ()) -> None:
+        failed.set()
+        raise StoreWriteError(f"cannot write the run store {self.path}: database or disk is full")
+
+    monkeypatch.setattr(Store, "write_batch", full)
+    outcomes: list[BaseException | None] = []
+    async with RolloutWriter(store) as writer:
+        writer.submit(ids[0], {"status": RolloutStatus.GENERATING}, done=outcomes.append)
+        with pytest.raises(StoreWriteError, match="disk is full"):
+            await writer.commit(ids[1], {"status": RolloutStatus.RENDERING, "raw_answer": "paid"})
+        assert failed.is_set() and isinstance(outcomes[0], StoreWriteError)
+        with pytest.raises(StoreWriteError):
+            writer.submit(ids[2], {"status": RolloutStatus.GENERATING})
+        with pytest.raises(StoreWriteError):
+            await writer.flush()
+    monkeypatch.undo()
+    assert [_status_elsewhere(store.path, i) for i in ids] == ["queued"] * 3  # nothing became a verdict
+
+
+async def test_flush_waits_for_everything_submitted(run) -> None:
+    store, ids = run
+    async with RolloutWriter(store, window_s=0.02) as writer:
+        for rollout_id in ids:
+            writer.submit(rollout_id, {"status": RolloutStatus.SCORED, "score": 1.0})
+        await writer.flush()
+        assert all(_status_elsewhere(store.path, i) == "scored" for i in ids)
