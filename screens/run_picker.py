@@ -1,5 +1,7 @@
-"""Pick a stored run to open (key ``o`` on the dashboard; ``svgagent tui --run ID`` opens one directly), or two
-runs to compare: ``a`` marks run A, ``b`` run B, ``c`` (or enter once both are marked) opens the compare screen."""
+"""Pick a stored run to open (key ``o`` on the dashboard; ``svgagent tui --run RUN`` opens one directly), or two
+runs to compare: ``a`` marks run A, ``b`` run B, ``c`` (or enter once both are marked) opens the compare screen.
+``/`` filters the list: every word must occur in a run's id, name, model, dataset or status (``latest``: the newest);
+enter in the filter opens the only match, or goes to the list."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual import on
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from svgagent.core.records import RunRecord
+from svgagent.core.run_ref import filter_runs
 from svgagent.core.store import Store
 
 
@@ -37,7 +41,10 @@ class RunPicker(ModalScreen[str | None]):
     """Dismisses with the chosen run id, or None."""
 
     BINDINGS = [
-        Binding("escape,q", "cancel", "Cancel", id="picker.cancel"),
+        Binding("escape,q", "cancel", "Cancel", id="picker.cancel", tooltip="Close (escape in the filter: back to "
+                "the list; on the list with a filter: clear it)"),
+        Binding("slash", "filter", "Filter", key_display="/", id="picker.filter",
+                tooltip="Filter the runs: words of the id, name, model, dataset or status; latest: the newest"),
         Binding("enter", "choose", "Open", id="picker.open", show=True),
         Binding("j", "move(1)", "Down", show=False, id="picker.down"),
         Binding("k", "move(-1)", "Up", show=False, id="picker.up"),
@@ -53,21 +60,58 @@ class RunPicker(ModalScreen[str | None]):
         self.store = store
         self.current = current
         self.runs = store.list_runs()
+        self.shown = list(self.runs)  # the runs the filter keeps
         self.marks: dict[str, str] = {}  # "A"/"B" → run id
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Static(Text.assemble((f"Open a run — {len(self.runs)} stored, newest first", "bold"),
-                                       ("   a/b: mark A/B · c: compare", "dim")))
-            if self.runs:
-                yield OptionList(*(Option(run_line(r, self.current), id=r.run_id) for r in self.runs), id="runs")
-            else:
-                yield Static("No runs yet: press escape, then r to start one.", id="runs-empty")
+            yield Static(id="picker-title")
+            # mounted with the screen, so the keys typed after / land in it
+            yield Input(placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter",
+                        compact=True)
+            yield OptionList(id="runs")
+            yield Static("No runs yet: press escape, then r to start one.", id="runs-empty")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        if self.runs:
-            self.query_one(OptionList).focus()
+        self._show()
+        self.set_focus(self.query_one(OptionList) if self.runs else None)
+
+    def _show(self) -> None:
+        """List the runs the filter keeps, the highlight staying on its run when it can."""
+        options = self.query_one(OptionList)
+        before = self._highlighted()
+        marked = {v: k for k, v in self.marks.items()}
+        options.clear_options()
+        options.add_options([Option(run_line(r, self.current, marked.get(r.run_id, "")), id=r.run_id)
+                             for r in self.shown])
+        ids = [r.run_id for r in self.shown]
+        if ids:
+            options.highlighted = ids.index(before) if before in ids else 0
+        text = self.query_one("#runs-filter", Input).value.strip()
+        count = f"{len(self.shown)} of {len(self.runs)} match {text!r}" if text else f"{len(self.runs)} stored"
+        self.query_one("#picker-title", Static).update(Text.assemble(
+            (f"Open a run — {count}, newest first", "bold"), ("   / filter · a/b: mark A/B · c: compare", "dim")))
+        empty = self.query_one("#runs-empty", Static)
+        empty.display = not self.shown
+        if self.runs and not self.shown:
+            empty.update(f"No run matches {text!r}: escape clears the filter.")
+
+    # --- the filter ---------------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        self.set_focus(self.query_one("#runs-filter", Input))
+
+    @on(Input.Changed, "#runs-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        self.shown = filter_runs(self.runs, event.value)
+        self._show()
+
+    @on(Input.Submitted, "#runs-filter")
+    def _filter_submitted(self) -> None:
+        if len(self.shown) == 1 and len(self.marks) < 2:
+            self.dismiss(self.shown[0].run_id)
+        elif self.shown:
+            self.set_focus(self.query_one(OptionList))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -77,29 +121,32 @@ class RunPicker(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
     def action_choose(self) -> None:
-        if not self.runs:
-            return
         if len(self.marks) == 2:
             self.action_compare()
             return
-        options = self.query_one(OptionList)
-        if options.highlighted is not None:
-            self.dismiss(options.get_option_at_index(options.highlighted).id)
+        run_id = self._highlighted()
+        if run_id is not None:
+            self.dismiss(run_id)
 
     def action_move(self, step: int) -> None:
-        if self.runs:
-            options = self.query_one(OptionList)
-            options.action_cursor_down() if step > 0 else options.action_cursor_up()
+        options = self.query_one(OptionList)
+        options.action_cursor_down() if step > 0 else options.action_cursor_up()
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        box = self.query_one("#runs-filter", Input)
+        if box.has_focus:
+            self.set_focus(self.query_one(OptionList))
+        elif box.value:
+            box.value = ""  # the list comes back with Input.Changed
+        else:
+            self.dismiss(None)
 
     # --- compare two runs ---------------------------------------------------------------------------------
     def _highlighted(self) -> str | None:
-        if not self.runs:
-            return None
         options = self.query_one(OptionList)
-        return options.get_option_at_index(options.highlighted).id if options.highlighted is not None else None
+        if options.highlighted is None or not options.option_count:
+            return None
+        return options.get_option_at_index(options.highlighted).id
 
     def action_mark(self, side: str) -> None:
         """Mark the highlighted run as ``side`` (again: unmark it); a run is never both A and B."""
@@ -113,7 +160,7 @@ class RunPicker(ModalScreen[str | None]):
             self.marks[side] = run_id
         marked = {v: k for k, v in self.marks.items()}
         options = self.query_one(OptionList)
-        for run in self.runs:
+        for run in self.shown:
             options.replace_option_prompt(run.run_id, run_line(run, self.current, marked.get(run.run_id, "")))
 
     def action_compare(self) -> None:

@@ -10,6 +10,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from svgagent.core.run_ref import RUN_HELP
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -58,8 +60,8 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     fmt = argparse.RawDescriptionHelpFormatter
     p = runs_sub.add_parser("compare", help="compare two runs row by row", formatter_class=fmt,
                             description="Compare run B against run A, row by row.", epilog=COMPARE_EPILOG)
-    p.add_argument("run_a", metavar="RUN_A")
-    p.add_argument("run_b", metavar="RUN_B")
+    p.add_argument("run_a", metavar="RUN_A", help=f"the baseline: {RUN_HELP}")
+    p.add_argument("run_b", metavar="RUN_B", help="the run compared with it (the same forms)")
     p.add_argument("--only", choices=["regressions", "improvements"], help="show only rows where B got worse/better")
     p.add_argument("--sort", choices=["delta", "abs", "row"], default="delta",
                    help="delta: worst first (default); abs: biggest change first; row: dataset order")
@@ -72,7 +74,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p = runs_sub.add_parser("stats", help="score distribution and summary statistics of a run", formatter_class=fmt,
                             description="Score histogram, summary statistics, failures by category, latency and "
                             "token percentiles, and the requirements most often failed.", epilog=STATS_EPILOG)
-    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     p.add_argument("--bins", type=_bins, default=10, help="histogram bins, 1..100 (default 10)")
     p.add_argument("--threshold", type=float, help="pass threshold, 0..1 (default: the run's own)")
     p.add_argument("--top", type=_positive_int, default=10, help="requirements to list (default 10)")
@@ -141,11 +143,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from svgagent.core.compare import compare_runs
+    from svgagent.core.run_ref import resolve_run
 
     from svgagent.tui.cli.store_cmd import open_store
 
     with open_store(args) as store:
-        comparison = compare_runs(store, args.run_a, args.run_b)
+        comparison = compare_runs(store, resolve_run(store, args.run_a).run_id, resolve_run(store, args.run_b).run_id)
     sort = "abs_delta" if args.sort == "abs" else args.sort
     rows = comparison.select(args.only, sort, descending=args.reverse, limit=args.limit)
     if args.json:
@@ -203,6 +206,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from svgagent.core.scoring.errors import ConfigError
+    from svgagent.core.run_ref import resolve_run
     from svgagent.core.stats import run_stats
 
     from svgagent.tui.cli.store_cmd import open_store
@@ -210,7 +214,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.threshold is not None and not 0 <= args.threshold <= 1:
         raise ConfigError(f"--threshold must be between 0 and 1, got {args.threshold:g}")
     with open_store(args) as store:
-        run = store.get_run(args.run_id)
+        run = resolve_run(store, args.run_id)
         stats = run_stats(store, run.run_id, threshold=args.threshold, bins=args.bins, top=args.top)
     if args.json:
         print(json.dumps({"name": run.name, **stats.to_dict()}, indent=2, ensure_ascii=False))

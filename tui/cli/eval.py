@@ -19,6 +19,7 @@ from rich.table import Table
 from svgagent.core.dataset import load_dataset
 from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.engine import Engine
+from svgagent.core.run_ref import resolve_run
 from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
 from svgagent.core.records import RunSummary
@@ -54,7 +55,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if not settings.store_path().exists():
                 raise StoreError(f"no run {args.resume!r}: there is no run store at {settings.store_path()} yet")
             store = stack.enter_context(Store(settings.store_path()))
-            run = store.get_run(args.resume)
+            run = resolve_run(store, args.resume)
             store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
             settings = load_settings(**{**run.settings, **overrides})
             run_id, dataset = run.run_id, None

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
 
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_settings, add_store
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(p)
     add_store(p)
     p.add_argument("--name", help="a name for the run (default: its id)")
-    p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run: finished rollouts are kept")
+    p.add_argument("--resume", metavar="RUN", help=f"continue an interrupted run ({RUN_HELP}): finished rollouts are kept")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--cache", action="store_true",
                        help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
@@ -62,12 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_store(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p = runs_sub.add_parser("show", help="one run and its rollouts")
-    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     add_store(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = sub.add_parser("export", help="export a run as Eval Protocol JSONL or CSV", formatter_class=_Formatter)
-    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="output format (default jsonl)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (`-`: stdout; a FIFO or "
                    "device is written through, a regular file replaced atomically, a symlink followed)")
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--serve", action="store_true",
                    help="also run the rollout server (svgagent serve, on 127.0.0.1) and open its training view")
     p.add_argument("--serve-port", type=int, default=3000, metavar="PORT", help="its port (default 3000)")
-    p.add_argument("--run", metavar="RUN_ID", help="open a stored run")
+    p.add_argument("--run", metavar="RUN", help=f"open a stored run ({RUN_HELP})")
     add_store(p)
 
     from svgagent.tui.cli.serve import add_serve_parser

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.export import export_run
+from svgagent.core.run_ref import resolve_run
 from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.render import Renderer
@@ -48,7 +49,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                               str(it["rollouts"]), _fmt(it["mean_score"]))
             Console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
-        run = store.get_run(args.run_id)
+        run = resolve_run(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.settings.get("threshold", 0.5))
         if args.json:
@@ -77,7 +78,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if target is not None:
         resolve_target(target)  # a directory or a missing directory: say so before reading the store
     with open_store(args) as store:
-        result = export_run(store, args.run_id, args.format, target,
+        result = export_run(store, resolve_run(store, args.run_id).run_id, args.format, target,
                             assets=Path(args.assets) if getattr(args, "assets", None) else None, out=sys.stdout)
     if result.path is not None:
         print(f"exported {result.rollouts} rollouts of {result.run_id} to {result.path}", file=sys.stderr)

@@ -61,6 +61,7 @@ def trusted(settings: Settings) -> Settings:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator_process
+    from svgagent.core.run_ref import resolve_run
 
     from svgagent.tui.cli.store_cmd import open_store_for_writing
     from svgagent.tui.cli.trust import ask
@@ -83,8 +84,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
         configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
         store = stack.enter_context(open_store_for_writing(path))
-        if args.run:
-            store.get_run(args.run)  # unknown id: a clear error before the screen switches
+        run_id = resolve_run(store, args.run).run_id if args.run else None  # before the screen switches
         from svgagent.tui.app import SvgAgentApp
 
         extra: dict[str, Any] = {}
@@ -100,7 +100,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             settings=settings,
             store=store,
             demo=demo,
-            run_id=args.run,
+            run_id=run_id,
             env_file=Path.cwd() / ".env",
             demo_overrides=extra,
             settings_loader=(lambda: trusted(load_settings(**overrides))) if implicit_demo else None,
