@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _report import report
+from _report import cpu_seconds, report
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
@@ -42,26 +43,39 @@ def start_simulator(latency: float) -> tuple[subprocess.Popen[str], str]:
     return proc, url
 
 
-async def one_run(url: str, n: int, concurrency: int, store_dir: Path) -> dict[str, float]:
+async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: int,
+                  workers: int = 1) -> dict[str, float]:
     dataset = load_dataset("builtin")
     rows = min(len(dataset.rows), 25)
     runs = math.ceil(n / rows)
-    settings = load_settings(**demo_overrides(url), store=store_dir / f"bench-{concurrency}.db", rows=rows,
+    settings = load_settings(**demo_overrides(url), store=store_dir / f"bench-{concurrency}-{workers}.db", rows=rows,
                              samples=runs, concurrency=concurrency, judge_concurrency=concurrency, cache=False,
-                             max_retries=0, request_timeout_s=60)
+                             max_retries=0, request_timeout_s=60, workers=workers)
     with Store(settings.store_path()) as store:
         async with Engine(settings, store) as engine:
             run_id = engine.create_run(dataset)
             # warm the render pool so worker start-up is not billed to the run
             await asyncio.gather(*[engine._renderer.render('<svg xmlns="http://www.w3.org/2000/svg" width="4" '
                                                            'height="4"/>') for _ in range(4)])
+            renderers = engine._renderer.worker_pids()
+            children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            loop0 = time.thread_time()
             cpu0 = time.process_time()
+            render0 = sum(cpu_seconds(pid) for pid in renderers)
+            sim0 = cpu_seconds(sim_pid)
             t0 = time.perf_counter()
             summary = await engine.run(run_id)
             wall = time.perf_counter() - t0
             cpu = time.process_time() - cpu0
+            loop = time.thread_time() - loop0
+            children1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # worker engines (and their renderers), waited
+            workers_cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
+            same = engine._renderer.worker_pids() == renderers  # no worker replaced: their counters cover the run
+            render = sum(cpu_seconds(pid) for pid in renderers) - render0 if same else math.nan
+            sim = cpu_seconds(sim_pid) - sim0
     total = summary.rollouts
-    return {"n": total, "wall": wall, "cpu": cpu, "done": summary.done}
+    return {"n": total, "wall": wall, "cpu": cpu, "done": summary.done, "render": render, "sim": sim, "loop": loop,
+            "workers_cpu": workers_cpu}
 
 
 def main() -> int:
@@ -69,19 +83,41 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=1000, help="rollouts per measurement")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--latency", type=float, default=0.2, help="simulated policy and judge latency (s)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1],
+                        help="engine processes per run to measure (1: the engine in this process)")
     args = parser.parse_args()
     proc, url = start_simulator(args.latency)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'cpu ms/rollout':>15}")
+            cores = os.cpu_count() or 1
+            print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {cores} CPUs")
+            print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'unavoid. s':>10} "
+                  f"{'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}")
             figures: dict[str, float] = {}
+            render_per_rollout: dict[int, float] = {}
             for c in args.concurrency:
-                r = asyncio.run(one_run(url, args.n, c, Path(tmp)))
-                ideal = math.ceil(r["n"] / c) * 2 * args.latency
-                print(f"{r['n']:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} "
-                      f"{1000 * r['cpu'] / r['n']:>15.2f}")
-                figures[f"engine wall/ideal, C={c}"] = round(r["wall"] / ideal, 2)
-                figures[f"engine CPU ms/rollout, C={c}"] = round(1000 * r["cpu"] / r["n"], 2)
+                for w in args.workers:
+                    r = asyncio.run(one_run(url, args.n, c, Path(tmp), proc.pid, w))
+                    n = r["n"]
+                    ideal = math.ceil(n / c) * 2 * args.latency
+                    if w == 1:
+                        render_per_rollout[c] = r["render"] / n
+                    # what no engine can beat: the latency ideal, or rendering those SVGs on every core
+                    render = render_per_rollout.get(c, math.nan) * n
+                    unavoidable = max(ideal, render / cores)
+                    tag = f"C={c}" + (f", {w} workers" if w > 1 else "")
+                    engine_ms = 1000 * (r["cpu"] + r["workers_cpu"]) / n
+                    print(f"{n:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} {unavoidable:>10.2f} "
+                          f"{r['wall'] / unavoidable:>6.2f} {engine_ms:>11.2f} {1000 * render / n:>11.2f} "
+                          f"{1000 * r['sim'] / n:>9.2f}  {tag}" + (f"; loop busy {r['loop'] / r['wall']:.0%}" if w == 1
+                                                                 else " (engine ms/r: all workers, renders included)"))
+                    figures[f"engine wall/ideal, {tag}"] = round(r["wall"] / ideal, 2)
+                    figures[f"engine wall/unavoidable, {tag}"] = round(r["wall"] / unavoidable, 2)
+                    if w == 1:
+                        figures[f"engine CPU ms/rollout, {tag}"] = round(1000 * r["cpu"] / n, 2)
+                        figures[f"render CPU ms/rollout, {tag}"] = round(1000 * render / n, 2)
+                        figures[f"engine loop busy share, {tag}"] = round(r["loop"] / r["wall"], 2)
+            print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS of the engine process: {peak_mb:.0f} MB")
         figures["engine peak RSS MB"] = round(peak_mb)

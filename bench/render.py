@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from _report import report
+from _report import cpu_seconds, report
 from svgagent.core.scoring import render_draw
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.render import Renderer, render_svg_to_png
@@ -164,11 +164,6 @@ def bench_in_process(svgs: list[str]) -> dict[str, float]:
             "over8": sum(counts[9:]) / total, "over64": sum(counts[65:]) / total}
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 async def bench_pool(svgs: list[str], workers: int | None) -> tuple[float, int, float, float]:
     """(wall, failures, start-up, CPU seconds the workers used) for rendering ``svgs`` through the pool."""
     started = time.perf_counter()
@@ -176,12 +171,12 @@ async def bench_pool(svgs: list[str], workers: int | None) -> tuple[float, int, 
         await asyncio.gather(*(pool.render(svg, size=16) for svg in svgs[: pool.workers * 2]))
         startup = time.perf_counter() - started
         pids = pool.worker_pids()
-        cpu0 = sum(_cpu_seconds(pid) for pid in pids)
+        cpu0 = sum(cpu_seconds(pid) for pid in pids)
         started = time.perf_counter()
         results = await asyncio.gather(*(pool.render(svg) for svg in svgs), return_exceptions=True)
         elapsed = time.perf_counter() - started
         same = pool.worker_pids() == pids  # no worker was replaced, so the counters cover every render
-        worker_cpu = sum(_cpu_seconds(pid) for pid in pids) - cpu0 if same else math.nan
+        worker_cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0 if same else math.nan
     failures = sum(isinstance(result, BaseException) for result in results)
     return elapsed, failures, startup, worker_cpu
 

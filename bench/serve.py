@@ -25,17 +25,11 @@ from pathlib import Path
 
 import aiohttp
 
-from _report import report
+from _report import cpu_seconds, report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from serve_support import init_body  # noqa: E402 - the same /init bodies the tests send
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def children(pid: int) -> list[int]:

@@ -29,8 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from _report import report
-from tui import process_cpu_s
+from _report import cpu_seconds, report
 
 
 
@@ -113,7 +112,7 @@ def eval_once(env: dict[str, str], cwd: Path, store: Path) -> tuple[float, float
         if not listener.arrived.wait(60):
             raise SystemExit(f"`svgagent eval` sent no request within 60 s: {proc.stderr.read()[-800:]!r}")
         seconds = listener.at - t0
-        cpu = process_cpu_s(proc.pid)
+        cpu = cpu_seconds(proc.pid)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from _report import report
+from _report import cpu_seconds, report
 from svgagent.core.demo import demo_overrides
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.settings import load_settings
@@ -349,12 +349,6 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds process ``pid`` has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
                 timeout: float = 60.0) -> dict[str, float]:
     """Start `svgagent ARGS` on a fresh pseudo-terminal; seconds (and CPU seconds) until `marker` is on it, then
@@ -384,7 +378,7 @@ def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
             seen += chunk
             if marker in ANSI.sub(b"", seen[-200_000:]):
                 found = time.perf_counter() - t0
-                cpu = process_cpu_s(proc.pid)
+                cpu = cpu_seconds(proc.pid)
         if found is None:
             text = ANSI.sub(b"", seen).decode(errors="replace")[-1500:]
             raise SystemExit(f"`svgagent {' '.join(args)}`: {marker!r} never appeared; the terminal showed:\n{text}")

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
+import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from svgagent.core.caps import fits
@@ -30,8 +31,6 @@ from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import (
     FailureKind,
-    JudgeVerdict,
-    RequirementVerdict,
     RolloutStatus,
     RolloutUpdate,
     Usage,
@@ -52,6 +51,7 @@ from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
 from svgagent.core.store_batch import RolloutWriter
+from svgagent.core.verdicts import cache_key, verdict_columns, verdict_from_cache, verdict_to_cache
 
 if TYPE_CHECKING:
     import openai
@@ -62,35 +62,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def cache_key(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+LOOP_CONCURRENCY = 128  # policy calls in flight one event loop keeps up with (bench/engine.py: ~3 ms CPU/rollout)
 
 
-def _verdict_to_cache(v: JudgeVerdict) -> dict[str, Any]:
-    return {
-        "total": v.total,
-        "fulfilled": v.fulfilled,
-        "score": v.score,
-        "rationale": v.rationale,
-        "raw": v.raw,
-        "verdicts": [[x.index, x.fulfilled, x.reason] for x in v.verdicts] if v.verdicts is not None else None,
-        "prompt_tokens": v.usage.prompt_tokens,
-        "completion_tokens": v.usage.completion_tokens,
-    }
-
-
-def _verdict_from_cache(d: dict[str, Any]) -> JudgeVerdict:
-    verdicts = d.get("verdicts")
-    return JudgeVerdict(
-        total=d["total"],
-        fulfilled=d["fulfilled"],
-        score=d["score"],
-        valid=True,
-        rationale=d["rationale"],
-        verdicts=tuple(RequirementVerdict(i, f, r) for i, f, r in verdicts) if verdicts is not None else None,
-        raw=d.get("raw", ""),
-        usage=Usage(d.get("prompt_tokens", 0), d.get("completion_tokens", 0)),
-    )
+def engine_workers(settings: Settings) -> int:
+    """How many engine processes share a run: the ``workers`` setting, else as many as the concurrency needs
+    (one per LOOP_CONCURRENCY calls in flight), at most half the CPUs (the render workers need the rest)."""
+    if settings.workers is not None:
+        return settings.workers
+    return max(1, min((os.cpu_count() or 1) // 2, math.ceil(settings.concurrency / LOOP_CONCURRENCY)))
 
 
 class Engine:
@@ -110,13 +90,19 @@ class Engine:
         policy: ChatClient | openai.AsyncOpenAI | None = None,
         judge: ChatClient | openai.AsyncOpenAI | None = None,
         use_cache: bool | None = None,
+        rollouts: Sequence[str] | None = None,
+        render_workers: int | None = None,
     ) -> None:
+        """``rollouts``: this engine is one of a run's worker processes (svgagent.core.engine_workers) and
+        processes only these rollouts of it; the parent holds the lease and sets the run's status."""
         self.settings = settings
         self.store = store
         self.bus: EventBus[RolloutUpdate] = bus or EventBus()
+        self._shard = list(rollouts) if rollouts is not None else None
         self._own_renderer = renderer is None
         self._renderer = renderer or Renderer(
-            size=settings.render_size, timeout_s=settings.render_timeout_s, memory_mb=settings.render_memory_mb
+            size=settings.render_size, timeout_s=settings.render_timeout_s, memory_mb=settings.render_memory_mb,
+            workers=render_workers,
         )
         self._own_policy = policy is None
         self._policy = policy or policy_client(settings)
@@ -151,6 +137,8 @@ class Engine:
         """Process every current rollout of ``run_id`` that is not finished; safe to call again (resume).
         Raises :class:`RunBusy` when another live worker holds the run, :class:`StoreError` when the store
         cannot be written (the run is then stopped as interrupted)."""
+        if self._shard is not None:
+            return await self._run_shard(run_id, self._shard)
         owner = LeaseOwner.this_process()
         self.store.acquire_lease(run_id, owner)
         try:
@@ -163,29 +151,53 @@ class Engine:
 
     async def _run_leased(self, run_id: str, owner: LeaseOwner) -> RunSummary:
         self.store.reset_unfinished(run_id, owner)
+        workers = engine_workers(self.settings)
+        if workers > 1:
+            from svgagent.core.engine_workers import run_with_workers
+
+            return await run_with_workers(self, run_id, owner, workers)
         # heavy: a resumed rollout brings its stored answer, so it is not generated again. Read in a thread: the
         # engine may share its event loop with the app, and 10,000 rollouts take a few hundred milliseconds.
         pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
             run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
         self.store.set_run_status(run_id, RunStatus.RUNNING)
+        try:
+            await self._process(pending, self._keep_lease(run_id, owner))
+        except BaseException:
+            self._mark(run_id, RunStatus.INTERRUPTED)
+            raise
+        return await self._finish(run_id)
+
+    async def _run_shard(self, run_id: str, rollout_ids: Sequence[str]) -> RunSummary:
+        """As one of a run's worker processes: the given rollouts that are still queued, nothing else (no lease,
+        no run status: the parent process does those)."""
+        records = await asyncio.to_thread(self._read, lambda store: store.get_rollouts(rollout_ids, heavy=True))
+        await self._process([r for r in records if r.status is RolloutStatus.QUEUED], None)
+        return await asyncio.to_thread(self._read, lambda store: store.summarize(run_id, self.settings.threshold))
+
+    async def _process(self, pending: Sequence[RolloutRecord], heartbeat: Any) -> None:
+        """Every rollout of ``pending``, their changes through one RolloutWriter, until all are done; raises what
+        stopped them (the heartbeat coroutine only ends by raising: lease lost or store unwritable)."""
         async with RolloutWriter(self.store) as self._writer:
             tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
             work = asyncio.gather(*tasks)
-            beat = asyncio.create_task(self._keep_lease(run_id, owner))
+            beat = asyncio.create_task(heartbeat) if heartbeat is not None else None
             try:
-                done, _ = await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
-                if work not in done:
-                    beat.result()  # the heartbeat only ends by raising: lease lost or store unwritable
+                done, _ = await asyncio.wait({work} | ({beat} if beat else set()), return_when=asyncio.FIRST_COMPLETED)
+                if work not in done and beat is not None:
+                    beat.result()
                 work.result()
                 await self._writer.flush()
             except BaseException:
-                for task in (*tasks, work, beat):
+                for task in (*tasks, work, *((beat,) if beat else ())):
                     task.cancel()
-                await asyncio.gather(*tasks, work, beat, return_exceptions=True)
+                await asyncio.gather(*tasks, work, *((beat,) if beat else ()), return_exceptions=True)
                 await asyncio.shield(asyncio.to_thread(self._writer.close))  # what was queued is kept
-                self._mark(run_id, RunStatus.INTERRUPTED)
                 raise
-            beat.cancel()
+            if beat is not None:
+                beat.cancel()
+
+    async def _finish(self, run_id: str) -> RunSummary:
         try:
             summary = await asyncio.to_thread(self._read,
                                               lambda store: store.summarize(run_id, self.settings.threshold))
@@ -338,7 +350,7 @@ class Engine:
         cached = self.store.cache_get(key) if self.use_cache else None
         t0 = time.perf_counter()
         if cached is not None:
-            status, judged = verdict_columns(_verdict_from_cache(cached), time.perf_counter() - t0)
+            status, judged = verdict_columns(verdict_from_cache(cached), time.perf_counter() - t0)
             self._emit(rec, status, **judged)
             return
         async with self._judge_sem:
@@ -346,30 +358,5 @@ class Engine:
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
             remember = (verdict.valid and self.use_cache and fits("judge_raw", verdict.raw)
                         and fits("rationale", verdict.rationale))
-            await self._commit(rec, status, cache=(key, "judge", _verdict_to_cache(verdict)) if remember else None,
+            await self._commit(rec, status, cache=(key, "judge", verdict_to_cache(verdict)) if remember else None,
                                **judged)
-
-
-def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatus, dict[str, Any]]:
-    """The state and store columns a judge's verdict gives a rollout (scored, or failed with an invalid score)."""
-    columns: dict[str, Any] = dict(
-        judge_s=judge_s,
-        judge_raw=verdict.raw,
-        rationale=verdict.rationale,
-        verdicts_json=json.dumps([[v.index, v.fulfilled, v.reason] for v in verdict.verdicts])
-        if verdict.verdicts is not None else None,
-        judge_prompt_tokens=verdict.usage.prompt_tokens,
-        judge_completion_tokens=verdict.usage.completion_tokens,
-    )
-    if verdict.valid:
-        columns.update(score=verdict.score, fulfilled=verdict.fulfilled, is_score_valid=True,
-                       reason=_first_line(verdict.rationale), failure_kind=None)
-        return RolloutStatus.SCORED, columns
-    columns.update(score=None, fulfilled=None, is_score_valid=False, reason=verdict.rationale,
-                   error="judge gave no usable answer", failure_kind=FailureKind.JUDGE_UNUSABLE)
-    return RolloutStatus.FAILED, columns
-
-
-def _first_line(text: str | None, limit: int = 200) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line[:limit]

@@ -14,7 +14,8 @@ protocol is JSON lines:
   end of input (the app died) also stops it.
 - child → parent (stdout): ``{"events": [[run_id, rollout_id, status], …]}`` every ``FORWARD_EVERY_S`` (after the
   store has the changes: the engine writes before it publishes), then one of ``{"done": summary}``,
-  ``{"cancelled": true}`` or ``{"error": "one line"}``.
+  ``{"cancelled": true}``, ``{"store_error": "one line"}`` (raised in the parent as a ``StoreError``) or
+  ``{"error": "one line"}``.
 
 The parent side, :class:`EngineProcess`, republishes the events on the app's (thread-safe) event bus from a reader
 thread and completes ``future`` with the run's summary (``asyncio.CancelledError`` when it was cancelled).
@@ -37,6 +38,7 @@ from typing import IO, Any
 
 from svgagent.core.events import EventBus
 from svgagent.core.records import RunSummary
+from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings
 
@@ -71,11 +73,15 @@ class EngineProcess:
     entries for the child) let tests and benchmarks run a stand-in engine with the same plumbing."""
 
     def __init__(self, settings: Settings, store_path: str, bus: EventBus[RolloutUpdate], run_id: str, *,
-                 factory: str = ENGINE, path: Sequence[str] = ()) -> None:
+                 factory: str = ENGINE, path: Sequence[str] = (), rollouts: Sequence[str] | None = None,
+                 render_workers: int | None = None, nice: bool = True) -> None:
+        """``rollouts``, ``render_workers``: the child is one of a run's worker processes (engine_workers);
+        ``nice``: it yields the CPU to the app (the app's engine; not a headless run's workers)."""
         self.run_id = run_id
         self.future: concurrent.futures.Future[RunSummary] = concurrent.futures.Future()
         self._request = {"settings": settings_payload(settings), "store": store_path, "run_id": run_id,
-                         "factory": factory, "path": list(path)}
+                         "factory": factory, "path": list(path), "rollouts": list(rollouts) if rollouts is not None
+                         else None, "render_workers": render_workers, "nice": nice}
         self._bus = bus
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -150,6 +156,8 @@ class EngineProcess:
             self.future.set_result(RunSummary(**value))
         elif kind == "cancelled":
             self.future.cancel()
+        elif kind == "store_error":  # a storage problem stays one: never a rollout's verdict, exit 2 in the CLI
+            self.future.set_exception(StoreError(str(value)))
         else:
             self.future.set_exception(EngineProcessError(str(value)))
 
@@ -197,7 +205,8 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
             forward()
 
     with Store(request["store"]) as store:
-        engine = _load(request.get("factory") or ENGINE)(settings, store, bus=bus)
+        extra = {k: request[k] for k in ("rollouts", "render_workers") if request.get(k) is not None}
+        engine = _load(request.get("factory") or ENGINE)(settings, store, bus=bus, **extra)
         task = loop.create_task(engine.run(request["run_id"]))
         os.set_blocking(STDIN, False)
 
@@ -221,6 +230,10 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
             forward()
             _write(out, {"cancelled": True})
             return
+        except StoreError as err:
+            forward()
+            _write(out, {"store_error": str(err)})
+            return
         except Exception as err:  # noqa: BLE001 - one line for the app's notification
             forward()
             _write(out, {"error": f"{type(err).__name__}: {str(err)[:300]}"})
@@ -236,9 +249,10 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
 def main() -> int:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but the protocol on the pipe
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
     request, pending = _read_request()
+    if request.get("nice", True):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)
     sys.path[:0] = [p for p in request.get("path", []) if p not in sys.path]
     try:
         asyncio.run(_serve(request, pending, out))

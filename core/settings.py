@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     # engine
     concurrency: int = Field(16, ge=1, le=1024, description="policy requests in flight")
     judge_concurrency: int = Field(16, ge=1, le=1024, description="judge requests in flight")
+    workers: int | None = Field(None, ge=1, le=64, description="engine processes a run is shared between, each "
+                                "with its own event loop and clients (default: as many as the concurrency needs, "
+                                "up to half the CPUs)")
     request_timeout_s: float = Field(120.0, gt=0, le=3600, description="per-request timeout, seconds")
     max_retries: int = Field(3, ge=0, le=20, description="client retries (backoff honours Retry-After)")
     render_size: int = Field(512, ge=32, le=4096, description="longest side of the PNG the judge sees")

@@ -39,15 +39,17 @@ def _spawn(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[bytes]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_sigkill_at_random_points_then_resume(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "workers"), [(1, 1), (2, 1), (3, 1), (4, 2)])
+def test_sigkill_at_random_points_then_resume(tmp_path: Path, seed: int, workers: int) -> None:
+    """With ``workers`` > 1 the run is shared between engine processes; a kill takes the parent, and its workers
+    stop when their stdin closes."""
     rng = random.Random(seed)
     home = tmp_path / "home"
     db = home / "runs.db"
     total = ROWS * RUNS
     kills = 0
     with Simulator(policy_latency_s=0.01, judge_latency_s=0.01, seed=seed) as sim:
-        proc = _spawn(sim, home, "--rows", str(ROWS), "--runs", str(RUNS))
+        proc = _spawn(sim, home, "--rows", str(ROWS), "--runs", str(RUNS), "--workers", str(workers))
         run_id = None
         while True:
             target = rng.randint(1, total - 1)
@@ -64,7 +66,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path, seed: int) -> None
             with Store(db) as store:
                 runs = store.list_runs()
                 if not runs:  # killed before the run was created: start again
-                    proc = _spawn(sim, home, "--rows", str(ROWS), "--runs", str(RUNS))
+                    proc = _spawn(sim, home, "--rows", str(ROWS), "--runs", str(RUNS), "--workers", str(workers))
                     continue
                 run_id = runs[0].run_id
             proc = _spawn(sim, home, "--resume", run_id)

@@ -1,4 +1,4 @@
-"""The engine end to end against the project's simulator, through the real openai client."""
+"""The engine end to end against the project's simulator, through its real chat client (core/chat_http.py)."""
 
 from __future__ import annotations
 
@@ -169,3 +169,36 @@ async def test_reruns_and_new_runs_never_get_a_cached_answer(sim: Simulator, tmp
     fresh, _, _ = await run_once(default.model_copy(update={"rows": 3}), store, renderer)
     assert not any(r.cached for r in store.list_rollouts(fresh))
     assert sim.stats()["requests"]["policy"] == paid + 6
+
+
+# --- a run shared between engine processes (--workers) ----------------------------------------------------------------
+
+
+async def test_a_run_shared_between_worker_processes_ends_like_one(sim: Simulator, tmp_path: Path,
+                                                                    renderer: Renderer) -> None:
+    settings, store = make(sim, tmp_path, rows=10, samples=2, workers=2, concurrency=4, judge_concurrency=4,
+                           render_size=128)
+    run_id, summary, events = await run_once(settings, store, renderer, name="workers")
+    rollouts = store.list_rollouts(run_id)
+    assert summary.done == summary.rollouts == len(rollouts) == 20
+    assert all(r.status.terminal for r in rollouts) and store.get_run(run_id).status == "completed"
+    assert sim.stats()["requests"]["policy"] == 20  # every rollout generated once, by one of the workers
+    # the workers' events reach the parent's bus: each rollout was seen going through its states
+    assert {e.rollout_id for e in events} == {r.rollout_id for r in rollouts}
+    assert {e.status.value for e in events} >= {"generating", "scored"}
+
+
+def test_rollouts_are_dealt_round_robin_and_workers_follow_the_concurrency(monkeypatch) -> None:
+    from svgagent.core import engine as engine_module
+    from svgagent.core.engine import engine_workers
+    from svgagent.core.engine_workers import shard
+
+    assert shard(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
+    assert sorted(sum(shard([str(i) for i in range(7)], 3), [])) == [str(i) for i in range(7)]
+    monkeypatch.setattr(engine_module.os, "cpu_count", lambda: 8)
+    assert engine_workers(load_settings(concurrency=16)) == 1
+    assert engine_workers(load_settings(concurrency=256)) == 2
+    assert engine_workers(load_settings(concurrency=1024)) == 4  # half the CPUs at most
+    assert engine_workers(load_settings(concurrency=1024, workers=6)) == 6
+    monkeypatch.setattr(engine_module.os, "cpu_count", lambda: 2)
+    assert engine_workers(load_settings(concurrency=1024)) == 1

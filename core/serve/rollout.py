@@ -21,7 +21,7 @@ from typing import Any
 
 import aiohttp
 
-from svgagent.core.engine import verdict_columns
+from svgagent.core.verdicts import verdict_columns
 from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
 from svgagent.core.policy import api_errors, classify_api_error

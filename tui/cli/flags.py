@@ -21,7 +21,8 @@ if typing.TYPE_CHECKING:
 GROUPS: dict[str, tuple[str, ...]] = {
     "policy": ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"),
     "judge": ("judge_model", "judge_base_url", "judge_mode"),
-    "engine": ("concurrency", "judge_concurrency", "request_timeout_s", "max_retries", "render_size", "threshold"),
+    "engine": ("concurrency", "judge_concurrency", "workers", "request_timeout_s", "max_retries", "render_size",
+               "threshold"),
     "data": ("dataset", "rows", "samples"),
 }
 RUN_SETTINGS: tuple[str, ...] = tuple(name for names in GROUPS.values() for name in names)
