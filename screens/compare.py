@@ -226,7 +226,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         self._show_row()
 
     def selected_rollout(self) -> str | None:
-        return self.query_one(f"#side-{self.side}", CompareSide).rollout_id
+        return self.query_one(f"#side-{self.side}", CompareSide).picture.rollout_id
 
     def action_open(self) -> None:
         rollout_id = self.selected_rollout()
@@ -239,7 +239,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
             if changed:  # an override changes the row means: compare again
                 self._compute()
             else:
-                self.query_one(f"#side-{self.side}", CompareSide).reload()
+                self.query_one(f"#side-{self.side}", CompareSide).picture.reload()
 
         self.app.push_screen(RolloutDetail(self.store, rollout_id), closed)
 

@@ -199,7 +199,7 @@ class Dashboard(AppKeysFirst, Screen):
         if name == "rollouts":
             return self.query_one(RolloutTable)
         if name == "preview":
-            return self.query_one(Preview)
+            return self.query_one(Preview).scroller
         pane = self.query_one(f"#pane-{name}")
         focusable = [w for w in pane.query("*") if w.focusable]
         return focusable[0] if focusable else None

@@ -3,27 +3,23 @@ override — a ✓/✗ per requirement or a count — stored next to the judge's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
 
 from svgagent.core.records import RolloutRecord
 from svgagent.core.review import Mark, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store import Store
 
-from svgagent.tui.imaging import png_to_text
+from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, verdict_text
 from svgagent.screens.keys_first import AppKeysFirst
@@ -70,12 +66,6 @@ def attempts_table(attempts: list[RolloutRecord]) -> Table:
     return table
 
 
-@dataclass(frozen=True, slots=True)
-class _ImageRequest:
-    cols: int
-    lines: int
-
-
 class RolloutDetail(AppKeysFirst, Screen[bool]):
     """Dismissed with True when the override changed."""
 
@@ -91,12 +81,20 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         Binding("f", "full_image", "Image", id="detail.full", tooltip="Show the picture full-resolution"),
         Binding("j", "cursor(1)", "Down", show=False, id="detail.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="detail.up"),
+        # the text scrolls from wherever the focus is (priority: the requirement list would take them)
+        Binding("pagedown,ctrl+f", "scroll_text('page', 1)", "Page down", show=False, priority=True,
+                id="detail.page_down", tooltip="Scroll the rollout's text a page down"),
+        Binding("pageup,ctrl+b", "scroll_text('page', -1)", "Page up", show=False, priority=True,
+                id="detail.page_up", tooltip="Scroll the rollout's text a page up"),
+        Binding("ctrl+d", "scroll_text('half', 1)", "Half page down", show=False, priority=True,
+                id="detail.half_down", tooltip="Scroll the rollout's text half a page down"),
+        Binding("ctrl+u", "scroll_text('half', -1)", "Half page up", show=False, priority=True,
+                id="detail.half_up", tooltip="Scroll the rollout's text half a page up"),
+        Binding("home,g", "scroll_text('end', -1)", "Top", show=False, priority=True, id="detail.top",
+                tooltip="Back to the top of the rollout's text"),
+        Binding("end,G", "scroll_text('end', 1)", "Bottom", show=False, priority=True, id="detail.bottom",
+                tooltip="The end of the rollout's text (the SVG source)"),
     ]
-
-    class ImageReady(Message):
-        def __init__(self, request: _ImageRequest, image: Text | None) -> None:
-            super().__init__()
-            self.request, self.image = request, image
 
     def __init__(self, store: Store, rollout_id: str) -> None:
         super().__init__()
@@ -104,13 +102,12 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         self.rollout_id = rollout_id
         self.record = store.get_rollout(rollout_id)
         self.changed = False
-        self._image_request: _ImageRequest | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
         with Horizontal(id="detail-body"):
             with VerticalScroll(id="detail-left"):
-                yield Static(id="detail-image")
+                yield Picture(self.store, id="detail-image")
                 yield Static(Text("Attempts", style="bold underline"), classes="wide-only")
                 yield Static(id="detail-attempts", classes="wide-only")
             with VerticalScroll(id="detail-right"):
@@ -162,32 +159,14 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         self._load_image()
 
     def _load_image(self) -> None:
-        if not self.record.png:
-            self.query_one("#detail-image", Static).update(Text("no image", style="dim italic"))
-            return
+        """The picture as large as the left column allows (its width; the screen's height, less when narrow)."""
         left = self.query_one("#detail-left")
         width = left.scrollable_content_region.width or 24
         height = max(6, self.app.size.height - 4)
         lines = max(6, min(width // 2, height if not self.has_class("-narrow") else min(12, height)))
-        request = _ImageRequest(max(8, width), lines)
-        if request == self._image_request:
-            return
-        self._image_request = request
-        self._decode(request, self.record.png)
-
-    @work(thread=True, exclusive=True, group="detail-image", exit_on_error=False)
-    def _decode(self, request: _ImageRequest, png: bytes) -> None:
-        try:
-            image = png_to_text(png, request.cols, request.lines)
-        except Exception:  # noqa: BLE001 - shown as "cannot draw"
-            image = None
-        if not get_current_worker().is_cancelled:
-            self.post_message(self.ImageReady(request, image))
-
-    def on_rollout_detail_image_ready(self, message: ImageReady) -> None:
-        if message.request == self._image_request:
-            self.query_one("#detail-image", Static).update(
-                message.image if message.image is not None else Text("cannot draw the image", style="red"))
+        picture = self.query_one(Picture)
+        picture.fit(max(8, width), lines)
+        picture.show(self.rollout_id, reread=True)
 
     # --- override -----------------------------------------------------------------------------------------
     def _save(self, *, fulfilled: int | None, verdicts: list[Mark] | None = None) -> None:
@@ -239,6 +218,15 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def action_cursor(self, step: int) -> None:
         options = self.query_one("#requirements", OptionList)
         options.action_cursor_down() if step > 0 else options.action_cursor_up()
+
+    def action_scroll_text(self, how: str, direction: int) -> None:
+        """PgDn/PgUp, ctrl+d/ctrl+u, Home/End/g/G: the text column scrolls without moving the focus to it."""
+        text = self.query_one("#detail-right", VerticalScroll)
+        if how == "end":
+            text.scroll_end(animate=False) if direction > 0 else text.scroll_home(animate=False)
+            return
+        step = text.scrollable_content_region.height // (2 if how == "half" else 1)
+        text.scroll_relative(y=direction * max(1, step), animate=False)
 
     def action_full_image(self) -> None:
         from svgagent.tui.imaging import show_full_image

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from factories import RUN_ID, Spec, build_run
 from textual.widgets import Input, OptionList, Tabs
 from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, table_of
@@ -52,9 +53,9 @@ async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> N
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         preview = preview_of(app)
-        assert preview.record is not None
-        assert preview.record.rollout_id == f"{RUN_ID}.0.0"
-        image = preview.image_text
+        assert preview.picture.record is not None
+        assert preview.picture.record.rollout_id == f"{RUN_ID}.0.0"
+        image = preview.picture.image_text
         assert image is not None
         assert "▀" in image.plain
         colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
@@ -63,9 +64,38 @@ async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> N
         assert "The sky is light blue." in plain(preview.query_one("#info-requirements"))
         await pilot.press("j", "j")
         await settle(pilot)
-        assert preview.record.rollout_id == f"{RUN_ID}.2.0"
-        assert preview.image_text is None
-        assert "no <svg> element" in (preview.record.reason or "")
+        assert preview.picture.record.rollout_id == f"{RUN_ID}.2.0"
+        assert preview.picture.image_text is None
+        assert "no <svg> element" in (preview.picture.record.reason or "")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_preview_picture_uses_the_space_it_has(store: Store, size: tuple[int, int]) -> None:
+    """The picture fills the pane's height (80×24, rationale beside it) or its width (the 120×40 grid's narrow
+    pane, text below): not 13–24 columns with most of the pane empty."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        if size == (80, 24):
+            await pilot.press("2")
+        await settle(pilot)
+        preview = preview_of(app)
+        image = preview.picture.image_text
+        assert image is not None
+        rows = image.plain.split("\n")
+        picture = preview.picture.region
+        text = preview.query_one("#preview-text").region
+        body = preview.query_one("#preview-body").region
+        if size == (80, 24):
+            assert preview.beside
+            assert len(rows) == body.height  # the whole height of the pane
+            assert len(rows[0]) == 2 * len(rows)  # the fixture's picture is square
+            assert text.x >= picture.right and text.width >= 34  # the rationale beside it
+            assert "triangle is too small" in plain(preview.query_one("#info-rationale"), width=text.width)
+        else:
+            assert not preview.beside
+            assert len(rows[0]) == body.width  # the whole width of the pane
+            assert text.y >= picture.bottom
 
 
 async def test_filter_language_and_escape(store: Store) -> None:
@@ -215,6 +245,33 @@ async def test_count_mode_toggle_starts_from_the_judges_count(tmp_path) -> None:
             rec = store.get_rollout(f"{RUN_ID}.0.0")
             assert rec.override_fulfilled == 4
             assert rec.override_verdicts == [None, None, False, False, False, None, None, None]
+
+
+async def test_rollout_screen_text_scrolls_without_moving_the_focus(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, RolloutDetail)
+        text = detail.query_one("#detail-right")
+        requirements = detail.query_one("#requirements", OptionList)
+        assert app.focused is requirements
+        assert text.max_scroll_y > 10
+        page = text.scrollable_content_region.height
+        await pilot.press("pagedown")
+        assert text.scroll_y == min(page, text.max_scroll_y)
+        await pilot.press("pageup", "ctrl+d")
+        assert text.scroll_y == page // 2
+        await pilot.press("G")
+        assert text.scroll_y == text.max_scroll_y
+        await pilot.press("home")
+        assert text.scroll_y == 0
+        await pilot.press("end", "g", "ctrl+d", "ctrl+u")
+        assert text.scroll_y == 0
+        assert app.focused is requirements
+        assert requirements.highlighted == 0  # the keys scrolled the text, not the list
 
 
 async def test_detail_shows_attempt_history_and_errors(store: Store) -> None:

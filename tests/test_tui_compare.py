@@ -128,21 +128,21 @@ async def test_sides_show_both_rollouts_and_enter_opens_them(store: Store, runs:
         row = screen.rows[0]  # the worst regression: row_2 (A 3/4; B 1/4 and an override to 0/4)
         assert row.row_id == "row_2" and row.a is not None and row.b is not None
         side_a, side_b = screen.query_one("#side-a", CompareSide), screen.query_one("#side-b", CompareSide)
-        assert side_a.record is not None and side_a.record.rollout_id == row.a.rollout_ids[0]
-        assert side_b.record is not None and side_b.record.rollout_id == row.b.rollout_ids[0]
+        assert side_a.picture.record is not None and side_a.picture.record.rollout_id == row.a.rollout_ids[0]
+        assert side_b.picture.record is not None and side_b.picture.record.rollout_id == row.b.rollout_ids[0]
         assert "row mean 0.750" in plain(side_a.query_one(".side-title"))
         assert "row mean 0.125 · 2 samples · showing 1/2" in plain(side_b.query_one(".side-title"))
         assert "3 of 4" in plain(side_a.query_one(".side-info"))  # the stored reason
         await pilot.press("n")  # the next sample: B's second one (overridden); A has one sample
         await settle(pilot)
-        assert side_b.rollout_id == row.b.rollout_ids[1] and side_a.rollout_id == row.a.rollout_ids[0]
+        assert side_b.picture.rollout_id == row.b.rollout_ids[1] and side_a.picture.rollout_id == row.a.rollout_ids[0]
         assert "you 0/4 = 0.00*" in plain(side_b.query_one(".side-info"))
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, RolloutDetail) and app.screen.rollout_id == row.a.rollout_ids[0]
         await pilot.press("escape", "right", "n")  # B, back to its first sample (n wraps around)
         await settle(pilot)
-        assert screen.side == "b" and side_b.rollout_id == row.b.rollout_ids[0]
+        assert screen.side == "b" and side_b.picture.rollout_id == row.b.rollout_ids[0]
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, RolloutDetail) and app.screen.rollout_id == row.b.rollout_ids[0]
@@ -165,7 +165,7 @@ async def test_only_in_one_run_side_says_so(store: Store, runs: tuple[str, str])
         screen.query_one(CompareTable).move_cursor(row=index)
         await settle(pilot)
         assert "run A has no rollout for this row" in plain(screen.query_one("#side-a .side-title"))
-        assert screen.query_one("#side-b", CompareSide).rollout_id is not None
+        assert screen.query_one("#side-b", CompareSide).picture.rollout_id is not None
         await pilot.press("enter")  # side A is selected: nothing to open
         assert isinstance(app.screen, CompareScreen)
         assert any("run A has no rollout" in n for n in notifications(app))
@@ -183,15 +183,15 @@ async def test_pictures_are_drawn_side_by_side(store: Store) -> None:
         screen = await open_compare(pilot, "20260101-000000-aaaa", "20260101-000000-bbbb")
         assert [r.row_id for r in screen.rows] == ["row_1", "row_0"]  # -0.75 then +0.5
         side_a, side_b = screen.query_one("#side-a", CompareSide), screen.query_one("#side-b", CompareSide)
-        image = side_a.image_text
+        image = side_a.picture.image_text
         assert image is not None and len(image.plain.splitlines()) >= 4  # vertical bands: coloured cells
         colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
         assert (0, 85, 164) in colours  # the flag's blue, in 24-bit colour
-        assert side_b.image_text is None and "no image" in plain(side_b.query_one(".side-image"))
+        assert side_b.picture.image_text is None and "no image" in plain(side_b.query_one(".side-image"))
         await pilot.press("j")
         await settle(pilot)
-        assert side_b.image_text is not None and (135, 206, 235) in {
-            s.style.bgcolor.triplet for s in side_b.image_text.spans if s.style and s.style.bgcolor}
+        assert side_b.picture.image_text is not None and (135, 206, 235) in {
+            s.style.bgcolor.triplet for s in side_b.picture.image_text.spans if s.style and s.style.bgcolor}
 
 
 async def test_run_picker_marks_a_and_b_then_compares(store: Store) -> None:

@@ -251,6 +251,25 @@ def test_full_resolution_view_without_a_terminal_falls_back_to_blocks() -> None:
     assert "\x1b[38;2;" in written or "\x1b[48;2;" in written
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 30)])
+def test_full_resolution_view_fills_the_terminal_and_leaves_nothing(size: tuple[int, int]) -> None:
+    """`f` draws the picture as large as the terminal (not 24 columns), on the alternate screen it then leaves:
+    after quitting the app the shell's screen has no picture on it."""
+    import re
+
+    out = io.StringIO()
+    style = show_full_resolution(render_png(SCENE_SVG), "cap", stdin=io.StringIO(), stdout=out, size=size)
+    written = out.getvalue()
+    assert style == "block"
+    assert written.startswith("\x1b[?1049h") and written.endswith("\x1b[?1049l")
+    picture = written.split("\x1b[2J\x1b[H", 1)[1].rsplit("\ncap — ", 1)[0]
+    rows = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in picture.split("\n")]
+    widths = {len(row.strip("\n")) for row in rows if row}
+    columns, lines = size
+    assert len(rows) == lines - 1 or max(widths) >= columns - 1  # the square picture meets an edge
+    assert len(rows) <= lines - 1 and max(widths) <= columns
+
+
 # --- configuration and the command -------------------------------------------------------------------------------
 def test_keymap_is_a_setting_read_by_the_settings_layers(tmp_path: Path) -> None:
     from svgagent.core.settings import user_config_file

@@ -4,13 +4,14 @@ term-image looks for a terminal when it is imported and may query it later; insi
 neither may happen. :func:`configure_term_image` (called by ``cmd_tui`` before the app starts, and by test setup)
 imports it quietly, turns queries off and fixes the cell ratio, so drawing is deterministic and never touches the
 terminal. Only :func:`show_full_resolution`, run while the app is suspended, lets term-image ask the terminal which
-graphics protocol it speaks (kitty, iTerm2) and falls back to half blocks.
+graphics protocol it speaks (kitty, iTerm2; term-image 0.7 has no sixel) and falls back to half blocks.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
 import warnings
 from typing import Any
@@ -66,29 +67,56 @@ def png_to_text(png: bytes, max_cols: int, max_lines: int) -> Text:
     return Text.from_ansi(str(block).rstrip("\n"), no_wrap=True, end="")
 
 
-def show_full_resolution(png: bytes, caption: str, *, stdin: Any = None, stdout: Any = None) -> None:
-    """Draw ``png`` over the whole (suspended) terminal with the best protocol it has; wait for a key."""
+ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h", "\x1b[?1049l"
+CLEAR = "\x1b[2J\x1b[H"
+
+
+def terminal_size(out: Any) -> os.terminal_size:
+    """The terminal's size in cells (of ``out`` when it is one, else the environment's or 80×24)."""
+    try:
+        return os.get_terminal_size(out.fileno())
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size()
+
+
+def show_full_resolution(png: bytes, caption: str, *, stdin: Any = None, stdout: Any = None,
+                         size: tuple[int, int] | None = None) -> str:
+    """Draw ``png`` as large as the (suspended) terminal allows — all of it but the caption line — with the best
+    protocol the terminal speaks (kitty or iTerm2 graphics, else 24-bit half blocks), wait for a key, and leave
+    nothing behind: it is drawn on the terminal's alternate screen, which is cleared and left afterwards, so the
+    shell's screen shows no picture once the app has quit. Returns the render style used."""
     out = stdout or sys.stdout
     inp = stdin or sys.stdin
+    columns, lines = size or terminal_size(out)
     import term_image
+    from term_image.exceptions import TermImageError
     from term_image.image import auto_image_class
 
     term_image.enable_queries()
     try:
         image_cls = auto_image_class()
+        if image_cls.__name__ != "BlockImage":
+            try:  # graphics are drawn in pixels: the real cell shape keeps the aspect ratio
+                term_image.set_cell_ratio(term_image.AutoCellRatio.FIXED)
+            except TermImageError:
+                pass
         picture = image_cls(_decode(png))
-        picture.set_size(frame_size=(0, -2))
-        out.write("\x1b[2J\x1b[H")
+        picture.set_size(frame_size=(max(1, columns), max(1, lines - 1)))  # absolute: fit it, larger or smaller
+        style = image_cls.__name__.removesuffix("Image").lower()
+        out.write(ALT_SCREEN_ON + CLEAR)
         out.write(str(picture))
-        out.write(f"\n{caption} — {image_cls.__name__.removesuffix('Image').lower()} · press any key to go back")
+        out.write(f"\n{caption} — {style} · press any key to go back")
         out.flush()
         _wait_for_key(inp)
         clear = getattr(image_cls, "clear", None)
         if callable(clear) and image_cls.__name__ != "BlockImage":
             try:
-                clear()
+                clear()  # graphics live outside the text cells: delete them too
             except Exception:  # noqa: BLE001 - clearing is best effort
                 pass
+        out.write(CLEAR + ALT_SCREEN_OFF)
+        out.flush()
+        return style
     finally:
         term_image.disable_queries()
         configure_term_image()

@@ -4,28 +4,20 @@ score and rationale), decoded in a thread worker."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 from rich.cells import cell_len, set_cell_size
 from rich.text import Text
-from textual import work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
 from textual.widgets import Static
-from textual.worker import get_current_worker
 
 from svgagent.core.compare import Comparison, RowComparison, RowScores
-from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from svgagent.tui.imaging import load_rollout_picture
-from svgagent.tui.widgets.rollout_cells import short_id
+from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_info import verdict_text
 
 DASH = "–"
-SETTLE_S = 0.05
 UNPAIRED = {"only_a": "only A", "only_b": "only B", "unscored": DASH}
 
 
@@ -97,13 +89,6 @@ def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
             shown, Text(counts, justify="right"), Text(clip(prompt, prompt_width)))
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    rollout_id: str
-    cols: int
-    lines: int
-
-
 class CompareSide(Vertical):
     """One run's side of the highlighted row: which sample, its picture, verdict and rationale."""
 
@@ -112,30 +97,22 @@ class CompareSide(Vertical):
     CompareSide.-active { border: round $accent; }
     CompareSide > .side-title { height: auto; }
     CompareSide > Horizontal { height: 1fr; }
-    CompareSide .side-image { width: auto; height: auto; margin-right: 1; }
+    CompareSide .side-image { margin-right: 1; }
     CompareSide .side-text { width: 1fr; height: 100%; scrollbar-size-vertical: 1; }
     """
-
-    class Loaded(Message):
-        def __init__(self, request: _Request, record: RolloutRecord | None, image: Text | None, error: str) -> None:
-            super().__init__()
-            self.request, self.record, self.image, self.error = request, record, image, error
 
     def __init__(self, store: Store, side: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.store = store
         self.side = side
         self.scores: RowScores | None = None
-        self.rollout_id: str | None = None
-        self.record: RolloutRecord | None = None
-        self.image_text: Text | None = None
-        self._pending: _Request | None = None
         self.border_title = side
+        self.picture = Picture(store, classes="side-image")
 
     def compose(self) -> ComposeResult:
         yield Static(classes="side-title")
         with Horizontal():
-            yield Static(classes="side-image")
+            yield self.picture
             with VerticalScroll(classes="side-text"):
                 yield Static(classes="side-info")
 
@@ -145,13 +122,11 @@ class CompareSide(Vertical):
         self.scores = scores
         title = self.query_one(".side-title", Static)
         if scores is None or not scores.rollout_ids:
-            self.rollout_id, self.record, self.image_text, self._pending = None, None, None, None
             title.update(Text(missing or "no rollout", style="dim italic"))
-            self.query_one(".side-image", Static).update("")
+            self.picture.show(None)
             self.query_one(".side-info", Static).update("")
             return
         index = sample % scores.samples
-        self.rollout_id = scores.rollout_ids[index]
         text = Text()
         text.append(f"row mean {fmt(scores.mean)}", style="bold")
         valid = len(scores.valid_scores)
@@ -160,56 +135,23 @@ class CompareSide(Vertical):
         if scores.samples > 1:
             text.append(f" · showing {index + 1}/{scores.samples}", style="dim")
         title.update(text)
-        if reread:
-            self._pending = None
-        self.reload()
+        self._fit()
+        self.picture.show(scores.rollout_ids[index], reread=reread)
 
-    def reload(self) -> None:
-        if self.rollout_id is None:
-            return
-        body = self.query_one(Horizontal)
-        lines = max(3, body.size.height or 8)
-        cols = max(6, min((self.content_size.width or 30) // 2, lines * 2))
-        request = _Request(self.rollout_id, cols, lines)
-        if request == self._pending:
-            return
-        self._pending = request
-        self._load(request)
+    def _fit(self) -> None:
+        """The picture as large as the side allows: its height, and at most half its width (the text beside)."""
+        lines = max(3, self.query_one(Horizontal).size.height or 8)
+        self.picture.fit(max(6, min((self.content_size.width or 30) // 2, lines * 2)), lines)
 
-    @work(thread=True, exclusive=True, group="compare-side", exit_on_error=False)
-    def _load(self, request: _Request) -> None:
-        worker = get_current_worker()
-        time.sleep(SETTLE_S)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
-        if worker.is_cancelled:
-            return
-        record, image, error = load_rollout_picture(
-            self.store, request.rollout_id, request.cols, request.lines, lambda: worker.is_cancelled
-        )
-        if record is None:
-            self.post_message(self.Loaded(request, None, None, error))
-            return
-        if not worker.is_cancelled:
-            self.post_message(self.Loaded(request, record, image, error))
-
-    def on_compare_side_loaded(self, message: Loaded) -> None:
+    @on(Picture.Shown)
+    def _shown(self, message: Picture.Shown) -> None:
         message.stop()
-        if message.request != self._pending:
-            return
         rec = message.record
-        self.record, self.image_text = rec, message.image
-        image = self.query_one(".side-image", Static)
         info = self.query_one(".side-info", Static)
         if rec is None:
-            image.update("")
             info.update(Text(message.error, style="red"))
             return
-        if message.image is not None:
-            image.update(message.image)
-        else:
-            image.update(Text(message.error or "no image", style="dim italic"))
-        text = Text()
-        text.append(f"rollout {short_id(rec.rollout_id, rec.run_id)}\n", style="dim")
-        text.append_text(verdict_text(rec))
+        text = verdict_text(rec)
         text.append("\n")
         if rec.rationale:
             text.append(rec.rationale)
@@ -219,5 +161,4 @@ class CompareSide(Vertical):
         info.update(text)
 
     def on_resize(self) -> None:
-        if self.rollout_id is not None:
-            self.call_after_refresh(self.reload)
+        self.call_after_refresh(self._fit)

@@ -1,135 +1,113 @@
-"""Preview of the highlighted rollout: the PNG the judge saw as half blocks, then the written details.
+"""Preview of the highlighted rollout: the PNG the judge saw, as large as the pane allows, and the written details.
 
-Loading (a heavy store read) and decoding/scaling the image happen in a thread worker; the worker only posts a
-``Loaded`` message and the widget updates itself on the main thread. A newer request supersedes an older one.
+The picture (a :class:`~svgagent.tui.widgets.picture.Picture`, loaded in a thread) is sized to the pane — its
+width *and* height. When the pane is wide enough to keep a readable column of text beside a picture that fills
+the pane's height (80×24: a 20-line picture and 40 columns of rationale), the text goes beside it; otherwise the
+picture goes on top, as wide as the pane, and the text below it, scrolling with it.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 from rich.text import Text
-from textual import work
+from textual import on
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.message import Message
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
-from textual.worker import get_current_worker
 
-from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from svgagent.tui.imaging import load_rollout_picture
-from svgagent.tui.widgets.rollout_cells import short_id
+from svgagent.tui.widgets.picture import Picture
+from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label
 from svgagent.tui.widgets.rollout_info import RolloutInfo
 
-SETTLE_S = 0.05
+BESIDE_MIN_TEXT = 34  # columns of text the rationale needs beside the picture
+GUTTER = 2  # between the picture and the text beside it
+TEXT_IN_SIGHT = 3  # lines of text under a picture above it, so the pane shows there is more
 
 
-def image_box(width: int, height: int, *, share: float = 0.6) -> tuple[int, int]:
-    """Columns and lines the picture may use in a pane of ``width`` × ``height`` cells (text gets the rest)."""
-    cols = max(4, width)
-    lines = max(4, min(int(height * share), cols // 2))
-    return cols, lines
+def image_box(width: int, height: int) -> tuple[bool, int, int]:
+    """(text beside?, columns, lines) of the picture in a ``width`` × ``height`` pane (below the title). A square
+    picture of ``lines`` lines is ``2 × lines`` columns wide (half blocks: two pixels a cell). Below each other,
+    the picture takes the pane's width and leaves the first lines of text in sight."""
+    lines = max(4, height)
+    if width - 2 * lines - GUTTER >= BESIDE_MIN_TEXT:
+        return True, 2 * lines, lines
+    cols = max(8, width)
+    return False, cols, max(4, min(cols // 2, height - TEXT_IN_SIGHT))
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    rollout_id: str
-    cols: int
-    lines: int
-
-
-class Preview(VerticalScroll):
+class Preview(Vertical):
     """Shows one rollout of ``store``: ``show_rollout(id)`` (None clears it); ``reload()`` re-reads it."""
 
     DEFAULT_CSS = """
     Preview { height: 1fr; padding: 0 1; }
-    Preview > #preview-image { height: auto; width: auto; margin-bottom: 1; }
-    Preview > #preview-title { height: auto; text-style: bold; }
+    Preview > #preview-title { height: 1; text-style: bold; }
+    Preview > #preview-body { height: 1fr; scrollbar-size-vertical: 1; }
+    Preview.-beside > #preview-body { layout: horizontal; overflow-y: hidden; }
+    Preview.-beside #preview-image { margin-right: 2; }
+    Preview.-beside #preview-text { width: 1fr; height: 1fr; scrollbar-size-vertical: 1; }
+    Preview.-stacked #preview-image { margin-bottom: 1; }
+    Preview.-stacked #preview-text { height: auto; overflow-y: hidden; }
     """
 
-    class Loaded(Message):
-        def __init__(self, request: _Request, record: RolloutRecord | None, image: Text | None, error: str) -> None:
-            super().__init__()
-            self.request, self.record, self.image, self.error = request, record, image, error
-
-    def __init__(self, store: Store, *, id: str | None = None, image_share: float = 0.6) -> None:
-        super().__init__(id=id)
+    def __init__(self, store: Store, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="-stacked")
         self.store = store
-        self.image_share = image_share
-        self.rollout_id: str | None = None
-        self.record: RolloutRecord | None = None
-        self.image_text: Text | None = None
-        self._pending: _Request | None = None
+        self.picture = Picture(store, id="preview-image")
 
     def compose(self) -> ComposeResult:
         yield Static("select a rollout to see its picture", id="preview-title", markup=False)
-        yield Static(id="preview-image")
-        yield RolloutInfo(id="preview-info")
+        with VerticalScroll(id="preview-body"):
+            yield self.picture
+            with VerticalScroll(id="preview-text"):
+                yield RolloutInfo(id="preview-info")
+
+    @property
+    def beside(self) -> bool:
+        return self.has_class("-beside")
+
+    @property
+    def scroller(self) -> VerticalScroll:
+        """What the scroll keys move: the text beside the picture, or the picture and text below each other."""
+        return self.query_one("#preview-text" if self.beside else "#preview-body", VerticalScroll)
 
     def show_rollout(self, rollout_id: str | None) -> None:
-        self.rollout_id = rollout_id
         if rollout_id is None:
-            self._pending = None
-            self.record, self.image_text = None, None
+            self.picture.show(None)
             self.query_one("#preview-title", Static).update("select a rollout to see its picture")
-            self.query_one("#preview-image", Static).update("")
             self.query_one(RolloutInfo).show(None)
             return
-        self.reload()
+        self._fit()
+        self.picture.show(rollout_id)
 
     def reload(self) -> None:
-        if self.rollout_id is None:
-            return
-        width = self.scrollable_content_region.width or self.size.width or 40
-        height = self.size.height or 20
-        cols, lines = image_box(width, height, share=self.image_share)
-        request = _Request(self.rollout_id, cols, lines)
-        self._pending = request
-        self._load(request)
+        """Read the shown rollout again (it changed: a live update, an override)."""
+        if self.picture.rollout_id is not None:
+            self._fit()
+            self.picture.show(self.picture.rollout_id, reread=True)
 
-    @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
-    def _load(self, request: _Request) -> None:
-        worker = get_current_worker()
-        time.sleep(SETTLE_S)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
-        if worker.is_cancelled:
+    def _fit(self) -> None:
+        width = self.content_size.width
+        height = self.content_size.height - 1  # the title
+        if width <= 0 or height <= 0:
             return
-        record, image, error = load_rollout_picture(
-            self.store, request.rollout_id, request.cols, request.lines, lambda: worker.is_cancelled
-        )
-        if record is None:
-            self.post_message(self.Loaded(request, None, None, error))
-            return
-        if not worker.is_cancelled:
-            self.post_message(self.Loaded(request, record, image, error))
-
-    def on_preview_loaded(self, message: Loaded) -> None:
-        message.stop()
-        if message.request != self._pending:
-            return
-        rec = message.record
-        self.record, self.image_text = rec, message.image
-        title = self.query_one("#preview-title", Static)
-        image = self.query_one("#preview-image", Static)
-        if rec is None:
-            title.update(Text(message.error, style="red"))
-            image.update("")
-            self.query_one(RolloutInfo).show(None)
-            return
-        title.update(Text(f"{short_id(rec.rollout_id, rec.run_id)} · {rec.row_id} · sample {rec.sample_index}",
-                          style="bold"))
-        if message.image is not None:
-            image.update(message.image)
-        else:
-            why = message.error or (f"no image yet ({rec.status.value})" if not rec.status.terminal else "no image")
-            image.update(Text(why, style="dim italic"))
-        self.query_one(RolloutInfo).show(rec)
+        beside, cols, lines = image_box(width, height)
+        self.set_class(beside, "-beside")
+        self.set_class(not beside, "-stacked")
+        self.picture.fit(cols, lines)
 
     def on_resize(self) -> None:
-        if self.rollout_id is not None and self._pending is not None:
-            width = self.scrollable_content_region.width
-            if (width, self.size.height) != getattr(self, "_last_box", None):
-                self._last_box = (width, self.size.height)
-                self.reload()
+        self._fit()
+
+    @on(Picture.Shown, "#preview-image")
+    def _shown(self, message: Picture.Shown) -> None:
+        message.stop()
+        rec = message.record
+        title = self.query_one("#preview-title", Static)
+        if rec is None:
+            title.update(Text(message.error, style="red"))
+            self.query_one(RolloutInfo).show(None)
+            return
+        title.update(Text.assemble((prompt_topic(rec.prompt), "bold"),
+                                   (f" · {rec.row_id} · sample {sample_label(rec)}", "dim")))
+        self.query_one(RolloutInfo).show(rec)
