@@ -183,3 +183,26 @@ async def test_quitting_during_a_run_stops_it_and_keeps_finished_work(store: Sto
         assert store.get_run(run_id).status == "interrupted"  # type: ignore[arg-type]
         statuses = [r.status for r in store.list_rollouts(run_id)]  # type: ignore[arg-type]
         assert any(s.terminal for s in statuses) and RolloutStatus.QUEUED in statuses
+
+
+async def test_c_and_R_refuse_a_run_another_process_is_working_on(store: Store, sim_overrides: dict[str, Any]) -> None:
+    # issue 10 item 2: `c` in the app while a CLI resume of the same run ran made both process (and pay for)
+    # everything. The other worker's lease is live (a fresh heartbeat from another host): the app refuses.
+    from svgagent.core.lease import LeaseOwner
+
+    build_run(store)  # row 5 never ran; rows 2 and 3 failed
+    store.acquire_lease(RUN_ID, LeaseOwner(4242, "build-box", "cli-resume"))
+    before = {r.rollout_id: (r.status, r.updated) for r in store.list_rollouts(RUN_ID, current_only=False)}
+    app = demo_app(store, sim_overrides)
+    app.initial_run_id = RUN_ID
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        assert not app.control.running
+        busy = [n for n in notifications(app) if "is being processed by pid 4242 on host build-box" in n]
+        assert len(busy) == 2
+    after = {r.rollout_id: (r.status, r.updated) for r in store.list_rollouts(RUN_ID, current_only=False)}
+    assert after == before  # nothing reset, no new attempt queued

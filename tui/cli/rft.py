@@ -249,9 +249,9 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     from svgagent.core.demo import demo_control_plane
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.settings import load_settings
-    from svgagent.core.store import Store
 
     from svgagent.core.rft.params import check_job_id
+    from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     params = _params(args)  # ParamsError (exit 2) before anything else
     check_job_id(args.job_id)
@@ -300,7 +300,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
             _confirm(f"Launch RFT job {prepared.job_id} ({len(prepared.rows)} rows, {params.base_model})?", out,
                      " (or --dry-run to only see the plan)")
         cp = stack.enter_context(open_control_plane(request))
-        store = None if args.demo else stack.enter_context(Store(settings.store_path()))
+        store = None if args.demo else stack.enter_context(open_store_for_writing(settings.store_path()))
 
         shown: dict[str, str] = {}
 
@@ -353,7 +353,8 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
         return
     from svgagent.core.rft.params import check_job_id
     from svgagent.core.settings import load_settings
-    from svgagent.core.store import Store
+
+    from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     if hasattr(args, "job") and not args.job:
         raise ConfigError("JOB is required (a job id or accounts/…/reinforcementFineTuningJobs/ID; see "
@@ -362,7 +363,7 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
     settings = load_settings(store=args.store)
     key = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else ""
     with ControlPlane(key, account_id=settings.fireworks_account_id, max_retries=settings.max_retries) as cp, \
-            Store(settings.store_path()) as store:
+            open_store_for_writing(settings.store_path()) as store:
         yield cp, getattr(args, "job", None) or "", store
 
 

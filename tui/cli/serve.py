@@ -86,7 +86,8 @@ def _is_loopback(host: str) -> bool:
 def cmd_serve(args: argparse.Namespace) -> int:
     from svgagent.core.serve.wiring import ServeOptions
     from svgagent.core.settings import load_settings
-    from svgagent.core.store import Store
+
+    from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     overrides = explicit_settings(args, SERVE_SETTINGS)
     gateway = args.gateway_url or os.environ.get("FW_TRACING_GATEWAY_BASE_URL") or None
@@ -108,7 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("; ".join(problems))
         if args.judge and settings.openai_api_key is None:
             raise ConfigError("--judge needs OPENAI_API_KEY (the judge's key) in .env or the environment — or --demo")
-        store = stack.enter_context(Store(settings.store_path()))
+        store = stack.enter_context(open_store_for_writing(settings.store_path()))
         _configure_logging()
         import asyncio
 
