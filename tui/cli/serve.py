@@ -109,7 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("; ".join(problems))
         if args.judge and settings.openai_api_key is None:
             raise ConfigError("--judge needs OPENAI_API_KEY (the judge's key) in .env or the environment — or --demo")
-        store = stack.enter_context(open_store_for_writing(settings.store_path()))
+        store = stack.enter_context(open_store_for_writing(settings.store_path(), announce=_log_line))
         _configure_logging()
         import asyncio
 
@@ -125,6 +125,13 @@ class _JsonLines(logging.Formatter):
             return record.getMessage()
         return json.dumps({"ts": round(record.created, 3), "level": record.levelname.lower(),
                            "message": record.getMessage()})
+
+
+def _log_line(message: str) -> None:
+    """One {ts, level, message} record on stderr, before logging is configured (stderr is JSON lines)."""
+    import time
+
+    print(json.dumps({"ts": round(time.time(), 3), "level": "info", "message": message}), file=sys.stderr, flush=True)
 
 
 def _configure_logging() -> None:

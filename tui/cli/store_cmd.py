@@ -13,7 +13,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from svgagent.core.output import OutputError, TargetKind, resolve_target
 from svgagent.core.scoring.errors import StoreError, StoreOutdated
@@ -47,12 +48,17 @@ def open_store(args: argparse.Namespace) -> Store:
     return Store(path, readonly=True)
 
 
-def open_store_for_writing(path: Path, *, err: TextIO | None = None) -> Store:
-    """The store for a command that writes; a missing one is created after one line saying where."""
+def open_store_for_writing(path: Path, *, announce: Callable[[str], None] | None = None) -> Store:
+    """The store for a command that writes; a missing one is created after one line saying where (on stderr, or
+    through ``announce`` for a command whose stderr has a format of its own)."""
     from svgagent.core.store import Store
 
     if not path.exists():
-        print(f"svgagent: creating a new run store at {path}", file=err or sys.stderr)
+        message = f"creating a new run store at {path}"
+        if announce is not None:
+            announce(message)
+        else:
+            print(f"svgagent: {message}", file=sys.stderr)
     return Store(path)
 
 
