@@ -178,6 +178,8 @@ class Engine:
     async def _process(self, pending: Sequence[RolloutRecord], heartbeat: Any) -> None:
         """Every rollout of ``pending``, their changes through one RolloutWriter, until all are done; raises what
         stopped them (the heartbeat coroutine only ends by raising: lease lost or store unwritable)."""
+        if pending:
+            self._renderer.start()  # the workers boot while the first policy calls are out
         async with RolloutWriter(self.store) as self._writer:
             tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
             work = asyncio.gather(*tasks)

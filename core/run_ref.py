@@ -8,10 +8,12 @@ prefix held by exactly one run. Anything else is a one-line error that says what
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from svgagent.core.records import RunRecord
 from svgagent.core.scoring.errors import StoreError
+
+if TYPE_CHECKING:  # only annotations: `svgagent --help` imports this module for RUN_HELP
+    from svgagent.core.records import RunRecord
 
 LATEST = "latest"
 RUN_HELP = "a run id, a unique prefix of one, a run's name, or latest"  # for every RUN argument

@@ -322,3 +322,15 @@ def test_importing_the_renderer_is_cheap() -> None:
     code = "import sys, svgagent.core.scoring.render; print('cairosvg' in sys.modules, 'PIL' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["False", "False"], result.stderr
+
+
+def test_start_boots_the_workers_before_the_first_render() -> None:
+    """The engine starts the pool as a run begins, so the workers' start-up overlaps the first policy calls."""
+    with Renderer(workers=2) as pool:
+        assert pool.worker_pids() == []
+        pool.start()
+        first = pool.worker_pids()
+        assert len(first) == 2
+        pool.start()  # idempotent
+        assert pool.render_sync(RED_RECT_LEFT_HALF).startswith(b"\x89PNG")
+        assert pool.worker_pids() == first  # the render used the workers already started

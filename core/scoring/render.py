@@ -363,14 +363,24 @@ class Renderer:
                 self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="svg-render")
             return self._executor
 
+    def start(self) -> None:
+        """Start the worker processes now (they boot in the background; a render waits only for what is left of
+        that), instead of at the first render. Idempotent; the engine calls it as a run begins, so the workers'
+        start-up overlaps the first policy calls."""
+        with self._pool_state:
+            self._start_workers()
+
+    def _start_workers(self) -> None:  # under _pool_state
+        if not self._all and not self._closed:
+            self._all = [WorkerProcess(self.memory_mb, self.max_bytes) for _ in range(self.workers)]
+            for worker in self._all:
+                worker.start()
+            self._idle = list(self._all)
+            self._finalizer = weakref.finalize(self, _close_workers, self._all)
+
     def _acquire(self) -> WorkerProcess:
         with self._pool_state:
-            if not self._all and not self._closed:
-                self._all = [WorkerProcess(self.memory_mb, self.max_bytes) for _ in range(self.workers)]
-                for worker in self._all:
-                    worker.start()
-                self._idle = list(self._all)
-                self._finalizer = weakref.finalize(self, _close_workers, self._all)
+            self._start_workers()
             while not self._idle and not self._closed:
                 self._pool_state.wait()
             if self._closed:
