@@ -120,7 +120,7 @@ def main() -> int:
             print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS of the engine process: {peak_mb:.0f} MB")
-        figures["engine peak RSS MB"] = round(peak_mb)
+        figures[f"engine peak RSS MB, {args.n} rollouts"] = round(peak_mb)
         report(figures)
     finally:
         proc.terminate()
