@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 import time
@@ -25,7 +24,7 @@ from svgagent.core.verdicts import verdict_columns
 from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
 from svgagent.core.policy import api_errors, classify_api_error
-from svgagent.core.scoring.errors import EndpointResponseError, RenderError, StoreError
+from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import FailureKind, RolloutStatus, RolloutUpdate

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
+from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.control_plane_jobs import SimState
 from svgagent.core.sim.control_plane_state import MASK, Fault, SimConfig, SimError, SimRequest, mask_secrets
 
@@ -92,8 +93,7 @@ class FireworksSim:
         self.config = dataclasses.replace(config or SimConfig(), **knobs)
         self.state = SimState(self.config)
         self.port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._background = BackgroundLoop("fireworks-sim")
 
     # ---- test-facing API -------------------------------------------------------------------------------------
     @property
@@ -271,48 +271,35 @@ class FireworksSim:
     # ---- server lifecycle ------------------------------------------------------------------------------------
     def start(self, port: int = 0) -> str:
         """Serve on 127.0.0.1:`port` (0: a free one) from a daemon thread; returns the base URL."""
-        if self._thread is not None:
+        if self._background.running:
             return self.base_url
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         self.port = sock.getsockname()[1]
         self.state.base_url = self.base_url
-        ready, errors = threading.Event(), []
+        runners: list[web.AppRunner] = []
 
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
+        async def setup() -> None:
             app = web.Application(client_max_size=512 * 1024 * 1024)
             app.router.add_route("*", "/{tail:.*}", self._handle)
-            runner = web.AppRunner(app, access_log=None)
-            try:
-                loop.run_until_complete(runner.setup())
-                loop.run_until_complete(web.SockSite(runner, sock).start())
-            except BaseException as exc:  # reported to start()
-                errors.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
+            runners.append(web.AppRunner(app, access_log=None))
+            await runners[0].setup()
+            await web.SockSite(runners[0], sock).start()
 
-        self._thread = threading.Thread(target=serve, name="fireworks-sim", daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        if errors:
-            self._thread, self.port = None, None
-            raise RuntimeError(f"the Fireworks simulator could not start: {errors[0]}")
+        async def teardown() -> None:
+            await runners[0].cleanup()
+
+        try:
+            self._background.start(setup, teardown, timeout_s=10)
+        except Exception as exc:
+            self.port = None
+            sock.close()
+            raise RuntimeError(f"the Fireworks simulator could not start: {exc}") from exc
         return self.base_url
 
     def stop(self) -> None:
-        if self._thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._thread, self._loop = None, None
+        self._background.stop(timeout_s=10)
 
     def __enter__(self) -> FireworksSim:
         self.start()

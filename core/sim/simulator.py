@@ -45,6 +45,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
+from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.content import judge_answer, parse_requirements, policy_answer, prompt_key
 from svgagent.core.sim.wire import (
     FAULT_KINDS,
@@ -82,8 +83,7 @@ class Simulator:
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background = BackgroundLoop("svgagent-simulator")
         self.base_url: str | None = None
 
     # ------------------------------------------------------------------------------------------- knobs, stats
@@ -115,14 +115,14 @@ class Simulator:
         self._set_gate(open_=True)
 
     def _set_gate(self, *, open_: bool) -> None:
-        gate, loop = self._open, self._loop
+        gate, loop = self._open, self._background.loop
         if gate is None:
             raise RuntimeError("the simulator is not running")
 
         async def flip() -> None:
             gate.set() if open_ else gate.clear()
 
-        if loop is not None and self._thread is not None and threading.current_thread() is not self._thread:
+        if loop is not None and self._background.on_other_thread():
             asyncio.run_coroutine_threadsafe(flip(), loop).result()
         else:  # serving on the caller's own loop (start_async)
             gate.set() if open_ else gate.clear()
@@ -203,49 +203,13 @@ class Simulator:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve from a background thread with its own event loop; returns the base URL."""
-        if self._thread is not None:
-            raise RuntimeError("the simulator is already running")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            self._loop = loop
-            try:
-                loop.run_until_complete(self._serve(host, port))
-            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
-                failure.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            try:
-                loop.run_forever()
-            finally:
-                loop.run_until_complete(self._shutdown())
-                loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.close()
-
-        self._thread = threading.Thread(target=run, name="svgagent-simulator", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread.join()
-            self._thread = None
-            raise failure[0]
+        self._background.start(lambda: self._serve(host, port), self._shutdown)
         assert self.base_url is not None
         return self.base_url
 
     def stop(self) -> None:
         """Stop the background server (hanging "timeout" requests end at once). Safe to call twice."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        self._thread = None
-        self._loop = None
+        self._background.stop()
 
     def __enter__(self) -> Simulator:
         self.start()

@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
+from svgagent.core.sim.background import BackgroundLoop
+
 TAG_NAMES = ("rollout_id", "invocation_id", "experiment_id", "run_id", "row_id")
 _PROXY_ROUTE = (
     "/rollout_id/{rollout_id}/invocation_id/{invocation_id}/experiment_id/{experiment_id}/run_id/{run_id}"
@@ -77,8 +79,7 @@ class TracingGateway:
         self._authorizations: set[str] = set()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background = BackgroundLoop("svgagent-tracing-gateway")
         self.base_url: str | None = None
 
     # ------------------------------------------------------------------------------------------ for the tests
@@ -145,46 +146,12 @@ class TracingGateway:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve from a background thread with its own event loop; returns the base URL."""
-        if self._thread is not None:
-            raise RuntimeError("the gateway is already running")
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.start_async(host, port))
-            except BaseException as exc:  # noqa: BLE001 - reported to the starting thread
-                failure.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            try:
-                loop.run_forever()
-            finally:
-                loop.run_until_complete(self.stop_async())
-                loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="svgagent-tracing-gateway", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread.join()
-            self._thread = self._loop = None
-            raise failure[0]
+        self._background.start(lambda: self.start_async(host, port), self.stop_async)
         assert self.base_url is not None
         return self.base_url
 
     def stop(self) -> None:
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        self._thread = self._loop = None
+        self._background.stop()
 
     def __enter__(self) -> TracingGateway:
         self.start()
