@@ -31,7 +31,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from svgagent.core.ep_status import StatusCode, status_dict
-from svgagent.core.importer import parse_formatted_prompt
+from svgagent.core.import_row import parse_formatted_prompt
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.serve.protocol import RequestError, parse_init

@@ -27,6 +27,9 @@ request for a prompt gets the k-th answer in that prompt's sequence (``temperatu
 ``max_tokens`` / ``max_completion_tokens`` cut the answer (``finish_reason="length"``); ``n`` up to 16 is honoured;
 ``stream=true`` is refused with 400. The judge answers in the schema named by ``response_format`` (see
 :mod:`svgagent.core.scoring.judge`), from the PNG's coverage and colour variety plus a hash of its bytes.
+
+(Over 400 lines: the policy and judge handlers share one fault schedule, one in-flight gate and one stats lock;
+what they answer lives in :mod:`svgagent.core.sim.content`, the wire shapes in :mod:`svgagent.core.sim.wire`.)
 """
 
 from __future__ import annotations
