@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo
 from pydantic import field_validator, model_validator
 
 from svgagent.core.caps import CAPPED_COLUMNS
@@ -30,20 +30,22 @@ def _total(info: ValidationInfo) -> int:
     return int((info.context or {}).get("total", 0))
 
 
+def _within_total(value: int, info: ValidationInfo) -> int:
+    if not 0 <= value <= _total(info):
+        raise ValueError(f"must be between 0 and {_total(info)} (the number of requirements)")
+    return value
+
+
+Count = Annotated[StrictInt, AfterValidator(_within_total)]  # a number of fulfilled requirements
+
+
 class ExtraOverride(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     score: Score
-    fulfilled: StrictInt | None = None
+    fulfilled: Count | None = None
     verdicts: list[StrictBool | None] | None = None  # None: a mark the person left undecided (core.review)
     at: Annotated[StrictStr, Field(max_length=64)] | None = None
-
-    @field_validator("fulfilled")
-    @classmethod
-    def _count(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is not None and not 0 <= value <= _total(info):
-            raise ValueError(f"must be between 0 and {_total(info)} (the number of requirements)")
-        return value
 
     @field_validator("verdicts")
     @classmethod
@@ -72,7 +74,7 @@ class SvgagentExtra(BaseModel):
     sample_index: Index | None = None
     attempt: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     score: Score | None = None
-    fulfilled: StrictInt | None = None
+    fulfilled: Count | None = None
     is_score_valid: StrictBool | None = None
     reason: Text | None = None
     error: Text | None = None
@@ -87,13 +89,6 @@ class SvgagentExtra(BaseModel):
     cached: StrictBool = False
     failure_kind: FailureKind | None = None
     truncated: dict[StrictStr, Annotated[StrictInt, Field(ge=0)]] | None = None
-
-    @field_validator("fulfilled")
-    @classmethod
-    def _count(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is not None and not 0 <= value <= _total(info):
-            raise ValueError(f"must be between 0 and {_total(info)} (the number of requirements)")
-        return value
 
     @field_validator("verdicts")
     @classmethod

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.import_row import parse_formatted_prompt
+from svgagent.core.listen import listen
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.serve.protocol import RequestError, parse_init
@@ -116,18 +116,9 @@ class RolloutServer:
         runner = web.AppRunner(self.make_app(), access_log_class=JsonAccessLogger, access_log=access_log,
                                handler_cancellation=True, shutdown_timeout=2.0)
         await runner.setup()
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            await web.SockSite(runner, sock, backlog=2048).start()
-        except BaseException:
-            sock.close()
-            await runner.cleanup()
-            raise
+        bound = await listen(runner, host, port)
         self._runner = runner
         self._accepting = True
-        bound = sock.getsockname()[1]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
         return self.url
 

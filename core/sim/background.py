@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from typing import Self
 
 
 class BackgroundLoop:
@@ -75,3 +76,34 @@ class BackgroundLoop:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout_s)
         self.thread = self.loop = None
+
+
+class BackgroundServer:
+    """A server with ``start_async``/``stop_async`` that synchronous code (tests, the demo) can also run with
+    ``start()``/``stop()`` or ``with server:`` — on a :class:`BackgroundLoop` of its own."""
+
+    base_url: str | None
+    _background: BackgroundLoop
+
+    async def start_async(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        raise NotImplementedError
+
+    async def stop_async(self) -> None:
+        raise NotImplementedError
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve from a background thread with its own event loop; returns the base URL."""
+        self._background.start(lambda: self.start_async(host, port), self.stop_async)
+        assert self.base_url is not None
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving (requests still waiting end at once). Safe to call twice."""
+        self._background.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

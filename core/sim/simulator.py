@@ -38,7 +38,6 @@ import asyncio
 import copy
 import os
 import signal
-import socket
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -47,8 +46,9 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
+from svgagent.core.listen import listen
 from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
-from svgagent.core.sim.background import BackgroundLoop
+from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
 from svgagent.core.sim.content import judge_answer, parse_requirements, policy_answer, prompt_key
 from svgagent.core.sim.wire import (
     FAULT_KINDS,
@@ -70,7 +70,7 @@ from svgagent.core.sim.wire import (
 __all__ = ["FAULT_KINDS", "SimConfig", "Simulator", "main"]
 
 
-class Simulator:
+class Simulator(BackgroundServer):
     """The simulated OpenAI-compatible server (see the module docstring)."""
 
     def __init__(self, config: SimConfig | None = None, **knobs: Any) -> None:
@@ -170,20 +170,13 @@ class Simulator:
         # handler_cancellation: a request whose client went away (e.g. timed out) stops being "in flight".
         runner = web.AppRunner(self._make_app(), handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
         await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            site = web.SockSite(runner, sock, backlog=2048)  # 256+ clients may connect at the same moment
-            await site.start()
+            bound_port = await listen(runner, host, port)
         except BaseException:
-            sock.close()
-            await runner.cleanup()
             self._executor.shutdown(wait=False)
             self._executor = None
             raise
         self._runner = runner
-        bound_port = sock.getsockname()[1]
         self.base_url = f"http://{host}:{bound_port}/v1"
         return self.base_url
 
@@ -203,23 +196,6 @@ class Simulator:
 
     async def stop_async(self) -> None:
         await self._shutdown()
-
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve from a background thread with its own event loop; returns the base URL."""
-        self._background.start(lambda: self._serve(host, port), self._shutdown)
-        assert self.base_url is not None
-        return self.base_url
-
-    def stop(self) -> None:
-        """Stop the background server (hanging "timeout" requests end at once). Safe to call twice."""
-        self._background.stop()
-
-    def __enter__(self) -> Simulator:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     async def __aenter__(self) -> Simulator:
         await self.start_async()

@@ -27,12 +27,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
-import ipaddress
 import itertools
 import json
-import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +39,9 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
-from svgagent.core.sim.background import BackgroundLoop
+from svgagent.core.listen import listen
+from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
+from svgagent.core.urls import is_loopback_host
 
 TAG_NAMES = ("rollout_id", "invocation_id", "experiment_id", "run_id", "row_id")
 _PROXY_ROUTE = (
@@ -56,16 +57,10 @@ def _now() -> str:
 
 
 def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(urlsplit(url).hostname or "")
 
 
-class TracingGateway:
+class TracingGateway(BackgroundServer):
     """The simulated gateway (see the module docstring); ``policy_base_url`` is where chat requests go."""
 
     def __init__(self, policy_base_url: str) -> None:
@@ -122,18 +117,13 @@ class TracingGateway:
         self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         runner = web.AppRunner(self._make_app(), handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
         await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            await web.SockSite(runner, sock, backlog=2048).start()
+            bound_port = await listen(runner, host, port)
         except BaseException:
-            sock.close()
-            await runner.cleanup()
             await self._session.close()
             raise
         self._runner = runner
-        self.base_url = f"http://localhost:{sock.getsockname()[1]}"
+        self.base_url = f"http://localhost:{bound_port}"
         return self.base_url
 
     async def stop_async(self) -> None:
@@ -143,22 +133,6 @@ class TracingGateway:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve from a background thread with its own event loop; returns the base URL."""
-        self._background.start(lambda: self.start_async(host, port), self.stop_async)
-        assert self.base_url is not None
-        return self.base_url
-
-    def stop(self) -> None:
-        self._background.stop()
-
-    def __enter__(self) -> TracingGateway:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # ----------------------------------------------------------------------------------------------- handlers
     def _authorized(self, request: web.Request) -> bool:
@@ -252,7 +226,10 @@ class TracingGateway:
             self._logs.append(entry)
         return web.json_response({"ok": True})
 
-    async def _handle_search_logs(self, request: web.Request) -> web.Response:
+    def _tagged(self, request: web.Request, stat: str, items: list[dict[str, Any]],
+                copy_out: Callable[[dict[str, Any]], dict[str, Any]]) -> web.Response | list[dict[str, Any]]:
+        """Copies of the newest ``items`` that carry every ``tags`` query value (at most ``limit``), or the error
+        response of a request without a key or without tags; counts the request under ``stat``."""
         if not self._authorized(request):
             return self._unauthorized()
         wanted = request.query.getall("tags", [])
@@ -260,10 +237,14 @@ class TracingGateway:
             return web.json_response({"detail": "at least one tag is required"}, status=400)
         limit = _int(request.query.get("limit"), 100)
         with self._lock:
-            self._stats["log_searches"] += 1
-            found = [e for e in reversed(self._logs) if all(t in e["tags"] for t in wanted)][:limit]
-            entries = [{k: v for k, v in e.items() if k != "received"} for e in found]
-        return web.json_response({"entries": entries})
+            self._stats[stat] += 1
+            found = [item for item in reversed(items) if all(t in item["tags"] for t in wanted)][:limit]
+            return [copy_out(item) for item in found]
+
+    async def _handle_search_logs(self, request: web.Request) -> web.Response:
+        found = self._tagged(request, "log_searches", self._logs,
+                             lambda entry: {k: v for k, v in entry.items() if k != "received"})
+        return found if isinstance(found, web.Response) else web.json_response({"entries": found})
 
     def _status(self, rollout_id: str) -> int | None:
         tag = f"rollout_id:{rollout_id}"
@@ -286,16 +267,8 @@ class TracingGateway:
                                   "extras": None})
 
     async def _handle_traces(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return self._unauthorized()
-        wanted = request.query.getall("tags", [])
-        if not wanted:
-            return web.json_response({"detail": "at least one tag is required"}, status=400)
-        limit = _int(request.query.get("limit"), 100)
-        with self._lock:
-            self._stats["trace_fetches"] += 1
-            found = [copy.deepcopy(t) for t in reversed(self._traces) if all(x in t["tags"] for x in wanted)]
-        return web.json_response({"traces": found[:limit]})
+        found = self._tagged(request, "trace_fetches", self._traces, copy.deepcopy)
+        return found if isinstance(found, web.Response) else web.json_response({"traces": found})
 
     async def _handle_stats(self, request: web.Request) -> web.Response:
         return web.json_response(self.stats())

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import ipaddress
 import json
 import logging
 import os
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.serve.security import DEFAULT_ALLOWED_HOSTS
+from svgagent.core.urls import is_loopback_host
 
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_settings
@@ -72,15 +72,6 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     for name in SERVE_SETTINGS:
         add_setting(p, name)
     add_store(p)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -173,7 +164,7 @@ async def _serve(settings: Any, store: Store, options: ServeOptions, args: argpa
             print(f"svgagent serve listening on {server.url} (store {store.path})", flush=True)
             if demo:
                 print(f"demo: point eval-protocol's model_base_url at {demo['gateway']}", flush=True)
-        if not _is_loopback(options.host):
+        if not is_loopback_host(options.host):
             print(f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
                   "URLs their requests name", file=sys.stderr, flush=True)
         await stop.wait()
