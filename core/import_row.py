@@ -215,7 +215,7 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
         return {"status": RolloutStatus.FAILED, "score": None, "is_score_valid": False,
                 "reason": _first_line(explanation) or message or "score invalid",
                 "error": rollout_error or "score invalid (is_score_valid is false)", "rationale": explanation or None,
-                "failure_kind": kind}
+                "failure_kind": kind if rollout_error is not None else FailureKind.JUDGE_UNUSABLE}
     columns: dict[str, Any] = {
         "status": RolloutStatus.SCORED if rollout_error is None else RolloutStatus.FAILED,
         "score": float(score), "is_score_valid": True, "reason": _first_line(explanation) or None,

@@ -5,7 +5,8 @@ Conventions (the CLI's ``runs stats`` and the TUI's stats screen both show these
 - Scores are *effective* scores (human override, else judge) of current rollouts whose score is valid.
 - ``pass_rate`` is the share of those scores that are ``>= threshold`` (rollouts without a valid score are not in
   the denominator; they are counted under ``failures``).
-- Failures are rollouts in the ``failed`` state, put into one category each by :func:`classify_failure`.
+- Failures are rollouts in the ``failed`` state, put into one category each by :func:`classify_failure`, from
+  their typed failure kind.
 - Percentiles use linear interpolation between closest ranks (like ``numpy.percentile``'s default, and
   ``statistics.quantiles(..., method="inclusive")``), over the rollouts that have the value.
 - Requirements: per rollout, the human override's per-requirement verdicts when a person gave them, else the
@@ -22,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.records import RolloutRecord, mean_and_stderr
 from svgagent.core.review import complete, marks_of_judge
 from svgagent.core.store import Store
@@ -46,35 +47,27 @@ class FailureCategory(StrEnum):
     OTHER = "other"
 
 
-_RENDER_MARKS = ("render failed", "renderer ", "render timed out")
-_JUDGE_INVALID_MARKS = ("no usable answer", "judge invalid", "score_invalid", "score invalid")
-_NO_SVG_MARKS = ("no svg", "no <svg", "empty answer", "no assistant answer")
-_TIMEOUT_MARKS = ("timed out", "timeout", "deadline exceeded", "deadline_exceeded")
-_ENDPOINT_MARKS = (
-    "unreachable", "rate-limited", "rate limited", "rate_limit", "key rejected", "endpoint", "http ", "connection",
-    "returned no choices", "call failed", "unavailable", "unauthenticated", "resource_exhausted", "server error",
-)
+# Each typed failure kind (stored with the rollout by whatever wrote it: engine, import, serve) in its category.
+CATEGORY_OF_KIND: dict[FailureKind, FailureCategory] = {
+    FailureKind.NO_SVG: FailureCategory.NO_SVG,
+    FailureKind.RENDER: FailureCategory.RENDER_ERROR,
+    FailureKind.JUDGE_UNUSABLE: FailureCategory.JUDGE_INVALID,
+    FailureKind.TIMEOUT: FailureCategory.TIMEOUT,
+    FailureKind.UNREACHABLE: FailureCategory.ENDPOINT_ERROR,
+    FailureKind.AUTH: FailureCategory.ENDPOINT_ERROR,
+    FailureKind.RATE_LIMIT: FailureCategory.ENDPOINT_ERROR,
+    FailureKind.HTTP_ERROR: FailureCategory.ENDPOINT_ERROR,
+    FailureKind.BAD_RESPONSE: FailureCategory.ENDPOINT_ERROR,
+    FailureKind.INTERNAL: FailureCategory.OTHER,
+    FailureKind.OTHER: FailureCategory.OTHER,
+}
 
 
-def classify_failure(reason: str | None, error: str | None = None) -> FailureCategory:
-    """The category of a failed rollout, from its stored reason and error text.
-
-    Checked in this order, first match wins: render error (``render failed: …`` — a render that timed out is a
-    render error, not an endpoint timeout), judge invalid (the judge answered but nothing usable), no SVG,
-    timeout (a policy or judge request that timed out, or gRPC DEADLINE_EXCEEDED from an import), endpoint error
-    (unreachable, HTTP errors, rate limits, rejected keys), else other (e.g. internal errors).
-    """
-    text = f"{reason or ''}\n{error or ''}".lower()
-    for marks, category in (
-        (_RENDER_MARKS, FailureCategory.RENDER_ERROR),
-        (_JUDGE_INVALID_MARKS, FailureCategory.JUDGE_INVALID),
-        (_NO_SVG_MARKS, FailureCategory.NO_SVG),
-        (_TIMEOUT_MARKS, FailureCategory.TIMEOUT),
-        (_ENDPOINT_MARKS, FailureCategory.ENDPOINT_ERROR),
-    ):
-        if any(mark in text for mark in marks):
-            return category
-    return FailureCategory.OTHER
+def classify_failure(kind: FailureKind | None) -> FailureCategory:
+    """The category of a failed rollout, from its typed failure kind — never from the words of its reason (a
+    refused connection whose message mentions a timeout is an endpoint error, a render that timed out a render
+    error). A failure without a kind is ``other``."""
+    return CATEGORY_OF_KIND.get(kind, FailureCategory.OTHER) if kind is not None else FailureCategory.OTHER
 
 
 # --- histogram ------------------------------------------------------------------------------------------------------
@@ -280,7 +273,7 @@ def compute_stats(rollouts: Sequence[RolloutRecord], *, run_id: str = "", thresh
     failures = {c.value: 0 for c in FailureCategory}
     for r in terminal:
         if r.status is RolloutStatus.FAILED:
-            failures[classify_failure(r.reason, r.error).value] += 1
+            failures[classify_failure(r.failure_kind).value] += 1
     groups: dict[int, list[float]] = {}
     for r, s in zip(counted, scores):
         groups.setdefault(r.total, []).append(s)

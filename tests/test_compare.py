@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from svgagent.core.compare import compare_rollouts, compare_runs, filter_rows, sort_rows
-from svgagent.core.scoring.models import DatasetRow, RolloutStatus
+from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
 
@@ -55,7 +55,8 @@ def make_run(store: Store, rows: Sequence[RowSpec], *, name: str = "run", thresh
                                  is_score_valid=True, reason=f"{spec} of {n}", judge_s=0.5, **common)
         elif spec is None:
             store.update_rollout(rec.rollout_id, status=RolloutStatus.FAILED, score=None, fulfilled=None,
-                                 is_score_valid=False, reason=OUTAGE, error=OUTAGE, **common)
+                                 is_score_valid=False, reason=OUTAGE, error=OUTAGE,
+                                 failure_kind=FailureKind.UNREACHABLE, **common)
         else:
             spec = dict(spec)
             override = spec.pop("override", None)

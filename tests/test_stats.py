@@ -13,11 +13,13 @@ import httpx
 import openai
 import pytest
 
-from svgagent.core.scoring.extract import EMPTY_ANSWER, NO_SVG, ONLY_IN_REASONING
-from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.policy import describe_api_error
+from svgagent.core.scoring.extract import NO_SVG
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.policy import classify_api_error
+from svgagent.core.prompt import format_prompt
 from svgagent.core.settings import load_settings
 from svgagent.core.stats import (
+    CATEGORY_OF_KIND,
     FailureCategory,
     bar,
     classify_failure,
@@ -112,25 +114,54 @@ def _api_errors() -> list[tuple[BaseException, str, FailureCategory]]:
     ]
 
 
-def test_classify_the_reasons_the_engine_writes() -> None:
+def test_the_engines_failure_kinds_fall_in_their_categories() -> None:
     settings = load_settings()
     for err, who, category in _api_errors():
-        text = describe_api_error(err, who, settings)
-        assert classify_failure(text, text) is category, text
-    for reason in (NO_SVG, EMPTY_ANSWER, ONLY_IN_REASONING):
-        assert classify_failure(reason) is FailureCategory.NO_SVG
-    assert classify_failure("render failed: SVG too large: 9999999 bytes") is FailureCategory.RENDER_ERROR
-    assert classify_failure("render failed: render timed out after 10 s") is FailureCategory.RENDER_ERROR
-    judge = "The judge gave no usable answer after 2 attempts: the answer is not JSON."
-    assert classify_failure(judge, "judge gave no usable answer") is FailureCategory.JUDGE_INVALID
-    internal = "internal error in policy stage: KeyError: 'x'"
-    assert classify_failure(internal, internal) is FailureCategory.OTHER
-    assert classify_failure(None, None) is FailureCategory.OTHER
-    # What svgagent import writes for foreign failures.
-    assert classify_failure("took too long", "rollout failed (DEADLINE_EXCEEDED 4): took too long") is \
-        FailureCategory.TIMEOUT
-    assert classify_failure("x", "rollout failed (UNAVAILABLE 14): x") is FailureCategory.ENDPOINT_ERROR
-    assert classify_failure("bad", "score invalid (is_score_valid is false)") is FailureCategory.JUDGE_INVALID
+        kind, _ = classify_api_error(err, who, settings)
+        assert classify_failure(kind) is category, kind
+    assert classify_failure(FailureKind.NO_SVG) is FailureCategory.NO_SVG
+    assert classify_failure(FailureKind.RENDER) is FailureCategory.RENDER_ERROR
+    assert classify_failure(FailureKind.JUDGE_UNUSABLE) is FailureCategory.JUDGE_INVALID
+    assert classify_failure(FailureKind.BAD_RESPONSE) is FailureCategory.ENDPOINT_ERROR
+    assert classify_failure(FailureKind.INTERNAL) is FailureCategory.OTHER
+    assert classify_failure(None) is FailureCategory.OTHER
+    assert set(CATEGORY_OF_KIND) == set(FailureKind)  # every kind has its category
+
+
+def test_failures_are_counted_by_their_stored_kind_not_their_words(store: Store) -> None:
+    """Issue 10 item 18: the reason is prose for a person; the category comes from the typed kind stored with the
+    rollout. Each of these reasons says something else than its kind."""
+    misleading = [
+        ("endpoint unreachable: connect timed out", FailureKind.UNREACHABLE),  # not a request timeout
+        ("render failed: render timed out after 10 s", FailureKind.RENDER),
+        ("took too long", FailureKind.TIMEOUT),  # no word of a timeout in it
+        ("no SVG, says the endpoint's error page", FailureKind.HTTP_ERROR),
+        ("judge endpoint unreachable, then no usable answer", FailureKind.JUDGE_UNUSABLE),
+    ]
+    run = make_run(store, [("row_0", "Draw a cat", 2, [
+        {"status": FAILED, "is_score_valid": kind.is_model_fault, "score": 0.0 if kind.is_model_fault else None,
+         "reason": reason, "error": reason, "failure_kind": kind} for reason, kind in misleading])])
+    s = run_stats(store, run)
+    assert s.failures == {"no SVG": 0, "render error": 1, "judge invalid": 1, "timeout": 1, "endpoint error": 2,
+                          "other": 0}
+
+
+def test_imported_failures_get_their_kind_from_the_status_code(store: Store, tmp_path: Path) -> None:
+    rows = [
+        {"rollout_status": {"code": 4, "message": "took too long"}},  # DEADLINE_EXCEEDED
+        {"rollout_status": {"code": 14, "message": "x"}},  # UNAVAILABLE
+        {"evaluation_result": {"score": 0.0, "is_score_valid": False, "reason": "bad"}},  # no error code
+    ]
+    lines = [json.dumps({"messages": [{"role": "user", "content": format_prompt(f"Draw {i}", ["a circle"])},
+                                      {"role": "assistant", "content": "<svg/>"}], **row})
+             for i, row in enumerate(rows)]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["import", str(tmp_path / "in.jsonl"), "--store", str(store.path)]) == 0
+    (run,) = [r.run_id for r in store.list_runs()]
+    kinds = sorted(str(r.failure_kind) for r in store.list_rollouts(run))
+    assert kinds == ["judge_unusable", "timeout", "unreachable"]
+    s = run_stats(store, run)
+    assert (s.failures["timeout"], s.failures["endpoint error"], s.failures["judge invalid"]) == (1, 1, 1)
 
 
 # --- the whole report ------------------------------------------------------------------------------------------------
@@ -139,13 +170,15 @@ ROWS = [
     ("row_0", "Draw a cat", 4, [4, 3, 1]),
     ("row_1", "Draw a dog", 5, [0, 5, None]),
     ("row_2", "Draw a sun", 2, [1, {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-                                    "reason": NO_SVG, "generation_s": 9.0}]),
+                                    "reason": NO_SVG, "generation_s": 9.0, "failure_kind": FailureKind.NO_SVG}]),
     ("row_3", "Draw a car", 4, [{"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-                                 "reason": "render failed: SVG is empty"},
+                                 "reason": "render failed: SVG is empty", "failure_kind": FailureKind.RENDER},
                                 {"status": FAILED, "is_score_valid": False, "reason": "policy request timed out "
-                                 "after 120 s (3 retries)", "error": "policy request timed out after 120 s"},
+                                 "after 120 s (3 retries)", "error": "policy request timed out after 120 s",
+                                 "failure_kind": FailureKind.TIMEOUT},
                                 {"status": FAILED, "is_score_valid": False, "reason": "The judge gave no usable "
-                                 "answer after 2 attempts: not JSON.", "error": "judge gave no usable answer"}]),
+                                 "answer after 2 attempts: not JSON.", "error": "judge gave no usable answer",
+                                 "failure_kind": FailureKind.JUDGE_UNUSABLE}]),
     ("row_4", "Draw a hat", 5, [{"status": RolloutStatus.SCORED, "score": 0.2, "fulfilled": 1, "is_score_valid": True,
                                  "override": 4}, {"status": RolloutStatus.QUEUED, "generation_s": None,
                                                   "prompt_tokens": None, "completion_tokens": None}]),

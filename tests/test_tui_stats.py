@@ -22,7 +22,7 @@ from test_compare import make_run
 from textual.widgets import Input
 from tui_support import make_app, notifications, plain, settle, table_of
 
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.query import parse_query
 from svgagent.core.records import RolloutRecord
 from svgagent.core.stats import histogram_counts
@@ -34,10 +34,11 @@ from svgagent.tui.widgets.histogram import Histogram, bin_of_query, bin_query
 
 FAILED, SCORED = RolloutStatus.FAILED, RolloutStatus.SCORED
 NO_SVG = {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-          "reason": "no <svg> element in the answer"}
+          "reason": "no <svg> element in the answer", "failure_kind": FailureKind.NO_SVG}
 JUDGE_INVALID = {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": False,
-                 "reason": "judge invalid: no usable answer"}  # has a number, but it must not count
-RENDER_FAILED = {"status": FAILED, "score": None, "is_score_valid": False, "reason": "render failed: timed out"}
+                 "reason": "judge invalid: no usable answer", "failure_kind": FailureKind.JUDGE_UNUSABLE}  # has a number, but it must not count
+RENDER_FAILED = {"status": FAILED, "score": None, "is_score_valid": False, "reason": "render failed: timed out",
+                 "failure_kind": FailureKind.RENDER}
 OVERRIDDEN = {"status": SCORED, "score": 0.25, "fulfilled": 1, "is_score_valid": True, "override": 4}
 
 # (row id, prompt, requirements, samples): an int is that many requirements fulfilled; None a judge outage.

@@ -33,7 +33,7 @@ from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.import_row import parse_formatted_prompt
 from svgagent.core.listen import listen
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.serve.protocol import RequestError, parse_init
 from svgagent.core.serve.rollout import Job, ServeContext, conclude, log_status, serve_rollout
 from svgagent.core.training import step_hint
@@ -175,7 +175,8 @@ class RolloutServer:
     async def _mark_stopped(self, entry: _Live) -> None:
         self.stats.stopped += 1
         self._live.pop(entry.job.req.metadata.rollout_id, None)
-        columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=STOPPED, error=STOPPED)
+        columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=STOPPED, error=STOPPED,
+                       failure_kind=FailureKind.OTHER)
         await asyncio.wait_for(conclude(self.ctx, entry.job, columns, StatusCode.UNAVAILABLE, STOPPED), timeout=10)
 
     # --- handlers ---------------------------------------------------------------------------------------------
@@ -245,7 +246,8 @@ class RolloutServer:
                 except Exception as err:  # a bug must not leave eval-protocol polling until its timeout
                     log.exception("rollout %s failed unexpectedly", rid)
                     message = f"internal error in svgagent serve: {type(err).__name__}: {str(err)[:200]}"
-                    columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=message, error=message)
+                    columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=message, error=message,
+                                   failure_kind=FailureKind.INTERNAL)
                     await conclude(self.ctx, job, columns, code, message)
                 finally:
                     self._running -= 1
