@@ -151,6 +151,9 @@ class Engine:
 
     async def _run_leased(self, run_id: str, owner: LeaseOwner) -> RunSummary:
         self.store.reset_unfinished(run_id, owner)
+        chosen = self.store.get_run(run_id).settings.get("cache")
+        if isinstance(chosen, bool):  # the run's own cache choice (core/run_setup.py), whoever resumes it
+            self.use_cache = chosen
         workers = engine_workers(self.settings)
         if workers > 1:
             from svgagent.core.engine_workers import run_with_workers

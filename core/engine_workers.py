@@ -45,6 +45,7 @@ async def run_with_workers(engine: Any, run_id: str, owner: LeaseOwner, count: i
         "concurrency": math.ceil(settings.concurrency / max(1, len(shards))),
         "judge_concurrency": math.ceil(settings.judge_concurrency / max(1, len(shards))),
         "workers": 1,
+        "cache": engine.use_cache,
     })
     render_workers = max(1, (os.cpu_count() or 1) // max(1, len(shards)))
     children = [EngineProcess(child_settings, str(store.path), engine.bus, run_id, rollouts=ids,

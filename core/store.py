@@ -222,12 +222,14 @@ class Store:
 
     def backup_to(self, target: Path) -> None:
         """Copy the whole store into the new file ``target`` with SQLite's online backup API (consistent while
-        other connections write)."""
+        other connections write). The copy is one self-contained file (rollback journal, not WAL), so reading it
+        leaves no -wal/-shm files beside it; opening it as a store switches it back to WAL."""
         try:
             with self._lock:
                 dest = sqlite3.connect(target)
                 try:
                     self._db.backup(dest)
+                    dest.execute("PRAGMA journal_mode = DELETE")
                 finally:
                     dest.close()
         except sqlite3.Error as err:

@@ -23,6 +23,7 @@ from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
 from svgagent.core.lease import LeaseOwner
 from svgagent.core.records import RunStatus
+from svgagent.core.run_setup import create_run
 from svgagent.core.scoring.errors import RunBusy, StoreWriteError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
@@ -233,11 +234,36 @@ async def test_no_cache_is_kept_on_resume(tmp_path: Path, renderer: Renderer) ->
         async with Engine(load_settings(**base, cache=False), store, renderer=renderer) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
         assert store.get_run(run_id).settings["cache"] is False
-        # resumed later with settings whose default would use the cache: the run's own choice wins
-        resumed = load_settings(**{**store.get_run(run_id).settings, **base})
-        async with Engine(resumed, store, renderer=renderer) as engine:
+        paid = sim.stats()["requests"]["policy"]
+        # resumed by whoever holds settings that would use the cache (the app's session, a script): the run's own
+        # choice wins, so every answer is asked for anew
+        async with Engine(cached_settings, store, renderer=renderer) as engine:
             await engine.run(run_id)
         assert not any(r.cached for r in store.list_rollouts(run_id))
+        assert sim.stats()["requests"]["policy"] - paid == 4
+
+
+def test_a_cli_resume_keeps_the_runs_cache_choice(tmp_path: Path, keys: None) -> None:
+    db = tmp_path / "runs.db"
+    with Simulator(seed=4) as sim:
+        first = svgagent("eval", *sim_args(sim, db), "--rows", "2", "--cache")  # fills the cache
+        assert first.returncode in (0, 1), first.stderr
+        settings = load_settings(**dict(zip(("base_url", "judge_base_url", "model", "judge_model", "render_size"),
+                                            (sim.base_url, sim.base_url, "simulated-policy", "simulated-judge", 128))),
+                                 rows=2)
+        with Store(db) as store:  # a run started without the cache, stopped before its first answer
+            run_id = create_run(settings, store, load_dataset("builtin"), cache=False)
+        refused = svgagent("eval", "--resume", run_id, "--cache", *sim_args(sim, db))
+        assert refused.returncode == 2
+        assert refused.stderr.strip().splitlines() == [
+            f"svgagent: error: run {run_id} was started without the response cache and a resume keeps that choice: "
+            "drop --cache (or start a new run)"]
+        paid = sim.stats()["requests"]["policy"]
+        again = svgagent("eval", "--resume", run_id, *sim_args(sim, db), env={"SVGAGENT_CACHE": "true"})
+        assert again.returncode in (0, 1), again.stderr
+        with Store(db, readonly=True) as store:
+            assert [r.cached for r in store.list_rollouts(run_id)] == [False, False]
+        assert sim.stats()["requests"]["policy"] - paid == 2
 
 
 # --- 5. a damaged store ----------------------------------------------------------------------------------------------
@@ -273,15 +299,21 @@ def test_store_check_finds_the_damage_and_backup_copies_a_sound_store(damaged: t
     db, _ = damaged
     check = svgagent("store", "check", "--store", str(db))
     assert check.returncode == 2 and "is damaged" in check.stderr and "restore it from a backup" in check.stderr
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    refused = svgagent("store", "backup", str(backups / "bad.db"), "--store", str(db))
+    assert refused.returncode == 2 and "failed its integrity check" in refused.stderr
+    assert list(backups.iterdir()) == []  # no half copy, no -wal/-shm left beside it
     sound = tmp_path / "sound.db"
     with Store(sound) as store:
         run_id = store.create_run(name="kept", settings={}, dataset={}, rows=[], samples=1)
-        backup = svgagent("store", "backup", str(tmp_path / "copy.db"), "--store", str(sound))
+        backup = svgagent("store", "backup", str(backups / "copy.db"), "--store", str(sound))
     assert backup.returncode == 0, backup.stderr
     assert svgagent("store", "check", "--store", str(sound)).returncode == 0
-    with Store(tmp_path / "copy.db", readonly=True) as copy:
+    with Store(backups / "copy.db", readonly=True) as copy:
         assert copy.integrity_ok() and [r.run_id for r in copy.list_runs()] == [run_id]
-    assert (tmp_path / "copy.db").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in backups.iterdir()] == ["copy.db"]  # one self-contained file
+    assert (backups / "copy.db").stat().st_mode & 0o777 == 0o600
 
 
 # --- 6. a read-only store --------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             store = stack.enter_context(Store(settings.store_path()))
             run = resolve_run(store, args.resume)
             store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
+            refuse_other_cache_choice(run.run_id, run.settings, overrides)
             settings = load_settings(**{**run.settings, **overrides})
             run_id, dataset = run.run_id, None
             require_keys(settings)
@@ -68,6 +69,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             require_trusted(settings)
             store = stack.enter_context(open_store_for_writing(settings.store_path()))
         return _execute(args, settings, store, dataset, run_id)
+
+
+def refuse_other_cache_choice(run_id: str, stored: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """A resume keeps the run's cache choice (the engine holds to it): a flag saying otherwise is refused rather
+    than ignored."""
+    chosen = stored.get("cache")
+    if "cache" in overrides and isinstance(chosen, bool) and overrides["cache"] is not chosen:
+        raise ConfigError(f"run {run_id} was started {'with' if chosen else 'without'} the response cache and a "
+                          f"resume keeps that choice: drop --{'no-' if chosen else ''}cache (or start a new run)")
 
 
 def resume_command(args: argparse.Namespace, run_id: str) -> str:

@@ -115,7 +115,8 @@ def _backup(path: Path, target: Path) -> int:
                                  "be damaged (see `svgagent store check`)")
             os.replace(tmp, target)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            for leftover in (tmp, f"{tmp}-wal", f"{tmp}-shm", f"{tmp}-journal"):
+                Path(leftover).unlink(missing_ok=True)
             raise
     print(f"backed up {path} to {target}", file=sys.stderr)
     print(target)
