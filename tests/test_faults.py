@@ -114,7 +114,10 @@ def test_full_disk_stops_the_run_interrupted_exit_2_and_resume_reuses_kept_answe
             status = store.get_run(str(run_id)).status
         # a storage error is never a rollout's verdict
         assert not [r for r in rows if r.status.terminal and "full" in (r.reason or "")]
-        assert status in (RunStatus.INTERRUPTED, RunStatus.RUNNING)
+        # stopped as interrupted, its lease given back: the small status write fits in the WAL space the failed
+        # transaction had taken
+        assert status is RunStatus.INTERRUPTED
+        assert db_value(db, "SELECT lease_owner FROM runs") is None
         kept = sum(1 for r in rows if r.raw_answer is not None)
         paid = sim.stats()["requests"]["policy"]
         subprocess.run(["mount", "-o", "remount,size=128m", str(small_fs)], check=True)
@@ -182,6 +185,35 @@ def test_second_worker_on_the_same_run_is_refused(tmp_path: Path, keys: None) ->
             first.wait(timeout=60)
         # the second worker asked for nothing: only the first one's two requests (its concurrency) were made
         assert sim.stats()["requests"]["policy"] == 2
+
+
+def test_two_resumes_of_one_run_at_once_one_is_refused(tmp_path: Path, keys: None) -> None:
+    db = tmp_path / "runs.db"
+    with Simulator() as sim:
+        settings = load_settings(base_url=sim.base_url, model="simulated-policy", rows=12)
+        with Store(db) as store:
+            run_id = create_run(settings, store, load_dataset("builtin"))
+        sim.hold()  # the winner's requests wait: it stays busy until the test lets them go
+        both = [spawn("eval", "--resume", run_id, "--concurrency", "2", *sim_args(sim, db)) for _ in range(2)]
+        try:
+            wait_for(lambda: any(p.poll() is not None for p in both), "one of the two resumes to give up")
+            (loser,) = [p for p in both if p.poll() is not None]
+            (winner,) = [p for p in both if p is not loser]
+            _, stderr = loser.communicate(timeout=60)
+            assert loser.returncode == 2, stderr
+            assert f"run {run_id} is being processed by pid {winner.pid}" in stderr.strip().splitlines()[-1]
+            assert "Traceback" not in stderr
+            assert sim.wait_for_in_flight("policy", 2)
+            assert winner.poll() is None
+            # only the winner asked for answers (as many as its concurrency); the loser reset and paid for nothing
+            assert sim.stats()["requests"]["policy"] == 2
+        finally:
+            for proc in both:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            sim.release()
+            for proc in both:
+                proc.communicate(timeout=60)
 
 
 def test_a_dead_owners_lease_expires(tmp_path: Path) -> None:
@@ -366,6 +398,31 @@ async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
         assert "truncated" in [k for k in rec.public_dict() if rec.public_dict()[k]]
     with sqlite3.connect(store.path) as db:
         assert db.execute("SELECT COUNT(*) FROM cache WHERE kind = 'policy'").fetchone()[0] == 0
+
+
+async def test_a_judge_text_over_its_cap_is_stored_cut_and_never_cached(
+        tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from svgagent.core import caps
+
+    cap = 40  # far below the simulated judge's answers, so each of them goes over it
+    monkeypatch.setitem(caps.TEXT_CAPS, "judge_raw", cap)
+    monkeypatch.setitem(caps.TEXT_CAPS, "rationale", cap)
+    with Simulator(seed=6) as sim:
+        settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=2,
+                                 render_size=128, cache=True)
+        store = Store(settings.store_path())
+        async with Engine(settings, store, renderer=renderer) as engine:
+            run_id = engine.create_run(load_dataset("builtin"))
+            await engine.run(run_id)
+    judged = [r for r in store.list_rollouts(run_id, heavy=True) if r.judge_raw is not None]
+    assert judged
+    for rec in judged:
+        assert rec.truncated is not None and rec.truncated["judge_raw"] > cap and rec.truncated["rationale"] > cap
+        assert len(rec.judge_raw or "") == len(rec.rationale or "") == cap
+    with sqlite3.connect(store.path) as db:
+        kinds = dict(db.execute("SELECT kind, COUNT(*) FROM cache GROUP BY kind").fetchall())
+    assert kinds.get("judge", 0) == 0  # a cut verdict is not cached (the answers, within their caps, are)
+    assert kinds.get("policy") == 2
 
 
 def test_judge_text_is_capped_and_marked(tmp_path: Path) -> None:

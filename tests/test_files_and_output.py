@@ -7,10 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import os
+import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -219,3 +221,21 @@ def test_a_writing_command_says_it_creates_the_store(tmp_path: Path) -> None:
     assert out.returncode in (0, 1), out.stderr
     assert f"creating a new run store at {target}" in out.stderr.decode()
     assert target.exists()
+
+
+def test_the_tui_says_it_creates_the_store_before_it_starts(tmp_path: Path) -> None:
+    target = tmp_path / "new" / "dir" / "x.db"
+    env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "tui", "--demo", "--store", str(target)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                            env=env)
+    try:
+        deadline = time.monotonic() + 60  # only against a hang: nothing here measures time
+        while not target.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert target.exists(), err[-2000:]
+    assert err.decode().splitlines()[0] == f"svgagent: creating a new run store at {target}"
+    assert stat.S_IMODE(target.parent.stat().st_mode) == 0o700

@@ -2,7 +2,7 @@
 
 Commands that only read (`runs list|show|compare|stats`, `export`, `store check|backup`) open the store read-only
 (also on a read-only file system) and never create one: a missing store is one line saying so. Commands that write
-(`eval`, `import`, `tui`) create a missing store — a private 0700 directory and 0600 file — after saying where.
+(`eval`, `import`, `tui`, `serve`, `rft`) create a missing store — a private 0700 directory and 0600 file — after saying where.
 """
 
 from __future__ import annotations
