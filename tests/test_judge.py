@@ -234,7 +234,7 @@ async def test_out_of_range_count_is_asked_again_then_invalid(
 
 
 @pytest.mark.parametrize("mode", [COUNT, PER])
-@pytest.mark.parametrize("kind", ["non_json", "truncated_json", "schema", "non_integer"])
+@pytest.mark.parametrize("kind", ["non_json", "truncated_json", "schema", "non_integer", "unreadable"])
 async def test_garbage_twice_gives_an_invalid_verdict(
     sim: Simulator, client: openai.AsyncOpenAI, drawing_png: bytes, kind: str, mode: JudgeMode
 ) -> None:

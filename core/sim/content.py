@@ -22,7 +22,9 @@ from typing import Literal
 from svgagent.core.scoring.models import COUNT_KEY, JudgeMode
 
 Quality = Literal["good", "partial", "broken", "no_svg", "truncated"]
-GarbageKind = Literal["non_json", "truncated_json", "schema", "out_of_range", "non_integer"]
+# "unreadable" (JSON nested deeper, or a number longer, than a JSON reader takes) is asked for by name only: the
+# default cycle below stays as it was.
+GarbageKind = Literal["non_json", "truncated_json", "schema", "out_of_range", "non_integer", "unreadable"]
 
 QUALITIES: tuple[Quality, ...] = ("good", "partial", "broken", "no_svg", "truncated")
 GARBAGE_KINDS: tuple[GarbageKind, ...] = ("non_json", "truncated_json", "schema", "out_of_range", "non_integer")
@@ -341,6 +343,11 @@ def judge_answer(
             extra = {"index": n + 1, "reason": f"{JUDGE_PREFIX} an extra verdict", "fulfilled": True}
             return json.dumps({"verdicts": [*verdicts, extra], "reasoning": reasoning}, ensure_ascii=False)
         return json.dumps({"reasoning": reasoning, COUNT_KEY: n + 2 if flip else -1}, ensure_ascii=False)
+    if garbage == "unreadable":  # per requirement: nested 100,000 deep; a count: 5,000 digits long
+        if per_requirement:
+            return "[" * 100_000 + "]" * 100_000
+        return json.dumps({"reasoning": reasoning, COUNT_KEY: 0}).replace(f'"{COUNT_KEY}": 0',
+                                                                           f'"{COUNT_KEY}": {"9" * 5000}')
     # non_integer
     if per_requirement:
         bad = [dict(v, fulfilled="yes" if v["fulfilled"] else "no") for v in verdicts]
