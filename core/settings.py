@@ -174,8 +174,15 @@ class Settings(BaseSettings):
             if target.suffix in (".db", ".sqlite", ".sqlite3"):
                 return target
             return target / STORE_FILE
-        base = self.home.expanduser() if self.home else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-        return base / STORE_FILE
+        return self.data_dir() / STORE_FILE
+
+    def data_dir(self) -> Path:
+        """Where svgagent keeps its files: ``home`` > the platform data dir."""
+        return self.home.expanduser() if self.home else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+    def exports_dir(self) -> Path:
+        """Where the TUI writes what a person exports or saves (not the working directory: often a git checkout)."""
+        return self.data_dir() / "exports"
 
     def public_dict(self) -> dict[str, Any]:
         """Settings safe to store and export: no keys, no local paths."""

@@ -89,6 +89,10 @@ class Dashboard(AppKeysFirst, Screen):
         return self.run.run_id
 
     @property
+    def rollout_in_view(self) -> str | None:  # what y (copy) and w (save picture) act on
+        return self.query_one(RolloutTable).cursor_id
+
+    @property
     def feed(self) -> LiveFeed:
         return self.run.feed
 

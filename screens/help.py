@@ -11,7 +11,6 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from svgagent.tui.widgets.compare_table import CompareTable
@@ -19,10 +18,10 @@ from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.dashboard import Dashboard
 from svgagent.screens.export_dialog import ExportDialog
-from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.stats import StatsScreen
+from svgagent.screens.text_page import TextPage, page_bindings
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
@@ -118,12 +117,9 @@ def filter_table() -> Table:
     return table
 
 
-class HelpScreen(AppKeysFirst, Screen[None]):
-    BINDINGS = [
-        Binding("escape,q,question_mark", "close", "Close", id="help.close"),
-        Binding("j,down", "scroll(1)", "Down", show=False, id="help.down"),
-        Binding("k,up", "scroll(-1)", "Up", show=False, id="help.up"),
-    ]
+class HelpScreen(TextPage):
+    BINDINGS = page_bindings("help", "escape,q,question_mark")
+    BODY = "help-body"
 
     def compose(self) -> ComposeResult:
         intro = Text.assemble(
@@ -138,13 +134,3 @@ class HelpScreen(AppKeysFirst, Screen[None]):
                                Text("Filter (press / on the table)", style="bold underline"), filter_table()),
                          id="help-text")
         yield Footer(compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#help-body").focus()
-
-    def action_scroll(self, step: int) -> None:
-        body = self.query_one("#help-body", VerticalScroll)
-        body.scroll_relative(y=step, animate=False)
-
-    def action_close(self) -> None:
-        self.dismiss(None)

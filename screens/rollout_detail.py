@@ -99,7 +99,7 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def __init__(self, store: Store, rollout_id: str) -> None:
         super().__init__()
         self.store = store
-        self.rollout_id = rollout_id
+        self.rollout_id = self.rollout_in_view = rollout_id  # rollout_in_view: what y and w act on
         self.record = store.get_rollout(rollout_id)
         self.changed = False
 

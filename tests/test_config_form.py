@@ -246,7 +246,7 @@ async def test_save_is_refused_while_a_field_is_invalid(isolated_env: Path) -> N
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert not (isolated_env / "svgagent.toml").exists()
-        assert any("fix samples" in n.message for n in app._notifications)
+        assert any("fix samples" in message for _, message in app.notes)
         assert not [m for m in app.messages if isinstance(m, ConfigForm.Saved)]
 
 

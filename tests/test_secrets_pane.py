@@ -64,7 +64,7 @@ async def _select(app: SecretsPaneApp, pilot, name: str) -> None:  # noqa: ANN00
 def _assert_nothing_leaks(app: SecretsPaneApp, *, revealed: tuple[str, ...] = ()) -> None:
     svg = app.export_screenshot()
     text = screen_text(app)
-    notes = " ".join(f"{n.title} {n.message}" for n in app._notifications)
+    notes = " ".join(f"{title} {message}" for title, message in app.notes)
     for secret in SECRETS:
         assert secret not in notes
         if secret not in revealed:
@@ -107,7 +107,7 @@ async def test_edit_saves_to_env_file_with_0600(env_file: Path) -> None:
         assert pane.row_cells("FIREWORKS_API_KEY")[1:3] == [".env", "fw_b…7777"]
         saved = [m for m in app.messages if isinstance(m, SecretsPane.Saved)]
         assert [m.names for m in saved] == [["FIREWORKS_API_KEY"]]
-        assert any("Saved FIREWORKS_API_KEY" in n.message for n in app._notifications)
+        assert any("Saved FIREWORKS_API_KEY" in message for _, message in app.notes)
         _assert_nothing_leaks(app)
     assert env_file.read_text() == ENV_TEXT.replace(GOOD_FIREWORKS, NEW_FW)
     assert stat.S_IMODE(os.stat(env_file).st_mode) == 0o600
@@ -164,7 +164,7 @@ async def test_verify_ok_and_rejected_against_local_server(env_file: Path, serve
         await pilot.pause()
         assert pane.row_cells("OPENAI_API_KEY")[3] == "rejected"
         assert "rejected (HTTP 401): the key is wrong or revoked" in screen_text(app)
-        messages = [n.message for n in app._notifications]
+        messages = [message for _, message in app.notes]
         assert any(m.startswith("FIREWORKS_API_KEY: control plane: FIREWORKS_API_KEY accepted") for m in messages)
         assert any(FAKE_ACCOUNT in m for m in messages)
         assert "OPENAI_API_KEY: rejected (HTTP 401): the key is wrong or revoked" in messages
@@ -191,7 +191,7 @@ async def test_verify_unreachable(env_file: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert _pane(app).row_cells("OPENAI_API_KEY")[3] == "unreachable"
-        assert any("unreachable: could not connect to host 127.0.0.1" in n.message for n in app._notifications)
+        assert any("unreachable: could not connect to host 127.0.0.1" in message for _, message in app.notes)
 
 
 async def test_verify_unset_key_needs_no_network(env_file: Path) -> None:

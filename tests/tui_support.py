@@ -42,6 +42,7 @@ def make_app(store: Store, *, run_id: str | None = None, demo: bool = False, set
         run_id=run_id,
         env_file=Path.cwd() / ".env",
         clock=kwargs.pop("clock", lambda: FIXED_CLOCK),
+        cursor_blink=False,  # a blinking cursor makes a snapshot depend on when it was taken
         **kwargs,
     )
     app.animation_level = "none"  # deterministic and fast: no tab underline or scroll animations
@@ -62,7 +63,8 @@ def rows(app: SvgAgentApp) -> list[tuple[str, ...]]:
 
 
 def notifications(app: SvgAgentApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    """Every notification of the session so far (the app's message log), oldest first."""
+    return [entry.message for entry in app.message_log.entries]
 
 
 async def settle(pilot: Pilot) -> None:

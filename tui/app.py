@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
+from textual import events
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.binding import Binding
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.events import EventBus
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
@@ -24,6 +27,7 @@ from svgagent.core.store import Store
 
 from svgagent.tui.commands import ScreenCommands
 from svgagent.tui.input_order import InOrderInput
+from svgagent.tui.message_log import MessageLog
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,12 @@ class SvgAgentApp(InOrderInput, App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit (a run in progress is stopped, finished work kept)"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="Every key"),
+        Binding("L", "messages", "Messages", show=False, id="app.messages",
+                tooltip="Every notification and error of this session"),
+        Binding("y", "copy", "Copy", show=False, id="app.copy",
+                tooltip="Copy the rollout's SVG, rationale, prompt or id (OSC 52: works over SSH)"),
+        Binding("w", "save_picture", "Save picture", show=False, id="app.save_picture",
+                tooltip="Write the rollout's PNG and SVG into the exports directory"),
     ]
     COMMANDS = App.COMMANDS | {ScreenCommands}
 
@@ -65,6 +75,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         job_poll_s: float | None = None,
         wall_clock: Callable[[], float] = time.time,
         serve_url: str | None = None,
+        cursor_blink: bool = True,
     ) -> None:
         super().__init__()
         self.serve_url = serve_url  # `svgagent tui --serve`: the rollout server runs with the app; its view opens
@@ -82,6 +93,8 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.job_source = job_source  # None: the Jobs pane picks one from settings/demo when it is first shown
         self.job_poll_s = job_poll_s  # None: 10 s (2 s in demo mode)
         self.wall_clock = wall_clock  # seconds since the epoch: RFT job ages and elapsed times
+        self.message_log = MessageLog()
+        self.cursor_blink = cursor_blink  # False: text cursors stay still (tests and snapshots are deterministic)
 
     def on_mount(self) -> None:
         from svgagent.screens.dashboard import Dashboard
@@ -114,6 +127,10 @@ class SvgAgentApp(InOrderInput, App[int]):
         on a small machine: the longest freezes while a big run streams). Acyclic objects are still freed as
         usual; ``on_unmount`` hands everything back to the collector."""
         gc.freeze()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if not self.cursor_blink and isinstance(event.widget, Input):
+            event.widget.cursor_blink = False
 
     def on_unmount(self) -> None:
         self.control.shutdown()  # the engine's thread must not outlive the app
@@ -172,6 +189,50 @@ class SvgAgentApp(InOrderInput, App[int]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        self.message_log.add(self.wall_clock(), severity, title, message)  # kept after the toast goes (``L``)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def action_messages(self) -> None:
+        from svgagent.screens.message_log import MessageLogScreen
+
+        if not isinstance(self.screen, MessageLogScreen):
+            self.push_screen(MessageLogScreen(self.message_log.entries))
+
+    def rollout_in_view(self) -> str | None:
+        """The rollout the screen shows or has its cursor on (``y`` and ``w`` act on it), if any."""
+        return getattr(self.screen, "rollout_in_view", None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("copy", "save_picture"):
+            return self.rollout_in_view() is not None
+        return True
+
+    def action_copy(self) -> None:
+        from svgagent.screens.rollout_actions import CopyMenu
+
+        rollout_id = self.rollout_in_view()
+        if rollout_id is not None:
+            self.push_screen(CopyMenu(self.store.get_rollout(rollout_id)))
+
+    def action_save_picture(self) -> None:
+        from svgagent.screens.rollout_actions import save_picture
+
+        rollout_id = self.rollout_in_view()
+        if rollout_id is None:
+            return
+        directory = self.settings.exports_dir()
+        try:
+            written = save_picture(self.store.get_rollout(rollout_id), directory)
+        except SvgAgentError as err:
+            self.notify(str(err), title="Not saved", severity="error")
+            return
+        if not written:
+            self.notify(f"{rollout_id} has no picture (no SVG was found in its answer)", severity="warning")
+            return
+        self.notify(" and ".join(p.name for p in written) + f" in {directory}", title="Saved")
 
     async def action_quit(self) -> None:
         await self.control.stop()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from svgagent.core.scoring.models import RolloutUpdate
     from svgagent.core.settings import Settings
     from svgagent.core.store import Store
+    from svgagent.tui.message_log import MessageLog
     from svgagent.tui.run_control import RunControl
 
 
@@ -32,6 +33,7 @@ class AppServices(Protocol):
     job_source: JobSource | None
     job_poll_s: float | None
     keymap: Mapping[str, str]  # binding id → keys, as the [keymap] table remaps them
+    message_log: MessageLog  # every notification of the session
 
     def settings_for_run(self, stored: Mapping[str, Any]) -> Settings: ...
 

@@ -29,6 +29,11 @@ class _Harness(App[None]):
     def __init__(self) -> None:
         super().__init__()
         self.messages: list[Message] = []
+        self.notes: list[tuple[str, str]] = []  # (title, message) of every notification
+
+    def notify(self, message: str, *, title: str = "", **kwargs: Any) -> None:
+        self.notes.append((title, message))
+        super().notify(message, title=title, **kwargs)
 
     def on_mount(self) -> None:
         self._still_cursors()

@@ -45,6 +45,11 @@ class RolloutTable(LineTable):
         *cursor_bindings("table"),
         Binding("enter", "choose", "Open", id="table.open", tooltip="Open the rollout screen"),
         Binding("space", "mark", "Mark", id="table.mark", tooltip="Mark the rollout (for R rerun)"),
+        Binding("a", "mark_all", "Mark all", show=False, id="table.mark_all",
+                tooltip="Mark every rollout shown (all the filter keeps)"),
+        Binding("A", "unmark_all", "Unmark all", show=False, id="table.unmark_all", tooltip="Unmark every rollout"),
+        Binding("v", "mark_range", "Mark range", show=False, id="table.mark_range",
+                tooltip="Mark the rows from the last one you marked down or up to this one"),
         Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
                 tooltip="Filter: score<0.5 status:failed invalid overridden row:3 text"),
         Binding("S", "sort", "Sort", id="table.sort", tooltip="Pick the column to sort by (or click its header)"),
@@ -80,6 +85,7 @@ class RolloutTable(LineTable):
         self._order: list[str] = []
         self._index: dict[str, int] = {}
         self._marked: set[str] = set()
+        self._anchor: str | None = None  # the last row space marked: where v's range starts
         self._announced: str | None = "\0"
         self.query_filter: Query = parse_query("")
         self.sort_column = DEFAULT_SORT
@@ -224,6 +230,12 @@ class RolloutTable(LineTable):
 
     def clear_marks(self) -> None:
         self._marked.clear()
+        self._anchor = None
+        self._marks_changed()
+
+    def _marks_changed(self) -> None:
+        if "marked" in self.query_filter.text:  # the filter's `marked` keyword: the rows it keeps changed
+            self._rebuild()
         self.refresh()
 
     def _rebuild(self) -> None:
@@ -251,8 +263,31 @@ class RolloutTable(LineTable):
         if rid is None:
             return
         self._marked.symmetric_difference_update({rid})
+        self._anchor = rid
         self.refresh_line(self._cursor)
         self.move_cursor(self._cursor + 1)
+
+    def action_mark_all(self) -> None:
+        self._marked.update(self._order)
+        self._marks_changed()
+        self.notify(f"{len(self._marked)} marked", timeout=2)
+
+    def action_unmark_all(self) -> None:
+        count = len(self._marked)
+        self.clear_marks()
+        self.notify(f"{count} unmarked", timeout=2)
+
+    def action_mark_range(self) -> None:
+        """Mark every row between the last one marked with space and the cursor (both included)."""
+        start = self._index.get(self._anchor or "")
+        if start is None or self.cursor_id is None:
+            self.notify("mark a first row with space, move, then v marks the rows in between", severity="warning")
+            return
+        low, high = sorted((start, self._cursor))
+        self._marked.update(self._order[low:high + 1])
+        self._anchor = self.cursor_id
+        self._marks_changed()
+        self.notify(f"{high - low + 1} rows marked ({len(self._marked)} in all)", timeout=2)
 
     def action_filter(self) -> None:
         self.post_message(self.FilterRequested())
