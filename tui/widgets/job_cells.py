@@ -4,6 +4,7 @@ tables' shared column description)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timezone
 from typing import TYPE_CHECKING
 
@@ -97,6 +98,13 @@ def links_line(view: JobView, selected: str) -> Text:
             text.append("  ")
         text.append(f" {kind} ", style="reverse bold" if kind == selected else "")
     return text
+
+
+def detail_key(view: JobView, now: float, link: str) -> tuple[object, ...]:
+    """Everything `job_detail` shows depends on: equal keys, the same detail (``now`` only as the elapsed time; not
+    when the view was fetched, which every poll changes)."""
+    took = elapsed(view, now)
+    return replace(view, fetched_at=0.0), link, None if took is None else duration(took)
 
 
 def job_detail(view: JobView, now: float, link: str) -> RenderableType:

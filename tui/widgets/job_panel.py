@@ -31,7 +31,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from svgagent.tui.browser import browser_available
-from svgagent.tui.widgets.job_cells import LINK_KINDS, job_detail, status_line
+from svgagent.tui.widgets.job_cells import LINK_KINDS, detail_key, job_detail, status_line
 from svgagent.core.demo import job_source_for
 from svgagent.core.rft.job_source import DEFAULT_POLL_S, DEMO_POLL_S, EVALUABLE, RESUMABLE, JobSource, JobsOutcome, JobsPoller
 from svgagent.tui.widgets.job_table import JobTable
@@ -130,6 +130,7 @@ class JobPanel(Vertical):
         self._next_at: float | None = None
         self._derived_from: tuple[object, ...] | None = None
         self._key_state: tuple[object, ...] = ()
+        self._shown: dict[str, object] = {}  # what each part shows now (see _redraw)
 
     # --- configuration (constructor first, then the app's) ------------------------------------------------
     @property
@@ -276,36 +277,51 @@ class JobPanel(Vertical):
         self._redraw()
 
     def _redraw(self) -> None:
+        """Show the status line and the detail; a part whose text is unchanged is not touched (the pane ticks every
+        second: an idle app must not lay the screen out again for nothing)."""
         now = self.clock()
-        status = self.query_one("#jobs-status", Static)
-        detail = self.query_one("#jobs-detail", Static)
         source, outcome, view = self.source, self.outcome, self.selected_view
         if source is None:
-            status.update(Text("not connected yet", style="dim"))
-            detail.update("")
+            self._show("#jobs-status", Text("not connected yet", style="dim"))
+            self._show("#jobs-detail", Text(""))
             return
         if not source.available:
-            status.update(Text("not connected", style="dim"))
-            detail.update(Text(source.unavailable or "", style="yellow"))
+            self._show("#jobs-status", Text("not connected", style="dim"))
+            self._show("#jobs-detail", Text(source.unavailable or "", style="yellow"))
             self._keys_changed()
             return
         error = outcome.error if outcome is not None else None
         next_in = None if self._next_at is None else max(0.0, self._next_at - now)
-        status.update(status_line(count=len(self.views), updated_at=outcome.updated_at if outcome else None,
-                                  now=now, error=str(error) if error else None, fatal=bool(outcome and outcome.fatal),
-                                  next_in=next_in, connecting=outcome is None))
+        self._show("#jobs-status", status_line(
+            count=len(self.views), updated_at=outcome.updated_at if outcome else None, now=now,
+            error=str(error) if error else None, fatal=bool(outcome and outcome.fatal), next_in=next_in,
+            connecting=outcome is None))
+        key = (str(error) if error is not None else None, outcome is None, bool(self.views), source.label,
+               detail_key(view, now, self.link) if view is not None else None)
+        self._show("#jobs-detail", key, lambda: self._detail(view, now))
+        self._keys_changed()
+
+    def _detail(self, view: JobView | None, now: float) -> Group:
+        outcome, error = self.outcome, self.outcome.error if self.outcome is not None else None
         parts: list[Any] = []
         if error is not None:
             parts.append(Text(f"{'Cannot list RFT jobs' if not self.views else 'Last poll failed'}: {error}",
                               style="yellow"))
         if outcome is None:
-            parts.append(Text(f"fetching RFT jobs from the {source.label}…", style="dim"))
+            parts.append(Text(f"fetching RFT jobs from the {self.source.label if self.source else '?'}…", style="dim"))
         elif view is not None:
             parts.append(job_detail(view, now, self.link))
         elif not self.views and error is None:
             parts.append(Text("No RFT jobs in this account yet: press n to launch one.", style="dim"))
-        detail.update(Group(*parts))
-        self._keys_changed()
+        return Group(*parts)
+
+    def _show(self, selector: str, key: object, content: Callable[[], Any] | None = None) -> None:
+        """Update the Static ``selector`` with ``content()`` (or ``key``, a Text) unless it already shows ``key``."""
+        if self._shown.get(selector) == key:
+            return
+        self._shown[selector] = key
+        self.query_one(selector, Static).update(key if content is None else content(),  # type: ignore[arg-type]
+                                                layout=selector != "#jobs-status")  # the status: one line
 
     def _keys_changed(self) -> None:
         view = self.selected_view
