@@ -41,6 +41,7 @@ from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.sort_picker import SortPicker
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.screens.pane_zoom import PaneZoom
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
@@ -52,8 +53,11 @@ DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets 
 WIDE = (120, 40)
 
 
-class Dashboard(AppKeysFirst, Screen):
+class Dashboard(AppKeysFirst, PaneZoom, Screen):
     AUTO_FOCUS = "#rollouts"
+    PANES = PANES
+    FOOTER_DROP = ("table.mark", "table.sort", "app.zoom", "app.rerun",  # the first to leave a narrow footer
+                   "jobs.next_link", "jobs.open_link", "jobs.copy_link")
     BINDINGS = [
         Binding("r", "start_run", "Run", id="app.run", tooltip="Start a run with the Config pane's settings"),
         Binding("s", "stop_run", "Stop", id="app.stop", tooltip="Stop the run; finished rollouts are kept"),
@@ -69,6 +73,8 @@ class Dashboard(AppKeysFirst, Screen):
                     tooltip=f"Go to the {PANE_TITLES[name]} pane (the tabs and pane titles show the numbers)")
             for i, name in enumerate(PANES, start=1)
         ),
+        Binding("plus,ctrl+t", "zoom", "Zoom", key_display="+", id="app.zoom",
+                tooltip="Give the pane with the focus the whole screen (ctrl+t in a text field); again: all panes"),
         Binding("escape", "focus_table", "Back", id="app.focus_table",
                 tooltip="Back to the rollout table; on the table, clear the filter"),
     ]
@@ -187,8 +193,10 @@ class Dashboard(AppKeysFirst, Screen):
         self.show_pane(name)
 
     def show_pane(self, name: str) -> None:
-        """Show pane ``name`` (narrow) or move focus into it (wide)."""
+        """Show pane ``name`` (narrow) or move focus into it (wide); a zoom moves to it."""
         self.active_pane = name
+        if self.zoomed is not None:
+            self.zoom(name)
         for pane in PANES:
             self.query_one(f"#pane-{pane}").set_class(pane == name, "-active")
         tabs = self.query_one(Tabs)

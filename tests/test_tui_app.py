@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from factories import RUN_ID, Spec, build_run
+from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Input, OptionList, Tabs
 from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, table_of
 
@@ -450,3 +452,84 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
         option_list = palette.query_one(OptionList)
         texts = [str(option_list.get_option_at_index(i).prompt) for i in range(option_list.option_count)]
         assert any("Rerun" in t for t in texts)
+
+
+async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> None:
+    """Export included; keys left out of the footer for room still work (? lists them)."""
+    from textual.widgets._footer import FooterKey
+
+    from svgagent.screens.sort_picker import SortPicker
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for pane in ("1", "2", "4", "5"):
+            await pilot.press(pane)
+            await settle(pilot)
+            keys = list(app.screen.query(FooterKey))
+            assert max(k.region.right for k in keys) <= 80, pane  # nothing cut at the edge
+        await pilot.press("1")
+        await settle(pilot)
+        shown = {k.key_display: k.description for k in app.screen.query(FooterKey)}
+        for key, label in (("x", "Export"), ("⏎", "Open"), ("/", "Filter"), ("r", "Run"), ("c", "Resume"),
+                           ("o", "Runs"), ("f", "Image"), ("i", "Stats"), ("?", "Help"), ("q", "Quit")):
+            assert shown.get(key) == label, (key, shown)
+        assert "S" not in shown
+        await pilot.press("S")
+        assert isinstance(app.screen, SortPicker)  # out of the footer, not out of reach
+
+
+async def config_pane_at_120x40(pilot: Pilot) -> tuple[Widget, Widget]:
+    from svgagent.tui.widgets.config_form import ConfigForm
+
+    await settle(pilot)
+    await pilot.press("3")
+    await settle(pilot)
+    app = pilot.app
+    return app.dashboard.query_one("#pane-config"), app.dashboard.query_one(ConfigForm)
+
+
+async def test_config_pane_in_the_grid_stacks_labels_and_splits_no_word(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane, form = await config_pane_at_120x40(pilot)
+        assert pane.region.width < 60 and form.has_class("-stacked")  # the grid's narrow pane
+        hint = form.query_one("#hint-base_url")
+        lines = hint.render_lines(hint.region.reset_offset)
+        words = " ".join("".join(seg.text for seg in line).strip() for line in lines).split()
+        assert "OpenAI-compatible" in words  # no word cut in the middle
+        assert form.query_one("#field-model", Input).region.width > pane.region.width - 10  # the value has room
+
+
+async def test_config_field_shows_its_start_after_blur(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        _, form = await config_pane_at_120x40(pilot)
+        field = form.query_one("#field-model", Input)
+        assert app.focused is field
+        await pilot.press("ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
+        assert field.scroll_x > 0  # longer than the box: while typing, its end is in view
+        await pilot.press("tab")
+        assert field.cursor_position == 0 and field.scroll_x == 0  # its start in view, not "…long-name"
+        assert field.value == "simulated-policy-with-a-rather-long-name-for-the-box"
+
+
+async def test_zoom_gives_the_pane_with_the_focus_the_whole_screen(store: Store) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane, form = await config_pane_at_120x40(pilot)
+        await pilot.press("ctrl+t")  # zoom from inside a text field
+        await settle(pilot)
+        assert app.dashboard.zoomed == "config"
+        assert pane.region.width >= 110 and pane.region.height >= 30
+        assert not form.has_class("-stacked")
+        assert not app.dashboard.query_one("#pane-rollouts").display
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert app.dashboard.zoomed is None and pane.region.width < 60
+        await pilot.press("escape", "plus")  # from the table: + zooms the rollouts pane
+        await settle(pilot)
+        assert app.dashboard.zoomed == "rollouts" and not pane.display
+        await pilot.press("plus")
+        await settle(pilot)
+        assert app.dashboard.zoomed is None and pane.display

@@ -31,6 +31,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.events import DescendantBlur
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static, Switch
@@ -247,7 +248,12 @@ class ConfigForm(Widget):
     ConfigForm .hint.-error { color: $text-error; }
     ConfigForm #dataset-kind { width: 16; }
     ConfigForm #field-dataset { width: 1fr; }
+    ConfigForm.-stacked .row { height: 2; layout: vertical; }
+    ConfigForm.-stacked .row Input, ConfigForm.-stacked .row Select { width: 100%; }
+    ConfigForm.-stacked #dataset-kind { width: 100%; }
+    ConfigForm.-stacked .hint { margin-left: 2; margin-bottom: 1; }
     """
+    STACK_BELOW = 64  # narrower than this, each label goes above its field and the hint gets the full width
 
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("ctrl+s", "save", "Save config", id="config.save", tooltip=f"Write {PROJECT_CONFIG_FILE} here"),
@@ -370,6 +376,18 @@ class ConfigForm(Widget):
 
     def on_mount(self) -> None:
         self._check_dataset(str(self._values["dataset"]))
+
+    def on_resize(self) -> None:
+        """A narrow pane (the 120×40 grid gives it ~38 columns): labels above the fields, hints the whole width —
+        beside a 19-column label, 17 columns were left and words were cut in the middle."""
+        self.set_class(self.size.width < self.STACK_BELOW, "-stacked")
+
+    def on_descendant_blur(self, event: DescendantBlur) -> None:
+        """Leaving a text field shows its value from the start (after typing, the end was in view:
+        "mulated-policy")."""
+        if isinstance(event.widget, Input):
+            event.widget.cursor_position = 0
+            event.widget.scroll_to(x=0, animate=False)
 
     # --- editing ------------------------------------------------------------------------------------------------
     def _spec_for(self, widget: Widget | None) -> FieldSpec | None:
