@@ -356,7 +356,8 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         from svgagent.screens.export_dialog import ExportDialog
 
         run = self.svg_app.store.get_run(self.run_id)
-        self.app.push_screen(ExportDialog(self.svg_app.store, self.run_id, name=run.name))
+        self.app.push_screen(ExportDialog(self.svg_app.store, self.run_id, name=run.name,
+                                          directory=self.svg_app.settings.exports_dir()))
 
     def action_full_image(self) -> None:
         rollout_id = self.query_one(RolloutTable).cursor_id

@@ -1,6 +1,8 @@
 """Export the open run from the TUI (key ``x``): format, file and an optional assets directory, written by
 ``core.export.export_run`` — the same code as ``svgagent export`` — in a thread worker, then a notification of what
-was written. Dismissed with the :class:`~svgagent.core.export.ExportResult`, or None when cancelled."""
+was written. The file goes by default to the user's exports directory (``Settings.exports_dir``, made on the first
+export), not the working directory; the format's radio buttons show ● / ○, readable without colour. Dismissed with
+the :class:`~svgagent.core.export.ExportResult`, or None when cancelled."""
 
 from __future__ import annotations
 
@@ -21,8 +23,21 @@ from svgagent.core.store import Store
 FORMAT_LABELS = {"jsonl": "JSONL (Eval Protocol rows)", "csv": "CSV (flat table)"}
 
 
-def default_path(run_id: str, fmt: str) -> str:
-    return f"./{run_id}.{fmt}"
+def default_path(directory: Path, run_id: str, fmt: str) -> str:
+    """``directory/<run id>.<fmt>``, with ``~`` for the home directory."""
+    path = directory / f"{run_id}.{fmt}"
+    try:
+        return str(Path("~") / path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+class FormatButton(RadioButton):
+    """A radio button whose state shows in its glyph — ● chosen, ○ not — not only in its colour."""
+
+    @property  # type: ignore[override]
+    def BUTTON_INNER(self) -> str:  # noqa: N802 - the name Textual's ToggleButton reads
+        return "●" if self.value else "○"
 
 
 def resolve(text: str) -> Path:
@@ -65,9 +80,10 @@ class ExportDialog(ModalScreen[ExportResult | None]):
             super().__init__()
             self.result, self.error = result, error
 
-    def __init__(self, store: Store, run_id: str, *, name: str = "") -> None:
+    def __init__(self, store: Store, run_id: str, *, directory: Path, name: str = "") -> None:
         super().__init__()
         self.store = store
+        self.directory = directory
         self.run_id = run_id
         self.run_name = name
         self.format = "jsonl"
@@ -82,10 +98,10 @@ class ExportDialog(ModalScreen[ExportResult | None]):
                 yield Label("format", classes="export-label")
                 with RadioSet(id="export-format"):
                     for fmt in FORMATS:
-                        yield RadioButton(FORMAT_LABELS[fmt], value=fmt == self.format, id=f"format-{fmt}")
+                        yield FormatButton(FORMAT_LABELS[fmt], value=fmt == self.format, id=f"format-{fmt}")
             with Horizontal(classes="export-row"):
                 yield Label("file", classes="export-label")
-                yield Input(default_path(self.run_id, self.format), id="export-path", compact=True)
+                yield Input(default_path(self.directory, self.run_id, self.format), id="export-path", compact=True)
             with Horizontal(classes="export-row"):
                 yield Label("assets", classes="export-label")
                 yield Input(placeholder="optional: a directory for each rollout's PNG and SVG", id="export-assets",
@@ -131,6 +147,8 @@ class ExportDialog(ModalScreen[ExportResult | None]):
             status.update(Text(f"{path} is a directory: add a file name", style="yellow"))
         elif path.exists():
             status.update(Text(f"{path} exists: it will be replaced", style="yellow"))
+        elif path.parent == self.directory and not path.parent.exists():
+            status.update(Text(f"writes {path} (makes the directory)", style="dim"))
         elif not path.parent.is_dir():
             status.update(Text(f"no directory {path.parent}", style="yellow"))
         else:
@@ -169,6 +187,8 @@ class ExportDialog(ModalScreen[ExportResult | None]):
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _write(self, fmt: str, target: Path, assets: Path | None) -> None:
         try:
+            if target.parent == self.directory:
+                self.directory.mkdir(parents=True, exist_ok=True)
             result = export_run(self.store, self.run_id, fmt, target, assets=assets)
         except Exception as err:  # noqa: BLE001 - reported in the dialog, which stays open
             self.post_message(self.Done(None, str(err) or type(err).__name__))

@@ -234,22 +234,46 @@ async def test_export_dialog_writes_what_svgagent_export_writes(
         store: Store, run: str, capsys: pytest.CaptureFixture[str]) -> None:
     from_cli = cli_export(store, run, capsys=capsys)  # before the app starts: it captures stdout while it runs
     app = make_app(store, run_id=run)
+    exports = app.settings.exports_dir()
+    assert exports.is_relative_to(app.settings.data_dir()) and not exports.exists()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("x")
         dialog = app.screen
         assert isinstance(dialog, ExportDialog)
         path = dialog.query_one("#export-path", Input)
-        assert path.value == f"./{run}.jsonl" and path.has_focus
-        await pilot.press("enter")  # the default: ./<run id>.jsonl in the working directory
+        shown = exports.relative_to(Path.home()) / f"{run}.jsonl"  # the user's data dir (HOME is a tmp dir here)
+        assert path.value == f"~/{shown}" and path.has_focus  # not the working directory
+        assert "(makes the directory)" in plain(dialog.query_one("#export-status"))
+        await pilot.press("enter")
         await settle(pilot)
         assert app.screen is app.dashboard
-        written = (Path.cwd() / f"{run}.jsonl").read_text(encoding="utf-8")
-        assert written == from_cli
-        assert (Path.cwd() / f"{run}.jsonl").stat().st_mode & 0o777 == 0o644  # an ordinary file, not a private one
+        written = (exports / f"{run}.jsonl").read_text(encoding="utf-8")
+        assert written == from_cli and list(Path.cwd().iterdir()) == []  # nothing in the working directory
+        assert (exports / f"{run}.jsonl").stat().st_mode & 0o777 == 0o644  # an ordinary file, not a private one
         lines = [json.loads(line) for line in written.splitlines()]
         assert len(lines) == 13 and {r["execution_metadata"]["run_id"] for r in lines} == {run}
-        assert any(f"13 rollouts of {run} as JSONL to {Path.cwd() / f'{run}.jsonl'}" in n for n in notifications(app))
+        assert any(f"13 rollouts of {run} as JSONL to {exports / f'{run}.jsonl'}" in n for n in notifications(app))
+
+
+async def test_export_format_shows_without_colour(store: Store, run: str) -> None:
+    from svgagent.screens.export_dialog import FormatButton
+
+    app = make_app(store, run_id=run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog)
+
+        def glyphs() -> str:
+            return " ".join(str(button.render()).strip() for button in dialog.query(FormatButton))
+
+        assert glyphs() == "▐●▌ JSONL (Eval Protocol rows) ▐○▌ CSV (flat table)"
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert dialog.format == "csv"
+        assert glyphs() == "▐○▌ JSONL (Eval Protocol rows) ▐●▌ CSV (flat table)"
 
 
 async def test_export_dialog_csv_with_assets(store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -262,7 +286,7 @@ async def test_export_dialog_csv_with_assets(store: Store, tmp_path: Path, capsy
         dialog = app.screen
         assert isinstance(dialog, ExportDialog) and dialog.format == "csv"
         path = dialog.query_one("#export-path", Input)
-        assert path.value == f"./{RUN_ID}.csv"  # the extension follows the format
+        assert path.value.endswith(f"/exports/{RUN_ID}.csv")  # the extension follows the format
         path.value = str(tmp_path / "out.csv")
         dialog.query_one("#export-assets", Input).value = str(tmp_path / "pictures")
         await pilot.press("ctrl+s")
