@@ -456,6 +456,7 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
 
 async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> None:
     """Export included; keys left out of the footer for room still work (? lists them)."""
+    from apps.settings_panes import screen_text
     from textual.widgets._footer import FooterKey
 
     from svgagent.screens.sort_picker import SortPicker
@@ -470,6 +471,9 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
             assert max(k.region.right for k in keys) <= 80, pane  # nothing cut at the edge
         await pilot.press("1")
         await settle(pilot)
+        footer = screen_text(app).splitlines()[23]  # the footer as the terminal shows it
+        for key in ("q Quit", "? Help", "⏎ Open", "/ Filter", "r Run", "o Runs", "i Stats", "x Export"):
+            assert key in footer, footer
         shown = {k.key_display: k.description for k in app.screen.query(FooterKey)}
         for key, label in (("x", "Export"), ("⏎", "Open"), ("/", "Filter"), ("r", "Run"), ("c", "Resume"),
                            ("o", "Runs"), ("f", "Image"), ("i", "Stats"), ("?", "Help"), ("q", "Quit")):
