@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import compileall
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -17,3 +19,19 @@ def cpu_seconds(pid: int) -> float:
 
 def report(figures: dict[str, float]) -> None:
     print(PREFIX + json.dumps(figures), flush=True)
+
+
+def compile_sources() -> int:
+    """Write up-to-date bytecode for svgagent's sources, as installing a wheel does, and return how many files were
+    stale. A start-up measured with stale bytecode compiles those modules from source in every process (this
+    machine sets PYTHONDONTWRITEBYTECODE, so nothing ever refreshes them): 0.15 - 0.3 s of CPU that no installed
+    svgagent pays."""
+    root = Path(__file__).resolve().parent.parent
+    stale = 0
+    for package in ("core", "tui", "screens"):
+        for source in (root / package).rglob("*.py"):
+            cached = Path(importlib.util.cache_from_source(str(source)))
+            if not cached.exists() or cached.stat().st_mtime < source.stat().st_mtime:
+                stale += 1
+        compileall.compile_dir(str(root / package), quiet=1)
+    return stale

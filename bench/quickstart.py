@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _report import report
+from _report import compile_sources, report
 from engine import start_simulator
 from render import percentile
 from svgagent.core.scoring.render import Renderer
@@ -137,6 +137,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="`svgagent eval` runs (median)")
     parser.add_argument("--no-chromium", action="store_true", help="skip the headless Chromium comparison")
     args = parser.parse_args()
+    print(f"bytecode: {compile_sources()} stale svgagent modules compiled first (an installed svgagent has them)")
     if not Path(args.dataset).is_file():
         raise SystemExit(f"no SVGBench dataset at {args.dataset} (pass --dataset)")
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")

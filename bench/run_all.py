@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ TARGETS = {
     "engine wall/ideal, C=64": ("<=", 1.10),
     "engine CPU ms/rollout, C=256": ("<=", 1.5),
     "engine wall/unavoidable, C=256": ("<=", 1.15),
+    "engine wall/unavoidable, C=256, 2 workers": ("<=", 1.15),
     "engine peak RSS MB, 10000 rollouts": ("<", 300),
     "render CPU now / before": ("<=", 0.60),
     "startup --help wall s": ("<=", 0.3),
@@ -35,8 +37,12 @@ TARGETS = {
 }
 
 
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def run(script: str, args: list[str]) -> dict[str, float]:
-    print(f"\n=== {script} {' '.join(args)}", flush=True)
+    print(f"\n=== {script} {' '.join(args)}  (load average {_load()})", flush=True)
     proc = subprocess.run([sys.executable, str(HERE / script), *args], capture_output=True, text=True, timeout=900)
     figures: dict[str, float] = {}
     for line in proc.stdout.splitlines():
@@ -44,6 +50,7 @@ def run(script: str, args: list[str]) -> dict[str, float]:
             figures.update(json.loads(line[len(PREFIX):]))
         else:
             print(line)
+    print(f"(load average {_load()} at the end of {script})")
     if proc.returncode != 0:
         print(proc.stderr[-2000:])
         print(f"{script} exited {proc.returncode}")
@@ -55,7 +62,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller workloads (a smoke run, not the targets)")
     args = parser.parse_args()
     plan = [
-        ("engine.py", ["--n", "300"] if args.quick else []),
+        ("engine.py", ["--n", "300", "--workers", "1", "2"] if args.quick else ["--workers", "1", "2"]),
         ("engine.py", ["--n", "2000", "--concurrency", "256"] if args.quick else ["--n", "10000", "--concurrency", "256"]),
         ("startup.py", ["--repeat", "3"] if args.quick else []),
         ("quickstart.py", ["--repeat", "1", "--rows", "16"] if args.quick else []),

@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from _report import cpu_seconds, report
+from _report import compile_sources, cpu_seconds, report
 
 
 
@@ -138,6 +138,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="fresh processes per figure (median)")
     parser.add_argument("--no-tui", action="store_true", help="skip the TUI's first paint")
     args = parser.parse_args()
+    print(f"bytecode: {compile_sources()} stale svgagent modules compiled first (an installed svgagent has them)")
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

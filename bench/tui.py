@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from _report import cpu_seconds, report
+from _report import compile_sources, cpu_seconds, report
 from svgagent.core.demo import demo_overrides
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.settings import load_settings
@@ -416,6 +416,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64, help="part 5: policy and judge concurrency")
     parser.add_argument("--latency", type=float, default=0.2, help="part 5: simulated policy and judge latency (s)")
     args = parser.parse_args()
+    print(f"bytecode: {compile_sources()} stale svgagent modules compiled first (an installed svgagent has them)")
     n = args.rollouts
     configure_term_image()
     figures: dict[str, float] = {}
