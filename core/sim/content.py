@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from svgagent.core.scoring.models import COUNT_KEY, JudgeMode
+from svgagent.core.sim.motifs import asked_for, motif_for
 
 Quality = Literal["good", "partial", "broken", "no_svg", "truncated"]
 # "unreadable" (JSON nested deeper, or a number longer, than a JSON reader takes) is asked for by name only: the
@@ -125,24 +126,31 @@ def _shape(rng: random.Random, kind: int, colour: str, scale: float) -> str:
 
 
 def make_svg(seed: int, prompt: str, nth: int, quality: Quality, n: int, pad_to: int = 0) -> str:
-    """A simulated SVG document: ``good`` draws one shape per requirement on a background, ``partial`` about
-    half of them, smaller and in fewer colours. ``pad_to`` adds small shapes until the text is that long."""
+    """A simulated SVG document: ``good`` draws what the prompt asks for (:mod:`~svgagent.core.sim.motifs`; abstract
+    shapes, one per requirement, when no motif knows it) on a background, ``partial`` about half of it without the
+    background. ``pad_to`` adds small shapes until the text is that long."""
     rng = _rng("svg", seed, prompt, nth)
     colours = list(_PALETTE)
     rng.shuffle(colours)
-    if quality == "partial":
-        count, scale, colours = max(1, n // 2 - rng.randint(0, 1)), 0.8, colours[:3]
-    else:
-        count, scale = max(1, n), 1.0
+    motif = motif_for(prompt)
+    if motif is not None:  # what the prompt asks for (a login screen, a flag, a bar chart …)
+        background, shapes = motif(rng, colours, asked_for(prompt))
+    else:  # abstract shapes, one per requirement
+        background = rng.choice(_BACKGROUNDS)
+        scale, palette = (0.8, colours[:3]) if quality == "partial" else (1.0, colours)
+        shapes = [_shape(rng, i % 5, palette[i % len(palette)], scale) for i in range(max(1, n))]
+    n = max(1, n)  # one group per requirement: the drawing's parts spread over them
+    groups = ["".join(shapes[i * len(shapes) // n:(i + 1) * len(shapes) // n]) for i in range(n)]
+    count = n if quality != "partial" else max(1, n // 2 - rng.randint(0, 1))
     parts = [
         '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 256 256" width="256" height="256">',
         f"  <!-- simulated: {quality} -->",
         "  <title>simulated drawing</title>",
     ]
     if quality != "partial":
-        parts.append(f'  <rect width="256" height="256" fill="{rng.choice(_BACKGROUNDS)}"/>')
-    for i in range(count):
-        parts.append(f'  <g id="req-{i + 1}">{_shape(rng, i % 5, colours[i % len(colours)], scale)}</g>')
+        parts.append(f'  <rect width="256" height="256" fill="{background}"/>')
+    for i, group in enumerate(groups[:count]):
+        parts.append(f'  <g id="req-{i + 1}">{group}</g>')
     if pad_to:
         size = sum(len(p) + 1 for p in parts)
         i = 0
