@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from textual.screen import Screen
 
 from svgagent.core.dataset import load_dataset
-from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.scoring.errors import StoreError, SvgAgentError
 from svgagent.core.settings import Settings
 
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
@@ -70,11 +70,17 @@ class OpenRun:
 
     # --- opening and reading ------------------------------------------------------------------------------
     def open(self, run_id: str) -> None:
+        """Show ``run_id``; a store that cannot be read (damaged) is one notification, not the app's end."""
         store = self.services.store
-        run = store.get_run(run_id)
+        try:
+            run = store.get_run(run_id)
+            records = store.list_rollouts(run_id)
+        except StoreError as err:
+            self.notify(str(err), title="Run store", severity="error", timeout=15)
+            return
         self.run_id = run_id
         self.threshold = float(run.settings.get("threshold", self.services.settings.threshold))
-        self.table.load(store.list_rollouts(run_id))
+        self.table.load(records)
         self.screen.sub_title = f"{run.name} ({run_id})"
         self.refresh_summary()
 

@@ -348,6 +348,20 @@ def test_store_check_finds_the_damage_and_backup_copies_a_sound_store(damaged: t
     assert (backups / "copy.db").stat().st_mode & 0o777 == 0o600
 
 
+async def test_the_app_opening_a_damaged_run_says_so_and_keeps_running(damaged: tuple[Path, str]) -> None:
+    from tui_support import make_app, notifications, settle, table_of
+
+    db, run_id = damaged
+    with Store(db) as store:  # `svgagent tui --run RUN` on it ended in a traceback
+        app = make_app(store, run_id=run_id)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            (shown,) = [n for n in notifications(app) if "is damaged" in n]
+            assert "svgagent store check" in shown
+            assert app.is_running and not table_of(app).records
+            await pilot.press("q")
+
+
 # --- 6. a read-only store --------------------------------------------------------------------------------------------
 
 def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
