@@ -67,6 +67,7 @@ def test_create_json_remembers_the_job(sim: FireworksSim, env: Path, capsys: pyt
     assert data["evaluator"]["state"] == "ACTIVE" and data["dataset"]["state"] == "READY"
     assert data["links"]["job"].endswith("/dashboard/fine-tuning/reinforcement/" + data["job"]["name"].split("/")[-1])
     assert "[5/5] ✓ job:" in err and "[3/5] ✓ evaluator:" in err
+    assert f"svgagent: creating a new run store at {env}" in err  # the store remembers the job: said first
     logged = json.dumps([r.body for r in sim.requests], default=str) + json.dumps(sim.dump_state())
     assert not any(s in logged for s in SECRETS) and sim.secret_value("openai-api-key") == OPENAI_KEY
     with Store(env) as store:
@@ -75,7 +76,7 @@ def test_create_json_remembers_the_job(sim: FireworksSim, env: Path, capsys: pyt
 
     # the same command again: everything reused, the existing job reported
     code, out, err = run(capsys, *CREATE, "--yes", "--epochs", "2", "--loss", "dapo")
-    assert code == 0 and "already existed" in out and "(reused)" in err
+    assert code == 0 and "already existed" in out and "(reused)" in err and "creating a new run store" not in err
     assert len(sim.dump_state()["jobs"]) == 1
 
 
