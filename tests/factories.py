@@ -15,7 +15,7 @@ from unittest import mock
 
 import cairosvg
 
-from svgagent.core.scoring.models import DatasetRow, RolloutStatus
+from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
 from svgagent.core.store import Store
 
 RUN_ID = "20260101-120000-test"
@@ -79,10 +79,10 @@ def standard_specs() -> list[Spec]:
              requirements=("Three vertical bands.", "Blue on the left.", "Red on the right.", "White middle."),
              rationale="All four requirements are met."),
         Spec(2, status=RolloutStatus.FAILED, fulfilled=0, svg=None, rationale=None, reason="no <svg> element in the answer",
-             judge_s=None, prompt="Draw a red bicycle"),
+             judge_s=None, prompt="Draw a red bicycle", extra={"failure_kind": FailureKind.NO_SVG}),
         Spec(3, status=RolloutStatus.FAILED, fulfilled=None, valid=False, rationale=None,
              reason="judge unreachable: connection refused", error="judge: connection refused (3 retries)",
-             judge_s=None, prompt="Draw a lighthouse at night"),
+             judge_s=None, prompt="Draw a lighthouse at night", extra={"failure_kind": FailureKind.UNREACHABLE}),
         Spec(4, fulfilled=1, override=3, prompt="Draw a cat sitting on a mat"),
         Spec(5, status=RolloutStatus.QUEUED, fulfilled=None, svg=None, rationale=None, gen_s=None, judge_s=None,
              tokens=None, prompt="Draw a sailboat on waves"),

@@ -12,7 +12,7 @@ from factories import FLAG_SVG, Spec, build_run
 from textual.pilot import Pilot
 from tui_support import make_app, settle
 
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.store import Store
 
 SIZES = [(80, 24), (120, 40)]
@@ -65,9 +65,11 @@ def stats_specs() -> list[Spec]:
     specs += [Spec(11 + i, fulfilled=f, prompt=f"Landscape {i}", judge_s=0.5 + i / 10) for i, f in enumerate([4, 3, 3, 0])]
     specs += [
         Spec(15, status=RolloutStatus.FAILED, fulfilled=None, valid=False, rationale=None, judge_s=None,
-             reason="judge unreachable: connection refused", prompt="Draw a lighthouse"),
+             reason="judge unreachable: connection refused", prompt="Draw a lighthouse",
+             extra={"failure_kind": FailureKind.UNREACHABLE}),
         Spec(16, status=RolloutStatus.FAILED, fulfilled=0, svg=None, rationale=None, judge_s=None,
-             reason="no <svg> element in the answer", prompt="Draw a bicycle"),
+             reason="no <svg> element in the answer", prompt="Draw a bicycle",
+             extra={"failure_kind": FailureKind.NO_SVG}),
         Spec(17, fulfilled=1, requirements=three, prompt="Draw shapes again", verdicts=per_req, override=2),
     ]
     return specs
