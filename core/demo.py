@@ -16,6 +16,8 @@ from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSou
 # Each simulator (and the Fireworks client) is imported by the function that starts it: `tui --demo` needs only
 # the policy + judge simulator before its first frame, and the Fireworks SDK alone takes most of a second.
 if TYPE_CHECKING:
+    from svgagent.core.settings import Settings
+    from svgagent.core.store import Store
     from svgagent.core.rft.fireworks_api import ControlPlane
     from svgagent.core.sim.control_plane import FireworksSim
     from svgagent.core.sim.simulator import Simulator
@@ -187,7 +189,7 @@ def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNIN
                      request_overrides=overrides)
 
 
-def job_source_for(settings: Any, *, demo: bool, store: Any = None) -> JobSource:
+def job_source_for(settings: Settings, *, demo: bool, store: Store | None = None) -> JobSource:
     """Demo mode: the simulator; else Fireworks when FIREWORKS_API_KEY is set; else a source that says so."""
     if demo:
         return demo_source()

@@ -103,8 +103,9 @@ def project_endpoints(effective: Mapping[str, str], defaults: Mapping[str, str],
             if effective[name] != defaults[name] and effective[name] != getattr(other, name)]
 
 
-def require_trusted(settings: Any, fields: tuple[str, ...] = tuple(ENDPOINTS)) -> None:
-    """Raise :class:`ConfigError` (one line) when a key would go to an unconfirmed project endpoint."""
+def require_trusted(settings: object, fields: tuple[str, ...] = tuple(ENDPOINTS)) -> None:
+    """Raise :class:`ConfigError` (one line) when a key would go to an unconfirmed project endpoint. ``settings`` is a
+    ``Settings`` (not imported: settings imports this module to mark such endpoints)."""
     for endpoint in getattr(settings, "untrusted_endpoints", ()):
         if endpoint.field in fields:
             raise ConfigError(endpoint.refusal())

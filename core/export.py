@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode
@@ -30,6 +30,9 @@ from svgagent.core.output import STDOUT, open_output, write_output
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunRecord
+
+if TYPE_CHECKING:
+    from svgagent.core.store import Store
 
 # rollout_status codes: eval_protocol's Status.Code (core/ep_status.py)
 STATUS_FINISHED, STATUS_RUNNING = int(StatusCode.FINISHED), int(StatusCode.RUNNING)
@@ -304,7 +307,7 @@ def write_rollouts(fmt: str, run: RunRecord, rollouts: Iterable[RolloutRecord], 
     return count
 
 
-def export_run(store: Any, run_id: str, fmt: str, target: Path | str | None, *, assets: Path | None = None,
+def export_run(store: Store, run_id: str, fmt: str, target: Path | str | None, *, assets: Path | None = None,
                out: TextIO | None = None) -> ExportResult:
     """Export the current rollouts of ``run_id`` from ``store`` (a :class:`~svgagent.core.store.Store`) as ``fmt``.
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.import_row import (
     IMPORTED_FINISH_REASON,
@@ -30,6 +30,9 @@ from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 from svgagent.core.urls import strip_userinfo
+
+if TYPE_CHECKING:
+    from svgagent.core.settings import Settings
 
 __all__ = ["FORMAT_EVALUATED", "IMPORTED_FINISH_REASON", "ImportResult", "LineError", "NotJsonLines",
            "NothingImported", "ParsedRollout", "SkippedLine", "import_file", "judge_imported",
@@ -233,7 +236,7 @@ def import_file(store: Store, path: Path | str, *, name: str | None = None,
     )
 
 
-async def judge_imported(store: Store, run_id: str, settings: Any, **engine_kwargs: Any) -> RunSummary:
+async def judge_imported(store: Store, run_id: str, settings: Settings, **engine_kwargs: Any) -> RunSummary:
     """Render and judge the queued rollouts of an imported run with svgagent's judge (``settings``: a
     :class:`~svgagent.core.settings.Settings`). Their answers are stored, so the policy is never called: the
     engine gets a placeholder policy client that points nowhere."""

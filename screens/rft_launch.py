@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -27,6 +27,7 @@ from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_rang
 from svgagent.screens.keys_first import AppKeysFirst
 
 if TYPE_CHECKING:
+    from svgagent.core.settings import Settings
     from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
     from svgagent.core.rft.job_source import JobSource
 
@@ -40,7 +41,7 @@ def flag_label(name: str) -> str:
     return FLAGS.get(name, "--" + name.replace("_", "-")).removeprefix("--")
 
 
-def initial_text(name: str, settings: Any) -> str:
+def initial_text(name: str, settings: Settings) -> str:
     if name == "base_model":
         model = str(getattr(settings, "model", "") or "")
         return model if model.startswith("accounts/") and "/models/" in model else DEFAULT_BASE_MODEL
@@ -113,7 +114,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             super().__init__()
             self.result, self.error, self.stopped = result, error, stopped
 
-    def __init__(self, source: JobSource, settings: Any, *,
+    def __init__(self, source: JobSource, settings: Settings, *,
                  on_launched: Callable[[LaunchResult], None] | None = None) -> None:
         super().__init__()
         self.source = source

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from factories import build_run
@@ -37,3 +39,38 @@ def store(tmp_path: Path) -> Iterator[Store]:
     with Store(tmp_path / "runs.db") as s:
         build_run(s)
         yield s
+
+
+# --- `pytest --cpu-durations=N`: the N tests that cost the most CPU (this process and the processes it waited
+# for: CLI runs, engine and render workers, eval-protocol's venv). On 2 shared cores CPU, not wall time, is what
+# makes the suite slow, and it is what load does not distort.
+_CPU: dict[str, float] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
+                     help="list the N tests that used the most CPU (with the processes they waited for)")
+
+
+def _cpu_now() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not item.config.getoption("--cpu-durations"):
+        yield
+        return
+    start = _cpu_now()
+    yield
+    _CPU[item.nodeid] = _cpu_now() - start
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    count = config.getoption("--cpu-durations")
+    if not count or not _CPU:
+        return
+    terminalreporter.section(f"most CPU: {count} tests of {len(_CPU)}, {sum(_CPU.values()):.0f} s in all")
+    for nodeid, seconds in sorted(_CPU.items(), key=lambda kv: -kv[1])[:count]:
+        terminalreporter.write_line(f"{seconds:7.2f}s  {nodeid}")

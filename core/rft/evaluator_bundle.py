@@ -35,12 +35,15 @@ import json
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from svgagent.core.output import write_output
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
+
+if TYPE_CHECKING:
+    from svgagent.core.settings import Settings
 
 RFT_DIR = Path(__file__).resolve().parent
 SCORING_DIR = RFT_DIR.parent / "scoring"
@@ -123,7 +126,7 @@ class EvaluatorBundle:
         return f"{self.root}.tar.gz"
 
 
-def config_from_settings(settings: Any) -> dict[str, Any]:
+def config_from_settings(settings: Settings) -> dict[str, Any]:
     """The judge settings the evaluator needs, from a `Settings` (no keys: those travel as Fireworks secrets)."""
     out: dict[str, Any] = {}
     for name in CONFIG_FIELDS:
@@ -254,7 +257,7 @@ def write_files(files: Mapping[str, bytes], directory: Path) -> Path:
     return directory
 
 
-def build_bundle(settings: Any = None, *, config: Mapping[str, Any] | None = None,
+def build_bundle(settings: Settings | None = None, *, config: Mapping[str, Any] | None = None,
                  out_dir: Path | None = None) -> EvaluatorBundle:
     """Build the bundle from the current sources. The judge settings come from `config`, else `settings`, else
     the defaults of `svgagent.core.settings.Settings`. With `out_dir` the bundle directory is written there."""

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from svgagent.core.rft.job_states import EVALUABLE, RESUMABLE, TERMINAL, short_state  # noqa: F401 - the Jobs pane's
 
 if TYPE_CHECKING:
+    from svgagent.core.settings import Settings
+    from svgagent.core.store import Store
     from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
     from svgagent.core.rft.launch import LaunchRequest
     from svgagent.core.rft.monitor import JobView
@@ -48,7 +50,7 @@ class JobSource:
     thread; None: not available, ``unavailable`` says why). ``store``: remembered jobs are shown and launches are
     remembered there (None: neither). ``request_overrides`` replace fields of every `LaunchRequest`."""
 
-    def __init__(self, connect: Callable[[], ControlPlane] | None, *, label: str, store: Any = None,
+    def __init__(self, connect: Callable[[], ControlPlane] | None, *, label: str, store: Store | None = None,
                  demo: bool = False, unavailable: str | None = None, on_close: Callable[[], None] | None = None,
                  request_overrides: Mapping[str, Any] | None = None, limit: int = LIST_LIMIT) -> None:
         self._connect = connect
@@ -149,7 +151,7 @@ class JobSource:
         self.remember_state(job)
         return job
 
-    def launch_request(self, settings: Any, params: RftParams) -> LaunchRequest:
+    def launch_request(self, settings: Settings, params: RftParams) -> LaunchRequest:
         """What a launch from the TUI sends: keys, account, judge and dataset (with its row limit) from the
         settings, then this source's overrides."""
         from svgagent.core.rft.launch import LaunchRequest
@@ -171,7 +173,7 @@ def unavailable_source(message: str = NO_KEY) -> JobSource:
     return JobSource(None, label="not connected", unavailable=message)
 
 
-def control_plane_source(settings: Any, store: Any = None, *, base_url: str | None = None) -> JobSource:
+def control_plane_source(settings: Settings, store: Store | None = None, *, base_url: str | None = None) -> JobSource:
     """Fireworks (or FIREWORKS_BASE_URL, or ``base_url``) with the settings' key and account."""
     key = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else ""
     if not key.strip():

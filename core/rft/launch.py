@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.dataset import Dataset, load_dataset, select_rows
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
@@ -33,6 +33,10 @@ from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
 from svgagent.core.rft.params import RftParams, check_job_id
+
+if TYPE_CHECKING:
+    from svgagent.core.settings import Settings
+    from svgagent.core.store import Store
 
 STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"
@@ -80,7 +84,7 @@ class LaunchRequest:
     max_retries: int = 2
 
     @classmethod
-    def from_settings(cls, settings: Any, params: RftParams, **overrides: Any) -> LaunchRequest:
+    def from_settings(cls, settings: Settings, params: RftParams, **overrides: Any) -> LaunchRequest:
         """Keys, account and judge settings from a `Settings`; `overrides` win."""
         def secret(value: Any) -> str | None:
             return value.get_secret_value() if value is not None else None
@@ -339,7 +343,7 @@ def check_keys(request: LaunchRequest) -> None:
 
 
 def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[LaunchEvent], None] | None = None,
-           store: Any = None, should_stop: Callable[[], bool] | None = None) -> LaunchResult:
+           store: Store | None = None, should_stop: Callable[[], bool] | None = None) -> LaunchResult:
     """Run the five steps. Re-running after a failure resumes (see the module docstring). With `store` (a
     `Store`), the job is remembered for the app. Raises FireworksError (with the failed step in `step`)."""
     emit = on_event or (lambda event: None)
@@ -422,7 +426,7 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
     return result
 
 
-def remember(store: Any, result: LaunchResult, prepared: PreparedLaunch) -> None:
+def remember(store: Store, result: LaunchResult, prepared: PreparedLaunch) -> None:
     """Record the launched job in the run store (`Store.remember_job`)."""
     job = result.job
     store.remember_job(

@@ -27,6 +27,7 @@ from svgagent.tui.cli.flags import add_settings, add_store, defer
 # Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
 # and building the parser happens for every svgagent command.
 if TYPE_CHECKING:
+    from svgagent.core.store import Store
     from svgagent.core.rft.fireworks_api import ControlPlane
     from svgagent.core.rft.launch import PlannedRequest
     from svgagent.core.rft.monitor import JobView
@@ -367,7 +368,7 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
         yield cp, getattr(args, "job", None) or "", store
 
 
-def _remember_state(store: Any, view: JobView, job: dict[str, Any] | None = None) -> None:
+def _remember_state(store: Store, view: JobView, job: dict[str, Any] | None = None) -> None:
     if store is not None and view.name:
         store.update_job_state(view.name, view.state, job)
 
@@ -382,7 +383,7 @@ def _show_view(view: JobView, out: _Out) -> None:
         out.out(f"  {kind:<9} {link}")
 
 
-def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Any, *, as_json: bool) -> int:
+def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Store, *, as_json: bool) -> int:
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn

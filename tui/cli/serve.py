@@ -26,6 +26,7 @@ from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_settings
 
 if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `serve` runs, not for `svgagent --help`
+    from svgagent.core.settings import Settings
     from svgagent.core.serve.wiring import ServeOptions
     from svgagent.core.store import Store
 
@@ -135,7 +136,7 @@ def _configure_logging() -> None:
         logger.propagate = False
 
 
-async def _serve(settings: Any, store: Store, options: ServeOptions, args: argparse.Namespace,
+async def _serve(settings: Settings, store: Store, options: ServeOptions, args: argparse.Namespace,
                  demo: dict[str, str]) -> int:
     import asyncio
 

@@ -8,6 +8,9 @@ Fireworks client's import. Every time shown comes from the app's injectable wall
 
 The source is ``source=`` or ``app.job_source``, else chosen from the settings (`job_source_for`: the simulator in
 demo mode); the pane closes it when it is unmounted (that stops the demo simulator).
+
+(Over 400 lines: polling and the job actions — cancel, resume, launch, links, eval of the output model — are one
+widget, as they act on the same selection and poller; what it draws is in job_cells, the table in job_table.)
 """
 
 from __future__ import annotations
