@@ -32,6 +32,7 @@ TARGETS = {
     "tui open finished 10k run s": ("<", 1.0),
     "tui first paint s": ("<", 1.5),
     "tui RSS MB": ("<", 200),
+    "tui idle CPU % of a core, 120x40 (Jobs pane, its job done)": ("<", 1.0),
     "serve CPU ms/rollout, C=16": ("<", 2.0),
     "serve CPU ms/rollout, C=64": ("<", 2.0),
 }
@@ -73,6 +74,7 @@ def main() -> int:
     ]
     if (HERE / "tui.py").exists():
         plan.append(("tui.py", ["--rollouts", "2000"] if args.quick else []))
+        plan.append(("tui_idle.py", ["--seconds", "10"] if args.quick else []))
     figures: dict[str, float] = {}
     for script, extra in plan:
         figures.update(run(script, extra))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 DASH = "–"
 LINK_KINDS = ("job", "dataset", "evaluator")
 BAR_FULL, BAR_EMPTY = "━", "╌"
+FRESH_S = 10.0  # a list fetched less than this long ago is "updated just now" (the status line need not tick each second)
 
 
 # most important first: a narrow pane shows the left columns, the details show everything
@@ -155,7 +156,7 @@ def status_line(*, count: int, updated_at: float | None, now: float, error: str 
     if connecting and updated_at is None and error is None:
         return Text("connecting…", style="dim")
     age = None if updated_at is None else max(0.0, now - updated_at)
-    ago = "never" if age is None else ("just now" if age < 1 else f"{duration(age)} ago")
+    ago = "never" if age is None else ("just now" if age < FRESH_S else f"{duration(age)} ago")
     if error is not None:
         text = Text("⚠ ", style="bold yellow")
         text.append("last known state, " + (f"{duration(age)} old" if age is not None else "nothing fetched yet"))

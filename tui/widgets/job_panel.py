@@ -226,6 +226,13 @@ class JobPanel(Vertical):
             self._timer = None
         self._next_at = None
 
+    def _quiet(self, delay: float) -> float:
+        """While no job moves (none, or all ended or paused) polls come at most every DEFAULT_POLL_S seconds (the
+        demo's 2 s is for watching its job move): an idle app does not keep fetching the same list."""
+        if all(view.stops_watching for view in self.views):
+            return max(delay, DEFAULT_POLL_S)
+        return delay
+
     def _arm(self, delay: float) -> None:
         self._stop_timer()
         self._next_at = self.clock() + delay
@@ -243,7 +250,7 @@ class JobPanel(Vertical):
         self.views = message.outcome.views
         again = message.poll_again or self._again
         if is_poll and not again and not message.outcome.fatal:
-            self._arm(message.outcome.delay)  # the next poll: only now that this one is done
+            self._arm(self._quiet(message.outcome.delay))  # the next poll: only now that this one is done
         with self.app.batch_update():
             table = self.query_one(JobTable)
             table.show(self.views, self.clock())
