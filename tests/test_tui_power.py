@@ -88,3 +88,27 @@ async def test_the_message_log_keeps_every_notification(store: Store) -> None:
         assert [e.severity for e in app.message_log.entries][:1] == ["error"]
         await burst(pilot, "L")
         assert not isinstance(app.screen, MessageLogScreen)
+
+
+async def test_the_command_palette_has_one_provider_and_each_command_once(store: Store) -> None:
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    from svgagent.tui.commands import ScreenCommands
+
+    app = make_app(store, run_id=RUN_ID)
+    assert set(app.COMMANDS) == {ScreenCommands}  # Textual's system commands are folded into it
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await burst(pilot, "ctrl+p", *"quit")
+        await settle(pilot)
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+        options = palette.query_one(OptionList)
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert [p for p in prompts if p.split("\n")[0] == "Quit"] == [
+            "Quit\nkey q — Quit (a run in progress is stopped, finished work kept)"]  # once: ctrl+q and q reach it
+        await burst(pilot, "ctrl+u", *"theme")
+        await settle(pilot)
+        prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert any(p.startswith("Theme") for p in prompts), prompts  # what Textual offers and no key does stays

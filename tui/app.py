@@ -57,7 +57,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         Binding("w", "save_picture", "Save picture", show=False, id="app.save_picture",
                 tooltip="Write the rollout's PNG and SVG into the exports directory"),
     ]
-    COMMANDS = App.COMMANDS | {ScreenCommands}
+    COMMANDS = {ScreenCommands}  # the only provider: it folds in Textual's system commands
 
     def __init__(
         self,

@@ -1,9 +1,11 @@
 """Command palette (ctrl+p): every key-bound action of the screen you are on, searchable by its description.
 
-One provider: the bindings active where the focus is (the focused widget, its containers, the screen, the app),
-then the bindings of the other widgets on the screen that name themselves for the palette (``PALETTE_TITLE``:
-the Config, Secrets and Jobs panes), run on that widget. Those widgets' actions are listed under their name
-("Config: Save config") wherever the focus is.
+One provider (the app's only one): the bindings active where the focus is (the focused widget, its containers, the
+screen, the app), then the bindings of the other widgets on the screen that name themselves for the palette
+(``PALETTE_TITLE``: the Config, Secrets and Jobs panes), run on that widget; those widgets' actions are listed under
+their name ("Config: Save config") wherever the focus is. Last, Textual's own commands (theme, screenshot…) that
+no key of the app already gives (its Quit would skip stopping the run; its Keys panel is less than `?`).
+Each action once, whichever keys reach it.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ def _help(key: str, binding: Binding) -> str:
 
 
 def screen_commands(screen: Screen[object]) -> list[Command]:
-    """What the palette offers on ``screen``, each binding once (by id)."""
+    """What the palette offers on ``screen``, each action once (the binding with an id, one of ours, wins)."""
     app = screen.app
     found: list[Command] = []
     seen: set[str] = set()
+    where: dict[tuple[object, str], tuple[int, bool]] = {}  # (node, action) → index in found, had an id
     for active in screen.active_bindings.values():
         binding = active.binding
         ident = binding.id or f"{type(active.node).__name__}.{binding.action}"
@@ -40,9 +43,16 @@ def screen_commands(screen: Screen[object]) -> list[Command]:
             continue
         seen.add(ident)
         title = getattr(type(active.node), "PALETTE_TITLE", "")
-        found.append(Command(f"{title}: {binding.description}" if title else binding.description,
-                             _help(app.get_key_display(binding), binding),
-                             partial(app.run_action, binding.action, active.node)))
+        command = Command(f"{title}: {binding.description}" if title else binding.description,
+                          _help(app.get_key_display(binding), binding),
+                          partial(app.run_action, binding.action, active.node))
+        earlier = where.get((active.node, binding.action))
+        if earlier is None:
+            where[(active.node, binding.action)] = (len(found), binding.id is not None)
+            found.append(command)
+        elif binding.id is not None and not earlier[1]:  # e.g. Textual's ctrl+q, then our q: keep ours
+            found[earlier[0]] = command
+            where[(active.node, binding.action)] = (earlier[0], True)
     for widget in screen.query("*"):
         title = getattr(type(widget), "PALETTE_TITLE", "")
         if not title:
@@ -57,7 +67,14 @@ def screen_commands(screen: Screen[object]) -> list[Command]:
             found.append(Command(f"{title}: {binding.description}",
                                  _help(app.get_key_display(binding), binding),
                                  partial(widget.run_action, binding.action)))
+    names = {command.name for command in found}
+    for system in app.get_system_commands(screen):
+        if system.title not in names and system.title not in SUPERSEDED:
+            found.append(Command(system.title, system.help, system.callback))
     return found
+
+
+SUPERSEDED = {"Keys"}  # Textual's key panel: `?` lists every key, remapped
 
 
 class ScreenCommands(Provider):

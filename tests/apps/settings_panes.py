@@ -24,7 +24,7 @@ from svgagent.tui.widgets.secrets_form import SecretsPane
 
 
 class _Harness(App[None]):
-    COMMANDS = App.COMMANDS | {ScreenCommands}
+    COMMANDS = {ScreenCommands}
 
     def __init__(self) -> None:
         super().__init__()
