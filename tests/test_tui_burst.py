@@ -163,6 +163,19 @@ async def test_export_dialog_takes_the_typed_path(store: Store) -> None:
         assert not isinstance(app.screen, ExportDialog)
 
 
+async def test_export_dialog_takes_a_burst_into_both_of_its_fields(store: Store) -> None:
+    """The file name typed, tab, then the assets directory pasted, enter: all in one burst."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await burst(pilot, "x", "ctrl+u", *"two.jsonl", "tab", paste="pics", then=("enter",))
+        await settle(pilot)
+        assert (Path.cwd() / "two.jsonl").is_file()
+        assert sorted(p.suffix for p in (Path.cwd() / "pics").iterdir()) == [".png", ".png", ".png", ".png",
+                                                                               ".svg", ".svg", ".svg", ".svg"]
+        assert not isinstance(app.screen, ExportDialog)
+
+
 async def test_rft_launch_form_takes_the_keys_after_n(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
