@@ -457,6 +457,28 @@ def test_judge_text_is_capped_and_marked(tmp_path: Path) -> None:
         assert store.get_rollout(rid).truncated == {"judge_raw": len(huge)}
 
 
+async def test_the_rollout_screen_says_what_the_store_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from factories import RUN_ID, build_run
+    from tui_support import make_app, plain, settle
+
+    from svgagent.core import caps
+
+    monkeypatch.setitem(caps.TEXT_CAPS, "rationale", 50)
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store)
+        store.update_rollout(f"{RUN_ID}.0.0", rationale="the judge went on " + "and on " * 40)
+        app = make_app(store, run_id=RUN_ID)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            shown = plain(app.screen.query_one("#info-rationale"))
+            assert "(stored cut: 50 of 298 characters kept)" in shown
+            svg = plain(app.screen.query_one("#info-svg"))
+            assert "stored cut" not in svg  # only what was cut says so
+            await pilot.press("escape", "q")
+
+
 # --- 18. failures by kind, not by their English ----------------------------------------------------------------------
 
 def _closed_port() -> int:

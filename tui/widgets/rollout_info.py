@@ -111,6 +111,14 @@ def _heading(title: str) -> Text:
     return Text(title, style="bold underline")
 
 
+def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: RenderableType) -> Group:
+    """A heading and ``body``; between them, when the store cut ``column`` to its size cap (svgagent.core.caps),
+    a line saying how much of it was kept."""
+    length = (rec.truncated or {}).get(column)
+    note = [Text(f"(stored cut: {len(kept):,} of {length:,} characters kept)", style="italic")] if length else []
+    return Group(_heading(title), *note, body)
+
+
 class RolloutInfo(Vertical):
     """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG."""
 
@@ -147,11 +155,12 @@ class RolloutInfo(Vertical):
                 error=Group(_heading("Error"), error) if error else None,
                 requirements=Group(_heading("Requirements"), requirements_text(rec))
                 if self.show_requirements else None,
-                rationale=Group(_heading("Judge's rationale"), Text(rec.rationale)) if rec.rationale else None,
+                rationale=_section("Judge's rationale", rec, "rationale", rec.rationale, Text(rec.rationale))
+                if rec.rationale else None,
                 prompt=Group(_heading("Prompt"), Text(rec.prompt)),
                 timing=timing_text(rec),
-                svg=Group(_heading("SVG source"), svg_renderable(rec.svg, max_lines=None if self.full else
-                                                                   SVG_PREVIEW_LINES)) if rec.svg else None,
+                svg=_section("SVG source", rec, "svg", rec.svg, svg_renderable(
+                    rec.svg, max_lines=None if self.full else SVG_PREVIEW_LINES)) if rec.svg else None,
             )
         for name, renderable in sections.items():
             widget = self.query_one(f"#info-{name}", Static)
