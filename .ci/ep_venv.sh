@@ -30,6 +30,11 @@ PY
 stamp="eval-protocol==$EP_VERSION
 $requirements"
 
+# One maker at a time (parallel test workers may all ask for it): the others wait, then reuse it.
+mkdir -p "$(dirname "$EP_VENV")"
+exec 9>"$EP_VENV.lock"
+flock 9
+
 if [ -x "$EP_VENV/bin/python" ] && [ "$(cat "$EP_VENV/.svgagent-stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "ep_venv: reusing $EP_VENV (eval-protocol $EP_VERSION)" >&2
   echo "$EP_VENV"

@@ -49,7 +49,7 @@ _CPU: dict[str, float] = {}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
-                     help="list the N tests that used the most CPU (with the processes they waited for)")
+                     help="list the N tests that used the most CPU (with the processes they waited for); with -n0")
 
 
 def _cpu_now() -> float:

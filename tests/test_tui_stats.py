@@ -309,11 +309,11 @@ async def test_export_dialog_reports_a_path_it_cannot_write(store: Store, run: s
         target = tmp_path / "missing" / "out.jsonl"
         dialog.query_one("#export-path", Input).value = str(target)
         await pilot.pause()
-        assert f"no directory {target.parent}" in plain(dialog.query_one("#export-status"))
+        assert f"no directory {target.parent}" in plain(dialog.query_one("#export-status"), width=1000)
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is dialog and not target.exists()
-        assert f"cannot write {target}" in plain(dialog.query_one("#export-status"))
+        assert f"cannot write {target}" in plain(dialog.query_one("#export-status"), width=1000)
         assert any(f"cannot write {target}" in n for n in notifications(app))
         await pilot.press("escape")
         assert app.screen is app.dashboard
