@@ -22,6 +22,10 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("SVGAGENT_") or name in _SCRUB:
             monkeypatch.delenv(name, raising=False)
+    # pytest-xdist's workers set COLUMNS=80 / LINES=24, which Textual (and Rich) take as the terminal's size even
+    # inside a 120x40 tmux window: a test sees the terminal it opened, however it is run.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     home = tmp_path / "home"
     for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"),
                      ("XDG_STATE_HOME", "state")):
