@@ -180,11 +180,13 @@ def _spawn_eval(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[str
 @pytest.mark.parametrize("kill_signal", [signal.SIGKILL, signal.SIGINT])
 def test_killed_run_resumes_without_loss_or_regeneration(home: Path, kill_signal: signal.Signals) -> None:
     db = home / "runs.db"
-    with Simulator(policy_latency_s=0.05, judge_latency_s=0.05) as sim:
+    with Simulator(policy_latency_s=0.1, judge_latency_s=0.1) as sim:
         proc = _spawn_eval(sim, home, "--rows", "12", "--runs", "2", "--json")
         _wait_for(lambda: _terminal_count(db) >= 5)
+        sim.hold()  # no answer completes from now on: the signal finds the run unfinished, however loaded the machine
         proc.send_signal(kill_signal)
         _, err = proc.communicate(timeout=60)
+        sim.release()
         if kill_signal is signal.SIGINT:
             assert proc.returncode == 130, err
             assert "--resume" in err
