@@ -85,14 +85,17 @@ async def test_an_answer_has_the_shape_the_judge_and_policy_read(server, monkeyp
     chat = client(url)
     try:
         response = await chat.complete_chat(BODY)
-        assert response.choices[0].message.content == "the svg" and response.choices[0].finish_reason == "stop"
+        assert response.choices[0].message.content == "the svg"
+        assert response.choices[0].finish_reason == "stop"
         assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (5, 0)  # a bool is no count
         policy = await generate(chat, "m", BODY["messages"], {"temperature": 0.5})
-        assert policy.content == "the svg" and policy.usage.prompt_tokens == 5
+        assert policy.content == "the svg"
+        assert policy.usage.prompt_tokens == 5
     finally:
         await chat.close()
     sent = script.requests[0]
-    assert sent["headers"]["Authorization"] == "Bearer test-key" and sent["body"] == BODY
+    assert sent["headers"]["Authorization"] == "Bearer test-key"
+    assert sent["body"] == BODY
     assert script.requests[1]["body"]["temperature"] == 0.5
 
 
@@ -104,7 +107,9 @@ async def test_the_judge_works_through_it(server) -> None:
         verdict = await Judge(chat, "judge-model").judge(b"\x89PNG fake", ["a", "b"])
     finally:
         await chat.close()
-    assert verdict.valid and verdict.fulfilled == 2 and verdict.usage.prompt_tokens == 11
+    assert verdict.valid
+    assert verdict.fulfilled == 2
+    assert verdict.usage.prompt_tokens == 11
 
 
 async def test_5xx_and_429_are_retried_then_succeed(server, monkeypatch) -> None:
@@ -123,8 +128,10 @@ async def test_5xx_and_429_are_retried_then_succeed(server, monkeypatch) -> None
         response = await chat.complete_chat(BODY)
     finally:
         await chat.close()
-    assert response.choices[0].message.content == "<svg/>" and len(script.requests) == 3
-    assert 0.375 <= waits[0] <= 0.5 and waits[1] == 1.5  # backoff with jitter, then what the server asked for
+    assert response.choices[0].message.content == "<svg/>"
+    assert len(script.requests) == 3
+    assert 0.375 <= waits[0] <= 0.5
+    assert waits[1] == 1.5  # backoff with jitter, then what the server asked for
 
 
 async def test_retries_run_out_into_a_typed_error_and_a_reason(server, monkeypatch) -> None:
@@ -135,10 +142,12 @@ async def test_retries_run_out_into_a_typed_error_and_a_reason(server, monkeypat
     with pytest.raises(ChatStatusError) as caught:
         await chat.complete_chat(BODY)
     await chat.close()
-    assert caught.value.status == 500 and len(script.requests) == 3
+    assert caught.value.status == 500
+    assert len(script.requests) == 3
     settings = load_settings(base_url=url)
     kind, reason = classify_api_error(caught.value, "policy", settings)
-    assert kind is FailureKind.HTTP_ERROR and reason == "policy endpoint answered HTTP 500: boom"
+    assert kind is FailureKind.HTTP_ERROR
+    assert reason == "policy endpoint answered HTTP 500: boom"
 
 
 @pytest.mark.parametrize(("status", "headers", "requests", "kind"), [
@@ -173,7 +182,8 @@ async def test_refused_connection_is_unreachable_with_its_cause(monkeypatch) -> 
         await chat.complete_chat(BODY)
     await chat.close()
     kind, reason = classify_api_error(caught.value, "policy", load_settings(base_url=f"http://127.0.0.1:{port}/v1"))
-    assert kind is FailureKind.UNREACHABLE and "(connection refused; " in reason
+    assert kind is FailureKind.UNREACHABLE
+    assert "(connection refused; " in reason
 
 
 async def test_no_answer_within_the_timeout_is_a_timeout(server, monkeypatch) -> None:
@@ -193,7 +203,8 @@ async def test_no_answer_within_the_timeout_is_a_timeout(server, monkeypatch) ->
     never.set()  # let the hanging handlers end
     assert len(script.requests) == 2
     kind, reason = classify_api_error(ChatTimeout("x"), "judge", load_settings(request_timeout_s=0.2))
-    assert kind is FailureKind.TIMEOUT and reason == "judge request timed out after 0.2 s (3 retries)"
+    assert kind is FailureKind.TIMEOUT
+    assert reason == "judge request timed out after 0.2 s (3 retries)"
 
 
 @pytest.mark.parametrize(("raw", "content_type", "why"), [
@@ -230,11 +241,16 @@ def test_retry_after_forms_and_backoff() -> None:
     assert retry_after_s({"retry-after-ms": "250"}) == 0.25
     assert retry_after_s({"retry-after": "3"}) == 3.0
     assert retry_after_s({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) < 0  # a date in the past
-    assert retry_after_s({"retry-after": "soon"}) is None and retry_after_s({}) is None
-    assert backoff_s(0, 2.0) == 2.0 and backoff_s(0, 0.0) <= 0.5 and backoff_s(0, 500.0) <= 0.5
+    assert retry_after_s({"retry-after": "soon"}) is None
+    assert retry_after_s({}) is None
+    assert backoff_s(0, 2.0) == 2.0
+    assert backoff_s(0, 0.0) <= 0.5
+    assert backoff_s(0, 500.0) <= 0.5
     assert all(3.0 <= backoff_s(3, None) <= 4.0 for _ in range(50))  # 0.5 * 2^3, less up to 25 %
     assert all(6.0 <= backoff_s(10, None) <= 8.0 for _ in range(50))  # capped at 8 s
-    assert should_retry(503, {}) and should_retry(408, {}) and not should_retry(404, {})
+    assert should_retry(503, {})
+    assert should_retry(408, {})
+    assert not should_retry(404, {})
     assert not should_retry(503, {"retry-after": "121"})
 
 

@@ -42,11 +42,13 @@ def test_eval_demo_json_and_stored_run(home: Path) -> None:
     assert out.returncode in (0, 1), out.stderr
     data = json.loads(out.stdout)
     assert set(data) == RUN_KEYS
-    assert data["rollouts"] == 6 and data["scored"] + data["failed"] == 6
+    assert data["rollouts"] == 6
+    assert data["scored"] + data["failed"] == 6
     assert out.returncode == (0 if data["passed"] else 1)
     assert data["passed"] == (data["mean_score"] >= data["threshold"])
     shown = json.loads(svgagent("runs", "show", data["run_id"], "--json").stdout)
-    assert shown["run"]["run_id"] == data["run_id"] and len(shown["rollouts"]) == 6
+    assert shown["run"]["run_id"] == data["run_id"]
+    assert len(shown["rollouts"]) == 6
     assert ROLLOUT_KEYS <= set(shown["rollouts"][0])
     listed = json.loads(svgagent("runs", "list", "--json").stdout)
     assert listed[0]["run_id"] == data["run_id"]
@@ -64,10 +66,12 @@ def test_export_jsonl_and_csv(home: Path, tmp_path: Path) -> None:
     lines = svgagent("export", run_id, "--format", "jsonl").stdout.splitlines()
     assert len(lines) == 2
     row = json.loads(lines[0])
-    assert row["messages"][0]["role"] == "user" and row["messages"][-1]["role"] == "assistant"
+    assert row["messages"][0]["role"] == "user"
+    assert row["messages"][-1]["role"] == "assistant"
     assert row["input_metadata"]["dataset_info"]["total_requirements"] == len(
         row["input_metadata"]["dataset_info"]["requirements"])
-    assert row["rollout_status"]["code"] == 100 and row["evaluation_result"] is not None
+    assert row["rollout_status"]["code"] == 100
+    assert row["evaluation_result"] is not None
     target = tmp_path / "out.csv"
     assert svgagent("export", run_id, "--format", "csv", "-o", str(target)).returncode == 0
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
@@ -77,7 +81,9 @@ def test_export_jsonl_and_csv(home: Path, tmp_path: Path) -> None:
 def test_missing_key_names_variable_and_writes_nothing(home: Path) -> None:
     out = svgagent("eval", "--rows", "1")
     assert out.returncode == 2
-    assert "FIREWORKS_API_KEY" in out.stderr and ".env" in out.stderr and "Traceback" not in out.stderr
+    assert "FIREWORKS_API_KEY" in out.stderr
+    assert ".env" in out.stderr
+    assert "Traceback" not in out.stderr
     assert not home.exists()
 
 
@@ -93,7 +99,8 @@ def test_missing_key_names_variable_and_writes_nothing(home: Path) -> None:
 def test_bad_input_is_one_line_exit_2(home: Path, args: list[str], needle: str) -> None:
     out = svgagent("eval", "--demo", *args)
     assert out.returncode == 2, out.stderr
-    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert needle in out.stderr
+    assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
@@ -115,7 +122,8 @@ def test_bad_dataset_file_is_one_clear_line_and_writes_nothing(home: Path, tmp_p
     bad.write_bytes(BAD_DATASETS[case])
     out = svgagent("eval", "--demo", "--dataset", str(bad))
     assert out.returncode == 2, out.stderr
-    assert bad.name in out.stderr and "Traceback" not in out.stderr
+    assert bad.name in out.stderr
+    assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not home.exists()
 
@@ -125,7 +133,9 @@ def test_huge_dataset_is_refused_without_reading_it(home: Path, tmp_path: Path) 
     with huge.open("wb") as f:  # sparse: large on paper, cheap to make
         f.truncate(60 * 1024 * 1024)
     out = svgagent("eval", "--demo", "--dataset", str(huge))
-    assert out.returncode == 2 and "huge.json" in out.stderr and "large" in out.stderr
+    assert out.returncode == 2
+    assert "huge.json" in out.stderr
+    assert "large" in out.stderr
     assert not home.exists()
 
 
@@ -144,7 +154,8 @@ def test_render_command(tmp_path: Path) -> None:
     hostile.write_text('<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
                        '<svg xmlns="http://www.w3.org/2000/svg"><text>&b;</text></svg>')
     bad = svgagent("render", str(hostile), "-o", str(tmp_path / "evil.png"))
-    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+    assert bad.returncode != 0
+    assert len(bad.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "evil.png").exists()
 
 
@@ -202,15 +213,18 @@ def test_killed_run_resumes_without_loss_or_regeneration(home: Path, kill_signal
         out, err = resume.communicate(timeout=120)
         assert resume.returncode in (0, 1), err
         summary = json.loads(out)
-        assert summary["run_id"] == run.run_id and summary["rollouts"] == 24
+        assert summary["run_id"] == run.run_id
+        assert summary["rollouts"] == 24
         with Store(db) as store:
             rollouts = store.list_rollouts(run.run_id, current_only=False)
-            assert len(rollouts) == 24 and all(r.status.terminal for r in rollouts)
+            assert len(rollouts) == 24
+            assert all(r.status.terminal for r in rollouts)
             assert len({(r.row_index, r.sample_index) for r in rollouts}) == 24
             for r in rollouts:
                 if r.rollout_id in finished:
                     assert r.updated == finished[r.rollout_id]  # a finished rollout is never redone
-            assert store.integrity_ok() and store.get_run(run.run_id).status == "completed"
+            assert store.integrity_ok()
+            assert store.get_run(run.run_id).status == "completed"
         # only the rollouts still unanswered at the kill were generated again (cache + stored answers)
         assert sim.stats()["requests"]["policy"] <= 24 + 2
         assert sim.stats()["requests"]["policy"] - generated <= 24 - len(finished)
@@ -235,10 +249,12 @@ def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, 
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     command = stderr.split("Continue with: ", 1)[1].strip().splitlines()[0]
-    assert command.startswith("svgagent eval --demo --store ") and "--resume" in command
+    assert command.startswith("svgagent eval --demo --store ")
+    assert "--resume" in command
     args = shlex.split(command)[1:]
     again = svgagent(*args)
     assert again.returncode in (0, 1), again.stderr
     with Store(db) as store:
         (run,) = store.list_runs()
-        assert run.status == "completed" and len(store.list_rollouts(run.run_id)) == 6
+        assert run.status == "completed"
+        assert len(store.list_rollouts(run.run_id)) == 6

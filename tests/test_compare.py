@@ -48,7 +48,7 @@ def make_run(store: Store, rows: Sequence[RowSpec], *, name: str = "run", thresh
             store.update_rollout(rec.rollout_id, is_current=False)
             continue
         spec = specs[rec.sample_index]
-        common = {"raw_answer": f"```svg\n<svg xmlns='http://www.w3.org/2000/svg'/>\n```", "finish_reason": "stop",
+        common = {"raw_answer": "```svg\n<svg xmlns='http://www.w3.org/2000/svg'/>\n```", "finish_reason": "stop",
                   "generation_s": 1.0 + rec.row_index, "prompt_tokens": 100, "completion_tokens": 50}
         if isinstance(spec, int):
             store.update_rollout(rec.rollout_id, status=RolloutStatus.SCORED, fulfilled=spec, score=spec / n,
@@ -159,9 +159,12 @@ def test_paired_difference_wins_and_one_sided_rows(store: Store) -> None:
         assert got[key] == pytest.approx(delta), key
     # The override in B's row_2 counts (effective score 0, not the judge's 0.75); B's row_1 outage is left out.
     row2 = next(r for r in c.rows if r.row_id == "row_2")
-    assert row2.mean_b == pytest.approx((1 / 4 + 0) / 2) and row2.outcome == "regression"
+    assert row2.mean_b == pytest.approx((1 / 4 + 0) / 2)
+    assert row2.outcome == "regression"
     row1 = next(r for r in c.rows if r.row_id == "row_1")
-    assert row1.mean_a == pytest.approx(1 / 5) and row1.a is not None and row1.a.samples == 2
+    assert row1.mean_a == pytest.approx(1 / 5)
+    assert row1.a is not None
+    assert row1.a.samples == 2
     assert row1.outcome == "tie"
 
 
@@ -174,15 +177,19 @@ def test_row_id_alone_does_not_align_rows(store: Store) -> None:
     # Same prompt under another row id is not the same row either.
     other = make_run(store, [("q_0", "Draw a cat", 4, [2])])
     c2 = compare_runs(store, run_a, other)
-    assert c2.paired_rows == 0 and c2.only_b == 1 and c2.mean_diff is None
+    assert c2.paired_rows == 0
+    assert c2.only_b == 1
+    assert c2.mean_diff is None
 
 
 def test_changed_requirements_still_align_but_are_flagged(store: Store) -> None:
     a = make_run(store, [("row_0", "Draw a cat", 2, [1])])
     b = make_run(store, [("row_0", "Draw a cat", 2, [2])], requirements={"row_0": ("whiskers", "a tail")})
     c = compare_runs(store, a, b)
-    assert c.paired_rows == 1 and c.requirements_changed == 1
-    assert c.rows[0].delta == pytest.approx(0.5) and not c.rows[0].same_requirements
+    assert c.paired_rows == 1
+    assert c.requirements_changed == 1
+    assert c.rows[0].delta == pytest.approx(0.5)
+    assert not c.rows[0].same_requirements
 
 
 def test_filter_and_sort(store: Store) -> None:
@@ -190,12 +197,14 @@ def test_filter_and_sort(store: Store) -> None:
     want = expected_comparison(ROWS_A, ROWS_B)["deltas"]
     regressions = c.select("regressions")
     assert [r.delta for r in regressions] == sorted(d for d in want.values() if d < 0)
-    assert all(r.outcome == "regression" for r in regressions) and len(regressions) == 2
+    assert all(r.outcome == "regression" for r in regressions)
+    assert len(regressions) == 2
     improvements = c.select("improvements", descending=True)
     assert [r.row_id for r in improvements] == ["row_0"]
     ordered = sort_rows(c.rows, "delta")
     deltas = [r.delta for r in ordered if r.delta is not None]
-    assert deltas == sorted(deltas) and all(r.delta is None for r in ordered[len(deltas):])
+    assert deltas == sorted(deltas)
+    assert all(r.delta is None for r in ordered[len(deltas):])
     by_size = sort_rows(c.rows, "abs_delta")
     sizes = [abs(r.delta) for r in by_size if r.delta is not None]
     assert sizes == sorted(sizes, reverse=True)
@@ -208,16 +217,23 @@ def test_filter_and_sort(store: Store) -> None:
 def test_run_against_itself_is_all_ties(store: Store) -> None:
     run = make_run(store, ROWS_A)
     c = compare_runs(store, run, run)
-    assert c.mean_diff == 0 and c.diff_stderr == 0 and c.losses == c.wins == 0
-    assert c.ties == c.paired_rows == 6 and c.unscored == 1 and c.only_a == c.only_b == 0
+    assert c.mean_diff == 0
+    assert c.diff_stderr == 0
+    assert c.losses == c.wins == 0
+    assert c.ties == c.paired_rows == 6
+    assert c.unscored == 1
+    assert c.only_a == c.only_b == 0
 
 
 def test_pure_function_on_rollout_lists(store: Store) -> None:
     run_a, run_b = make_run(store, ROWS_A), make_run(store, ROWS_B)
     c = compare_rollouts(store.list_rollouts(run_a), store.list_rollouts(run_b))
-    assert c.run_a == "A" and c.paired_rows == 4
+    assert c.run_a == "A"
+    assert c.paired_rows == 4
     empty = compare_rollouts([], [])
-    assert empty.rows == () and empty.mean_a is None and empty.mean_diff is None
+    assert empty.rows == ()
+    assert empty.mean_a is None
+    assert empty.mean_diff is None
 
 
 def test_cli_compare_json_and_text(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
@@ -232,11 +248,13 @@ def test_cli_compare_json_and_text(store: Store, capsys: pytest.CaptureFixture[s
     assert len(data["rows"]) == 9
     assert main(["runs", "compare", run_a, run_b, "--json", "--only", "regressions", "--store", db]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [r["row_id"] for r in rows] == ["row_2", "row_6"] and all(r["delta"] < 0 for r in rows)
+    assert [r["row_id"] for r in rows] == ["row_2", "row_6"]
+    assert all(r["delta"] < 0 for r in rows)
     assert main(["runs", "compare", run_a, run_b, "--store", db]) == 0
     text = capsys.readouterr().out
     assert f"{want['mean_diff']:+.3f} ± {want['diff_stderr']:.3f}" in text
-    assert "only in A: 2" in text and "only in B: 2" in text
+    assert "only in A: 2" in text
+    assert "only in B: 2" in text
     assert "Draw a kite" in text
 
 

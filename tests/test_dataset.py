@@ -181,7 +181,8 @@ def load_error(path: Path) -> str:
 
 def test_missing_file(tmp_path: Path) -> None:
     message = load_error(tmp_path / "nope.json")
-    assert "nope.json" in message and "not found" in message
+    assert "nope.json" in message
+    assert "not found" in message
 
 
 def test_directory(tmp_path: Path) -> None:
@@ -197,14 +198,18 @@ def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(b'[\n{"prompt": "caf\xe9", "requirements": ["x"]}]')
     message = load_error(path)
-    assert "bad.json" in message and "line 2" in message and "UTF-8" in message
+    assert "bad.json" in message
+    assert "line 2" in message
+    assert "UTF-8" in message
 
 
 def test_invalid_json_array(tmp_path: Path) -> None:
     path = tmp_path / "q.json"
     path.write_text('[\n  {"prompt": "a",\n   "requirements": ["x"],,}\n]', encoding="utf-8")
     message = load_error(path)
-    assert "q.json" in message and "line 3" in message and "invalid JSON" in message
+    assert "q.json" in message
+    assert "line 3" in message
+    assert "invalid JSON" in message
 
 
 def test_invalid_jsonl_line(tmp_path: Path) -> None:
@@ -212,7 +217,9 @@ def test_invalid_jsonl_line(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text(good + "\n" + good.replace('"a"', '"b"') + "\n{not json\n", encoding="utf-8")
     message = load_error(path)
-    assert "rows.jsonl" in message and "line 3" in message and "invalid JSON" in message
+    assert "rows.jsonl" in message
+    assert "line 3" in message
+    assert "invalid JSON" in message
 
 
 def test_pretty_printed_single_object(tmp_path: Path) -> None:
@@ -286,7 +293,8 @@ def test_file_too_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     path = write_json(tmp_path / "big.json", QUESTIONS)
     assert path.stat().st_size > 100
     message = load_error(path)
-    assert "big.json" in message and "too large" in message
+    assert "big.json" in message
+    assert "too large" in message
 
 
 def test_default_size_cap_is_50_mb() -> None:

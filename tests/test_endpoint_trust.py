@@ -39,14 +39,19 @@ def test_a_project_file_endpoint_receives_no_key_until_confirmed(isolated_env: P
         refused = svgagent("eval", "--rows", "1", cwd=isolated_env, env=home)
         assert refused.returncode == 2, refused.stderr
         line = refused.stderr.strip()
-        assert "\n" not in line and str(toml) in line and "svgagent trust" in line and "--base-url" in line
+        assert "\n" not in line
+        assert str(toml) in line
+        assert "svgagent trust" in line
+        assert "--base-url" in line
         assert sim.stats()["total_requests"] == 0  # not one request, so no key, went there
         tui = svgagent("tui", cwd=isolated_env, env=home)  # no terminal to ask on: the same refusal
-        assert tui.returncode == 2 and "svgagent trust" in tui.stderr
+        assert tui.returncode == 2
+        assert "svgagent trust" in tui.stderr
         assert sim.stats()["total_requests"] == 0
 
         confirmed = svgagent("trust", cwd=isolated_env, env=home)
-        assert confirmed.returncode == 0 and "127.0.0.1" in confirmed.stdout
+        assert confirmed.returncode == 0
+        assert "127.0.0.1" in confirmed.stdout
         trust_file = isolated_env.parent / "home" / "config" / "svgagent" / "trusted-endpoints.json"
         assert trust_file.stat().st_mode & 0o777 == 0o600
         ran = svgagent("eval", "--rows", "1", cwd=isolated_env, env=home)
@@ -56,7 +61,8 @@ def test_a_project_file_endpoint_receives_no_key_until_confirmed(isolated_env: P
         assert other.base_url is not None
         _project(isolated_env, other.base_url)
         again = svgagent("eval", "--rows", "1", cwd=isolated_env, env=home)
-        assert again.returncode == 2 and "svgagent trust" in again.stderr
+        assert again.returncode == 2
+        assert "svgagent trust" in again.stderr
         assert other.stats()["total_requests"] == 0
 
 
@@ -76,7 +82,8 @@ def test_credentials_in_a_base_url_are_refused_and_never_printed(isolated_env: P
     home = {"SVGAGENT_HOME": str(tmp_path / "home")}
     out = svgagent("eval", "--rows", "1", "--base-url", "http://someone:SECRETPASS@127.0.0.1:9/v1", cwd=isolated_env,
                    env=home)
-    assert out.returncode == 2 and "credentials" in out.stderr
+    assert out.returncode == 2
+    assert "credentials" in out.stderr
     assert "SECRETPASS" not in out.stderr + out.stdout
 
 
@@ -89,7 +96,8 @@ def test_stored_or_imported_credentials_in_urls_are_stripped(isolated_env: Path,
         assert "SECRETPASS" not in con.execute("SELECT settings_json FROM runs").fetchone()[0]
         con.execute("UPDATE runs SET settings_json = ?", (json.dumps({"base_url": "http://u:SECRETPASS@h/v1"}),))
     shown = svgagent("runs", "show", run_id, "--json", "--store", str(db), cwd=isolated_env)
-    assert shown.returncode == 0 and "SECRETPASS" not in shown.stdout
+    assert shown.returncode == 0
+    assert "SECRETPASS" not in shown.stdout
     assert json.loads(shown.stdout)["run"]["settings"]["base_url"] == "http://h/v1"
     row = {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "no svg"}],
            "input_metadata": {"row_id": "r1", "completion_params": {"model": "m", "base_url": "http://u:SECRETPASS@h/v1"},
@@ -100,7 +108,8 @@ def test_stored_or_imported_credentials_in_urls_are_stripped(isolated_env: Path,
     assert imported.returncode == 0, imported.stderr
     with sqlite3.connect(db) as con:
         stored = [r[0] for r in con.execute("SELECT settings_json FROM runs WHERE run_id != ?", (run_id,))]
-    assert stored and "SECRETPASS" not in stored[0]
+    assert stored
+    assert "SECRETPASS" not in stored[0]
     assert json.loads(stored[0])["base_url"] is None  # the file's endpoint is a note, never where keys go
 
 

@@ -51,17 +51,26 @@ async def test_run_end_to_end(sim: Simulator, tmp_path: Path, renderer: Renderer
     settings, store = make(sim, tmp_path, rows=6, samples=2)
     run_id, summary, events = await run_once(settings, store, renderer)
     rollouts = store.list_rollouts(run_id, heavy=True)
-    assert len(rollouts) == 12 and all(r.status.terminal for r in rollouts)
-    assert summary.rollouts == 12 and summary.done == 12
+    assert len(rollouts) == 12
+    assert all(r.status.terminal for r in rollouts)
+    assert summary.rollouts == 12
+    assert summary.done == 12
     assert store.get_run(run_id).status == "completed"
     assert sim.stats()["requests"]["policy"] == 12  # each rollout generated exactly once
     scored = [r for r in rollouts if r.status is RolloutStatus.SCORED]
     assert scored, "the simulator's mix always includes good answers"
     for r in scored:
-        assert r.png is not None and r.png.startswith(b"\x89PNG")
-        assert r.svg and r.raw_answer and r.rationale
-        assert 0 <= r.fulfilled <= r.total and r.score == pytest.approx(r.fulfilled / r.total)
-        assert r.generation_s > 0 and r.render_s > 0 and r.judge_s > 0 and r.prompt_tokens > 0
+        assert r.png is not None
+        assert r.png.startswith(b"\x89PNG")
+        assert r.svg
+        assert r.raw_answer
+        assert r.rationale
+        assert 0 <= r.fulfilled <= r.total
+        assert r.score == pytest.approx(r.fulfilled / r.total)
+        assert r.generation_s > 0
+        assert r.render_s > 0
+        assert r.judge_s > 0
+        assert r.prompt_tokens > 0
     for r in rollouts:
         if r.status is RolloutStatus.FAILED:
             assert r.reason, "every failure has a reason"
@@ -86,7 +95,8 @@ async def test_per_requirement_mode_keeps_each_verdict(sim: Simulator, tmp_path:
     scored = [r for r in store.list_rollouts(run_id, heavy=True) if r.status is RolloutStatus.SCORED]
     assert scored
     for r in scored:
-        assert r.verdicts is not None and [v[0] for v in r.verdicts] == list(range(1, r.total + 1))
+        assert r.verdicts is not None
+        assert [v[0] for v in r.verdicts] == list(range(1, r.total + 1))
         assert r.fulfilled == sum(1 for v in r.verdicts if v[1])
 
 
@@ -112,10 +122,13 @@ async def test_faults_end_every_rollout_terminal_within_limits(tmp_path: Path, r
         run_id, summary, _ = await run_once(settings, store, renderer)
         stats = sim.stats()
     rollouts = store.list_rollouts(run_id)
-    assert len(rollouts) == 24 and all(r.status.terminal for r in rollouts)
+    assert len(rollouts) == 24
+    assert all(r.status.terminal for r in rollouts)
     assert all(r.reason for r in rollouts if r.status is RolloutStatus.FAILED)
-    assert stats["max_in_flight"]["policy"] <= 4 and stats["max_in_flight"]["judge"] <= 3
-    assert stats["faults"]["rate_limit"] > 0 and stats["faults"]["judge_garbage"] > 0
+    assert stats["max_in_flight"]["policy"] <= 4
+    assert stats["max_in_flight"]["judge"] <= 3
+    assert stats["faults"]["rate_limit"] > 0
+    assert stats["faults"]["judge_garbage"] > 0
     # retries are bounded: at most (1 + max_retries) attempts per call, judge format retry at most doubles it
     assert stats["requests"]["policy"] <= 24 * 2
     assert stats["requests"]["judge"] <= 24 * 2 * 2
@@ -143,7 +156,8 @@ async def test_stop_then_resume_keeps_finished_rollouts(tmp_path: Path, renderer
         async with Engine(settings, store, renderer=renderer) as engine:
             summary = await engine.run(run_id)
         after = store.list_rollouts(run_id)
-        assert summary.done == 20 and len(after) == 20
+        assert summary.done == 20
+        assert len(after) == 20
         assert len({(r.row_index, r.sample_index) for r in after}) == 20
         for rid, old in before.items():  # finished rollouts untouched by the resume
             assert store.get_rollout(rid).updated == old.updated
@@ -162,7 +176,8 @@ async def test_reruns_and_new_runs_never_get_a_cached_answer(sim: Simulator, tmp
     async with Engine(settings, store, renderer=renderer) as engine:
         await engine.run(run_id)
     reruns = store.list_rollouts(run_id)
-    assert [r.attempt for r in reruns] == [2, 2, 2] and not any(r.cached for r in reruns)
+    assert [r.attempt for r in reruns] == [2, 2, 2]
+    assert not any(r.cached for r in reruns)
     assert sim.stats()["requests"]["policy"] == paid + 3
     default, _ = make(sim, tmp_path)
     assert default.cache is False
@@ -181,7 +196,8 @@ async def test_a_run_shared_between_worker_processes_ends_like_one(sim: Simulato
     run_id, summary, events = await run_once(settings, store, renderer, name="workers")
     rollouts = store.list_rollouts(run_id)
     assert summary.done == summary.rollouts == len(rollouts) == 20
-    assert all(r.status.terminal for r in rollouts) and store.get_run(run_id).status == "completed"
+    assert all(r.status.terminal for r in rollouts)
+    assert store.get_run(run_id).status == "completed"
     assert sim.stats()["requests"]["policy"] == 20  # every rollout generated once, by one of the workers
     # the workers' events reach the parent's bus: each rollout was seen going through its states
     assert {e.rollout_id for e in events} == {r.rollout_id for r in rollouts}

@@ -84,7 +84,8 @@ def bundle(policy_judge: Simulator, work: Path) -> EvaluatorBundle:
 def project(bundle: EvaluatorBundle, work: Path) -> Path:
     """The bundle as the platform sees it: the archive, unpacked (its one top-level folder)."""
     folder = unpack_archive(bundle.archive, work / "unpacked")
-    assert folder.name == bundle.root and (folder / bundle.entry_point.split("::")[0]).is_file()
+    assert folder.name == bundle.root
+    assert (folder / bundle.entry_point.split("::")[0]).is_file()
     return folder
 
 
@@ -153,7 +154,8 @@ def test_bundle_without_libcairo_fails_the_eval_protocol_run_loudly(
     proc = run_ep_pytest(ep, project, bundle, rows_jsonl, policy_judge, work / "ep-out-no-cairo",
                          PYTHONPATH=str(shadow))
     assert proc.returncode != 0  # the run fails: no row is scored 0 as if the model had drawn nothing
-    assert "EvaluatorEnvironmentError" in proc.stdout and "libcairo.so.2" in proc.stdout
+    assert "EvaluatorEnvironmentError" in proc.stdout
+    assert "libcairo.so.2" in proc.stdout
     assert not list((work / "ep-out-no-cairo").glob("experiment_results/*.jsonl"))
 
 
@@ -181,7 +183,8 @@ def test_simulated_build_imports_the_bundle_with_eval_protocol(ep: str, bundle: 
             dst.addfile(member, io.BytesIO(data))
     with FireworksSim(build_python=ep) as sim:
         failed = build(broken.getvalue(), sim)
-    assert failed["state"] == "BUILD_FAILED" and "No module named 'svgagent_no_such_module'" in failed["error"]
+    assert failed["state"] == "BUILD_FAILED"
+    assert "No module named 'svgagent_no_such_module'" in failed["error"]
 
 
 # ---- 3. conformance with eval-protocol's request bodies ------------------------------------------------------
@@ -278,7 +281,9 @@ def test_request_bodies_match_what_eval_protocol_sends(ep: str, bundle: Evaluato
     # the archives hold the same files under the same top-level folder (item 2: eval-protocol's layout)
     names = [sorted(m.name for m in tarfile.open(fileobj=io.BytesIO(a), mode="r:gz").getmembers() if m.isfile())
              for a in (ours_archive, ep_archive)]
-    assert names[0] == names[1] and all(n.startswith(bundle.root + "/") for n in names[0])
+    assert names[0] == names[1]
+    assert all(n.startswith(bundle.root + "/") for n in names[0])
     job_body = mine["POST reinforcementFineTuningJobs"][0]["body"]
     assert job_body["trainingConfig"] == {"baseModel": params.base_model, "epochs": 2, "outputModel": "svg-out"}
-    assert "chunkSize" not in job_body and job_body["lossConfig"] == {"klBeta": 0.01}
+    assert "chunkSize" not in job_body
+    assert job_body["lossConfig"] == {"klBeta": 0.01}

@@ -66,13 +66,17 @@ print(json.dumps({
 
 def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
     one, two = build_bundle(), build_bundle()
-    assert one.archive == two.archive and one.code_hash == two.code_hash
-    assert one.evaluator_id == f"svgagent-judge-{one.code_hash[:12]}" and len(one.evaluator_id) <= 63
+    assert one.archive == two.archive
+    assert one.code_hash == two.code_hash
+    assert one.evaluator_id == f"svgagent-judge-{one.code_hash[:12]}"
+    assert len(one.evaluator_id) <= 63
     assert one.entry_point == ENTRY_POINT == "test_svgagent_judge.py::test_svgagent_judge"
     # laid out as `ep upload` packs a project: every file under one top-level folder, uploaded as <folder>.tar.gz
-    assert one.root == one.evaluator_id and one.filename == f"{one.root}.tar.gz"
+    assert one.root == one.evaluator_id
+    assert one.filename == f"{one.root}.tar.gz"
     assert archive_members(one.archive) == {f"{one.root}/{path}": data for path, data in one.files.items()}
-    assert ENTRY_POINT.split("::")[0] in one.files and "Dockerfile" in one.files
+    assert ENTRY_POINT.split("::")[0] in one.files
+    assert "Dockerfile" in one.files
     for module in SOURCE_MODULES:  # byte-for-byte copies, package renamed
         source = (SCORING_DIR / f"{module}.py").read_text(encoding="utf-8")
         copied = one.files[f"{BUNDLE_PACKAGE}/{module}.py"].decode()
@@ -87,10 +91,12 @@ def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
     assert all(">=" in r for r in requirements), requirements  # every requirement has a floor
     assert one.requirements == one.files["requirements.txt"].decode()
     manifest = json.loads(one.files["svgagent_bundle.json"])
-    assert manifest["entry_point"] == ENTRY_POINT and set(manifest["sources"]) >= {"core/scoring/judge.py", "core/scoring/extract.py"}
+    assert manifest["entry_point"] == ENTRY_POINT
+    assert set(manifest["sources"]) >= {"core/scoring/judge.py", "core/scoring/extract.py"}
     # the judge settings are part of the code: another judge gives another evaluator
     other = build_bundle(config={**one.config, "judge_model": "another-judge"})
-    assert other.code_hash != one.code_hash and other.evaluator_id != one.evaluator_id
+    assert other.code_hash != one.code_hash
+    assert other.evaluator_id != one.evaluator_id
 
 
 def test_bundle_code_runs_on_python_3_10(tmp_path: Path) -> None:
@@ -124,7 +130,8 @@ def test_entry_defines_the_ep_test_only_with_eval_protocol() -> None:
         pytest.skip("eval-protocol is installed in this environment")
     assert importlib.util.find_spec("eval_protocol") is None
     assert not hasattr(bundle_entry, "test_svgagent_judge")  # the plain functions need no eval-protocol
-    assert callable(bundle_entry.score_answer) and callable(bundle_entry.score_row)
+    assert callable(bundle_entry.score_answer)
+    assert callable(bundle_entry.score_row)
 
 
 def test_rollout_inputs_take_the_last_assistant_answer() -> None:
@@ -148,16 +155,21 @@ async def test_invalid_scores_when_the_judge_cannot_answer(renderer: Renderer, m
     assert (no_svg.score, no_svg.is_score_valid, no_svg.stage) == (0.0, True, "extract")
     broken = await bundle_entry.score_answer('<svg width="-5" height="10"></svg>', ["red"], renderer=renderer)
     assert (broken.score, broken.is_score_valid, broken.stage) == (0.0, True, "render")
-    assert broken.reason.startswith("render failed: ") and "negative" in broken.reason
+    assert broken.reason.startswith("render failed: ")
+    assert "negative" in broken.reason
     missing = await bundle_entry.score_answer(svg_answer, ["red"], renderer=renderer)
-    assert not missing.is_score_valid and missing.reward == 0.0 and "OPENAI_API_KEY" in missing.reason
+    assert not missing.is_score_valid
+    assert missing.reward == 0.0
+    assert "OPENAI_API_KEY" in missing.reason
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     cfg = bundle_entry.JudgeConfig(judge_base_url=f"http://127.0.0.1:{closed}/v1", max_retries=0, render_size=256)
     down = await bundle_entry.score_answer(svg_answer, ["red"], config=cfg, renderer=renderer)
-    assert not down.is_score_valid and down.score is None and "unreachable" in down.reason
+    assert not down.is_score_valid
+    assert down.score is None
+    assert "unreachable" in down.reason
     empty = await bundle_entry.score_answer(svg_answer, [], renderer=renderer)
     assert not empty.is_score_valid
 
@@ -167,7 +179,8 @@ def test_bundle_dockerfile_installs_the_system_libraries_pip_cannot() -> None:
     lines = [line.strip() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")]
     assert lines[0].startswith("FROM python:3.")
     install = " ".join(line for line in lines if "apt-get install" in line or line.startswith("&&"))
-    assert "libcairo2" in install and "fonts-" in install
+    assert "libcairo2" in install
+    assert "fonts-" in install
     assert any(line.startswith("RUN pip install") and "requirements.txt" in line for line in lines)
 
 
@@ -190,7 +203,8 @@ async def test_evaluator_without_libcairo_fails_loudly_on_the_first_row(tmp_path
         for answer in (f"```svg\n{svg}\n```", "no picture at all"):  # every row, the first one included
             with pytest.raises(bundle_entry.EvaluatorEnvironmentError, match="libcairo") as caught:
                 await bundle_entry.score_answer(answer, ["a"])
-            assert "libcairo.so.2" in str(caught.value) and "apt-get install libcairo2" in str(caught.value)
+            assert "libcairo.so.2" in str(caught.value)
+            assert "apt-get install libcairo2" in str(caught.value)
     finally:
         bundle_entry.close_renderer()
 
@@ -239,7 +253,8 @@ async def test_uploaded_bundle_scores_exactly_like_the_engine(tmp_path: Path) ->
 
     assert result["svgagent_modules"] == []  # the bundle is self-contained
     assert Path(result["entry_file"]).parent == bundle_dir.resolve()
-    assert result["eval_protocol_loaded"] is EP_INSTALLED and result["has_ep_test"] is EP_INSTALLED
+    assert result["eval_protocol_loaded"] is EP_INSTALLED
+    assert result["has_ep_test"] is EP_INSTALLED
     stages = set()
     for rollout, scored in zip(rollouts, result["scores"], strict=True):
         stages.add(scored["stage"])

@@ -147,7 +147,8 @@ def test_truncated_answer_in_unclosed_fence() -> None:
     result = extract_svg(answer)
     assert result.method == "unclosed-fence"
     assert result.svg == '<svg viewBox="0 0 10 10">\n  <g fill="red">\n    <rect width="5" height="5"/></g></svg>'
-    assert result.reason is not None and "truncated" in result.reason
+    assert result.reason is not None
+    assert "truncated" in result.reason
     assert well_formed(result.svg)
 
 
@@ -155,7 +156,8 @@ def test_truncated_answer_only_root_open() -> None:
     result = extract_svg('```svg\n<svg width="10"><rect width="1" height="1"/>')
     assert result.svg == '<svg width="10"><rect width="1" height="1"/></svg>'
     assert result.method == "unclosed-fence"
-    assert result.reason is not None and "</svg>" in result.reason
+    assert result.reason is not None
+    assert "</svg>" in result.reason
 
 
 def test_truncated_in_comment_and_entity() -> None:
@@ -173,7 +175,8 @@ def test_truncated_raw_svg() -> None:
     result = extract_svg('Drawing: <svg width="10"><g><path d="M0 0 L5 5"/>')
     assert result.method == "raw"
     assert result.svg == '<svg width="10"><g><path d="M0 0 L5 5"/></g></svg>'
-    assert result.reason is not None and "truncated" in result.reason
+    assert result.reason is not None
+    assert "truncated" in result.reason
 
 
 def test_truncated_after_prose_mention_of_empty_svg_tag() -> None:
@@ -201,13 +204,16 @@ def test_svg_only_inside_think_is_not_used() -> None:
     result = extract_svg(answer)
     assert result.svg is None
     assert result.method == "none"
-    assert result.reason is not None and result.reason.startswith(NO_SVG) and "think" in result.reason
+    assert result.reason is not None
+    assert result.reason.startswith(NO_SVG)
+    assert "think" in result.reason
 
 
 def test_unclosed_think_means_reasoning_was_cut_off() -> None:
     answer = f"<think>Let me draft {SIMPLE} and then"
     result = extract_svg(answer)
-    assert result.svg is None and "think" in (result.reason or "")
+    assert result.svg is None
+    assert "think" in (result.reason or "")
 
 
 def test_stray_closing_think_drops_leading_reasoning() -> None:
@@ -230,7 +236,9 @@ def test_strip_reasoning_returns_removed_text() -> None:
 def test_result_starts_at_svg_and_ends_at_close() -> None:
     answer = f"junk <?xml version='1.0'?>\n{SIMPLE}\ntrailing <text>junk"
     svg = extract_svg(answer).svg
-    assert svg is not None and svg.startswith("<svg") and svg.endswith("</svg>")
+    assert svg is not None
+    assert svg.startswith("<svg")
+    assert svg.endswith("</svg>")
 
 
 def test_large_answer_is_handled() -> None:
@@ -238,7 +246,8 @@ def test_large_answer_is_handled() -> None:
     svg = f"<svg>{body}</svg>"
     assert extract_svg(f"```svg\n{svg}\n```").svg == svg
     truncated = extract_svg(f"```svg\n<svg><g>{body}")
-    assert truncated.svg is not None and truncated.svg.endswith("</g></svg>")
+    assert truncated.svg is not None
+    assert truncated.svg.endswith("</g></svg>")
 
 
 @pytest.mark.parametrize(
@@ -269,5 +278,6 @@ def test_upper_case_root_is_normalised_so_it_renders() -> None:
     answer = 'Here:\n<SVG xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="5" height="5" fill="red"/></SVG>'
     result = extract_svg(answer)
     assert result.svg is not None
-    assert result.svg.startswith("<svg ") and result.svg.endswith("</svg>")
+    assert result.svg.startswith("<svg ")
+    assert result.svg.endswith("</svg>")
     assert render_svg_to_png(result.svg, 32).startswith(b"\x89PNG")

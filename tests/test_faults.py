@@ -106,7 +106,8 @@ def test_full_disk_stops_the_run_interrupted_exit_2_and_resume_reuses_kept_answe
         assert out.returncode == 2, out.stderr
         assert "Traceback" not in out.stderr
         errors = [line for line in out.stderr.splitlines() if line.startswith("svgagent: error:")]
-        assert len(errors) == 1 and "database or disk is full" in errors[0]
+        assert len(errors) == 1
+        assert "database or disk is full" in errors[0]
         run_id = db_value(db, "SELECT run_id FROM runs")
         assert f"svgagent eval --store {db} --resume {run_id}" in errors[0]
         with Store(db, readonly=True) as store:
@@ -126,7 +127,8 @@ def test_full_disk_stops_the_run_interrupted_exit_2_and_resume_reuses_kept_answe
         with Store(db, readonly=True) as store:
             done = store.list_rollouts(str(run_id))
             assert store.get_run(str(run_id)).status is RunStatus.COMPLETED
-        assert len(done) == 12 and all(r.status.terminal for r in done)
+        assert len(done) == 12
+        assert all(r.status.terminal for r in done)
         # every answer that had been stored was used again; only the others were asked for anew
         assert sim.stats()["requests"]["policy"] - paid == 12 - kept
 
@@ -322,19 +324,25 @@ def test_damaged_store_is_one_line_and_nothing_half_written(damaged: tuple[Path,
     out = svgagent(*[run_id if word == "RUN" else word for word in command], "--store", str(db))
     assert out.returncode == 2, out.stderr
     assert out.stdout == ""  # not the first half of an export
-    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
-    assert "the run store" in out.stderr and "is damaged" in out.stderr and "svgagent store check" in out.stderr
+    assert out.stderr.count("\n") == 1
+    assert "Traceback" not in out.stderr
+    assert "the run store" in out.stderr
+    assert "is damaged" in out.stderr
+    assert "svgagent store check" in out.stderr
 
 
 def test_store_check_finds_the_damage_and_backup_copies_a_sound_store(damaged: tuple[Path, str],
                                                                       tmp_path: Path) -> None:
     db, _ = damaged
     check = svgagent("store", "check", "--store", str(db))
-    assert check.returncode == 2 and "is damaged" in check.stderr and "restore it from a backup" in check.stderr
+    assert check.returncode == 2
+    assert "is damaged" in check.stderr
+    assert "restore it from a backup" in check.stderr
     backups = tmp_path / "backups"
     backups.mkdir()
     refused = svgagent("store", "backup", str(backups / "bad.db"), "--store", str(db))
-    assert refused.returncode == 2 and "failed its integrity check" in refused.stderr
+    assert refused.returncode == 2
+    assert "failed its integrity check" in refused.stderr
     assert list(backups.iterdir()) == []  # no half copy, no -wal/-shm left beside it
     sound = tmp_path / "sound.db"
     with Store(sound) as store:
@@ -343,7 +351,8 @@ def test_store_check_finds_the_damage_and_backup_copies_a_sound_store(damaged: t
     assert backup.returncode == 0, backup.stderr
     assert svgagent("store", "check", "--store", str(sound)).returncode == 0
     with Store(backups / "copy.db", readonly=True) as copy:
-        assert copy.integrity_ok() and [r.run_id for r in copy.list_runs()] == [run_id]
+        assert copy.integrity_ok()
+        assert [r.run_id for r in copy.list_runs()] == [run_id]
     assert [p.name for p in backups.iterdir()] == ["copy.db"]  # one self-contained file
     assert (backups / "copy.db").stat().st_mode & 0o777 == 0o600
 
@@ -358,7 +367,8 @@ async def test_the_app_opening_a_damaged_run_says_so_and_keeps_running(damaged: 
             await settle(pilot)
             (shown,) = [n for n in notifications(app) if "is damaged" in n]
             assert "svgagent store check" in shown
-            assert app.is_running and not table_of(app).records
+            assert app.is_running
+            assert not table_of(app).records
             await pilot.press("q")
 
 
@@ -383,7 +393,8 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
             assert out.returncode == 0, (command, out.stderr)
             assert out.stdout
         writing = svgagent("runs", "list", "--store", str(mnt / "missing.db"))
-        assert writing.returncode == 2 and "no run store at" in writing.stderr
+        assert writing.returncode == 2
+        assert "no run store at" in writing.stderr
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
@@ -405,9 +416,11 @@ async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
             run_id = engine.create_run(load_dataset("builtin"))
             await engine.run(run_id)
     for rec in store.list_rollouts(run_id, heavy=True):
-        assert rec.truncated is not None and rec.truncated["raw_answer"] > 300_000
+        assert rec.truncated is not None
+        assert rec.truncated["raw_answer"] > 300_000
         assert len(rec.raw_answer or "") == caps.ANSWER_CAP // 10
-        assert rec.truncated["svg"] > 300_000 and len(rec.svg or "") == caps.SVG_CAP // 10
+        assert rec.truncated["svg"] > 300_000
+        assert len(rec.svg or "") == caps.SVG_CAP // 10
         assert rec.status is RolloutStatus.SCORED  # the whole answer was used; only the stored copy is cut
         assert "truncated" in [k for k in rec.public_dict() if rec.public_dict()[k]]
     with sqlite3.connect(store.path) as db:
@@ -431,7 +444,9 @@ async def test_a_judge_text_over_its_cap_is_stored_cut_and_never_cached(
     judged = [r for r in store.list_rollouts(run_id, heavy=True) if r.judge_raw is not None]
     assert judged
     for rec in judged:
-        assert rec.truncated is not None and rec.truncated["judge_raw"] > cap and rec.truncated["rationale"] > cap
+        assert rec.truncated is not None
+        assert rec.truncated["judge_raw"] > cap
+        assert rec.truncated["rationale"] > cap
         assert len(rec.judge_raw or "") == len(rec.rationale or "") == cap
     with sqlite3.connect(store.path) as db:
         kinds = dict(db.execute("SELECT kind, COUNT(*) FROM cache GROUP BY kind").fetchall())
@@ -502,7 +517,8 @@ async def test_a_refused_connection_is_unreachable_not_a_timeout(tmp_path: Path,
         await engine.run(run_id)
     for rec in store.list_rollouts(run_id):
         assert rec.failure_kind is FailureKind.UNREACHABLE
-        assert "unreachable" in (rec.reason or "") and "timed out" not in (rec.reason or "")
+        assert "unreachable" in (rec.reason or "")
+        assert "timed out" not in (rec.reason or "")
         assert rollout_status(rec)["code"] == 14  # UNAVAILABLE, not DEADLINE_EXCEEDED
 
 
@@ -512,7 +528,9 @@ def test_a_run_that_reached_no_endpoint_says_so_and_exits_2(tmp_path: Path, keys
                    "--store", str(tmp_path / "runs.db"))
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.startswith("cannot reach an endpoint")]
-    assert len(lines) == 1 and "2 rollouts" in lines[0] and url in lines[0]
+    assert len(lines) == 1
+    assert "2 rollouts" in lines[0]
+    assert url in lines[0]
 
 
 @pytest.fixture
@@ -563,6 +581,8 @@ async def test_bodies_that_are_not_chat_completions_are_bad_responses(
         run_id = engine.create_run(load_dataset("builtin"))
         await engine.run(run_id)
     (rec,) = store.list_rollouts(run_id)
-    assert rec.failure_kind is FailureKind.BAD_RESPONSE and not rec.is_score_valid
+    assert rec.failure_kind is FailureKind.BAD_RESPONSE
+    assert not rec.is_score_valid
     assert words in (rec.reason or "")
-    assert "AttributeError" not in (rec.reason or "") and "UnicodeDecode" not in (rec.reason or "")
+    assert "AttributeError" not in (rec.reason or "")
+    assert "UnicodeDecode" not in (rec.reason or "")

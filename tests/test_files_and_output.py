@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.output import OutputError, write_output
+from svgagent.core.output import OutputError
 from svgagent.core.secrets import write_env_file
 from svgagent.core.store import Store
 
@@ -84,7 +84,8 @@ def test_export_follows_a_symlink_and_keeps_the_link(db: tuple[Path, str], tmp_p
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
     assert svgagent("export", run_id, "-o", str(link), "--store", str(store)).returncode == 0
-    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert link.is_symlink()
+    assert os.readlink(link) == str(target)
     assert len(target.read_text().splitlines()) == 6
     assert stat.S_IMODE(target.stat().st_mode) == 0o640  # an existing file keeps its permissions
 
@@ -93,8 +94,10 @@ def test_export_to_a_directory_or_a_missing_directory_is_one_line(db: tuple[Path
     store, run_id = db
     for target, needle in ((tmp_path, "is a directory"), (tmp_path / "no" / "x.jsonl", "does not exist")):
         out = svgagent("export", run_id, "-o", str(target), "--store", str(store))
-        assert out.returncode == 2 and needle in out.stderr.decode()
-        assert out.stderr.decode().count("\n") == 1 and not out.stdout
+        assert out.returncode == 2
+        assert needle in out.stderr.decode()
+        assert out.stderr.decode().count("\n") == 1
+        assert not out.stdout
 
 
 def test_export_dash_is_stdout_and_assets_follow_the_same_rules(db: tuple[Path, str], tmp_path: Path) -> None:
@@ -106,8 +109,10 @@ def test_export_dash_is_stdout_and_assets_follow_the_same_rules(db: tuple[Path, 
     (assets / f"{run_id}.0.0.png").symlink_to(elsewhere)  # a link inside the assets dir: followed, not replaced
     out = svgagent("export", run_id, "-o", "-", "--assets", str(assets), "--store", str(store), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert len(out.stdout.decode().splitlines()) == 6 and not (tmp_path / "-").exists()
-    assert (assets / f"{run_id}.0.0.png").is_symlink() and elsewhere.read_bytes().startswith(b"\x89PNG")
+    assert len(out.stdout.decode().splitlines()) == 6
+    assert not (tmp_path / "-").exists()
+    assert (assets / f"{run_id}.0.0.png").is_symlink()
+    assert elsewhere.read_bytes().startswith(b"\x89PNG")
 
 
 def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Path) -> None:
@@ -118,14 +123,16 @@ def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Pa
     link = tmp_path / "svgagent.toml"
     link.symlink_to(real)
     save_project_config({"concurrency": 8}, link)
-    assert link.is_symlink() and "concurrency = 8" in real.read_text()
+    assert link.is_symlink()
+    assert "concurrency = 8" in real.read_text()
     fifo = tmp_path / ".env"
     os.mkfifo(fifo)
     got: list[bytes] = []
     reader = _read_fifo(fifo, got)
     write_env_file(fifo, {"A": "1"})
     reader.join(timeout=30)
-    assert got == [b"A=1\n"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert got == [b"A=1\n"]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
     with pytest.raises(OutputError, match="is a directory"):
         write_env_file(tmp_path, {"A": "1"})
 
@@ -139,7 +146,8 @@ def test_a_failed_write_leaves_the_old_file_and_nothing_on_stdout(tmp_path: Path
     with pytest.raises(RuntimeError), open_output(target) as stream:
         stream.write("half")
         raise RuntimeError("the producer broke")
-    assert target.read_text() == "old" and sorted(p.name for p in target.parent.iterdir()) == ["x.txt"]
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["x.txt"]
     shown = io.StringIO()
     with pytest.raises(RuntimeError), open_output("-", stdout=shown) as stream:
         stream.write("half")
@@ -174,16 +182,20 @@ def test_render_errors_are_one_line_exit_2(tmp_path: Path, extra: list[str], nee
     out = svgagent(*args, cwd=tmp_path)
     text = out.stderr.decode()
     assert out.returncode == 2, text
-    assert needle in text and "Traceback" not in text and text.count("\n") == 1
+    assert needle in text
+    assert "Traceback" not in text
+    assert text.count("\n") == 1
 
 
 def test_render_missing_input_and_dash_output(tmp_path: Path) -> None:
     missing = svgagent("render", "nope.svg", "-o", "out.png", cwd=tmp_path)
-    assert missing.returncode == 2 and missing.stderr.decode().count("\n") == 1
+    assert missing.returncode == 2
+    assert missing.stderr.decode().count("\n") == 1
     (tmp_path / "in.svg").write_text(SVG)
     out = svgagent("render", "in.svg", "-o", "-", "--size", "32", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith(b"\x89PNG") and not (tmp_path / "-").exists()
+    assert out.stdout.startswith(b"\x89PNG")
+    assert not (tmp_path / "-").exists()
 
 
 # --- 11. private store files, .env line endings ----------------------------------------------------------------------

@@ -102,8 +102,11 @@ def test_full_sequence_through_the_real_client(sim: FireworksSim) -> None:
     assert (dataset["state"], dataset["exampleCount"]) == ("READY", "3")
     stages: list[str] = []
     evaluator = ensure(cp, on_progress=lambda stage, detail: stages.append(stage))
-    assert evaluator["state"] == "ACTIVE" and evaluator["description"] == "[code h1]"
-    assert stages[:3] == ["create", "upload", "validate"] and "building" in stages and stages[-1] == "active"
+    assert evaluator["state"] == "ACTIVE"
+    assert evaluator["description"] == "[code h1]"
+    assert stages[:3] == ["create", "upload", "validate"]
+    assert "building" in stages
+    assert stages[-1] == "active"
     job = cp.create_job("svg-run-1", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_KWARGS})
     summary = JobView.from_job(job, None)
     assert (summary.job_id, summary.state, summary.output_model) == ("svg-run-1", "CREATING",
@@ -151,7 +154,8 @@ def test_account_from_environment_skips_verify(sim: FireworksSim, monkeypatch: p
     monkeypatch.setenv("FIREWORKS_API_KEY", "env-key")
     monkeypatch.setenv("FIREWORKS_BASE_URL", sim.base_url + "/v1")  # a pasted /v1 suffix is tolerated
     cp = ControlPlane(max_retries=0)
-    assert cp.resolve_account() == ACCT and cp.base_url == sim.base_url
+    assert cp.resolve_account() == ACCT
+    assert cp.base_url == sim.base_url
     assert cp.list_jobs().jobs == []
     assert sim.paths() == [f"GET /v1/accounts/{ACCT}/reinforcementFineTuningJobs"]
     assert cp.verify_key() == ACCT
@@ -174,8 +178,11 @@ def test_force_deletes_and_creates_the_evaluator_again(sim: FireworksSim) -> Non
     assert ensure(cp, "h2", force=True, on_progress=lambda s, d: stages.append(s))["description"] == "[code h2]"
     new = [f"{r.method} {r.path.rsplit('/', 1)[-1]}" for r in sim.requests[before:] if r.method != "GET"]
     assert new[:3] == ["DELETE svg-judge", "POST evaluatorsV2", "POST svg-judge:getUploadEndpoint"]
-    assert new[3].startswith("PUT ") and new[4] == "POST svg-judge:validateUpload" and len(new) == 5
-    assert stages[:2] == ["delete", "create"] and len(sim.uploads) == 2
+    assert new[3].startswith("PUT ")
+    assert new[4] == "POST svg-judge:validateUpload"
+    assert len(new) == 5
+    assert stages[:2] == ["delete", "create"]
+    assert len(sim.uploads) == 2
 
 
 def test_failed_evaluator_is_reported_with_what_to_do(sim: FireworksSim) -> None:
@@ -186,7 +193,8 @@ def test_failed_evaluator_is_reported_with_what_to_do(sim: FireworksSim) -> None
     sim.config.evaluator_build_failure = None
     with pytest.raises(FireworksError) as err:  # the same code again: reported, not rebuilt behind the user's back
         ensure(cp)
-    assert err.value.kind == "build_failed" and "--force" in str(err.value)
+    assert err.value.kind == "build_failed"
+    assert "--force" in str(err.value)
     assert ensure(cp, force=True)["state"] == "ACTIVE"
 
 
@@ -222,16 +230,20 @@ def test_build_failure_reports_message_and_log_link(sim: FireworksSim) -> None:
     sim.config.evaluator_build_failure = "ModuleNotFoundError: No module named 'cairosvgg'"
     with pytest.raises(FireworksError) as err:
         ensure(plane(sim))
-    assert err.value.kind == "build_failed" and isinstance(err.value, SvgAgentError)
+    assert err.value.kind == "build_failed"
+    assert isinstance(err.value, SvgAgentError)
     assert "No module named 'cairosvgg'" in str(err.value)
-    assert err.value.link and err.value.link.startswith(sim.base_url + "/_logs/") and err.value.link in str(err.value)
+    assert err.value.link
+    assert err.value.link.startswith(sim.base_url + "/_logs/")
+    assert err.value.link in str(err.value)
 
 
 def test_build_timeout_says_what_to_do(sim: FireworksSim) -> None:
     sim.config.evaluator_build_steps = 10_000
     with pytest.raises(FireworksError) as err:
         ensure(plane(sim), poll_s=0.001, timeout_s=0.05)
-    assert err.value.kind == "timeout" and "still BUILDING" in str(err.value)
+    assert err.value.kind == "timeout"
+    assert "still BUILDING" in str(err.value)
     assert f"{sim.base_url}/dashboard/evaluators/svg-judge" in str(err.value)
 
 
@@ -239,20 +251,25 @@ def test_admin_role_required(sim: FireworksSim) -> None:
     sim.config.admin = False
     with pytest.raises(FireworksError) as err:
         ensure(plane(sim))
-    assert err.value.kind == "admin_required" and err.value.status_code == 403
-    assert "admin role required" in str(err.value) and "account admin" in str(err.value)
+    assert err.value.kind == "admin_required"
+    assert err.value.status_code == 403
+    assert "admin role required" in str(err.value)
+    assert "account admin" in str(err.value)
 
 
 def test_rejected_key(sim: FireworksSim) -> None:
     with pytest.raises(FireworksError) as err:
         plane(sim, key="rejected-key").resolve_account()
-    assert err.value.kind == "auth" and "FIREWORKS_API_KEY" in str(err.value) and "401" in str(err.value)
+    assert err.value.kind == "auth"
+    assert "FIREWORKS_API_KEY" in str(err.value)
+    assert "401" in str(err.value)
 
 
 def test_missing_key() -> None:
     with pytest.raises(FireworksError) as err:
         ControlPlane(base_url="http://127.0.0.1:9")
-    assert str(err.value) == MISSING_KEY and err.value.kind == "missing_key"
+    assert str(err.value) == MISSING_KEY
+    assert err.value.kind == "missing_key"
 
 
 def test_unreachable_host_names_it() -> None:
@@ -262,7 +279,8 @@ def test_unreachable_host_names_it() -> None:
     cp = ControlPlane("k", base_url=f"http://127.0.0.1:{port}", max_retries=0)
     with pytest.raises(FireworksError) as err:
         cp.resolve_account()
-    assert err.value.kind == "network" and f"127.0.0.1:{port}" in str(err.value)
+    assert err.value.kind == "network"
+    assert f"127.0.0.1:{port}" in str(err.value)
 
 
 def test_rate_limit_and_transient_server_errors(sim: FireworksSim) -> None:
@@ -270,7 +288,8 @@ def test_rate_limit_and_transient_server_errors(sim: FireworksSim) -> None:
     sim.inject(429, times=None, route="reinforcementFineTuningJobs")
     with pytest.raises(FireworksError) as err:
         cp.list_jobs()
-    assert err.value.kind == "rate_limit" and "quota" in str(err.value)
+    assert err.value.kind == "rate_limit"
+    assert "quota" in str(err.value)
     sim.clear_faults()
     sim.inject(503, times=1, retry_after_s=0.01)
     assert plane(sim, account_id=ACCT, max_retries=2).list_jobs().jobs == []  # the client's own retry
@@ -289,7 +308,8 @@ def test_dataset_is_idempotent(sim: FireworksSim) -> None:
     assert sim.paths()[before:] == [f"GET /v1/accounts/{ACCT}/datasets/svg-prompts"]
     with pytest.raises(FireworksError) as err:
         cp.create_dataset("svg-prompts", "SVG prompts", JSONL + JSONL, **FAST)
-    assert err.value.kind == "conflict" and "3 examples" in str(err.value)
+    assert err.value.kind == "conflict"
+    assert "3 examples" in str(err.value)
     with pytest.raises(FireworksError):
         cp.create_dataset("Bad Id", "x", JSONL)
     with pytest.raises(FireworksError):
@@ -302,7 +322,8 @@ def test_dataset_signed_url_path_for_large_files(sim: FireworksSim) -> None:
     assert cp.create_dataset("big", "Big", JSONL, **FAST)["exampleCount"] == "3"
     assert [p.split("/")[-1] for p in sim.paths() if p.startswith("POST")] == [
         "datasets", "big:getUploadEndpoint", "big:validateUpload"]
-    assert sim.uploads[0]["authorization_sent"] is False and sim.dataset_bytes("big") == JSONL
+    assert sim.uploads[0]["authorization_sent"] is False
+    assert sim.dataset_bytes("big") == JSONL
 
 
 def test_list_jobs_paging(sim: FireworksSim) -> None:
@@ -316,7 +337,8 @@ def test_list_jobs_paging(sim: FireworksSim) -> None:
         pages += 1
         if not (token := page.next_page_token):
             break
-    assert pages == 3 and ids == [f"job-{i}" for i in range(5)]
+    assert pages == 3
+    assert ids == [f"job-{i}" for i in range(5)]
     assert len(cp.list_jobs().jobs) == 5
 
 
@@ -328,7 +350,8 @@ def test_cancel_and_resume(sim: FireworksSim) -> None:
     assert JobView.from_job(cp.get_job("run"), None).state == "CANCELLED"
     with pytest.raises(FireworksError) as err:
         cp.cancel_job("run")
-    assert err.value.kind == "invalid" and "cannot be cancelled" in str(err.value)
+    assert err.value.kind == "invalid"
+    assert "cannot be cancelled" in str(err.value)
     assert JobView.from_job(cp.resume_job("run"), None).state == "RUNNING"
     cp.delete_job("run")
     with pytest.raises(FireworksError) as err:
@@ -353,18 +376,23 @@ def test_job_body_errors(sim: FireworksSim) -> None:
     before = len(sim.requests)
     with pytest.raises(FireworksError) as err:
         cp.create_job("x", {"evaluator": "svg-judge"})
-    assert err.value.kind == "invalid" and len(sim.requests) == before  # refused before any request
+    assert err.value.kind == "invalid"
+    assert len(sim.requests) == before  # refused before any request
     with pytest.raises(FireworksError) as err:
         cp.create_job("x", {"dataset": "svg-prompts", "evaluator": "svg-judge", "training_config": {"epochs": 1}})
-    assert err.value.kind == "invalid" and "trainingConfig.baseModel" in str(err.value)
+    assert err.value.kind == "invalid"
+    assert "trainingConfig.baseModel" in str(err.value)
     cp.create_job("dup", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_KWARGS})
     with pytest.raises(FireworksError) as err:
         cp.create_job("dup", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_KWARGS})
-    assert err.value.kind == "conflict" and "already exists" in str(err.value)
+    assert err.value.kind == "conflict"
+    assert "already exists" in str(err.value)
     before = len(sim.requests)
     with pytest.raises(FireworksError) as err:  # only the client's own arguments: nothing unexplained is sent
         cp.create_job(None, {"dataset": "svg-prompts", "evaluator": "svg-judge", "futureField": {"a": 1}})
-    assert err.value.kind == "invalid" and "futureField" in str(err.value) and len(sim.requests) == before
+    assert err.value.kind == "invalid"
+    assert "futureField" in str(err.value)
+    assert len(sim.requests) == before
 
 
 def test_secret_ids() -> None:
@@ -385,17 +413,23 @@ def test_job_view_parser_and_the_one_set_of_states() -> None:
                         "failedRequests": "2"}}, None)
     assert (running.job_id, running.phase, running.percent, running.epoch) == ("j1", "RUNNING", 40, 1)
     assert (running.processed, running.failed, running.total) == (80, 2, 200)
-    assert running.output_model == "accounts/a/models/m" and not running.terminal
+    assert running.output_model == "accounts/a/models/m"
+    assert not running.terminal
     provisioning = JobView.from_job({"state": "JOB_STATE_RUNNING", "jobProgress": {"totalInputRequests": 0}}, None)
-    assert provisioning.provisioning and provisioning.phase == "PROVISIONING"
+    assert provisioning.provisioning
+    assert provisioning.phase == "PROVISIONING"
     assert JobView.from_job({"state": "JOB_STATE_RUNNING"}, None).provisioning  # progress absent
     for state in ("COMPLETED", "JOB_STATE_FAILED", "CANCELLED", "JOB_STATE_EARLY_STOPPED", "EXPIRED"):
-        assert is_terminal(state) and stops_watching(state)
+        assert is_terminal(state)
+        assert stops_watching(state)
     for state in ("RUNNING", "JOB_STATE_CANCELLING", "JOB_STATE_PAUSED", "JOB_STATE_WRITING_RESULTS", None):
         assert not is_terminal(state)
-    assert stops_watching("JOB_STATE_PAUSED") and not stops_watching("RUNNING")  # paused: waits on the person
+    assert stops_watching("JOB_STATE_PAUSED")
+    assert not stops_watching("RUNNING")  # paused: waits on the person
     paused = JobView.from_job({"name": "accounts/a/reinforcementFineTuningJobs/j2", "state": "JOB_STATE_PAUSED"}, None)
-    assert not paused.terminal and paused.stops_watching and "svgagent rft resume j2" in paused.why_stopped()
+    assert not paused.terminal
+    assert paused.stops_watching
+    assert "svgagent rft resume j2" in paused.why_stopped()
     assert {JobView.from_job({"state": s}, None).terminal for s in TERMINAL} == {True}
 
 

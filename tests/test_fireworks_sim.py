@@ -110,7 +110,9 @@ def test_secrets_store_values_but_never_show_them(sim: FireworksSim) -> None:
     with pytest.raises(fireworks.NotFoundError):
         fw.secrets.update("missing", key_name="MISSING", value="x")
     dumped = json.dumps([r.body for r in sim.requests]) + json.dumps(sim.dump_state())
-    assert "sk-first" not in dumped and "sk-second" not in dumped and "***" in dumped
+    assert "sk-first" not in dumped
+    assert "sk-second" not in dumped
+    assert "***" in dumped
 
 
 def test_ids_are_validated_and_duplicates_conflict(sim: FireworksSim) -> None:
@@ -164,7 +166,8 @@ def test_evaluator_builds_to_active_and_keeps_the_bundle(sim: FireworksSim) -> N
     bundle = tarball(GOOD_BUNDLE)
     created = fw.evaluators.create(evaluator_id="ev", evaluator={
         "display_name": "SVG judge", "entry_point": "main.py::evaluate", "commit_hash": "h1"})
-    assert created.state == "BUILDING" and created.commit_hash == "h1"
+    assert created.state == "BUILDING"
+    assert created.commit_hash == "h1"
     urls = fw.evaluators.get_upload_endpoint("ev", filename_to_size={"ev.tar.gz": str(len(bundle))})
     url = urls.filename_to_signed_urls["ev.tar.gz"]
     with pytest.raises(fireworks.APIStatusError):  # size must match the declared one
@@ -187,7 +190,8 @@ def test_evaluator_build_failure_has_message_and_log(sim: FireworksSim) -> None:
     fw = client(sim)
     active_evaluator(fw)
     got = fw.evaluators.get("ev")
-    assert got.state == "BUILD_FAILED" and "cairosvgg" in got.status.message
+    assert got.state == "BUILD_FAILED"
+    assert "cairosvgg" in got.status.message
     log_url = fw.evaluators.get_build_log_endpoint("ev").build_log_signed_uri
     assert "cairosvgg" in httpx.get(log_url).text
 
@@ -240,7 +244,8 @@ def test_job_lifecycle_per_poll(sim: FireworksSim) -> None:
     ready_dataset(fw)
     active_evaluator(fw)
     job = fw.reinforcement_fine_tuning_jobs.create(reinforcement_fine_tuning_job_id="job-1", **job_body(epochs=2))
-    assert job.state == "JOB_STATE_CREATING" and job.name == f"accounts/{ACCT}/reinforcementFineTuningJobs/job-1"
+    assert job.state == "JOB_STATE_CREATING"
+    assert job.name == f"accounts/{ACCT}/reinforcementFineTuningJobs/job-1"
     seen = []
     while job.state != "JOB_STATE_COMPLETED":
         job = fw.reinforcement_fine_tuning_jobs.get("job-1")
@@ -249,8 +254,10 @@ def test_job_lifecycle_per_poll(sim: FireworksSim) -> None:
     assert [s for s, _, _ in seen[:3]] == ["JOB_STATE_PENDING", "JOB_STATE_VALIDATING", "JOB_STATE_RUNNING"]
     assert seen[2][2] == 0  # provisioning: RUNNING with no input requests yet
     percents = [p for s, p, _ in seen if s == "JOB_STATE_RUNNING"]
-    assert percents == sorted(percents) and percents[-1] == 75
-    assert job.job_progress.total_input_requests == 4 and job.job_progress.epoch == 1
+    assert percents == sorted(percents)
+    assert percents[-1] == 75
+    assert job.job_progress.total_input_requests == 4
+    assert job.job_progress.epoch == 1
     assert job.completed_time is not None
     assert job.training_config.output_model == f"accounts/{ACCT}/models/job-1"
 
@@ -297,10 +304,12 @@ def test_job_failure_then_resume_completes(sim: FireworksSim) -> None:
     job = fw.reinforcement_fine_tuning_jobs.get("j")
     while job.state not in ("JOB_STATE_FAILED", "JOB_STATE_COMPLETED"):
         job = fw.reinforcement_fine_tuning_jobs.get("j")
-    assert job.state == "JOB_STATE_FAILED" and job.status.message == "rollout error rate too high"
+    assert job.state == "JOB_STATE_FAILED"
+    assert job.status.message == "rollout error rate too high"
     assert job.job_progress.percent == 50
     resumed = fw.reinforcement_fine_tuning_jobs.resume("j", body={})
-    assert resumed.state == "JOB_STATE_RUNNING" and resumed.job_progress.percent == 50
+    assert resumed.state == "JOB_STATE_RUNNING"
+    assert resumed.job_progress.percent == 50
     while job.state != "JOB_STATE_COMPLETED":
         job = fw.reinforcement_fine_tuning_jobs.get("j")
 
@@ -340,11 +349,13 @@ def test_list_paging(sim: FireworksSim) -> None:
     for i in range(5):
         fw.datasets.create(dataset_id=f"d{i}", dataset={"display_name": str(i)})
     first = fw.datasets.list(page_size=2)
-    assert [d.name.rsplit("/", 1)[1] for d in first.datasets] == ["d0", "d1"] and first.next_page_token
+    assert [d.name.rsplit("/", 1)[1] for d in first.datasets] == ["d0", "d1"]
+    assert first.next_page_token
     every = [d.name.rsplit("/", 1)[1] for d in first]  # iterating a page follows nextPageToken
     assert every == [f"d{i}" for i in range(5)]
     last = fw.datasets.list(page_size=2, page_token=fw.datasets.list(page_size=4).next_page_token)
-    assert len(last.datasets) == 1 and not last.next_page_token
+    assert len(last.datasets) == 1
+    assert not last.next_page_token
     with pytest.raises(fireworks.BadRequestError):
         fw.datasets.list(page_token="garbage!")
 
@@ -371,7 +382,8 @@ def test_reset_forgets_everything(sim: FireworksSim) -> None:
     fw.datasets.create(dataset_id="ds", dataset={"display_name": "x"})
     sim.inject(500, times=None)
     sim.reset()
-    assert sim.requests == [] and sim.dump_state()["datasets"] == {}
+    assert sim.requests == []
+    assert sim.dump_state()["datasets"] == {}
     assert fw.datasets.list().datasets == []
 
 
@@ -379,7 +391,9 @@ def test_dashboard_page_is_local(sim: FireworksSim) -> None:
     fw = client(sim)
     fw.datasets.create(dataset_id="ds", dataset={"display_name": "x"})
     page = httpx.get(f"{sim.base_url}/dashboard/datasets/ds")
-    assert page.status_code == 200 and "SIMULATOR" in page.text and "accounts/sim-account/datasets/ds" in page.text
+    assert page.status_code == 200
+    assert "SIMULATOR" in page.text
+    assert "accounts/sim-account/datasets/ds" in page.text
 
 
 def test_standalone_cli_serves() -> None:

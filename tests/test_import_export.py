@@ -85,11 +85,15 @@ def test_export_import_compare_round_trip(store: Store, tmp_path: Path, capsys: 
     capsys.readouterr()
     assert cli(store, "import", str(tmp_path / "a.jsonl"), "--name", "round trip", "--json") == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["imported"] == 7 and result["rows"] == 4 and result["skipped"] == []
+    assert result["imported"] == 7
+    assert result["rows"] == 4
+    assert result["skipped"] == []
     imported = result["run_id"]
     c = compare_runs(store, original, imported)
-    assert c.mean_diff == 0 and c.diff_stderr == 0
-    assert c.ties == c.paired_rows == 4 and c.wins == c.losses == c.only_a == c.only_b == c.unscored == 0
+    assert c.mean_diff == 0
+    assert c.diff_stderr == 0
+    assert c.ties == c.paired_rows == 4
+    assert c.wins == c.losses == c.only_a == c.only_b == c.unscored == 0
     assert (c.mean_a, c.stderr_a) == (c.mean_b, c.stderr_b)
     assert store.get_run(imported).name == "round trip"
     assert store.get_run(imported).settings["model"] == "model-original"  # from completion_params
@@ -128,14 +132,19 @@ def test_export_rows_carry_effective_scores_and_states(store: Store, tmp_path: P
     assert per_req["requirement_3"] == {"score": 0.0, "is_score_valid": True, "reason": "no whiskers"}
     no_svg = rows[f"{run}.2.0"]
     assert no_svg["rollout_status"] == {"code": 100, "message": NO_SVG}
-    assert no_svg["evaluation_result"]["is_score_valid"] is True and no_svg["evaluation_result"]["score"] == 0
+    assert no_svg["evaluation_result"]["is_score_valid"] is True
+    assert no_svg["evaluation_result"]["score"] == 0
     outage = rows[f"{run}.3.0"]
-    assert outage["rollout_status"]["code"] == 14 and outage["evaluation_result"]["is_score_valid"] is False
+    assert outage["rollout_status"]["code"] == 14
+    assert outage["evaluation_result"]["is_score_valid"] is False
     queued = rows[f"{run}.4.0"]
-    assert queued["evaluation_result"] is None and queued["rollout_status"]["code"] == 101
+    assert queued["evaluation_result"] is None
+    assert queued["rollout_status"]["code"] == 101
     first = rows[f"{run}.0.0"]["execution_metadata"]
-    assert first["rollout_duration_seconds"] == 1.0 and first["eval_duration_seconds"] == pytest.approx(0.75)
-    assert first["finish_reason"] == "stop" and first["extra"]["svgagent"]["format"] == 1
+    assert first["rollout_duration_seconds"] == 1.0
+    assert first["eval_duration_seconds"] == pytest.approx(0.75)
+    assert first["finish_reason"] == "stop"
+    assert first["extra"]["svgagent"]["format"] == 1
     assert "png" not in json.dumps(first["extra"])  # pictures go to --assets, never into the JSONL
 
 
@@ -148,7 +157,8 @@ def test_export_assets_writes_pngs_and_svgs(store: Store, tmp_path: Path, capsys
     rows = export(store, run, tmp_path / "a.jsonl", "--assets", str(assets))
     assert f"wrote 6 PNGs and 6 SVGs to {assets}" in capsys.readouterr().err
     with_pictures = [r for r in store.iter_rollouts(run) if r.png is not None]
-    assert len(with_pictures) == 6 and len(rows) == 7
+    assert len(with_pictures) == 6
+    assert len(rows) == 7
     assert sorted(p.name for p in assets.iterdir()) == sorted(
         f"{r.rollout_id}.{ext}" for r in with_pictures for ext in ("png", "svg"))
     for rec in with_pictures:
@@ -156,7 +166,8 @@ def test_export_assets_writes_pngs_and_svgs(store: Store, tmp_path: Path, capsys
         with Image.open(png) as image:
             image.verify()
         with Image.open(png) as image:
-            assert image.format == "PNG" and image.size == (64, 32)
+            assert image.format == "PNG"
+            assert image.size == (64, 32)
         assert png.read_bytes() == rec.png
         assert (assets / f"{rec.rollout_id}.svg").read_text(encoding="utf-8") == SVG
     # CSV export takes --assets too, and stdout output works with it.
@@ -173,13 +184,16 @@ def test_asset_names_are_safe_and_unique(tmp_path: Path) -> None:
     assert safe_stem("20260101-120000-ab12.3.0.a2") == "20260101-120000-ab12.3.0.a2"
     for hostile in ("../../etc/passwd", "a/b\\c", ".hidden", "-rf", "CON:", "x" * 500, "", "..", "ünï cödé"):
         stem = safe_stem(hostile)
-        assert stem and len(stem) <= 120 and not stem.startswith((".", "-"))
+        assert stem
+        assert len(stem) <= 120
+        assert not stem.startswith((".", "-"))
         assert all(ch.isascii() and (ch.isalnum() or ch in "._-") for ch in stem), stem
     writer = AssetWriter(tmp_path / "out")
     names = [p.name for rid in ("a/b", "a_b", "A_B", "../x") for p in writer.write(_record(rid))]
     assert names == ["a_b.png", "a_b.svg", "a_b-2.png", "a_b-2.svg", "A_B-3.png", "A_B-3.svg", "_x.png", "_x.svg"]
     assert {p.parent for p in (tmp_path / "out").iterdir()} == {tmp_path / "out"}
-    assert not (tmp_path / "x.png").exists() and not (tmp_path / "_x.png").exists()
+    assert not (tmp_path / "x.png").exists()
+    assert not (tmp_path / "_x.png").exists()
 
 
 # --- foreign rows ----------------------------------------------------------------------------------------------------
@@ -222,19 +236,31 @@ def test_foreign_rows_are_parsed_and_grouped(store: Store, tmp_path: Path) -> No
     kite = [r for r in recs if r.row_index == 0]
     assert [r.sample_index for r in kite] == [0, 1, 2, 3]
     assert all(r.prompt == prompt and r.requirements == reqs for r in kite)
-    assert kite[0].row_id == kite[3].row_id and kite[0].row_id.startswith("row_")  # a stable hash, no row_id given
+    assert kite[0].row_id == kite[3].row_id
+    assert kite[0].row_id.startswith("row_")  # a stable hash, no row_id given
     assert (kite[0].score, kite[0].fulfilled, kite[0].status) == (0.75, 3, SCORED)
-    assert (kite[0].prompt_tokens, kite[0].completion_tokens) == (321, 123) and kite[0].reason == "three of four"
-    assert kite[0].raw_answer == ANSWER and kite[0].svg == SVG and kite[0].finish_reason == IMPORTED_FINISH_REASON
-    assert kite[2].status is FAILED and kite[2].is_score_valid is False and "DEADLINE_EXCEEDED" in kite[2].error
-    assert kite[3].status is FAILED and kite[3].score is None and kite[3].is_score_valid is False
+    assert (kite[0].prompt_tokens, kite[0].completion_tokens) == (321, 123)
+    assert kite[0].reason == "three of four"
+    assert kite[0].raw_answer == ANSWER
+    assert kite[0].svg == SVG
+    assert kite[0].finish_reason == IMPORTED_FINISH_REASON
+    assert kite[2].status is FAILED
+    assert kite[2].is_score_valid is False
+    assert "DEADLINE_EXCEEDED" in kite[2].error
+    assert kite[3].status is FAILED
+    assert kite[3].score is None
+    assert kite[3].is_score_valid is False
     boat = [r for r in recs if r.row_index == 1][0]
     assert (boat.row_id, boat.prompt, boat.requirements, boat.score) == ("boat", "Draw a boat.",
                                                                          ["A sail.", "Water."], 1.0)
     stats = run_stats(store, result.run_id)
-    assert stats.failures["timeout"] == 1 and stats.failures["judge invalid"] == 1 and stats.valid == 3
+    assert stats.failures["timeout"] == 1
+    assert stats.failures["judge invalid"] == 1
+    assert stats.valid == 3
     run = store.get_run(result.run_id)
-    assert run.status == "imported" and run.dataset["rows"] == 2 and run.summary["rollouts"] == 5
+    assert run.status == "imported"
+    assert run.dataset["rows"] == 2
+    assert run.summary["rollouts"] == 5
     assert run.settings["model"] is None  # unknown: not this machine's default policy model
 
 
@@ -270,16 +296,19 @@ def test_bad_lines_are_reported_and_skipped(store: Store, tmp_path: Path, capsys
     expected = {2: "invalid JSON", 4: "expected a JSON object", 5: "requirements", 6: "finite number",
                 8: "total_requirements", 9: "UTF-8", 10: "not an evaluated row", 11: "messages", 12: "finite number"}
     parsed, skipped = read_evaluation_rows(path)
-    assert [p.line for p in parsed] == [1, 7] and [s.line for s in skipped] == sorted(expected)
+    assert [p.line for p in parsed] == [1, 7]
+    assert [s.line for s in skipped] == sorted(expected)
     for item in skipped:
         assert expected[item.line] in item.reason, item
     # the terminal gets the first five and a count, not one line per bad line
     shown = [x for x in err.splitlines() if ": skipped:" in x]
     assert shown == [f"line {s.line}: skipped: {s.reason}" for s in skipped[:5]]
     assert f"… and {len(expected) - 5} more skipped lines" in err
-    assert "imported 2 rollouts" in err and f"{len(expected)} lines skipped" in err
+    assert "imported 2 rollouts" in err
+    assert f"{len(expected)} lines skipped" in err
     new = [r for r in store.list_runs() if r.run_id not in before]
-    assert len(new) == 1 and len(store.list_rollouts(new[0].run_id)) == 2
+    assert len(new) == 1
+    assert len(store.list_rollouts(new[0].run_id)) == 2
 
 
 def _one_run(store: Store) -> tuple[Any, RolloutRecord]:
@@ -333,13 +362,15 @@ def test_import_without_scores_then_judge_with_demo(store: Store, tmp_path: Path
     path = write_lines(tmp_path / "answers.jsonl", lines)
     assert cli(store, "import", str(path)) == 0
     err = capsys.readouterr().err
-    assert "4 without a score" in err and "--judge" in err
+    assert "4 without a score" in err
+    assert "--judge" in err
     assert cli(store, "import", str(path), "--demo") == 2  # --demo only means something with --judge
     capsys.readouterr()
 
     assert cli(store, "import", str(path), "--judge", "--demo", "--json", "--name", "judged") == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["queued"] == 4 and data["summary"]["done"] == 4
+    assert data["queued"] == 4
+    assert data["summary"]["done"] == 4
     recs = store.list_rollouts(data["run_id"], heavy=True)
     assert store.get_run(data["run_id"]).status == "completed"
     assert all(r.status.terminal for r in recs)
@@ -348,7 +379,9 @@ def test_import_without_scores_then_judge_with_demo(store: Store, tmp_path: Path
     assert all(r.raw_answer == ANSWER and r.finish_reason == IMPORTED_FINISH_REASON for r in drawn)
     assert all((r.prompt_tokens, r.completion_tokens) == (50, 60) for r in recs)
     assert all(r.status is SCORED and r.is_score_valid and r.png is not None for r in drawn)
-    assert refused.status is FAILED and refused.is_score_valid and refused.score == 0.0
+    assert refused.status is FAILED
+    assert refused.is_score_valid
+    assert refused.score == 0.0
     assert store.get_run(data["run_id"]).settings["judge_model"] == "simulated-judge"
 
 
@@ -389,13 +422,17 @@ def test_poisoned_svgagent_blocks_are_refused_and_the_rest_stays_usable(
     capsys.readouterr()
     assert cli(store, "import", str(path), "--json") == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["imported"] == 1 and result["skipped_count"] == 6
+    assert result["imported"] == 1
+    assert result["skipped_count"] == 6
     reasons = {item["line"]: item["reason"] for item in result["skipped"]}
     assert all("extra.svgagent is invalid" in reasons[n] or "between 0 and 1" in reasons[n] for n in range(1, 7))
-    assert "verdicts" in reasons[1] and "fulfilled" in reasons[2] and "fulfilled" in reasons[3]
+    assert "verdicts" in reasons[1]
+    assert "fulfilled" in reasons[2]
+    assert "fulfilled" in reasons[3]
     run_id = result["run_id"]
     stats = run_stats(store, run_id)  # what crashed on these shapes
-    assert stats.mean is not None and 0 <= stats.mean <= 1
+    assert stats.mean is not None
+    assert 0 <= stats.mean <= 1
     assert cli(store, "runs", "stats", run_id) == 0
     assert export(store, run_id, tmp_path / "again.jsonl")[0]["evaluation_result"]["score"] == 2 / 3
 
@@ -416,7 +453,8 @@ def test_hostile_lines_are_skipped_one_by_one_and_never_crash(
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     result = json.loads(captured.out)
-    assert result["imported"] == 3 and [s["line"] for s in result["skipped"]] == [1, 2, 3]
+    assert result["imported"] == 3
+    assert [s["line"] for s in result["skipped"]] == [1, 2, 3]
     assert "nested too deeply" in result["skipped"][0]["reason"]
     reasoned, counted, plain = store.list_rollouts(result["run_id"])  # samples 0..2 of one row, in file order
     assert (counted.prompt_tokens, counted.completion_tokens) == (None, None)  # 1e30 is no token count
@@ -434,7 +472,9 @@ def test_a_file_that_is_not_jsonl_gets_one_message(store: Store, tmp_path: Path,
         capsys.readouterr()
         assert cli(store, "import", str(path)) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "is not JSON Lines" in err and "nothing was imported" in err
+        assert err.count("\n") == 1
+        assert "is not JSON Lines" in err
+        assert "nothing was imported" in err
     assert store.list_runs() == []
 
 

@@ -63,19 +63,22 @@ async def client(sim: Simulator) -> AsyncIterator[openai.AsyncOpenAI]:
 
 def test_messages_hold_the_question_and_the_image(drawing_png: bytes) -> None:
     messages = build_judge_messages(drawing_png, REQS, COUNT, prompt="A tropical island at noon.")
-    assert len(messages) == 1 and messages[0]["role"] == "user"
+    assert len(messages) == 1
+    assert messages[0]["role"] == "user"
     text_part, image_part = messages[0]["content"]
     assert text_part["type"] == "text"
     for number, requirement in enumerate(REQS, start=1):
         assert f"\n{number}. {requirement}\n" in text_part["text"]
-    assert "strict" in text_part["text"] and f"0 to {N}" in text_part["text"]
+    assert "strict" in text_part["text"]
+    assert f"0 to {N}" in text_part["text"]
     assert "A tropical island at noon." in text_part["text"]
     assert image_part["type"] == "image_url"
     url = image_part["image_url"]["url"]
     assert url.startswith("data:image/png;base64,")
     assert base64.b64decode(url.split(",", 1)[1]) == drawing_png
     per = build_judge_messages(drawing_png, REQS, PER)[0]["content"][0]["text"]
-    assert '"verdicts"' in per and f"1 to {N}" in per
+    assert '"verdicts"' in per
+    assert f"1 to {N}" in per
 
 
 def test_response_formats_are_strict_json_schemas() -> None:
@@ -84,11 +87,14 @@ def test_response_formats_are_strict_json_schemas() -> None:
     assert count["type"] == per["type"] == "json_schema"
     assert count["json_schema"]["name"] == COUNT_SCHEMA_NAME
     assert per["json_schema"]["name"] == PER_REQUIREMENT_SCHEMA_NAME
-    assert count["json_schema"]["strict"] is True and per["json_schema"]["strict"] is True
+    assert count["json_schema"]["strict"] is True
+    assert per["json_schema"]["strict"] is True
     schema = count["json_schema"]["schema"]
-    assert schema["required"] == ["reasoning", COUNT_KEY] and schema["additionalProperties"] is False
+    assert schema["required"] == ["reasoning", COUNT_KEY]
+    assert schema["additionalProperties"] is False
     item = per["json_schema"]["schema"]["properties"]["verdicts"]["items"]
-    assert set(item["required"]) == {"index", "fulfilled", "reason"} and item["additionalProperties"] is False
+    assert set(item["required"]) == {"index", "fulfilled", "reason"}
+    assert item["additionalProperties"] is False
     with pytest.raises(ValueError):
         response_format_for(COUNT, 0)
 
@@ -103,8 +109,10 @@ def count_answer(value: object, reasoning: str = "looked closely") -> str:
 )
 def test_count_answers_are_read(value: object, fulfilled: int) -> None:
     verdict = parse_judge_answer(count_answer(value), N, COUNT)
-    assert verdict is not None and verdict.valid
-    assert verdict.fulfilled == fulfilled and verdict.total == N
+    assert verdict is not None
+    assert verdict.valid
+    assert verdict.fulfilled == fulfilled
+    assert verdict.total == N
     assert verdict.score == pytest.approx(fulfilled / N)
     assert verdict.rationale.startswith("looked closely")
     assert verdict.raw == count_answer(value)
@@ -121,7 +129,8 @@ def test_counts_outside_the_schema_and_unreadable_json_are_unusable(text: str) -
 
     assert parse_judge_answer(text, N, COUNT) is None  # never clamped into a valid score, never an exception
     why = _parse(text, N, COUNT)
-    assert isinstance(why, str) and len(why) < 200
+    assert isinstance(why, str)
+    assert len(why) < 200
 
 
 @pytest.mark.parametrize(
@@ -146,7 +155,8 @@ def test_unusable_count_answers_give_none(text: str) -> None:
 
 def test_a_fenced_json_answer_is_accepted() -> None:
     verdict = parse_judge_answer(f"```json\n{count_answer(2)}\n```", N, COUNT)
-    assert verdict is not None and verdict.fulfilled == 2
+    assert verdict is not None
+    assert verdict.fulfilled == 2
 
 
 def per_answer(verdicts: list[dict[str, object]], reasoning: str = "overall fine") -> str:
@@ -160,11 +170,15 @@ def full_verdicts() -> list[dict[str, object]]:
 def test_per_requirement_answers_keep_every_reason() -> None:
     verdicts = list(reversed(full_verdicts()))  # order does not matter
     verdict = parse_judge_answer(per_answer(verdicts), N, PER)
-    assert verdict is not None and verdict.valid
-    assert verdict.fulfilled == 3 and verdict.score == pytest.approx(0.5)
-    assert verdict.verdicts is not None and [v.index for v in verdict.verdicts] == list(range(1, N + 1))
+    assert verdict is not None
+    assert verdict.valid
+    assert verdict.fulfilled == 3
+    assert verdict.score == pytest.approx(0.5)
+    assert verdict.verdicts is not None
+    assert [v.index for v in verdict.verdicts] == list(range(1, N + 1))
     lines = verdict.rationale.splitlines()
-    assert lines[0] == "✓ 1. reason 1" and lines[1] == "✗ 2. reason 2"
+    assert lines[0] == "✓ 1. reason 1"
+    assert lines[1] == "✗ 2. reason 2"
     assert lines[-1] == "overall fine"
 
 
@@ -189,26 +203,33 @@ def test_schema_violating_per_requirement_answers_give_none(verdicts: list[dict[
 async def test_count_mode_against_the_simulator(sim: Simulator, client: openai.AsyncOpenAI, drawing_png: bytes) -> None:
     judge = Judge(client, "simulated-judge")
     verdict = await judge.judge(drawing_png, REQS, prompt="A tropical island.")
-    assert verdict.valid and verdict.attempts == 1 and verdict.total == N
-    assert verdict.fulfilled is not None and 0 < verdict.fulfilled <= N
+    assert verdict.valid
+    assert verdict.attempts == 1
+    assert verdict.total == N
+    assert verdict.fulfilled is not None
+    assert 0 < verdict.fulfilled <= N
     assert verdict.score == pytest.approx(verdict.fulfilled / N)
     assert verdict.rationale.startswith("[simulated judge]")
     assert json.loads(verdict.raw)[COUNT_KEY] == verdict.fulfilled
-    assert verdict.usage.prompt_tokens > 0 and verdict.usage.completion_tokens > 0
+    assert verdict.usage.prompt_tokens > 0
+    assert verdict.usage.completion_tokens > 0
     assert verdict.verdicts is None
     blank = await judge.judge(render(BLANK), REQS)
-    assert blank.valid and blank.fulfilled == 0
+    assert blank.valid
+    assert blank.fulfilled == 0
     again = await judge.judge(drawing_png, REQS, prompt="A tropical island.")
     assert again.fulfilled == verdict.fulfilled  # deterministic
     stats = sim.stats()
-    assert stats["requests"]["judge"] == 3 and stats["judge_mode"]["count"] == 3
+    assert stats["requests"]["judge"] == 3
+    assert stats["judge_mode"]["count"] == 3
 
 
 async def test_per_requirement_mode_against_the_simulator(
     sim: Simulator, client: openai.AsyncOpenAI, drawing_png: bytes
 ) -> None:
     verdict = await Judge(client, "simulated-judge", JudgeMode.PER_REQUIREMENT).judge(drawing_png, REQS)
-    assert verdict.valid and verdict.verdicts is not None
+    assert verdict.valid
+    assert verdict.verdicts is not None
     assert [v.index for v in verdict.verdicts] == list(range(1, N + 1))
     assert verdict.fulfilled == sum(v.fulfilled for v in verdict.verdicts)
     assert verdict.score == pytest.approx(verdict.fulfilled / N)
@@ -223,14 +244,18 @@ async def test_out_of_range_count_is_asked_again_then_invalid(
 ) -> None:
     sim.configure(judge_garbage_every=1, judge_garbage_kinds=("out_of_range",))
     verdict = await Judge(client, "simulated-judge").judge(drawing_png, REQS)
-    assert not verdict.valid and verdict.attempts == 2 and verdict.score is None
+    assert not verdict.valid
+    assert verdict.attempts == 2
+    assert verdict.score is None
     assert f"outside 0..{N}" in verdict.rationale
     assert sim.stats()["requests"]["judge"] == 2
     sim.reset_stats()
     sim.configure(judge_garbage_every=2)  # every second judge request is out of range
     assert (await Judge(client, "simulated-judge").judge(drawing_png, REQS)).attempts == 1  # request 1: fine
     retried = await Judge(client, "simulated-judge").judge(drawing_png, REQS)  # 2: out of range, 3: the retry
-    assert retried.valid and retried.attempts == 2 and 0 <= (retried.fulfilled or 0) <= N
+    assert retried.valid
+    assert retried.attempts == 2
+    assert 0 <= (retried.fulfilled or 0) <= N
 
 
 @pytest.mark.parametrize("mode", [COUNT, PER])
@@ -241,17 +266,22 @@ async def test_garbage_twice_gives_an_invalid_verdict(
     sim.configure(judge_garbage_every=1, judge_garbage_kinds=(kind,))
     verdict = await Judge(client, "simulated-judge", mode).judge(drawing_png, REQS)
     assert not verdict.valid
-    assert verdict.score is None and verdict.fulfilled is None and verdict.total == N
+    assert verdict.score is None
+    assert verdict.fulfilled is None
+    assert verdict.total == N
     assert verdict.attempts == 2
     assert "no usable answer after 2 attempts" in verdict.rationale
-    assert verdict.raw and parse_judge_answer(verdict.raw, N, mode) is None
+    assert verdict.raw
+    assert parse_judge_answer(verdict.raw, N, mode) is None
     if kind == "non_json":
         assert verdict.raw.startswith("[simulated judge]")
     stats = sim.stats()
-    assert stats["requests"]["judge"] == 2 and stats["faults"]["judge_garbage"] == 2
+    assert stats["requests"]["judge"] == 2
+    assert stats["faults"]["judge_garbage"] == 2
     sim.configure(judge_garbage_every=0)
     clean = await Judge(client, "simulated-judge", mode).judge(drawing_png, REQS)
-    assert clean.valid and clean.attempts == 1
+    assert clean.valid
+    assert clean.attempts == 1
     assert verdict.usage.prompt_tokens >= 2 * clean.usage.prompt_tokens  # both attempts are counted
     assert verdict.usage.completion_tokens > 0
 
@@ -261,7 +291,9 @@ async def test_one_bad_answer_then_a_good_one(sim: Simulator, client: openai.Asy
     first = await judge.judge(drawing_png, REQS)  # judge request 1 is fine
     sim.configure(judge_garbage_every=2, judge_garbage_kinds=("non_json",))
     second = await judge.judge(drawing_png, REQS)  # request 2 is garbage, its retry (3) is fine
-    assert second.valid and second.attempts == 2 and second.fulfilled == first.fulfilled
+    assert second.valid
+    assert second.attempts == 2
+    assert second.fulfilled == first.fulfilled
     assert second.usage.prompt_tokens > first.usage.prompt_tokens
     assert sim.stats()["requests"]["judge"] == 3
 
@@ -269,7 +301,8 @@ async def test_one_bad_answer_then_a_good_one(sim: Simulator, client: openai.Asy
 async def test_no_format_retries(sim: Simulator, client: openai.AsyncOpenAI, drawing_png: bytes) -> None:
     sim.configure(judge_garbage_every=1, judge_garbage_kinds=("non_json",))
     verdict = await Judge(client, "simulated-judge", max_format_retries=0).judge(drawing_png, REQS)
-    assert not verdict.valid and verdict.attempts == 1
+    assert not verdict.valid
+    assert verdict.attempts == 1
     assert sim.stats()["requests"]["judge"] == 1
 
 
@@ -278,7 +311,8 @@ async def test_empty_choices_count_as_an_unusable_answer(
 ) -> None:
     sim.configure(empty_choices_every=1)
     verdict = await Judge(client, "simulated-judge").judge(drawing_png, REQS)
-    assert not verdict.valid and verdict.attempts == 2
+    assert not verdict.valid
+    assert verdict.attempts == 2
     assert "no choices" in verdict.rationale
     assert verdict.raw == ""
 

@@ -225,11 +225,13 @@ async def test_engine_runs_in_its_own_process_and_stops_there(store: Store, monk
         await pilot.press("c")  # resume the queued row 5
         await wait_until(pilot, lambda: table_of(app).records[f"{RUN_ID}.5.0"].status is RolloutStatus.GENERATING)
         child = app.control.engine_process
-        assert probe_pid(store) == child.pid and child.pid != os.getpid()
+        assert probe_pid(store) == child.pid
+        assert child.pid != os.getpid()
         assert app.control.running
         await pilot.press("s")
         await settle(pilot)
-        assert not app.control.running and not child.thread.is_alive()
+        assert not app.control.running
+        assert not child.thread.is_alive()
         assert store.get_run(RUN_ID).status == "interrupted"  # the engine saw the stop
         assert store.get_rollout(f"{RUN_ID}.5.0").status is RolloutStatus.QUEUED  # back in the queue
         assert table_of(app).records[f"{RUN_ID}.5.0"].status is RolloutStatus.QUEUED
@@ -242,7 +244,8 @@ async def test_closing_the_app_stops_the_engine_process(store: Store, monkeypatc
         await pilot.press("c")
         await wait_until(pilot, lambda: probe_pid(store) is not None)
         child = app.control.engine_process
-    assert not child.thread.is_alive() and store.get_run(RUN_ID).status == "interrupted"
+    assert not child.thread.is_alive()
+    assert store.get_run(RUN_ID).status == "interrupted"
 
 
 async def test_a_finished_engine_ends_the_feed(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,8 +254,10 @@ async def test_a_finished_engine_ends_the_feed(store: Store, monkeypatch: pytest
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
-        assert not app.control.running and not app.dashboard.feed.following
-        assert probe_pid(store) is not None and not app.control.engine_process.thread.is_alive()
+        assert not app.control.running
+        assert not app.dashboard.feed.following
+        assert probe_pid(store) is not None
+        assert not app.control.engine_process.thread.is_alive()
 
 
 async def test_an_engine_that_dies_is_reported_and_its_run_interrupted(store: Store,

@@ -126,7 +126,9 @@ def test_semi_transparent_fill_is_blended_on_white() -> None:
     image = image_of(render_svg_to_png(f'<svg {NS} width="4" height="4"><rect width="4" height="4" '
                                        'fill="#0000ff" fill-opacity="0.5"/></svg>'))
     red, green, blue = image.getpixel((256, 256))
-    assert blue == 255 and 120 <= red <= 135 and 120 <= green <= 135
+    assert blue == 255
+    assert 120 <= red <= 135
+    assert 120 <= green <= 135
 
 
 def test_inline_data_images_are_allowed() -> None:

@@ -174,4 +174,5 @@ def test_stylesheet_shortcut_only_skips_documents_without_rules() -> None:
     assert ImageChops.difference(_pixels(styled, render_draw.opaque_surface_class()),
                                  _cairosvg_walk(styled)).getbbox() is None
     normal, important = cairosvg.css.parse_stylesheets(cairosvg.parser.Tree(bytestring=_svg("").encode()), None)
-    assert normal.match(None) == [] and important.match(None) == []
+    assert normal.match(None) == []
+    assert important.match(None) == []

@@ -76,7 +76,8 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
         body = json.loads(json.dumps(p.body).replace("{account}", ACCT))
         if p.step == "secrets":
             key = {"OPENAI_API_KEY": OPENAI_KEY, "FIREWORKS_API_KEY": FW_KEY}[body["keyName"]]
-            assert body["value"] == mask_secret(key) and r.body["value"] == "***"
+            assert body["value"] == mask_secret(key)
+            assert r.body["value"] == "***"
             body["value"] = "***"
         assert r.body == body, p.path
     (create,) = [r for r in sim.requests if r.method == "POST" and r.path.endswith("/reinforcementFineTuningJobs")]
@@ -94,24 +95,30 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
         ("account", "done"), ("secrets", "done"), ("secrets", "done"), ("evaluator", "done"), ("dataset", "done"),
         ("job", "done")]  # two secrets: the judge's key and FIREWORKS_API_KEY
     assert result.reused == {"evaluator": False, "dataset": False, "job": False}
-    assert result.job_id == prepared.job_id and result.account == ACCT
+    assert result.job_id == prepared.job_id
+    assert result.account == ACCT
     assert set(result.to_json()) == {"job", "evaluator", "dataset", "links"}
     assert result.links["job"] == f"{sim.base_url}/dashboard/fine-tuning/reinforcement/{prepared.job_id}"
     assert sim.secret_value("openai-api-key") == OPENAI_KEY  # uploaded for real ...
     assert sim.secret_value("fireworks-api-key") == FW_KEY  # as `ep create rft` uploads it too
     uploaded = sim.dataset_bytes(prepared.dataset_id).decode().splitlines()
-    assert len(uploaded) == 3 and json.loads(uploaded[0])["input_metadata"]["dataset_info"]["total_requirements"]
+    assert len(uploaded) == 3
+    assert json.loads(uploaded[0])["input_metadata"]["dataset_info"]["total_requirements"]
     (job,) = remembered
     assert (job["job_name"], job["account"], job["base_url"]) == (result.job_name, ACCT, sim.base_url)
-    assert job["evaluator"].endswith(prepared.evaluator_id) and job["last_state"] == "CREATING"
+    assert job["evaluator"].endswith(prepared.evaluator_id)
+    assert job["last_state"] == "CREATING"
     # ... and never shown: not in events, the request log, the simulator's state or the bundle
     archive_text = b"".join(archive_members(sim.evaluator_archive(prepared.evaluator_id)).values())
     text = json.dumps([e.message for e in events]) + json.dumps([r.body for r in sim.requests], default=str) \
         + json.dumps(sim.dump_state()) + json.dumps([p.to_dict() for p in planned]) + json.dumps(remembered)
     for secret in (FW_KEY, OPENAI_KEY):
-        assert secret not in repr(prepared) and secret not in repr(result)
-        assert secret not in text and secret.encode() not in archive_text and secret.encode() not in \
-            sim.evaluator_archive(prepared.evaluator_id)
+        assert secret not in repr(prepared)
+        assert secret not in repr(result)
+        assert secret not in text
+        assert secret.encode() not in archive_text
+        assert (secret.encode() not in \
+            sim.evaluator_archive(prepared.evaluator_id))
 
 
 def test_rerun_after_a_failed_job_create_duplicates_nothing(sim: FireworksSim) -> None:
@@ -121,30 +128,38 @@ def test_rerun_after_a_failed_job_create_duplicates_nothing(sim: FireworksSim) -
     with plane(sim) as cp:
         with pytest.raises(FireworksError) as err:
             launch(prepared, cp, on_event=events.append)
-        assert err.value.kind == "server" and err.value.step == "job" and "try again" in str(err.value)
-        assert events[-1].status == "failed" and events[-1].step == "job"
+        assert err.value.kind == "server"
+        assert err.value.step == "job"
+        assert "try again" in str(err.value)
+        assert events[-1].status == "failed"
+        assert events[-1].step == "job"
         again = launch(prepare_launch(request(sim)), cp)  # a fresh process would prepare again: same ids
         third = launch(prepare_launch(request(sim)), cp)
     assert again.reused == {"evaluator": True, "dataset": True, "job": False}
-    assert third.reused == {"evaluator": True, "dataset": True, "job": True} and third.job_name == again.job_name
+    assert third.reused == {"evaluator": True, "dataset": True, "job": True}
+    assert third.job_name == again.job_name
     posts = [r.path for r in sim.requests if r.method in ("POST", "PUT") and r.status == 200]
     assert sum(p.endswith("/evaluatorsV2") for p in posts) == 1
     assert sum(p.endswith("/datasets") for p in posts) == 1
     assert sum(p.startswith("/_upload/") for p in posts) == 1
     assert sum(p.endswith("/reinforcementFineTuningJobs") for p in posts) == 1
     state = sim.dump_state()
-    assert len(state["evaluators"]) == 1 and len(state["datasets"]) == 1 and len(state["jobs"]) == 1
+    assert len(state["evaluators"]) == 1
+    assert len(state["datasets"]) == 1
+    assert len(state["jobs"]) == 1
 
 
 def test_force_rebuilds_and_new_job_id_launches_another(sim: FireworksSim) -> None:
     with plane(sim) as cp:
         first = launch(prepare_launch(request(sim)), cp)
         second = launch(prepare_launch(request(sim, force_evaluator=True, job_id="second-run")), cp)
-    assert second.reused["evaluator"] is False and second.job_id == "second-run" != first.job_id
+    assert second.reused["evaluator"] is False
+    assert second.job_id == "second-run" != first.job_id
     evaluator_writes = [(r.method, r.path.rsplit("/", 1)[-1]) for r in sim.requests
                         if r.method in ("POST", "PATCH", "DELETE") and "/evaluator" in r.path]
     eid = first.evaluator["name"].rsplit("/", 1)[-1]
-    assert evaluator_writes.count(("DELETE", eid)) == 1 and evaluator_writes.count(("POST", "evaluatorsV2")) == 2
+    assert evaluator_writes.count(("DELETE", eid)) == 1
+    assert evaluator_writes.count(("POST", "evaluatorsV2")) == 2
     assert not any(method == "PATCH" for method, _ in evaluator_writes)  # eval-protocol's --force: delete, create
     assert len(sim.uploads) == 2
 
@@ -165,7 +180,8 @@ def test_evaluator_errors_are_explained(knobs: dict, kind: str, words: list[str]
     with FireworksSim(**knobs) as sim, plane(sim) as cp:
         with pytest.raises(FireworksError) as err:
             launch(prepare_launch(request(sim, evaluator_timeout_s=0.05)), cp)
-    assert err.value.kind == kind and err.value.step == "evaluator"
+    assert err.value.kind == kind
+    assert err.value.step == "evaluator"
     for word in words:
         assert word in str(err.value)
 
@@ -173,18 +189,23 @@ def test_evaluator_errors_are_explained(knobs: dict, kind: str, words: list[str]
 def test_key_quota_and_network_errors(sim: FireworksSim) -> None:
     with plane(sim, "rejected-key") as cp, pytest.raises(FireworksError) as err:
         launch(prepare_launch(request(sim)), cp)
-    assert err.value.kind == "auth" and "check FIREWORKS_API_KEY" in str(err.value) and err.value.step == "account"
+    assert err.value.kind == "auth"
+    assert "check FIREWORKS_API_KEY" in str(err.value)
+    assert err.value.step == "account"
     sim.inject(429, route=r"/datasets$", method="POST")
     with plane(sim) as cp, pytest.raises(FireworksError) as err:
         launch(prepare_launch(request(sim)), cp)
-    assert err.value.kind == "rate_limit" and "quota" in str(err.value) and err.value.step == "dataset"
+    assert err.value.kind == "rate_limit"
+    assert "quota" in str(err.value)
+    assert err.value.step == "dataset"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with ControlPlane(FW_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0) as cp, \
             pytest.raises(FireworksError) as err:
         launch(prepare_launch(request(sim)), cp)
-    assert err.value.kind == "network" and f"cannot reach 127.0.0.1:{port}" in str(err.value)
+    assert err.value.kind == "network"
+    assert f"cannot reach 127.0.0.1:{port}" in str(err.value)
 
 
 def test_missing_keys_fail_before_any_request(sim: FireworksSim) -> None:
@@ -198,7 +219,8 @@ def test_missing_keys_fail_before_any_request(sim: FireworksSim) -> None:
 def test_demo_control_plane_seeds_a_job() -> None:
     with demo_control_plane(step_seconds=0.05, seed_job=True) as (sim, cp):
         job = cp.get_job("svgagent-demo-job")
-        assert job["displayName"] == "svgagent demo job" and cp.account == "simulated-account"
+        assert job["displayName"] == "svgagent demo job"
+        assert cp.account == "simulated-account"
         assert sim.secret_value("openai-api-key") == "simulated-openai-key"
 
 
@@ -232,8 +254,10 @@ def test_params_ranges_name_the_flag() -> None:
     full = parse_params(base_model="m", chunk_size=10, epochs=1, learning_rate=1e-4, lora_rank=16, batch_size=4096,
                         max_context_length=4096, temperature=1.0, top_p=0.9, max_output_tokens=2048, n=8,
                         loss="grpo", kl_beta=0.1).job_kwargs("d", "e", display_name="x")
-    assert full["chunk_size"] == 10 and full["display_name"] == "x" and full["loss_config"] == {
-        "method": "GRPO", "kl_beta": 0.1}
+    assert full["chunk_size"] == 10
+    assert full["display_name"] == "x"
+    assert (full["loss_config"] == {
+        "method": "GRPO", "kl_beta": 0.1})
     assert full["inference_parameters"] == {"temperature": 1.0, "top_p": 0.9, "max_output_tokens": 2048,
                                             "response_candidates_count": 8}
     assert set(full["training_config"]) == {"base_model", "epochs", "learning_rate", "lora_rank", "batch_size",
@@ -289,10 +313,13 @@ def test_job_view_shape_and_staleness() -> None:
     assert view.elapsed(now=start + 125) == pytest.approx(125, abs=0.01)
     assert view.summary_line(now=start + 125) == "RUNNING · 40% · epoch 1 · 4/10 processed (1 failed) · 2m 05s elapsed"
     stale = view.with_error(FireworksError("cannot reach api.fireworks.ai", kind="network"))
-    assert stale.stale and stale.error_kind == "network" and stale.age(now=start + 95) == pytest.approx(35)
+    assert stale.stale
+    assert stale.error_kind == "network"
+    assert stale.age(now=start + 95) == pytest.approx(35)
     assert "last known state, 35 s old (cannot reach api.fireworks.ai)" in stale.summary_line(now=start + 95)
     provisioning = JobView.from_job({**JOB, "jobProgress": {"totalInputRequests": 0}}, None)
-    assert provisioning.phase == "PROVISIONING" and provisioning.progress_text() == "provisioning"
+    assert provisioning.phase == "PROVISIONING"
+    assert provisioning.progress_text() == "provisioning"
     assert [state_category(s) for s in ("COMPLETED", "JOB_STATE_FAILED", "CANCELLED", "PENDING", "???")] == [
         "success", "error", "warning", "pending", "unknown"]
 
@@ -318,10 +345,16 @@ def test_poller_backs_off_on_errors_and_keeps_the_last_state() -> None:
         seen.append(outcome)
 
     final = watch_job(poller, on_update, sleep=lambda s: (sleeps.append(s), clock.__setitem__(0, clock[0] + s)))
-    assert delays == [5, 10, 20, 40, 60, 60, 5] and sleeps == delays[:-1]
-    assert final.done and final.view.state == "COMPLETED" and not final.view.stale
+    assert delays == [5, 10, 20, 40, 60, 60, 5]
+    assert sleeps == delays[:-1]
+    assert final.done
+    assert final.view.state == "COMPLETED"
+    assert not final.view.stale
     stale = seen[3].view
-    assert stale.stale and stale.state == "RUNNING" and stale.percent == 40 and stale.fetched_at == 1001.0
+    assert stale.stale
+    assert stale.state == "RUNNING"
+    assert stale.percent == 40
+    assert stale.fetched_at == 1001.0
     assert stale.age(now=clock[0]) > 30
 
 
@@ -330,11 +363,14 @@ def test_fatal_errors_stop_polling() -> None:
         raise FireworksError("not found while reading RFT job x (404)", kind="not_found")
 
     outcome = watch_job(JobPoller(unknown, None), lambda o: None, sleep=lambda s: None)
-    assert outcome.fatal and outcome.error.kind == "not_found"
+    assert outcome.fatal
+    assert outcome.error.kind == "not_found"
     first_fails = JobPoller(lambda: (_ for _ in ()).throw(FireworksError("down", kind="network")), None)
     seen: list[PollOutcome] = []
     outcome = watch_job(first_fails, seen.append, sleep=lambda s: None)
-    assert outcome.fatal and len(seen) == 3 and all(o.view is None for o in seen)  # nothing known: give up
+    assert outcome.fatal
+    assert len(seen) == 3
+    assert all(o.view is None for o in seen)  # nothing known: give up
 
 
 def test_watch_against_a_simulator_that_fails_n_times(sim: FireworksSim) -> None:
@@ -347,9 +383,12 @@ def test_watch_against_a_simulator_that_fails_n_times(sim: FireworksSim) -> None
         final = watch_job(poller, outcomes.append, sleep=time.sleep)
     assert first.view.state == "PENDING"
     errors = [o for o in outcomes if o.error is not None]
-    assert len(errors) == 3 and all(o.view.stale and o.view.state == "PENDING" for o in errors)
+    assert len(errors) == 3
+    assert all(o.view.stale and o.view.state == "PENDING" for o in errors)
     assert [o.delay for o in errors] == pytest.approx([0.002, 0.004, 0.008])
-    assert final.view.state == "COMPLETED" and final.view.percent == 100 and final.view.processed == 3 * 2
+    assert final.view.state == "COMPLETED"
+    assert final.view.percent == 100
+    assert final.view.processed == 3 * 2
 
 
 # ---- the run store's job table --------------------------------------------------------------------------------
@@ -378,7 +417,11 @@ def test_prepare_is_deterministic(sim: FireworksSim) -> None:
     a, b = prepare_launch(request(sim)), prepare_launch(request(sim))
     assert (a.dataset_id, a.evaluator_id, a.job_id) == (b.dataset_id, b.evaluator_id, b.job_id)
     c = prepare_launch(request(sim, rows=4))
-    assert c.dataset_id != a.dataset_id and c.job_id != a.job_id and c.evaluator_id == a.evaluator_id
+    assert c.dataset_id != a.dataset_id
+    assert c.job_id != a.job_id
+    assert c.evaluator_id == a.evaluator_id
     d = prepare_launch(replace(request(sim), params=RftParams(base_model="qwen3-0p6b", epochs=3)))
-    assert d.job_id != a.job_id and d.dataset_id == a.dataset_id
-    assert a.dataset_id.startswith("svgagent-builtin-") and len(a.dataset_id) <= 63
+    assert d.job_id != a.job_id
+    assert d.dataset_id == a.dataset_id
+    assert a.dataset_id.startswith("svgagent-builtin-")
+    assert len(a.dataset_id) <= 63

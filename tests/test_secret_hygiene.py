@@ -161,7 +161,8 @@ async def test_tui_screens_store_and_logs_never_show_keys(tmp_path: Path, isolat
         assert mask(key) in secrets_shown, key
     assert log_file.stat().st_size > 0
     stored = _files_under(tmp_path / "store", tmp_path / "logs", isolated_env, tmp_path / "home")
-    assert any(p.name == "runs.db" for p in stored) and log_file in stored
+    assert any(p.name == "runs.db" for p in stored)
+    assert log_file in stored
     for path in stored:
         assert _leaks(path.read_bytes(), ALL_KEYS) == [], path
 
@@ -205,7 +206,8 @@ def test_rft_launch_sends_the_judge_key_only_as_a_secret(tmp_path: Path, isolate
     assert _leaks(logged, ALL_KEYS) == []
     assert _leaks(json.dumps(state, default=str).encode(), ALL_KEYS) == []
     assert uploads and not any(u["authorization_sent"] for u in uploads), uploads  # storage URLs get no key
-    assert dataset is not None and _leaks(dataset, ALL_KEYS) == []
+    assert dataset is not None
+    assert _leaks(dataset, ALL_KEYS) == []
     assert archive is not None
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as bundle:
         members = [m for m in bundle.getmembers() if m.isfile()]

@@ -44,7 +44,8 @@ def test_mask(value: str | None, expected: str) -> None:
 
 def test_mask_never_contains_the_middle() -> None:
     shown = mask(FW)
-    assert FW[4:-4] not in shown and len(shown) == 9
+    assert FW[4:-4] not in shown
+    assert len(shown) == 9
 
 
 def test_known_keys_are_listed_even_without_a_file(isolated_env: Path) -> None:
@@ -74,13 +75,16 @@ def test_sources_and_precedence(isolated_env: Path, monkeypatch: pytest.MonkeyPa
     # the settings model agrees on which value wins
     monkeypatch.setenv("OPENAI_API_KEY", OA)
     settings = load_settings()
-    assert settings.openai_api_key is not None and settings.openai_api_key.get_secret_value() == OA
-    assert settings.fireworks_api_key is not None and settings.fireworks_api_key.get_secret_value() == FW
+    assert settings.openai_api_key is not None
+    assert settings.openai_api_key.get_secret_value() == OA
+    assert settings.fireworks_api_key is not None
+    assert settings.fireworks_api_key.get_secret_value() == FW
 
 
 def test_entry_repr_hides_the_value() -> None:
     entry = SecretEntry("FIREWORKS_API_KEY", FW, "env-file", mask(FW))
-    assert FW not in repr(entry) and FW not in str(entry)
+    assert FW not in repr(entry)
+    assert FW not in str(entry)
 
 
 ORIGINAL = (
@@ -120,7 +124,9 @@ def test_write_keeps_other_lines_comments_and_order(isolated_env: Path) -> None:
     values = dotenv_values(env_file)
     assert values["FIREWORKS_API_KEY"] == FW
     assert values["NEW_KEY"] == 'with space "and" #hash'
-    assert values["UNRELATED"] == "keep me" and values["QUOTED"] == "single quoted" and values["LAST"] == "no-newline"
+    assert values["UNRELATED"] == "keep me"
+    assert values["QUOTED"] == "single quoted"
+    assert values["LAST"] == "no-newline"
     assert "OPENAI_API_KEY" not in values
 
 
@@ -181,7 +187,9 @@ def test_symlinked_env_file_updates_target(isolated_env: Path, tmp_path: Path) -
     real.write_text("K=1\n")
     (isolated_env / ".env").symlink_to(real)
     write_env_file(isolated_env / ".env", {"K": "2"})
-    assert (isolated_env / ".env").is_symlink() and real.read_text() == "K=2\n" and _mode(real) == 0o600
+    assert (isolated_env / ".env").is_symlink()
+    assert real.read_text() == "K=2\n"
+    assert _mode(real) == 0o600
 
 
 @pytest.mark.parametrize(
@@ -209,4 +217,5 @@ def test_write_never_logs_values(isolated_env: Path, caplog: pytest.LogCaptureFi
 def test_write_output_mode(isolated_env: Path) -> None:
     target = isolated_env / "x.toml"
     write_output(target, "a = 1\n", mode=0o644)
-    assert target.read_text() == "a = 1\n" and _mode(target) == 0o644
+    assert target.read_text() == "a = 1\n"
+    assert _mode(target) == 0o644

@@ -68,7 +68,8 @@ def _assert_nothing_leaks(app: SecretsPaneApp, *, revealed: tuple[str, ...] = ()
     for secret in SECRETS:
         assert secret not in notes
         if secret not in revealed:
-            assert secret not in svg and secret not in text
+            assert secret not in svg
+            assert secret not in text
 
 
 async def test_table_lists_keys_with_source_and_mask(env_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,12 +99,15 @@ async def test_edit_saves_to_env_file_with_0600(env_file: Path) -> None:
         await pilot.press("e")
         await pilot.pause()
         field = app.query_one("#secrets-input", Input)
-        assert pane.mode == "edit" and app.focused is field and field.password
+        assert pane.mode == "edit"
+        assert app.focused is field
+        assert field.password
         await pilot.press(*NEW_FW)
         _assert_nothing_leaks(app)  # the typed value shows as dots
         await pilot.press("enter")
         await pilot.pause()
-        assert pane.mode == "table" and field.value == ""
+        assert pane.mode == "table"
+        assert field.value == ""
         assert pane.row_cells("FIREWORKS_API_KEY")[1:3] == [".env", "fw_b…7777"]
         saved = [m for m in app.messages if isinstance(m, SecretsPane.Saved)]
         assert [m.names for m in saved] == [["FIREWORKS_API_KEY"]]
@@ -121,7 +125,8 @@ async def test_escape_cancels_an_edit(env_file: Path) -> None:
         await _select(app, pilot, "EXTRA_TOKEN")
         await pilot.press("e", "a", "b", "c", "escape")
         await pilot.pause()
-        assert pane.mode == "table" and app.focused is app.query_one(DataTable)
+        assert pane.mode == "table"
+        assert app.focused is app.query_one(DataTable)
         assert app.query_one("#secrets-input", Input).value == ""
         assert not app.messages
     assert env_file.read_text() == ENV_TEXT
@@ -141,7 +146,8 @@ async def test_reveal_toggles_only_on_the_key(env_file: Path) -> None:
         _assert_nothing_leaks(app, revealed=(EXTRA,))
         await pilot.press("v")
         await pilot.pause()
-        assert pane.revealed == frozenset() and pane.row_cells("EXTRA_TOKEN")[2] == "extr…0042"
+        assert pane.revealed == frozenset()
+        assert pane.row_cells("EXTRA_TOKEN")[2] == "extr…0042"
         _assert_nothing_leaks(app)
 
 
@@ -213,7 +219,8 @@ async def test_add_a_new_variable(env_file: Path) -> None:
         app.query_one("#secrets-input", Input).value = ""
         await pilot.press(*"NEW_TOKEN", "enter")
         await pilot.pause()
-        assert pane.mode == "edit" and app.query_one("#secrets-input", Input).password
+        assert pane.mode == "edit"
+        assert app.query_one("#secrets-input", Input).password
         await pilot.press(*"tok-value-1234567890", "enter")
         await pilot.pause()
         assert pane.row_cells("NEW_TOKEN")[1:3] == [".env", "tok-…7890"]
@@ -228,10 +235,12 @@ async def test_delete_needs_confirmation(env_file: Path) -> None:
         await _select(app, pilot, "EXTRA_TOKEN")
         await pilot.press("d")
         await pilot.pause()
-        assert pane.mode == "confirm" and "Remove EXTRA_TOKEN from .env?" in screen_text(app)
+        assert pane.mode == "confirm"
+        assert "Remove EXTRA_TOKEN from .env?" in screen_text(app)
         await pilot.press("n")
         await pilot.pause()
-        assert pane.mode == "table" and env_file.read_text() == ENV_TEXT
+        assert pane.mode == "table"
+        assert env_file.read_text() == ENV_TEXT
 
         await pilot.press("d", "y")
         await pilot.pause()
@@ -266,7 +275,8 @@ async def test_footer_shows_the_mode_keys(env_file: Path) -> None:
         await _select(app, pilot, "EXTRA_TOKEN")
         await pilot.press("d")
         await pilot.pause()
-        assert {"secrets.confirm", "secrets.no", "secrets.cancel"} <= ids() and "secrets.edit" not in ids()
+        assert {"secrets.confirm", "secrets.no", "secrets.cancel"} <= ids()
+        assert "secrets.edit" not in ids()
 
 
 def test_snapshot_80x24(env_file: Path, snap_compare) -> None:  # noqa: ANN001

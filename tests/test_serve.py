@@ -70,7 +70,8 @@ async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
         bodies = [init_body(gateway.base_url, f"basic-{i}", row=i) for i in range(3)]
         for body in bodies:
             status, answer, _ = await post_init(session, server.url, body)
-            assert status == 200 and answer["status"] == "accepted"
+            assert status == 200
+            assert answer["status"] == "accepted"
         await server.wait_idle()
         async with session.get(f"{server.url}/status", params={"rollout_id": "basic-0"}) as resp:
             assert resp.status == 200
@@ -84,20 +85,29 @@ async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
             assert set(logs[0]["tags"]) == {f"rollout_id:basic-{i}", "experiment_id:exp-1", "run_id:run-1"}
             (trace,) = gateway.traces(f"basic-{i}")  # the policy was called through the gateway
             assert trace["input"]["messages"] == bodies[i]["messages"]
-    assert health["accepted"] == 3 and health["finished"] == 3 and health["status"] == "ok"
+    assert health["accepted"] == 3
+    assert health["finished"] == 3
+    assert health["status"] == "ok"
     assert sim.stats()["requests"]["policy"] == 3
     training = TrainingStore(store)
     (run,) = training.trainings()
-    assert run.experiment_id == "exp-1" and run.rollouts == 3
+    assert run.experiment_id == "exp-1"
+    assert run.rollouts == 3
     (step,) = training.steps("exp-1")
-    assert step.step == 1 and step.source == "run order" and step.rollouts == 3 and step.judged == 0
+    assert step.step == 1
+    assert step.source == "run order"
+    assert step.rollouts == 3
+    assert step.judged == 0
     rollouts = {r.row_id: r for r in store.list_rollouts(step.run_id, heavy=True)}
     assert sorted(rollouts) == ["row_0", "row_1", "row_2"]
     for rec in rollouts.values():
-        assert rec.raw_answer and rec.prompt in {p for p, _ in __import__("serve_support").ROWS}
-        assert rec.status.terminal and rec.score is None  # not judged here: the evaluator scores
+        assert rec.raw_answer
+        assert rec.prompt in {p for p, _ in __import__("serve_support").ROWS}
+        assert rec.status.terminal
+        assert rec.score is None  # not judged here: the evaluator scores
         if rec.svg is not None and rec.status is RolloutStatus.SCORED:
-            assert rec.png is not None and rec.png.startswith(b"\x89PNG")
+            assert rec.png is not None
+            assert rec.png.startswith(b"\x89PNG")
     assert any(r.png for r in rollouts.values())
     assert store.get_run(step.run_id).status == "served"  # closed when the server stopped
 
@@ -117,7 +127,8 @@ async def test_a_repeated_init_is_the_same_rollout(store: Store, gateway: Tracin
     assert second[1] == {"status": "running", "rollout_id": "dup-1", "duplicate": True}
     assert third[1] == {"status": "finished", "rollout_id": "dup-1", "duplicate": True}
     assert sim.stats()["requests"]["policy"] == 1  # one rollout, one policy call
-    assert served is not None and len(store.list_rollouts(served.run_id, current_only=False)) == 1
+    assert served is not None
+    assert len(store.list_rollouts(served.run_id, current_only=False)) == 1
     assert set(codes(gateway, "dup-1")) == {StatusCode.FINISHED}
 
 
@@ -133,13 +144,17 @@ async def test_a_retry_after_an_error_is_a_new_attempt(store: Store, gateway: Tr
         status, answer, _ = await post_init(session, server.url, body)  # eval-protocol retrying the same id
         await server.wait_idle()
         served = server.ctx.training.served("retry-1")
-    assert status == 200 and answer["status"] == "accepted"
+    assert status == 200
+    assert answer["status"] == "accepted"
     assert codes(gateway, "retry-1") == [StatusCode.INTERNAL, StatusCode.RUNNING, StatusCode.FINISHED]
-    assert served is not None and served.status_code == StatusCode.FINISHED
+    assert served is not None
+    assert served.status_code == StatusCode.FINISHED
     attempts = store.attempts_of(served.rollout_id)
     assert [a.attempt for a in attempts] == [1, 2]
-    assert attempts[0].status is RolloutStatus.FAILED and "HTTP 500" in (attempts[0].error or "")
-    assert attempts[1].rollout_id == served.rollout_id and store.get_rollout(served.rollout_id).raw_answer
+    assert attempts[0].status is RolloutStatus.FAILED
+    assert "HTTP 500" in (attempts[0].error or "")
+    assert attempts[1].rollout_id == served.rollout_id
+    assert store.get_rollout(served.rollout_id).raw_answer
 
 
 @pytest.mark.parametrize(("knobs", "code", "words"), [
@@ -158,9 +173,12 @@ async def test_a_policy_fault_ends_in_an_error_status_not_a_poll_timeout(
         assert served is not None
         rec = store.get_rollout(served.rollout_id)
     (entry,) = gateway.logs(f"fault-{code.name}")
-    assert entry["status"]["code"] == code and words in entry["status"]["message"]
+    assert entry["status"]["code"] == code
+    assert words in entry["status"]["message"]
     assert entry["severity"] == "ERROR"
-    assert rec.status is RolloutStatus.FAILED and rec.is_score_valid is False and words in (rec.error or "")
+    assert rec.status is RolloutStatus.FAILED
+    assert rec.is_score_valid is False
+    assert words in (rec.error or "")
 
 
 async def test_a_burst_of_1000_inits_all_finish_with_16_at_a_time(
@@ -175,10 +193,13 @@ async def test_a_burst_of_1000_inits_all_finish_with_16_at_a_time(
         stats = server.stats
         (step,) = server.ctx.training.steps("exp-1")
     assert [a[0] for a in answers] == [200] * 1000
-    assert stats.accepted == stats.finished == 1000 and stats.errors == 0
-    assert stats.max_running == 16 and sim.stats()["max_in_flight"]["policy"] <= 16
+    assert stats.accepted == stats.finished == 1000
+    assert stats.errors == 0
+    assert stats.max_running == 16
+    assert sim.stats()["max_in_flight"]["policy"] <= 16
     assert all(codes(gateway, f"burst-{i}") == [StatusCode.FINISHED] for i in range(1000))
-    assert step.rollouts == 1000 and step.done == 1000
+    assert step.rollouts == 1000
+    assert step.done == 1000
     assert len({r.rollout_id for r in store.list_rollouts(step.run_id)}) == 1000
 
 
@@ -189,15 +210,18 @@ async def test_a_full_server_answers_429_with_retry_after_and_nothing_is_lost(
         bodies = [init_body(gateway.base_url, f"full-{i}") for i in range(6)]
         first = [await post_init(session, server.url, b) for b in bodies]
         busy = [i for i, (status, _, _) in enumerate(first) if status == 429]
-        assert [s for s, _, _ in first[:3]] == [200, 200, 200] and busy == [3, 4, 5]
-        assert first[3][2]["Retry-After"] == "1" and "3 rollouts" not in first[3][1]["error"]["message"]
+        assert [s for s, _, _ in first[:3]] == [200, 200, 200]
+        assert busy == [3, 4, 5]
+        assert first[3][2]["Retry-After"] == "1"
+        assert "3 rollouts" not in first[3][1]["error"]["message"]
         pending = list(busy)
         while pending:  # what a client does with 429: try again later
             await server.wait_idle()
             pending = [i for i in pending if (await post_init(session, server.url, bodies[i]))[0] == 429]
         await server.wait_idle()
     assert all(codes(gateway, f"full-{i}") == [StatusCode.FINISHED] for i in range(6))
-    assert server.stats.busy == 3 and server.stats.finished == 6
+    assert server.stats.busy == 3
+    assert server.stats.finished == 6
 
 
 @pytest.mark.parametrize(("mutate", "words"), [
@@ -216,7 +240,8 @@ async def test_invalid_bodies_get_a_400_naming_the_field(store: Store, gateway: 
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
         status, answer, _ = await post_init(session, server.url, body)
         assert server.stats.accepted == 0
-    assert status == 400 and words in answer["error"]["message"]
+    assert status == 400
+    assert words in answer["error"]["message"]
     assert REQUEST_KEY not in json.dumps(answer)
 
 
@@ -229,10 +254,14 @@ async def test_oversized_and_non_json_bodies_get_a_400(store: Store, gateway: Tr
         not_json = await post_init(session, server.url, None, raw=b"{not json")
         not_object = await post_init(session, server.url, [1, 2])
         not_utf8 = await post_init(session, server.url, None, raw=b'{"a": "\xff"}')
-        assert server.stats.accepted == 0 and server.stats.bad_requests == 4
-    assert too_big[0] == 400 and "larger than 8192 bytes" in too_big[1]["error"]["message"]
-    assert not_json[0] == 400 and not_json[1]["error"]["message"] == "the body is not valid JSON"
-    assert not_object[0] == 400 and "JSON object" in not_object[1]["error"]["message"]
+        assert server.stats.accepted == 0
+        assert server.stats.bad_requests == 4
+    assert too_big[0] == 400
+    assert "larger than 8192 bytes" in too_big[1]["error"]["message"]
+    assert not_json[0] == 400
+    assert not_json[1]["error"]["message"] == "the body is not valid JSON"
+    assert not_object[0] == 400
+    assert "JSON object" in not_object[1]["error"]["message"]
     assert not_utf8[0] == 400
 
 
@@ -274,12 +303,14 @@ async def test_shutdown_lets_running_rollouts_finish_then_logs_the_rest_unavaila
         await asyncio.sleep(0)
         refused = await post_init(session, server.url, init_body(gateway.base_url, "late"))
         await stopping
-    assert refused[0] == 503 and refused[2]["Retry-After"] == "5"
+    assert refused[0] == 503
+    assert refused[2]["Retry-After"] == "5"
     assert codes(gateway, "quick") == [StatusCode.FINISHED]
     (entry,) = gateway.logs("stuck")
     assert entry["status"] == {"code": StatusCode.UNAVAILABLE, "message": STOPPED, "details": []}
     stuck = training.served("stuck")
-    assert stuck is not None and store.get_rollout(stuck.rollout_id).reason == STOPPED
+    assert stuck is not None
+    assert store.get_rollout(stuck.rollout_id).reason == STOPPED
     assert training.served("late") is None
 
 
@@ -307,7 +338,8 @@ async def test_the_access_log_is_one_json_line_per_request_without_keys(
         await server.wait_idle()
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "svgagent.serve.access"]
     assert [(x["method"], x["path"], x["status"]) for x in lines] == [("POST", "/init", 200), ("POST", "/init", 400)]
-    assert lines[0]["rollout_id"] == "logged" and lines[0]["ms"] >= 0
+    assert lines[0]["rollout_id"] == "logged"
+    assert lines[0]["ms"] >= 0
     assert REQUEST_KEY not in caplog.text
 
 
@@ -321,7 +353,8 @@ async def test_a_served_rollout_is_judged_locally_only_with_judge(store: Store, 
         (step,) = server.ctx.training.steps("exp-1")
     rollouts = store.list_rollouts(step.run_id)
     assert step.judged == sum(1 for r in rollouts if r.is_score_valid) > 0
-    assert step.mean_local is not None and 0.0 <= step.mean_local <= 1.0
+    assert step.mean_local is not None
+    assert 0.0 <= step.mean_local <= 1.0
     assert store.get_run(step.run_id).settings["judge"] == "local"
     assert sim.stats()["requests"]["judge"] >= 1
 
@@ -344,7 +377,8 @@ def test_serve_refuses_bad_options_with_one_line(flags: list[str], words: str,
 
     assert main(["serve", "--port", "0", *flags]) == 2
     err = capsys.readouterr().err
-    assert words in err and len(err.strip().splitlines()) == 1
+    assert words in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path: Path) -> None:
@@ -360,7 +394,8 @@ def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path:
     try:
         assert proc.stdout is not None
         line = json.loads(proc.stdout.readline())
-        assert line["event"] == "listening" and line["url"].startswith("http://127.0.0.1:")
+        assert line["event"] == "listening"
+        assert line["url"].startswith("http://127.0.0.1:")
         gateway = line["demo_model_base_url"]
         assert gateway.startswith("http://localhost:")  # what eval-protocol's path encoding needs
         body = json.dumps(init_body(gateway, "demo-1")).encode()
@@ -374,6 +409,7 @@ def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path:
     assert proc.returncode == 0
     events = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
     stopped = [e for e in events if e.get("event") == "stopped"]
-    assert stopped and stopped[0]["accepted"] == 1
+    assert stopped
+    assert stopped[0]["accepted"] == 1
     assert stopped[0]["finished"] + stopped[0]["stopped_unfinished"] == 1  # finished in the grace period, or logged
     assert any(e.get("path") == "/init" and e.get("status") == 200 for e in events)

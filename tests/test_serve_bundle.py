@@ -23,7 +23,8 @@ def test_remote_mode_is_baked_into_the_bundle_and_names_another_evaluator() -> N
     manifest = json.loads(remote.files[CONFIG_FILE])
     loaded = JudgeConfig.from_dict(manifest["config"])
     assert (loaded.rollouts, loaded.remote_url) == ("remote", URL)
-    assert JudgeConfig.from_dict(single.config).rollouts == "single-turn" and "rollouts" not in single.config
+    assert JudgeConfig.from_dict(single.config).rollouts == "single-turn"
+    assert "rollouts" not in single.config
     assert remote.evaluator_id != single.evaluator_id  # another processor: another evaluator, never a reused one
 
 
@@ -33,7 +34,8 @@ def test_rft_create_remote_dry_run_says_the_url_must_be_reachable(capsys: pytest
     text = capsys.readouterr()
     assert code == 0, text.err
     out = text.out + text.err
-    assert f"POST {URL}/init" in out and "must be reachable from the Fireworks platform" in out
+    assert f"POST {URL}/init" in out
+    assert "must be reachable from the Fireworks platform" in out
 
 
 @pytest.mark.parametrize(("flags", "words"), [

@@ -149,7 +149,8 @@ def server(work: Path) -> Iterator[dict[str, Any]]:
                             stderr=open(work / "serve.stderr", "w"), text=True, env=env, cwd=work)
     assert proc.stdout is not None
     line = json.loads(proc.stdout.readline())
-    assert line["event"] == "listening" and line["url"].startswith("http://127.0.0.1:")
+    assert line["event"] == "listening"
+    assert line["url"].startswith("http://127.0.0.1:")
     info = {"url": line["url"], "store": Path(line["store"]), "proc": proc}
     yield info
     if proc.poll() is None:
@@ -181,9 +182,12 @@ def test_policy_faults_reach_eval_protocol_as_terminal_errors_not_poll_timeouts(
     policy_judge.configure(rate_limit_every=0, error_5xx_every=0, timeout_every=0)
     assert proc.returncode == 0, proc.stderr[-3000:]
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert outcomes["429"]["error"] == "ResourceExhaustedError" and "429" in outcomes["429"]["message"]
-    assert outcomes["500"]["error"] == "InternalError" and "HTTP 500" in outcomes["500"]["message"]
-    assert outcomes["hang"]["error"] == "DeadlineExceededError" and "deadline of 2 s" in outcomes["hang"]["message"]
+    assert outcomes["429"]["error"] == "ResourceExhaustedError"
+    assert "429" in outcomes["429"]["message"]
+    assert outcomes["500"]["error"] == "InternalError"
+    assert "HTTP 500" in outcomes["500"]["message"]
+    assert outcomes["hang"]["error"] == "DeadlineExceededError"
+    assert "deadline of 2 s" in outcomes["hang"]["message"]
     # raised from the status the server logged: a poll timeout would not raise, it would mark the row code 4
     for name, code in (("429", StatusCode.RESOURCE_EXHAUSTED), ("500", StatusCode.INTERNAL),
                        ("hang", StatusCode.DEADLINE_EXCEEDED)):
@@ -250,7 +254,8 @@ def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
     for row in ep_rows.values():
         assert row["rollout_status"]["code"] == StatusCode.FINISHED, row["rollout_status"]
         last = row["messages"][-1]
-        assert last["role"] == "assistant" and "<svg" in last["content"].lower()
+        assert last["role"] == "assistant"
+        assert "<svg" in last["content"].lower()
         assert row["evaluation_result"]["is_score_valid"] is True
     experiment = {r["execution_metadata"]["experiment_id"] for r in ep_rows.values()}
     assert len(experiment) == 1
@@ -259,7 +264,8 @@ def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
     served_log = (work / "serve.stderr").read_text().splitlines()
     mine = {r["execution_metadata"]["rollout_id"] for r in ep_rows.values()}
     inits = [x for x in map(json.loads, served_log) if x.get("path") == "/init" and x.get("rollout_id") in mine]
-    assert len(inits) == 10 and {x["status"] for x in inits} == {200}  # one /init per row, each accepted
+    assert len(inits) == 10
+    assert {x["status"] for x in inits} == {200}  # one /init per row, each accepted
 
     # svgagent's view: the same 10 rollouts, one training run keyed by eval-protocol's ids, with pictures
     with Store(server["store"]) as store:
@@ -279,9 +285,12 @@ def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
         for row_id, rec in stored.items():
             row = ep_rows[row_id]
             assert rec.raw_answer == row["messages"][-1]["content"]
-            assert rec.prompt == rows[int(row_id.split("_")[1])].prompt and rec.total == 3
+            assert rec.prompt == rows[int(row_id.split("_")[1])].prompt
+            assert rec.total == 3
             if rec.status is RolloutStatus.SCORED:
-                assert rec.svg and rec.png and rec.png.startswith(b"\x89PNG")
+                assert rec.svg
+                assert rec.png
+                assert rec.png.startswith(b"\x89PNG")
             # the project's scorer, here, on the stored answer: the score eval-protocol's run recorded
             mine = score_answer_sync_here(rec.raw_answer, list(rec.requirements), rec.prompt, config)
             assert row["evaluation_result"]["score"] == mine, row_id

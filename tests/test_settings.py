@@ -19,7 +19,9 @@ def test_defaults() -> None:
     assert s.judge_base_url == "https://api.openai.com/v1"
     assert s.judge_mode is JudgeMode.COUNT
     assert (s.concurrency, s.judge_concurrency, s.render_size, s.threshold) == (16, 16, 512, 0.5)
-    assert s.dataset == "builtin" and s.rows is None and s.samples == 1
+    assert s.dataset == "builtin"
+    assert s.rows is None
+    assert s.samples == 1
     assert s.missing_keys() == ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]
 
 
@@ -36,7 +38,8 @@ def test_precedence_flags_env_dotenv_toml_user(isolated_env: Path, monkeypatch: 
     assert s.concurrency == 4  # .env beats toml
     assert s.threshold == 0.4  # environment beats .env
     assert s.samples == 7  # explicit override beats everything
-    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-dotenv"
+    assert s.openai_api_key is not None
+    assert s.openai_api_key.get_secret_value() == "sk-dotenv"
 
 
 @pytest.mark.parametrize(
@@ -55,8 +58,10 @@ def test_invalid_values_give_one_clear_line(field: str, value: object, expected:
     with pytest.raises(ConfigError) as info:
         load_settings(**{field: value})
     message = str(info.value)
-    assert expected in message and field in message
-    assert "\n" not in message and "Traceback" not in message
+    assert expected in message
+    assert field in message
+    assert "\n" not in message
+    assert "Traceback" not in message
 
 
 def test_invalid_value_from_toml_names_field(isolated_env: Path) -> None:

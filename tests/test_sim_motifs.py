@@ -34,11 +34,14 @@ def test_a_login_screen_draws_a_phone_with_two_fields_and_a_button(seed: int) ->
     found = elements("Write `svg` code to draw a mobile app login screen mock-up.", seed=seed)
     rects = tags(found, "rect")
     phone = rects[0]
-    assert num(phone, "height") > num(phone, "width") and num(phone, "rx") > 0  # tall, rounded
+    assert num(phone, "height") > num(phone, "width")
+    assert num(phone, "rx") > 0  # tall, rounded
     fields = [r for r in rects if r.get("fill") == "#f1f1f1"]
-    assert len(fields) == 2 and all(num(f, "width") > 3 * num(f, "height") for f in fields)
+    assert len(fields) == 2
+    assert all(num(f, "width") > 3 * num(f, "height") for f in fields)
     texts = [t.text for t in tags(found, "text")]
-    assert "Log in" in texts and "email" in texts
+    assert "Log in" in texts
+    assert "email" in texts
     assert tags(found, "circle")  # the logo
 
 
@@ -51,14 +54,16 @@ def test_a_flag_draws_equal_stripes_and_a_named_flag_its_colours() -> None:
         found = elements("A flag for a small sailing club", seed=seed)
         stripes = [r for r in tags(found, "rect") if num(r, "width") in (60, 180) and num(r, "height") in (40, 120)
                    and r.get("fill") != "none"]
-        assert len(stripes) == 3 and len({r.get("fill") for r in stripes}) == 3
+        assert len(stripes) == 3
+        assert len({r.get("fill") for r in stripes}) == 3
         assert len({(num(r, "width"), num(r, "height")) for r in stripes}) == 1  # equal stripes
 
 
 def test_a_bar_chart_draws_two_axes_and_six_bars() -> None:
     found = elements("Write `svg` code to draw a bar chart of monthly rainfall.")
     axes = tags(found, "line")
-    assert len(axes) == 2 and {(num(a, "x1") == num(a, "x2")) for a in axes} == {True, False}  # vertical+horizontal
+    assert len(axes) == 2
+    assert {(num(a, "x1") == num(a, "x2")) for a in axes} == {True, False}  # vertical+horizontal
     bars = tags(found, "rect")
     assert len(bars) == 6
     assert {num(b, "y") + num(b, "height") for b in bars} == {220}  # standing on the x axis
@@ -72,7 +77,8 @@ def test_a_snowman_is_three_stacked_white_circles_and_a_pie_chart_is_wedges() ->
     assert [num(c, "cy") for c in body] == sorted((num(c, "cy") for c in body), reverse=True)
     found = elements("Write `svg` code to draw a pie chart of a household budget.")
     wedges = [p for p in tags(found, "path") if " A" in p.get("d", "")]
-    assert len(wedges) == 4 and len({w.get("fill") for w in wedges}) == 4
+    assert len(wedges) == 4
+    assert len({w.get("fill") for w in wedges}) == 4
 
 
 def test_every_builtin_demo_prompt_draws_its_subject_and_partial_draws_less() -> None:

@@ -100,7 +100,8 @@ async def test_policy_answers_cover_every_quality_class(sim: Simulator, client: 
     assert set(seen) == set(QUALITIES), seen
     stats = sim.stats()
     assert stats["policy_quality"] == {q: seen.get(q, 0) for q in QUALITIES}
-    assert stats["requests"]["policy"] == 40 and stats["requests"]["judge"] == 0
+    assert stats["requests"]["policy"] == 40
+    assert stats["requests"]["judge"] == 0
     assert len(stats["by_prompt"]) == 40
 
 
@@ -131,7 +132,8 @@ async def test_max_tokens_cuts_the_answer(client: openai.AsyncOpenAI) -> None:
     answer = await ask(client, make_prompt(0), max_tokens=20)
     assert answer.choices[0].finish_reason == "length"
     assert len(answer.choices[0].message.content or "") <= 80
-    assert answer.usage is not None and answer.usage.completion_tokens <= 20
+    assert answer.usage is not None
+    assert answer.usage.completion_tokens <= 20
 
 
 async def test_rate_limit_is_retried_by_the_client_after_retry_after(sim: Simulator) -> None:
@@ -140,11 +142,13 @@ async def test_rate_limit_is_retried_by_the_client_after_retry_after(sim: Simula
     async with openai.AsyncOpenAI(base_url=sim.base_url, api_key="k", max_retries=2) as api:
         first = await ask(api, make_prompt(0))
         second = await ask(api, make_prompt(1))  # request #2 gets 429, the client's retry (#3) succeeds
-    assert first.choices and second.choices
+    assert first.choices
+    assert second.choices
     stats = sim.stats()
     assert stats["faults"]["rate_limit"] == 1
     assert stats["requests"]["policy"] == 3
-    assert stats["by_prompt"] and sorted(v["policy"] for v in stats["by_prompt"].values()) == [1, 2]
+    assert stats["by_prompt"]
+    assert sorted(v["policy"] for v in stats["by_prompt"].values()) == [1, 2]
 
 
 async def test_rate_limit_answer_carries_retry_after_headers(sim: Simulator, client: openai.AsyncOpenAI) -> None:
@@ -307,7 +311,8 @@ async def test_remote_control_endpoints(sim: Simulator, client: openai.AsyncOpen
 
 async def test_start_async_serves_on_the_callers_loop() -> None:
     async with Simulator(SimConfig(seed=1)) as server:
-        assert server.base_url is not None and server.base_url.startswith("http://127.0.0.1:")
+        assert server.base_url is not None
+        assert server.base_url.startswith("http://127.0.0.1:")
         async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as api:
             assert (await ask(api, make_prompt(0))).choices
     assert server.stats()["requests"]["policy"] == 1
@@ -334,7 +339,8 @@ async def test_256_concurrent_requests_are_in_flight_at_once() -> None:
             server.release()
             await asyncio.gather(*tasks)
         stats = server.stats()
-    assert stats["max_in_flight"]["policy"] == count and stats["in_flight"]["policy"] == 0
+    assert stats["max_in_flight"]["policy"] == count
+    assert stats["in_flight"]["policy"] == 0
 
 
 def test_runs_as_a_separate_process() -> None:

@@ -43,9 +43,11 @@ def test_subcommand_help_still_lists_the_generated_flags() -> None:
         assert flag in eval_help
     create = commands["rft"]._subparsers._group_actions[0].choices["create"]
     create_help = create.format_help()
-    assert "--epochs" in create_help and "--judge-model" in create_help
+    assert "--epochs" in create_help
+    assert "--judge-model" in create_help
     assert "--epochs" not in commands["rft"]._subparsers._group_actions[0].choices["status"].format_help()
-    assert "--max-body" in commands["serve"].format_help() and "--judge-model" in commands["serve"].format_help()
+    assert "--max-body" in commands["serve"].format_help()
+    assert "--judge-model" in commands["serve"].format_help()
 
 
 def test_deferred_flags_parse() -> None:
@@ -61,4 +63,5 @@ def test_the_engine_and_eval_do_not_import_the_openai_or_fireworks_clients() -> 
     """`svgagent eval` talks to the endpoints through core.chat_http (aiohttp): the openai client, most of a second
     to import, is for key checks and the RFT bundle only."""
     modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.engine_process")
-    assert "openai" not in modules and "fireworks" not in modules
+    assert "openai" not in modules
+    assert "fireworks" not in modules

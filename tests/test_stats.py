@@ -75,14 +75,16 @@ def test_bar_is_drawn_to_an_eighth_of_a_cell() -> None:
     assert bar(3, 3, 10) == "█" * 10
     eighths = round(8 * 10 / 3)  # 26.67 → 27 eighths: 3 full cells and 3/8
     assert bar(1, 3, 10) == "█" * (eighths // 8) + "▍"
-    assert bar(0, 3, 10) == "" and bar(1, 1000, 4) == "▏"  # a non-zero count is never invisible
+    assert bar(0, 3, 10) == ""
+    assert bar(1, 1000, 4) == "▏"  # a non-zero count is never invisible
 
 
 def test_histogram_lines() -> None:
     scores = [0.0, 0.05, 0.5, 0.5, 0.55, 1.0, 1.0, 1.0]
     lines = histogram_lines(scores, 5, width=12)
     assert len(lines) == 5
-    assert lines[0].startswith("0.0–0.2 │") and lines[-1].startswith("0.8–1.0 │")
+    assert lines[0].startswith("0.0–0.2 │")
+    assert lines[-1].startswith("0.8–1.0 │")
     counts = exact_counts([Fraction(s).limit_denominator(100) for s in scores], 5)
     for line, count in zip(lines, counts):
         drawn = line.split("│")[1]
@@ -202,7 +204,9 @@ def test_summary_statistics(store: Store) -> None:
     run = make_run(store, ROWS, threshold=0.6)
     s = run_stats(store, run)
     scores = expected_scores()
-    assert s.rollouts == 13 and s.terminal == 12 and s.valid == len(scores) == 9
+    assert s.rollouts == 13
+    assert s.terminal == 12
+    assert s.valid == len(scores) == 9
     assert s.mean == pytest.approx(statistics.fmean(scores))
     assert s.stderr == pytest.approx(statistics.stdev(scores) / math.sqrt(len(scores)))
     assert s.median == pytest.approx(statistics.median(scores))
@@ -244,10 +248,13 @@ def test_percentiles_match_statistics_quantiles(store: Store) -> None:
     assert p.n == len(gens) == 12
     assert (p.p50, p.p90, p.p99) == pytest.approx((cuts[49], cuts[89], cuts[98]))
     judge = s.percentiles["judge_s"]
-    assert judge.n == 6 and judge.p50 == pytest.approx(0.5)
+    assert judge.n == 6
+    assert judge.p50 == pytest.approx(0.5)
     tokens = s.percentiles["tokens"]
-    assert tokens.n == 12 and tokens.p99 == pytest.approx(150)
-    assert percentile([], 50) is None and percentile([7.0], 99) == 7.0
+    assert tokens.n == 12
+    assert tokens.p99 == pytest.approx(150)
+    assert percentile([], 50) is None
+    assert percentile([7.0], 99) == 7.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(statistics.median([1.0, 2.0, 3.0, 4.0]))
 
 
@@ -277,7 +284,9 @@ def test_requirements_most_often_failed(store: Store) -> None:
     run = make_run(store, rows)
     assert set(store.rollout_verdicts(run)) == {f"{run}.0.0", f"{run}.0.1", f"{run}.0.2", f"{run}.0.3", f"{run}.1.0"}
     report = run_stats(store, run).requirements
-    assert report.rollouts_with_verdicts == 4 and report.from_overrides == 1 and report.count_only_overrides == 1
+    assert report.rollouts_with_verdicts == 4
+    assert report.from_overrides == 1
+    assert report.count_only_overrides == 1
     # Tally by hand: row_0 #1 failed once (override), #2 twice (judge + override), #3 once (judge); row_1 #1 once.
     got = {(r.row_id, r.index): (r.failed, r.judged) for r in report.most_failed}
     assert got == {("row_0", 2): (2, 3), ("row_0", 1): (1, 3), ("row_0", 3): (1, 3), ("row_1", 1): (1, 1)}
@@ -290,8 +299,12 @@ def test_requirements_most_often_failed(store: Store) -> None:
 def test_empty_run(store: Store) -> None:
     run = make_run(store, [("row_0", "Draw a cat", 2, [{"status": RolloutStatus.QUEUED}])])
     s = run_stats(store, run, bins=4)
-    assert s.valid == 0 and s.mean is None and s.median is None and s.pass_rate is None
-    assert list(s.histogram) == [0, 0, 0, 0] and s.requirements.most_failed == ()
+    assert s.valid == 0
+    assert s.mean is None
+    assert s.median is None
+    assert s.pass_rate is None
+    assert list(s.histogram) == [0, 0, 0, 0]
+    assert s.requirements.most_failed == ()
     json.dumps(s.to_dict())
 
 
@@ -301,15 +314,20 @@ def test_cli_stats_json_and_text(store: Store, capsys: pytest.CaptureFixture[str
     assert main(["runs", "stats", run, "--json", "--bins", "5", "--store", db]) == 0
     data = json.loads(capsys.readouterr().out)
     scores = expected_scores()
-    assert data["mean"] == pytest.approx(statistics.fmean(scores)) and data["name"] == "stats run"
+    assert data["mean"] == pytest.approx(statistics.fmean(scores))
+    assert data["name"] == "stats run"
     assert data["histogram"]["counts"] == exact_counts([Fraction(x).limit_denominator(100) for x in scores], 5)
     assert data["histogram"]["edges"] == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    assert data["failures"]["timeout"] == 1 and data["percentiles"]["generation_s"]["n"] == 12
+    assert data["failures"]["timeout"] == 1
+    assert data["percentiles"]["generation_s"]["n"] == 12
     assert main(["runs", "stats", run, "--bins", "4", "--store", db]) == 0
     text = capsys.readouterr().out
     assert sum(1 for line in text.splitlines() if "│" in line and "–" in line.split("│")[0]) == 4
-    assert f"median {statistics.median(scores):.3f}" in text and "pass rate (score ≥ 0.6)" in text
-    assert "judge invalid" in text and "generation_s" in text
+    assert f"median {statistics.median(scores):.3f}" in text
+    assert "pass rate (score ≥ 0.6)" in text
+    assert "judge invalid" in text
+    assert "generation_s" in text
     with pytest.raises(SystemExit) as exited:
         main(["runs", "stats", run, "--bins", "0", "--store", db])
-    assert exited.value.code == 2 and "--bins" in capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--bins" in capsys.readouterr().err

@@ -40,7 +40,8 @@ def test_create_run_queues_every_row_and_sample(store: Store) -> None:
     assert len(rollouts) == 6
     assert {(r.row_index, r.sample_index) for r in rollouts} == {(i, k) for i in (0, 1) for k in range(3)}
     assert all(r.status is RolloutStatus.QUEUED for r in rollouts)
-    assert rollouts[0].requirements == ["A red square.", "White background."] and rollouts[0].total == 2
+    assert rollouts[0].requirements == ["A red square.", "White background."]
+    assert rollouts[0].total == 2
     assert store.get_run(run_id).status == "created"
 
 
@@ -50,9 +51,12 @@ def test_update_and_heavy_columns(store: Store) -> None:
     store.update_rollout(rid, status=RolloutStatus.SCORED, score=0.5, fulfilled=1, is_score_valid=True,
                          png=b"\x89PNG...", svg="<svg/>", raw_answer="```svg<svg/>```")
     light = store.list_rollouts(run_id)[0]
-    assert light.png is None and light.score == 0.5 and light.is_score_valid is True
+    assert light.png is None
+    assert light.score == 0.5
+    assert light.is_score_valid is True
     heavy = store.get_rollout(rid)
-    assert heavy.png == b"\x89PNG..." and heavy.svg == "<svg/>"
+    assert heavy.png == b"\x89PNG..."
+    assert heavy.svg == "<svg/>"
     with pytest.raises(ValueError):
         store.update_rollout(rid, prompt="changed")
 
@@ -91,10 +95,12 @@ def test_new_attempts_keep_history(store: Store) -> None:
     store.update_rollout(first.rollout_id, status=RolloutStatus.FAILED, is_score_valid=False, error="boom")
     (new_id,) = store.new_attempts(run_id, [first.rollout_id])
     current = store.list_rollouts(run_id)
-    assert len(current) == 2 and new_id in {r.rollout_id for r in current}
+    assert len(current) == 2
+    assert new_id in {r.rollout_id for r in current}
     assert first.rollout_id not in {r.rollout_id for r in current}
     history = store.attempts_of(new_id)
-    assert [h.attempt for h in history] == [1, 2] and history[0].error == "boom"
+    assert [h.attempt for h in history] == [1, 2]
+    assert history[0].error == "boom"
     assert len(store.list_rollouts(run_id, current_only=False)) == 3
 
 
@@ -141,10 +147,14 @@ def test_override_is_kept_next_to_judge_and_used_in_summary(store: Store) -> Non
     store.set_override(a, fulfilled=None, verdicts=[True, False])
     store.set_override(b, fulfilled=3)
     ra, rb = store.list_rollouts(run_id)
-    assert ra.score == 1.0 and ra.override_score == 0.5 and ra.override_verdicts == [True, False]
-    assert rb.effective_score == 1.0 and rb.overridden
+    assert ra.score == 1.0
+    assert ra.override_score == 0.5
+    assert ra.override_verdicts == [True, False]
+    assert rb.effective_score == 1.0
+    assert rb.overridden
     s = store.summarize(run_id, 0.5)
-    assert s.overridden == 2 and s.mean_score == pytest.approx(0.75)
+    assert s.overridden == 2
+    assert s.mean_score == pytest.approx(0.75)
     with pytest.raises(ValueError):
         store.set_override(a, fulfilled=9)
     store.set_override(a, fulfilled=None)

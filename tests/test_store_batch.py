@@ -86,7 +86,8 @@ async def test_a_storage_error_reaches_every_waiter_and_every_later_change(run, 
         writer.submit(ids[0], {"status": RolloutStatus.GENERATING}, done=outcomes.append)
         with pytest.raises(StoreWriteError, match="disk is full"):
             await writer.commit(ids[1], {"status": RolloutStatus.RENDERING, "raw_answer": "paid"})
-        assert failed.is_set() and isinstance(outcomes[0], StoreWriteError)
+        assert failed.is_set()
+        assert isinstance(outcomes[0], StoreWriteError)
         with pytest.raises(StoreWriteError):
             writer.submit(ids[2], {"status": RolloutStatus.GENERATING})
         with pytest.raises(StoreWriteError):

@@ -54,7 +54,9 @@ def test_each_new_eval_protocol_run_is_the_next_step_and_rows_keep_their_index(t
         assert by_row == {("row_9", 0): 0, ("row_3", 0): 1, ("row_3", 1): 1}
         assert {r.row_id: r.row_index for r in store.list_rollouts(steps[1].run_id)} == {"row_9": 0, "row_3": 1}
         (run,) = fresh.trainings("accounts/a/reinforcementFineTuningJobs/j1")
-        assert run.label == "accounts/a/reinforcementFineTuningJobs/j1" and run.steps == 2 and run.rollouts == 5
+        assert run.label == "accounts/a/reinforcementFineTuningJobs/j1"
+        assert run.steps == 2
+        assert run.rollouts == 5
         assert fresh.trainings("accounts/a/reinforcementFineTuningJobs/other") == []
         assert store.get_run(steps[0].run_id).name.endswith("· step 1")
 

@@ -92,7 +92,8 @@ async def test_preview_picture_uses_the_space_it_has(store: Store, size: tuple[i
             assert preview.beside
             assert len(rows) == body.height  # the whole height of the pane
             assert len(rows[0]) == 2 * len(rows)  # the fixture's picture is square
-            assert text.x >= picture.right and text.width >= 34  # the rationale beside it
+            assert text.x >= picture.right
+            assert text.width >= 34  # the rationale beside it
             assert "triangle is too small" in plain(preview.query_one("#info-rationale"), width=text.width)
         else:
             assert not preview.beside
@@ -497,7 +498,8 @@ async def test_config_pane_in_the_grid_stacks_labels_and_splits_no_word(store: S
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         pane, form = await config_pane_at_120x40(pilot)
-        assert pane.region.width < 60 and form.has_class("-stacked")  # the grid's narrow pane
+        assert pane.region.width < 60
+        assert form.has_class("-stacked")  # the grid's narrow pane
         hint = form.query_one("#hint-base_url")
         lines = hint.render_lines(hint.region.reset_offset)
         words = " ".join("".join(seg.text for seg in line).strip() for line in lines).split()
@@ -514,7 +516,8 @@ async def test_config_field_shows_its_start_after_blur(store: Store) -> None:
         await pilot.press("ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
         assert field.scroll_x > 0  # longer than the box: while typing, its end is in view
         await pilot.press("tab")
-        assert field.cursor_position == 0 and field.scroll_x == 0  # its start in view, not "…long-name"
+        assert field.cursor_position == 0
+        assert field.scroll_x == 0  # its start in view, not "…long-name"
         assert field.value == "simulated-policy-with-a-rather-long-name-for-the-box"
 
 
@@ -525,15 +528,19 @@ async def test_zoom_gives_the_pane_with_the_focus_the_whole_screen(store: Store)
         await pilot.press("ctrl+t")  # zoom from inside a text field
         await settle(pilot)
         assert app.dashboard.zoomed == "config"
-        assert pane.region.width >= 110 and pane.region.height >= 30
+        assert pane.region.width >= 110
+        assert pane.region.height >= 30
         assert not form.has_class("-stacked")
         assert not app.dashboard.query_one("#pane-rollouts").display
         await pilot.press("ctrl+t")
         await settle(pilot)
-        assert app.dashboard.zoomed is None and pane.region.width < 60
+        assert app.dashboard.zoomed is None
+        assert pane.region.width < 60
         await pilot.press("escape", "plus")  # from the table: + zooms the rollouts pane
         await settle(pilot)
-        assert app.dashboard.zoomed == "rollouts" and not pane.display
+        assert app.dashboard.zoomed == "rollouts"
+        assert not pane.display
         await pilot.press("plus")
         await settle(pilot)
-        assert app.dashboard.zoomed is None and pane.display
+        assert app.dashboard.zoomed is None
+        assert pane.display

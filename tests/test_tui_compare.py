@@ -76,7 +76,8 @@ async def test_header_shows_the_independently_computed_numbers(store: Store, run
                 assert cells[3] in ("only A", "only B", "–")
         boat = next(c for r, c in zip(screen.rows, shown) if r.prompt == "Draw a boat")
         plane = next(c for r, c in zip(screen.rows, shown) if r.prompt == "Draw a plane")
-        assert boat[1:4] == ("1.00", "–", "only A") and plane[1:4] == ("–", "0.00", "only B")
+        assert boat[1:4] == ("1.00", "–", "only A")
+        assert plane[1:4] == ("–", "0.00", "only B")
         kite = next(c for r, c in zip(screen.rows, shown) if r.row_id == "row_6")
         assert kite[1:5] == (f"{(0 + 3 + 3) / 9:.2f}", f"{1 / 3:.2f}", f"{1 / 3 - 6 / 9:+.3f}", "3/2")
 
@@ -109,12 +110,15 @@ async def test_sort_by_delta_and_regression_and_improvement_filters(store: Store
         assert keys()[: len(worst_first)] == worst_first
         await pilot.press("r")
         regressions = [k for k, d in deltas.items() if d < -1e-9]
-        assert sorted(keys()) == sorted(regressions) and len(regressions) == 2
-        assert all(d < 0 for d in shown_deltas()) and len(table_rows(screen)) == 2
+        assert sorted(keys()) == sorted(regressions)
+        assert len(regressions) == 2
+        assert all(d < 0 for d in shown_deltas())
+        assert len(table_rows(screen)) == 2
         assert "regressions only" in plain(screen.query_one("#compare-header"), width=200)
         await pilot.press("i")
         improvements = [k for k, d in deltas.items() if d > 1e-9]
-        assert keys() == improvements and all(d > 0 for d in shown_deltas())
+        assert keys() == improvements
+        assert all(d > 0 for d in shown_deltas())
         await pilot.press("i")
         assert len(table_rows(screen)) == 9
 
@@ -126,31 +130,40 @@ async def test_sides_show_both_rollouts_and_enter_opens_them(store: Store, runs:
         await settle(pilot)
         screen = await open_compare(pilot, run_a, run_b)
         row = screen.rows[0]  # the worst regression: row_2 (A 3/4; B 1/4 and an override to 0/4)
-        assert row.row_id == "row_2" and row.a is not None and row.b is not None
+        assert row.row_id == "row_2"
+        assert row.a is not None
+        assert row.b is not None
         side_a, side_b = screen.query_one("#side-a", CompareSide), screen.query_one("#side-b", CompareSide)
-        assert side_a.picture.record is not None and side_a.picture.record.rollout_id == row.a.rollout_ids[0]
-        assert side_b.picture.record is not None and side_b.picture.record.rollout_id == row.b.rollout_ids[0]
+        assert side_a.picture.record is not None
+        assert side_a.picture.record.rollout_id == row.a.rollout_ids[0]
+        assert side_b.picture.record is not None
+        assert side_b.picture.record.rollout_id == row.b.rollout_ids[0]
         assert "row mean 0.750" in plain(side_a.query_one(".side-title"))
         assert "row mean 0.125 · 2 samples · showing 1/2" in plain(side_b.query_one(".side-title"))
         assert "3 of 4" in plain(side_a.query_one(".side-info"))  # the stored reason
         await pilot.press("n")  # the next sample: B's second one (overridden); A has one sample
         await settle(pilot)
-        assert side_b.picture.rollout_id == row.b.rollout_ids[1] and side_a.picture.rollout_id == row.a.rollout_ids[0]
+        assert side_b.picture.rollout_id == row.b.rollout_ids[1]
+        assert side_a.picture.rollout_id == row.a.rollout_ids[0]
         assert "you 0/4 = 0.00*" in plain(side_b.query_one(".side-info"))
         await pilot.press("enter")
         await settle(pilot)
-        assert isinstance(app.screen, RolloutDetail) and app.screen.rollout_id == row.a.rollout_ids[0]
+        assert isinstance(app.screen, RolloutDetail)
+        assert app.screen.rollout_id == row.a.rollout_ids[0]
         await pilot.press("escape", "right", "n")  # B, back to its first sample (n wraps around)
         await settle(pilot)
-        assert screen.side == "b" and side_b.picture.rollout_id == row.b.rollout_ids[0]
+        assert screen.side == "b"
+        assert side_b.picture.rollout_id == row.b.rollout_ids[0]
         await pilot.press("enter")
         await settle(pilot)
-        assert isinstance(app.screen, RolloutDetail) and app.screen.rollout_id == row.b.rollout_ids[0]
+        assert isinstance(app.screen, RolloutDetail)
+        assert app.screen.rollout_id == row.b.rollout_ids[0]
         await pilot.press("plus")  # your count: 1/4 → 2/4; B's row mean becomes (2/4 + 0/4) / 2
         await pilot.press("escape")
         await settle(pilot)
         again = next(r for r in screen.rows if r.row_id == "row_2")
-        assert again.mean_b == pytest.approx((2 / 4 + 0) / 2) and again.delta == pytest.approx(0.25 - 0.75)
+        assert again.mean_b == pytest.approx((2 / 4 + 0) / 2)
+        assert again.delta == pytest.approx(0.25 - 0.75)
         cells = table_rows(screen)[screen.rows.index(again)]
         assert cells[2:4] == ("0.25", "-0.500")
 
@@ -184,14 +197,17 @@ async def test_pictures_are_drawn_side_by_side(store: Store) -> None:
         assert [r.row_id for r in screen.rows] == ["row_1", "row_0"]  # -0.75 then +0.5
         side_a, side_b = screen.query_one("#side-a", CompareSide), screen.query_one("#side-b", CompareSide)
         image = side_a.picture.image_text
-        assert image is not None and len(image.plain.splitlines()) >= 4  # vertical bands: coloured cells
+        assert image is not None
+        assert len(image.plain.splitlines()) >= 4  # vertical bands: coloured cells
         colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
         assert (0, 85, 164) in colours  # the flag's blue, in 24-bit colour
-        assert side_b.picture.image_text is None and "no image" in plain(side_b.query_one(".side-image"))
+        assert side_b.picture.image_text is None
+        assert "no image" in plain(side_b.query_one(".side-image"))
         await pilot.press("j")
         await settle(pilot)
-        assert side_b.picture.image_text is not None and (135, 206, 235) in {
-            s.style.bgcolor.triplet for s in side_b.picture.image_text.spans if s.style and s.style.bgcolor}
+        assert side_b.picture.image_text is not None
+        assert ((135, 206, 235) in {
+            s.style.bgcolor.triplet for s in side_b.picture.image_text.spans if s.style and s.style.bgcolor})
 
 
 async def test_run_picker_marks_a_and_b_then_compares(store: Store) -> None:
@@ -223,11 +239,14 @@ async def test_run_picker_marks_a_and_b_then_compares(store: Store) -> None:
         await pilot.press("c")
         await settle(pilot)
         screen = app.screen
-        assert isinstance(screen, CompareScreen) and (screen.run_a, screen.run_b) == (second, first)
-        assert screen.comparison is not None and screen.comparison.name_a == "second"
+        assert isinstance(screen, CompareScreen)
+        assert (screen.run_a, screen.run_b) == (second, first)
+        assert screen.comparison is not None
+        assert screen.comparison.name_a == "second"
         await pilot.press("escape")
         await settle(pilot)
-        assert app.screen is app.dashboard and app.dashboard.run_id == first  # the open run is unchanged
+        assert app.screen is app.dashboard
+        assert app.dashboard.run_id == first  # the open run is unchanged
 
         # Marked A only: c compares with the highlighted run; with both marked, enter compares too.
         await pilot.press("o")
@@ -236,14 +255,16 @@ async def test_run_picker_marks_a_and_b_then_compares(store: Store) -> None:
         await highlight(third)
         await pilot.press("c")
         await settle(pilot)
-        assert isinstance(app.screen, CompareScreen) and (app.screen.run_a, app.screen.run_b) == (first, third)
+        assert isinstance(app.screen, CompareScreen)
+        assert (app.screen.run_a, app.screen.run_b) == (first, third)
         await pilot.press("escape", "o")
         await highlight(third)
         await pilot.press("a")
         await highlight(first)
         await pilot.press("b", "enter")
         await settle(pilot)
-        assert isinstance(app.screen, CompareScreen) and (app.screen.run_a, app.screen.run_b) == (third, first)
+        assert isinstance(app.screen, CompareScreen)
+        assert (app.screen.run_a, app.screen.run_b) == (third, first)
 
         # Without a mark, c says what to do; enter still opens a run.
         await pilot.press("escape", "o", "c")
@@ -261,4 +282,5 @@ async def test_open_compare_refuses_unknown_or_identical_runs(store: Store, runs
         await pilot.pause()
         assert app.screen is app.dashboard
         said = notifications(app)
-        assert any("no-such-run" in n for n in said) and any("two different runs" in n for n in said)
+        assert any("no-such-run" in n for n in said)
+        assert any("two different runs" in n for n in said)

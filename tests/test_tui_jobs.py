@@ -110,7 +110,8 @@ async def test_pane_lists_simulator_jobs_and_refresh_updates_them(store: Store, 
         assert "1 job · updated just now" in plain(panel.query_one("#jobs-status"))
         assert view.links["job"] == f"{sim.base_url}/dashboard/fine-tuning/reinforcement/{DEMO_JOB_ID}"
         lists = [p for p in sim.paths() if p == f"GET /v1/accounts/{ACCOUNT}/reinforcementFineTuningJobs"]
-        assert len(lists) == 2 and panel._timer is not None  # re-armed after each fetch, never overlapping
+        assert len(lists) == 2
+        assert panel._timer is not None  # re-armed after each fetch, never overlapping
 
 
 async def test_backoff_after_server_errors_keeps_the_last_known_state(store: Store, sim: FireworksSim) -> None:
@@ -120,7 +121,9 @@ async def test_backoff_after_server_errors_keeps_the_last_known_state(store: Sto
     async with app.run_test(size=(120, 40)) as pilot:
         panel = panel_of(app)
         await polled(pilot, panel, 1)
-        assert panel.outcome is not None and panel.outcome.delay == 10.0 and panel.outcome.error is None
+        assert panel.outcome is not None
+        assert panel.outcome.delay == 10.0
+        assert panel.outcome.error is None
         sim.inject(503, times=None, route="reinforcementFineTuningJobs")
         delays = []
         for _ in range(4):
@@ -129,13 +132,16 @@ async def test_backoff_after_server_errors_keeps_the_last_known_state(store: Sto
             delays.append(panel.outcome.delay)
         assert delays == [20.0, 40.0, 60.0, 60.0]  # doubling, capped at 60 s
         assert [v.job_id for v in panel.views] == [DEMO_JOB_ID]  # the last known state stays...
-        assert panel.views[0].stale and "server error" in (panel.views[0].error or "")
+        assert panel.views[0].stale
+        assert "server error" in (panel.views[0].error or "")
         status = plain(panel.query_one("#jobs-status"))
-        assert "last known state, 1m 40s old" in status and "retry in 1m 00s" in status  # ...with its age
+        assert "last known state, 1m 40s old" in status
+        assert "retry in 1m 00s" in status  # ...with its age
         assert panel.query_one(JobTable).row_text(JOB_NAME)[1] == "CREATING"
         sim.clear_faults()
         await poll_now(pilot, panel)
-        assert panel.outcome.delay == 10.0 and not panel.views[0].stale
+        assert panel.outcome.delay == 10.0
+        assert not panel.views[0].stale
         assert "updated just now" in plain(panel.query_one("#jobs-status"))
 
 
@@ -144,14 +150,20 @@ async def test_poller_backs_off_and_stops_on_a_rejected_key(sim: FireworksSim) -
     clock = [NOW]
     poller = JobsPoller(sim_source(sim), interval=5.0, max_interval=30.0, clock=lambda: clock[0])
     first = poller.poll()
-    assert first.error is None and first.updated_at == NOW and [v.job_id for v in first.views] == [DEMO_JOB_ID]
+    assert first.error is None
+    assert first.updated_at == NOW
+    assert [v.job_id for v in first.views] == [DEMO_JOB_ID]
     sim.inject(500, times=2)
     clock[0] += 7
     assert [poller.poll().delay, poller.poll().delay] == [10.0, 20.0]
     sim.inject(401, times=1)
     rejected = poller.poll()
-    assert rejected.fatal and rejected.error is not None and rejected.error.kind == "auth"
-    assert rejected.updated_at == NOW and rejected.views[0].stale and rejected.views[0].age(clock[0]) == 7
+    assert rejected.fatal
+    assert rejected.error is not None
+    assert rejected.error.kind == "auth"
+    assert rejected.updated_at == NOW
+    assert rejected.views[0].stale
+    assert rejected.views[0].age(clock[0]) == 7
 
 
 async def test_cancel_asks_first_then_the_job_ends_cancelled_and_resumes(store: Store, sim: FireworksSim) -> None:
@@ -163,16 +175,19 @@ async def test_cancel_asks_first_then_the_job_ends_cancelled_and_resumes(store: 
         await polled(pilot, panel, 1)
         await pilot.press("5", "K")
         await settle(pilot)
-        assert isinstance(app.screen, Confirm) and "svgagent-demo-job" in app.screen.question
+        assert isinstance(app.screen, Confirm)
+        assert "svgagent-demo-job" in app.screen.question
         await pilot.press("n")
         await settle(pilot)
-        assert not any(":cancel" in p for p in sim.paths()) and sim.job_state(DEMO_JOB_ID) == "JOB_STATE_RUNNING"
+        assert not any(":cancel" in p for p in sim.paths())
+        assert sim.job_state(DEMO_JOB_ID) == "JOB_STATE_RUNNING"
         await pilot.press("K", "y")
         await wait_until(pilot, lambda: states(app).get(DEMO_JOB_ID) == "CANCELLED")
         assert f"POST /v1/accounts/{ACCOUNT}/reinforcementFineTuningJobs/{DEMO_JOB_ID}:cancel" in sim.paths()
         assert sim.job_state(DEMO_JOB_ID) == "JOB_STATE_CANCELLED"
         assert any("cancel requested" in n for n in notifications(app))
-        assert panel.check_action("cancel_job", ()) is False and panel.check_action("resume_job", ()) is True
+        assert panel.check_action("cancel_job", ()) is False
+        assert panel.check_action("resume_job", ()) is True
         await pilot.press("p")
         await wait_until(pilot, lambda: states(app).get(DEMO_JOB_ID) in ("RUNNING", "PROVISIONING"))
         assert f"POST /v1/accounts/{ACCOUNT}/reinforcementFineTuningJobs/{DEMO_JOB_ID}:resume" in sim.paths()
@@ -212,30 +227,36 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         epochs.value = "0"
         await pilot.pause()
         assert screen.problems["epochs"] == "out of range: allowed an integer from 1 to 10"
-        assert "✗ out of range" in plain(screen.query_one("#hint-epochs")) and epochs.has_class("-invalid")
+        assert "✗ out of range" in plain(screen.query_one("#hint-epochs"))
+        assert epochs.has_class("-invalid")
         screen.query_one("#rft-lora_rank", Input).value = "12"
         screen.query_one("#rft-max_output_tokens", Input).value = "9000"
         screen.query_one("#rft-max_context_length", Input).value = "8192"
         await pilot.pause()
         assert "power of two" in screen.problems["lora_rank"]
         await pilot.press("f2")
-        assert screen.stage == "form" and screen.steps == []  # nothing prepared while fields are wrong
+        assert screen.stage == "form"
+        assert screen.steps == []  # nothing prepared while fields are wrong
         epochs.value, screen.query_one("#rft-lora_rank", Input).value = "2", "16"
         await pilot.pause()
         assert "max-output-tokens (9000) must be smaller" in screen.problems[""]
         screen.query_one("#rft-max_output_tokens", Input).value = ""  # blank: the default
         await pilot.pause()
-        assert screen.problems == {} and screen.params is not None and screen.params.epochs == 2
+        assert screen.problems == {}
+        assert screen.params is not None
+        assert screen.params.epochs == 2
         await pilot.press("f2")
         await wait_until(pilot, lambda: screen.stage == "preview")
         lines = [f"{s.method} {s.path}" for s in screen.steps]
-        assert lines[0] == "GET /verifyApiKey" and "POST /v1/accounts/{account}/reinforcementFineTuningJobs" in lines
+        assert lines[0] == "GET /verifyApiKey"
+        assert "POST /v1/accounts/{account}/reinforcementFineTuningJobs" in lines
         # only what was typed is sent: Fireworks chooses the rest (no chunkSize, lossConfig, inferenceParameters)
         assert screen.steps[-1].body["trainingConfig"] == {"baseModel": "accounts/fireworks/models/qwen3-0p6b",
                                                            "epochs": 2, "loraRank": 16, "maxContextLength": 8192}
         assert not {"chunkSize", "lossConfig", "inferenceParameters"} & set(screen.steps[-1].body)
         secret = next(s for s in screen.steps if s.method == "POST" and s.path.endswith("/secrets"))
-        assert secret.body["value"] == "••••" and "sk-test-key" not in str(screen.steps)
+        assert secret.body["value"] == "••••"
+        assert "sk-test-key" not in str(screen.steps)
         assert sim.requests == []  # a dry run sends nothing
         await pilot.press("y")
         await wait_until(pilot, lambda: screen.stage in ("done", "failed"), timeout=30)
@@ -248,8 +269,9 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         assert f"POST /v1/accounts/{ACCOUNT}/reinforcementFineTuningJobs" in paths
         remembered = store.list_jobs()
         assert [j["job_name"] for j in remembered] == [screen.result.job_name]
-        assert remembered[0]["base_url"] == sim.base_url and remembered[0]["dataset"].startswith(
-            f"accounts/{ACCOUNT}/datasets/svgagent-builtin-")
+        assert remembered[0]["base_url"] == sim.base_url
+        assert (remembered[0]["dataset"].startswith(
+            f"accounts/{ACCOUNT}/datasets/svgagent-builtin-"))
 
 
 async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(store: Store,
@@ -258,7 +280,8 @@ async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(
     async with app.run_test(size=(120, 40)) as pilot:
         panel = panel_of(app)
         await polled(pilot, panel, 1)
-        assert panel.views == () and "No RFT jobs" in plain(panel.query_one("#jobs-detail"))
+        assert panel.views == ()
+        assert "No RFT jobs" in plain(panel.query_one("#jobs-detail"))
         await pilot.press("5", "n")
         await settle(pilot)
         screen = app.screen
@@ -277,7 +300,8 @@ async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(
         name = screen.result.job_name
         await pilot.press("escape")
         await wait_until(pilot, lambda: any(v.name == name for v in panel.views))
-        assert panel.query_one(JobTable).selected == name and app.focused is panel.query_one(JobTable)
+        assert panel.query_one(JobTable).selected == name
+        assert app.focused is panel.query_one(JobTable)
         assert [j["job_name"] for j in store.list_jobs()] == [name]
 
 
@@ -319,7 +343,8 @@ async def test_eval_of_the_output_model_starts_a_named_run(store: Store) -> None
             run_id = app.control.run_id
             assert run_id is not None
             run = store.get_run(run_id)
-            assert run.name == f"eval of {model}" and run.settings["model"] == model
+            assert run.name == f"eval of {model}"
+            assert run.settings["model"] == model
             assert app.dashboard.query_one("#config-form #field-model", Input).value == model
             assert not any("another dataset" in n for n in notifications(app))  # 4 builtin rows, like the job
             await wait_until(pilot, lambda: not app.control.running, timeout=30)
@@ -332,7 +357,8 @@ async def test_without_a_key_the_pane_says_what_to_set(store: Store) -> None:
         await pilot.press("5")
         await settle(pilot)
         panel = panel_of(app)
-        assert panel.source is not None and not panel.source.available
+        assert panel.source is not None
+        assert not panel.source.available
         assert "FIREWORKS_API_KEY is not set" in plain(panel.query_one("#jobs-detail"))
         await pilot.press("n")
         assert any("FIREWORKS_API_KEY" in n for n in notifications(app))
@@ -343,11 +369,14 @@ async def test_demo_mode_starts_a_simulator_with_a_job_that_progresses(store: St
     async with app.run_test(size=(120, 40)) as pilot:
         panel = panel_of(app)
         await polled(pilot, panel, 1)
-        assert panel.source is not None and panel.source.demo and panel.interval == 2.0
+        assert panel.source is not None
+        assert panel.source.demo
+        assert panel.interval == 2.0
         assert [v.job_id for v in panel.views] == [DEMO_JOB_ID]
         assert panel.views[0].links["job"].startswith("http://127.0.0.1:")
         sim_url = panel.source.base_url
-    assert panel.source.base_url is None and sim_url  # closed with the app: the simulator is stopped
+    assert panel.source.base_url is None
+    assert sim_url  # closed with the app: the simulator is stopped
 
 
 async def test_keys_have_ids_and_show_in_help_footer_and_palette(store: Store) -> None:

@@ -43,7 +43,8 @@ async def test_r_starts_a_run_that_fills_the_table_live(store: Store, sim_overri
         await settle(pilot)
         await pilot.press("r")
         run_id = app.dashboard.run_id
-        assert run_id is not None and len(table_of(app).visible_ids) == 4
+        assert run_id is not None
+        assert len(table_of(app).visible_ids) == 4
         await settle(pilot)  # waits for the engine and the feed to finish
         assert not app.control.running
         stored = store.list_rollouts(run_id)
@@ -51,7 +52,8 @@ async def test_r_starts_a_run_that_fills_the_table_live(store: Store, sim_overri
         assert store.get_run(run_id).status == "completed"
         table_rows = rows(app)
         for rec, cells in zip(stored, table_rows):
-            assert cells[1] == prompt_topic(rec.prompt) and cells[2] == rec.row_id
+            assert cells[1] == prompt_topic(rec.prompt)
+            assert cells[2] == rec.row_id
             assert cells[4] in ("✓ scored", "✗ failed")
             expected = "–" if rec.effective_score is None else f"{rec.effective_score:.2f}"
             assert cells[5] == expected
@@ -97,7 +99,8 @@ async def test_s_stops_keeping_finished_work_and_c_resumes(store: Store, sim_ove
             await pilot.press("c")
             await settle(pilot)
             stored = store.list_rollouts(run_id)
-            assert all(r.status.terminal for r in stored) and store.get_run(run_id).status == "completed"
+            assert all(r.status.terminal for r in stored)
+            assert store.get_run(run_id).status == "completed"
             assert {r.rollout_id: r.score for r in stored if r.rollout_id in kept} == kept
             assert all(cells[4] != "· queued" for cells in rows(app))
 
@@ -113,9 +116,12 @@ async def test_R_reruns_failed_then_marked_as_new_attempts(store: Store, sim_ove
         for row in (2, 3):
             attempts = store.attempts_of(f"{RUN_ID}.{row}.0")
             assert [a.attempt for a in attempts] == [1, 2]
-            assert [a.is_current for a in attempts] == [False, True] and attempts[1].status.terminal
+            assert [a.is_current for a in attempts] == [False, True]
+            assert attempts[1].status.terminal
         ids = table_of(app).visible_ids
-        assert f"{RUN_ID}.2.0.a2" in ids and f"{RUN_ID}.2.0" not in ids and len(ids) == 6
+        assert f"{RUN_ID}.2.0.a2" in ids
+        assert f"{RUN_ID}.2.0" not in ids
+        assert len(ids) == 6
         assert store.get_rollout(f"{RUN_ID}.5.0").status.terminal  # resuming finished the queued one too
         await pilot.press("g", "space", "space")  # mark rows 0 and 1
         assert table_of(app).marked == {f"{RUN_ID}.0.0", f"{RUN_ID}.1.0"}
@@ -128,7 +134,8 @@ async def test_R_reruns_failed_then_marked_as_new_attempts(store: Store, sim_ove
         await pilot.press("g", "enter")
         await settle(pilot)
         detail = app.screen
-        assert isinstance(detail, RolloutDetail) and detail.rollout_id == f"{RUN_ID}.0.0.a2"
+        assert isinstance(detail, RolloutDetail)
+        assert detail.rollout_id == f"{RUN_ID}.0.0.a2"
         assert len(store.attempts_of(detail.rollout_id)) == 2
 
 
@@ -148,7 +155,8 @@ async def test_config_pane_settings_are_used_by_the_next_run(store: Store, sim_o
         await pilot.press("escape", "r")
         await settle(pilot)
         run_id = app.dashboard.run_id
-        assert run_id is not None and len(store.list_rollouts(run_id)) == 2
+        assert run_id is not None
+        assert len(store.list_rollouts(run_id)) == 2
         assert store.get_run(run_id).settings["rows"] == 2
 
 
@@ -182,7 +190,8 @@ async def test_quitting_during_a_run_stops_it_and_keeps_finished_work(store: Sto
         assert app.return_code == 0
         assert store.get_run(run_id).status == "interrupted"  # type: ignore[arg-type]
         statuses = [r.status for r in store.list_rollouts(run_id)]  # type: ignore[arg-type]
-        assert any(s.terminal for s in statuses) and RolloutStatus.QUEUED in statuses
+        assert any(s.terminal for s in statuses)
+        assert RolloutStatus.QUEUED in statuses
 
 
 async def test_c_and_R_refuse_a_run_another_process_is_working_on(store: Store, sim_overrides: dict[str, Any]) -> None:

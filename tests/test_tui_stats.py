@@ -94,7 +94,8 @@ async def open_stats(pilot) -> StatsScreen:  # type: ignore[no-untyped-def]
     await pilot.press("i")
     await settle(pilot)
     screen = pilot.app.screen
-    assert isinstance(screen, StatsScreen) and screen.stats is not None
+    assert isinstance(screen, StatsScreen)
+    assert screen.stats is not None
     return screen
 
 
@@ -127,7 +128,8 @@ async def test_stats_screen_shows_mean_median_pass_rate_and_failures(store: Stor
         assert hist.selected == 0  # the fullest bin (ties: the lowest)
         assert "bin [0.0, 0.1): 2 rollouts (20.0%)" in plain(screen.query_one("#stats-bin"))
         await pilot.press("escape")
-        assert app.screen is app.dashboard and table_of(app).query_filter.empty
+        assert app.screen is app.dashboard
+        assert table_of(app).query_filter.empty
 
 
 async def test_per_requirement_mode_lists_the_requirements_most_often_failed(store: Store) -> None:
@@ -143,7 +145,8 @@ async def test_per_requirement_mode_lists_the_requirements_most_often_failed(sto
         await settle(pilot)
         screen = await open_stats(pilot)
         tables = plain(screen.query_one("#stats-tables"), width=120)
-        assert "Requirements most often failed" in tables and "3 rollouts with verdicts, 0 of them" in tables
+        assert "Requirements most often failed" in tables
+        assert "3 rollouts with verdicts, 0 of them" in tables
         found = re.findall(r"^(q\d)\s+(\d)\s+(\d/\d)\s+(.+?)\s*$", tables, re.M)
         assert found == [("q0", "2", "2/2", "q0: requirement 2"), ("q1", "3", "1/1", "q1: requirement 3"),
                          ("q0", "1", "1/2", "q0: requirement 1")]  # most failures first, then the highest rate
@@ -162,7 +165,8 @@ async def test_choosing_a_bin_filters_the_table_to_exactly_its_rollouts(
         await pilot.press(*moves, "enter")
         await settle(pilot)
         table = table_of(app)
-        assert app.screen is app.dashboard and app.focused is table
+        assert app.screen is app.dashboard
+        assert app.focused is table
         assert table.query_filter.text == bin_query(index, 10)
         assert sorted(table.visible_ids) == want
         assert app.dashboard.query_one("#score-hist", Histogram).selected == index
@@ -178,7 +182,9 @@ async def test_bins_key_cycles_the_histogram_resolution(store: Store, run: str) 
         screen = await open_stats(pilot)
         await pilot.press("b")
         await settle(pilot)
-        assert screen.stats is not None and screen.stats.bins == 20 and screen.query_one(Histogram).bins == 20
+        assert screen.stats is not None
+        assert screen.stats.bins == 20
+        assert screen.query_one(Histogram).bins == 20
         await pilot.press("right", "right", "right", "right", "right", "right", "enter")  # 20 bins: [0.3, 0.35)
         await settle(pilot)
         assert table_of(app).query_filter.text == "valid score>=0.3 score<0.35"
@@ -193,11 +199,13 @@ async def test_compact_histogram_under_the_table(store: Store, run: str) -> None
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
             hist = app.dashboard.query_one("#score-hist", Histogram)
-            assert hist.region.height == (1 if size == (80, 24) else 3) and hist.region.width > 0
+            assert hist.region.height == (1 if size == (80, 24) else 3)
+            assert hist.region.width > 0
             assert list(hist.counts) == [sum(1 for s in exact if in_bin(s, i, 10)) for i in range(10)]
             assert hist.selected is None
             shown = "".join(hist.render().plain.split())
-            assert f"median{statistics.median(float(s) for s in exact):.2f}" in shown and "istats" in shown
+            assert f"median{statistics.median(float(s) for s in exact):.2f}" in shown
+            assert "istats" in shown
 
 
 def test_bin_queries_select_what_the_histogram_counts() -> None:
@@ -235,7 +243,8 @@ async def test_export_dialog_writes_what_svgagent_export_writes(
     from_cli = cli_export(store, run, capsys=capsys)  # before the app starts: it captures stdout while it runs
     app = make_app(store, run_id=run)
     exports = app.settings.exports_dir()
-    assert exports.is_relative_to(app.settings.data_dir()) and not exports.exists()
+    assert exports.is_relative_to(app.settings.data_dir())
+    assert not exports.exists()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("x")
@@ -243,16 +252,19 @@ async def test_export_dialog_writes_what_svgagent_export_writes(
         assert isinstance(dialog, ExportDialog)
         path = dialog.query_one("#export-path", Input)
         shown = exports.relative_to(Path.home()) / f"{run}.jsonl"  # the user's data dir (HOME is a tmp dir here)
-        assert path.value == f"~/{shown}" and path.has_focus  # not the working directory
+        assert path.value == f"~/{shown}"
+        assert path.has_focus  # not the working directory
         assert "(makes the directory)" in plain(dialog.query_one("#export-status"))
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is app.dashboard
         written = (exports / f"{run}.jsonl").read_text(encoding="utf-8")
-        assert written == from_cli and list(Path.cwd().iterdir()) == []  # nothing in the working directory
+        assert written == from_cli
+        assert list(Path.cwd().iterdir()) == []  # nothing in the working directory
         assert (exports / f"{run}.jsonl").stat().st_mode & 0o777 == 0o644  # an ordinary file, not a private one
         lines = [json.loads(line) for line in written.splitlines()]
-        assert len(lines) == 13 and {r["execution_metadata"]["run_id"] for r in lines} == {run}
+        assert len(lines) == 13
+        assert {r["execution_metadata"]["run_id"] for r in lines} == {run}
         assert any(f"13 rollouts of {run} as JSONL to {exports / f'{run}.jsonl'}" in n for n in notifications(app))
 
 
@@ -284,7 +296,8 @@ async def test_export_dialog_csv_with_assets(store: Store, tmp_path: Path, capsy
         await settle(pilot)
         await pilot.press("x", "ctrl+t")
         dialog = app.screen
-        assert isinstance(dialog, ExportDialog) and dialog.format == "csv"
+        assert isinstance(dialog, ExportDialog)
+        assert dialog.format == "csv"
         path = dialog.query_one("#export-path", Input)
         assert path.value.endswith(f"/exports/{RUN_ID}.csv")  # the extension follows the format
         path.value = str(tmp_path / "out.csv")
@@ -312,7 +325,8 @@ async def test_export_dialog_reports_a_path_it_cannot_write(store: Store, run: s
         assert f"no directory {target.parent}" in plain(dialog.query_one("#export-status"), width=1000)
         await pilot.press("enter")
         await settle(pilot)
-        assert app.screen is dialog and not target.exists()
+        assert app.screen is dialog
+        assert not target.exists()
         assert f"cannot write {target}" in plain(dialog.query_one("#export-status"), width=1000)
         assert any(f"cannot write {target}" in n for n in notifications(app))
         await pilot.press("escape")

@@ -88,7 +88,8 @@ async def test_t_on_a_job_opens_its_steps_with_counts_and_local_means(store: Sto
                                          ["3", "3", "3", "0", "0.917"]]
         spark = screen.query_one(Sparkline)
         assert list(spark.data or []) == pytest.approx([0.25, 7 / 12, 11 / 12])
-        assert screen.training_run is not None and screen.training_run.job_name == JOB_NAME  # not the other job's training run
+        assert screen.training_run is not None
+        assert screen.training_run.job_name == JOB_NAME  # not the other job's training run
         await pilot.press("escape")
         assert not isinstance(app.screen, TrainingScreen)
 
@@ -119,7 +120,8 @@ async def test_compare_first_and_last_or_a_marked_step_opens_the_compare_screen(
         compare = app.screen
         assert isinstance(compare, CompareScreen)
         assert (compare.run_a, compare.run_b) == (steps[1], steps[3])
-        assert compare.comparison is not None and compare.comparison.paired_rows == 2  # rows aligned across steps
+        assert compare.comparison is not None
+        assert compare.comparison.paired_rows == 2  # rows aligned across steps
         await pilot.press("escape")
         await settle(pilot)
         await pilot.press("down", "space", "up")  # mark step 2, highlight step 1
@@ -132,9 +134,11 @@ async def test_a_job_without_served_rollouts_says_how_to_get_them(store: Store) 
     app = jobs_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_training(pilot)
-        assert screen.training_run is None and screen.steps == []
+        assert screen.training_run is None
+        assert screen.steps == []
         hint = str(screen.query_one("#training-hint").render())
-        assert "svgagent serve" in hint and "--rollouts remote" in hint
+        assert "svgagent serve" in hint
+        assert "--rollouts remote" in hint
         await pilot.press("c")
         await settle(pilot)
         assert isinstance(app.screen, TrainingScreen)  # nothing to compare: a warning, not a screen
@@ -171,7 +175,9 @@ async def test_tui_serve_runs_the_server_and_its_rollouts_stream_into_the_view(s
             async with app.run_test(size=(80, 24)) as pilot:
                 await settle(pilot)
                 screen = app.screen
-                assert isinstance(screen, TrainingScreen) and screen.serving == url and screen.training_run is None
+                assert isinstance(screen, TrainingScreen)
+                assert screen.serving == url
+                assert screen.training_run is None
                 async with aiohttp.ClientSession() as session:
                     for i in range(3):
                         status, _, _ = await post_init(session, url, init_body(str(gateway.base_url), f"live-{i}", row=i))
@@ -180,7 +186,8 @@ async def test_tui_serve_runs_the_server_and_its_rollouts_stream_into_the_view(s
                 await pilot.press("r")
                 await app.workers.wait_for_complete()
                 await settle(pilot)
-                assert screen.training_run is not None and screen.training_run.rollouts == 3
+                assert screen.training_run is not None
+                assert screen.training_run.rollouts == 3
                 assert [(s.step, s.rollouts, s.done) for s in screen.steps] == [(1, 3, 3)]
         finally:
             server.stop()

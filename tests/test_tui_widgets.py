@@ -261,13 +261,15 @@ def test_full_resolution_view_fills_the_terminal_and_leaves_nothing(size: tuple[
     style = show_full_resolution(render_png(SCENE_SVG), "cap", stdin=io.StringIO(), stdout=out, size=size)
     written = out.getvalue()
     assert style == "block"
-    assert written.startswith("\x1b[?1049h") and written.endswith("\x1b[?1049l")
+    assert written.startswith("\x1b[?1049h")
+    assert written.endswith("\x1b[?1049l")
     picture = written.split("\x1b[2J\x1b[H", 1)[1].rsplit("\ncap — ", 1)[0]
     rows = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in picture.split("\n")]
     widths = {len(row.strip("\n")) for row in rows if row}
     columns, lines = size
     assert len(rows) == lines - 1 or max(widths) >= columns - 1  # the square picture meets an edge
-    assert len(rows) <= lines - 1 and max(widths) <= columns
+    assert len(rows) <= lines - 1
+    assert max(widths) <= columns
 
 
 # --- configuration and the command -------------------------------------------------------------------------------

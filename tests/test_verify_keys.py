@@ -50,19 +50,24 @@ async def test_openai_unreachable(closed_port_url: str) -> None:
 
 async def test_openai_timeout_is_unreachable(server: FakeKeyServer) -> None:
     result = await verify_openai_key(f"{server.url}/slow", GOOD_OPENAI, timeout=0.2)
-    assert result.status == "unreachable" and "no answer" in result.message and "0.2 s" in result.message
+    assert result.status == "unreachable"
+    assert "no answer" in result.message
+    assert "0.2 s" in result.message
 
 
 async def test_openai_server_error_retried_once_and_scrubbed(server: FakeKeyServer) -> None:
     result = await verify_openai_key(f"{server.url}/broken", BAD)
-    assert result.status == "error" and "HTTP 500" in result.message
+    assert result.status == "error"
+    assert "HTTP 500" in result.message
     assert BAD not in result.message
     assert server.hits["broken"] == 2  # one try + at most one retry
 
 
 async def test_openai_wrong_path_is_error_with_hint(server: FakeKeyServer) -> None:
     result = await verify_openai_key(server.url, GOOD_OPENAI)
-    assert result.status == "error" and "HTTP 404" in result.message and "base URL" in result.message
+    assert result.status == "error"
+    assert "HTTP 404" in result.message
+    assert "base URL" in result.message
 
 
 async def test_openai_missing_key_and_bad_url_need_no_network() -> None:
@@ -72,7 +77,8 @@ async def test_openai_missing_key_and_bad_url_need_no_network() -> None:
 
 async def test_fireworks_ok_reports_account(server: FakeKeyServer) -> None:
     result = await verify_fireworks_key(GOOD_FIREWORKS, base_url=server.url)
-    assert result.status == "ok" and result.account_id == ACCOUNT
+    assert result.status == "ok"
+    assert result.account_id == ACCOUNT
     assert result.message == f"FIREWORKS_API_KEY accepted by {server.url} (account {ACCOUNT})"
 
 
@@ -80,7 +86,8 @@ async def test_fireworks_base_from_environment(server: FakeKeyServer, monkeypatc
     monkeypatch.setenv("FIREWORKS_BASE_URL", server.url)
     assert control_plane_url() == server.url
     result = await verify_fireworks_key(GOOD_FIREWORKS)
-    assert result.ok and server.hits["verify"] == 1
+    assert result.ok
+    assert server.hits["verify"] == 1
 
 
 def test_control_plane_default() -> None:
