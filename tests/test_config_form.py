@@ -13,15 +13,8 @@ from textual.widgets import Input, Label, Select, Static, Switch
 from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_until
 from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.settings import KEY_FIELDS, Settings, load_settings
-from svgagent.tui.widgets.config_form import (
-    ConfigForm,
-    FocusHome,
-    dump_toml,
-    form_fields,
-    save_project_config,
-    toml_string,
-    validate_field,
-)
+from svgagent.core.config_fields import dump_toml, form_fields, save_project_config, toml_string, validate_field
+from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
 
 
 def _form(app: ConfigFormApp) -> ConfigForm:

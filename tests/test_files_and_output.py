@@ -116,7 +116,7 @@ def test_export_dash_is_stdout_and_assets_follow_the_same_rules(db: tuple[Path, 
 
 
 def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Path) -> None:
-    from svgagent.tui.widgets.config_form import save_project_config
+    from svgagent.core.config_fields import save_project_config
 
     real = tmp_path / "real.toml"
     real.write_text("rows = 1\n")

@@ -1,6 +1,7 @@
 """The Config pane: every run setting of the core ``Settings`` model as a form, validated as you type.
 
-The form is generated from ``Settings.model_fields``: ``Input`` for text and numbers, ``Select`` for enums and
+The form is generated from ``Settings.model_fields`` (the field specs, checks and the project file's writer are in
+``svgagent.core.config_fields``): ``Input`` for text and numbers, ``Select`` for enums and
 literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
 Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
@@ -13,20 +14,10 @@ app: it listens for ``ConfigForm.Changed`` and uses the settings it carries for 
 
 from __future__ import annotations
 
-import math
-import os
-import stat
-import tomllib
-import types
-import typing
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import date, datetime, time
-from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import SecretStr, ValidationError
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -36,13 +27,18 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static, Switch
 
+from svgagent.core.config_fields import (
+    DATASET_FILE,
+    FieldSpec,
+    form_fields,
+    input_text,
+    save_project_config,
+    validate_field,
+)
 from svgagent.core.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.output import write_output
-from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
+from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings
 
-FieldKind = Literal["input", "select", "switch", "dataset"]
-DATASET_FILE = "file"
 
 
 class FocusHome(Message):
@@ -51,177 +47,6 @@ class FocusHome(Message):
     def __init__(self, origin: Widget) -> None:
         super().__init__()
         self.origin = origin
-
-
-# --- the model, seen as form fields (no UI here) -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FieldSpec:
-    name: str
-    kind: FieldKind
-    description: str
-    optional: bool = False
-    choices: tuple[tuple[str, Any], ...] = ()
-
-
-def _split_optional(annotation: Any) -> tuple[Any, bool]:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        optional = len(args) < len(typing.get_args(annotation))
-        return (args[0] if len(args) == 1 else annotation), optional
-    return annotation, False
-
-
-def _mentions(annotation: Any, kinds: tuple[type, ...]) -> bool:
-    if isinstance(annotation, type) and issubclass(annotation, kinds):
-        return True
-    return any(_mentions(arg, kinds) for arg in typing.get_args(annotation))
-
-
-def form_fields(model: type[Settings] = Settings) -> list[FieldSpec]:
-    """The fields the form shows, in model order. Skipped: keys (fields with their own variable name, secrets)
-    and local paths; they belong to the Secrets pane and the command line."""
-    specs = []
-    for name, info in model.model_fields.items():
-        table = typing.get_origin(info.annotation) is dict  # the keymap: edited in the config file
-        if name in KEY_FIELDS or table or _mentions(info.annotation, (SecretStr, Path)):
-            continue
-        base, optional = _split_optional(info.annotation)
-        description = info.description or ""
-        if name == "dataset":
-            specs.append(FieldSpec(name, "dataset", description))
-        elif base is bool:
-            specs.append(FieldSpec(name, "switch", description, optional))
-        elif isinstance(base, type) and issubclass(base, Enum):
-            choices = tuple((str(m.value), m) for m in base)
-            specs.append(FieldSpec(name, "select", description, optional, choices))
-        elif typing.get_origin(base) is Literal:
-            choices = tuple((str(v), v) for v in typing.get_args(base))
-            specs.append(FieldSpec(name, "select", description, optional, choices))
-        else:
-            specs.append(FieldSpec(name, "input", description, optional))
-    return specs
-
-
-_SHORT_MESSAGES = {
-    "int_parsing": "not a whole number",
-    "int_from_float": "not a whole number",
-    "float_parsing": "not a number",
-    "greater_than": "out of range",
-    "greater_than_equal": "out of range",
-    "less_than": "out of range",
-    "less_than_equal": "out of range",
-    "string_too_short": "must not be empty",
-    "missing": "required",
-}
-
-
-def field_error_message(name: str, err: ValidationError) -> str:
-    """One short line for the first problem, with the allowed range when the model has one."""
-    item = err.errors()[0] if err.errors() else {"type": "", "msg": "invalid"}
-    msg = _SHORT_MESSAGES.get(item["type"]) or str(item.get("msg", "invalid")).removeprefix("Value error, ")
-    limits = describe_field_limits(name)
-    info = Settings.model_fields.get(name)
-    if limits and (info is None or limits != info.description):
-        return f"{msg} — allowed: {limits}"
-    return msg
-
-
-def validate_field(base: Settings, name: str, raw: Any) -> tuple[Any, str | None]:
-    """``(value, None)`` when ``raw`` is a valid value for ``name`` (blank text means None for optional fields),
-    else ``(None, message)``. Validation runs the model's own field constraints and validators."""
-    value = raw
-    if isinstance(raw, str):
-        value = raw.strip()
-        info = Settings.model_fields[name]
-        if value == "" and _split_optional(info.annotation)[1]:
-            value = None
-    trial = base.model_copy()
-    try:
-        Settings.__pydantic_validator__.validate_assignment(trial, name, value)
-    except ValidationError as err:
-        return None, field_error_message(name, err)
-    return getattr(trial, name), None
-
-
-def input_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, Enum):
-        return str(value.value)
-    return str(value)
-
-
-# --- svgagent.toml -----------------------------------------------------------------------------------------------
-
-_BARE_KEY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
-
-
-def toml_string(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def toml_key(key: str) -> str:
-    return key if key and set(key) <= _BARE_KEY else toml_string(key)
-
-
-def toml_value(value: Any) -> str:
-    """A TOML literal for a scalar, a list or a (inline) table."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Enum):
-        return toml_value(value.value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, (datetime, date, time)):
-        return value.isoformat()
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
-    return toml_string(str(value))
-
-
-def dump_toml(data: dict[str, Any], header: str = "") -> str:
-    """Flat ``key = value`` lines (None values are left out: TOML has no null)."""
-    lines = [f"# {line}" for line in header.splitlines()]
-    lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in data.items() if v is not None]
-    return "\n".join(lines) + "\n"
-
-
-def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:
-    """Write ``values`` — the fields a person changed — into ``svgagent.toml`` (atomically), keeping every other
-    key of the existing file; a None value removes its key (TOML has no null). Raises ``ValueError`` if that file
-    is not TOML."""
-    target = path or Path.cwd() / PROJECT_CONFIG_FILE
-    kept: dict[str, Any] = {}
-    mode = 0o644
-    if target.exists():
-        with target.open("rb") as handle:
-            try:
-                kept = {k: v for k, v in tomllib.load(handle).items() if k not in values}
-            except tomllib.TOMLDecodeError as err:
-                raise ValueError(f"{target.name} is not valid TOML ({err}); fix or remove it first") from None
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    header = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
-    write_output(target, dump_toml({**kept, **values}, header), mode=mode)
-    return target
 
 
 # --- the widget -------------------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@ into a password field and saved to ``.env`` with ``write_env_file`` (atomic, mod
 checks the selected key against its endpoint in a worker; the row shows ok / rejected / unreachable and a
 notification says why, never with the key in it. After every save or delete the pane posts ``SecretsPane.Saved``
 so the app can reload its settings.
+
+(Over 400 lines: one table of keys with its edit, reveal, test, add and delete flows, which share the selection,
+the prompt and the .env writer; where a key comes from and how it is masked are core's (secrets, verify_keys).)
 """
 
 from __future__ import annotations
