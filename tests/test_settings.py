@@ -86,8 +86,8 @@ def test_store_path_home_and_override(isolated_env: Path, monkeypatch: pytest.Mo
 
 
 def test_public_dict_has_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FIREWORKS_API_KEY", "fw-secret-value-123456")
-    s = load_settings(openai_api_key="sk-secret-value-123456")
+    monkeypatch.setenv("FIREWORKS_API_KEY", "FAKEFW-secret-value-123456")
+    s = load_settings(openai_api_key="FAKEOA-secret-value-123456")
     dumped = repr(s.public_dict()) + repr(s)
     assert "secret-value" not in dumped
     assert "fireworks_api_key" not in s.public_dict()

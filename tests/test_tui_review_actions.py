@@ -71,7 +71,7 @@ async def test_r_with_an_invalid_field_refuses_and_points_at_it(store: Store) ->
 
 
 async def test_the_key_test_in_demo_mode_says_it_asked_the_simulator(store: Store, sim_url: str) -> None:
-    write_env_file(Path.cwd() / ".env", {"OPENAI_API_KEY": "sk-typed-by-a-person-123456"})
+    write_env_file(Path.cwd() / ".env", {"OPENAI_API_KEY": "FAKEOA-typed-by-a-person-123456"})
     app = demo_app(store, sim_url)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
