@@ -20,12 +20,12 @@ import asyncio
 import dataclasses
 import json
 import re
-import socket
 import threading
 from typing import Any, Callable
 
 from aiohttp import web
 
+from svgagent.core.listen import listen
 from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.control_plane_jobs import SimState
 from svgagent.core.sim.control_plane_state import MASK, Fault, SimConfig, SimError, SimRequest, mask_secrets
@@ -94,6 +94,7 @@ class FireworksSim:
         self.state = SimState(self.config)
         self.port: int | None = None
         self._background = BackgroundLoop("fireworks-sim")
+        self._runner: web.AppRunner | None = None
 
     # ---- test-facing API -------------------------------------------------------------------------------------
     @property
@@ -273,30 +274,25 @@ class FireworksSim:
         """Serve on 127.0.0.1:`port` (0: a free one) from a daemon thread; returns the base URL."""
         if self._background.running:
             return self.base_url
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        self.port = sock.getsockname()[1]
-        self.state.base_url = self.base_url
-        runners: list[web.AppRunner] = []
-
-        async def setup() -> None:
-            app = web.Application(client_max_size=512 * 1024 * 1024)
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            runners.append(web.AppRunner(app, access_log=None))
-            await runners[0].setup()
-            await web.SockSite(runners[0], sock).start()
-
-        async def teardown() -> None:
-            await runners[0].cleanup()
-
         try:
-            self._background.start(setup, teardown, timeout_s=10)
+            self._background.start(lambda: self._serve(port), self._shutdown, timeout_s=10)
         except Exception as exc:
-            self.port = None
-            sock.close()
             raise RuntimeError(f"the Fireworks simulator could not start: {exc}") from exc
         return self.base_url
+
+    async def _serve(self, port: int) -> None:
+        app = web.Application(client_max_size=512 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        self.port = await listen(runner, "127.0.0.1", port)
+        self.state.base_url = self.base_url
+        self._runner = runner
+
+    async def _shutdown(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
 
     def stop(self) -> None:
         self._background.stop(timeout_s=10)
