@@ -6,6 +6,7 @@ UI libraries; a subcommand's own `--help` still shows every flag it had.
 
 from __future__ import annotations
 
+import os
 import json
 import subprocess
 import sys
@@ -65,3 +66,42 @@ def test_the_engine_and_eval_do_not_import_the_openai_or_fireworks_clients() -> 
     modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.engine_process")
     assert "openai" not in modules
     assert "fireworks" not in modules
+
+
+_FIRST_REQUEST_PROBE = """
+import json, os, socket, sys, threading
+
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(8)
+url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+def first_request():
+    conn, _ = listener.accept()
+    conn.recv(1)  # the first byte of the first request: report what the process had imported by then
+    print(json.dumps(sorted(sys.modules)), flush=True)
+    os._exit(0)
+
+
+threading.Thread(target=first_request, daemon=True).start()
+import svgagent.tui.cli.eval as cli_eval
+
+cli_eval.PROGRESS_EVERY_S = 3600.0  # the display's first tick never comes: what is imported is the path's own
+from svgagent.tui.cli.main import main
+
+main(["eval", "--base-url", url, "--judge-base-url", url, "--rows", "1", "--store", sys.argv[1], "--max-retries", "0"])
+"""
+
+
+def test_eval_sends_its_first_request_before_importing_the_display_or_the_renderer(tmp_path) -> None:
+    """`svgagent eval` imports rich (its progress bar), cairosvg (only the render workers draw) and the openai /
+    fireworks / UI libraries only after its first request is out."""
+    env = {**os.environ, "FIREWORKS_API_KEY": "FAKEFW-startup", "OPENAI_API_KEY": "FAKEOA-startup"}
+    proc = subprocess.run([sys.executable, "-c", _FIRST_REQUEST_PROBE, str(tmp_path / "runs.db")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    modules = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "aiohttp" in modules  # the probe saw the real request path
+    late = ("rich", "cairosvg", "cairocffi", "PIL", "openai", "fireworks", "textual", "term_image", "httpx")
+    assert sorted(name for name in late if name in modules) == []

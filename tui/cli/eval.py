@@ -10,11 +10,7 @@ import shlex
 import signal
 import sys
 import time
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.dataset import load_dataset
 from svgagent.core.endpoint_trust import require_trusted
@@ -30,6 +26,9 @@ from svgagent.tui.cli.flags import explicit_settings
 from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.interrupts import Stopped, run_stoppable
 from svgagent.tui.cli.store_cmd import open_store_for_writing
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def require_keys(settings: Settings) -> None:
@@ -92,7 +91,6 @@ def resume_command(args: argparse.Namespace, run_id: str) -> str:
 
 
 def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset: Any, resume_id: str | None) -> int:
-    err = Console(stderr=True)
     started = time.monotonic()
     holder: dict[str, str] = {}
 
@@ -101,9 +99,8 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         try:
             run_id = resume_id or engine.create_run(dataset, name=args.name)
             holder["run_id"] = run_id
-            if not args.json or err.is_terminal:
-                err.print(f"run [bold]{run_id}[/] → {settings.model} judged by {settings.judge_model}")
-            summary = await _with_progress(engine, run_id, err)
+            header = f"run [bold]{run_id}[/] → {settings.model} judged by {settings.judge_model}"
+            summary = await _with_progress(engine, run_id, header, always_header=not args.json)
             return run_id, summary
         finally:
             await engine.aclose()
@@ -129,6 +126,8 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
     duration = time.monotonic() - started
     if args.json:
         print(json.dumps(summary_json(run_id, summary, duration)))
+    from rich.console import Console
+
     _print_summary(Console(stderr=True) if args.json else Console(), run_id, summary, duration)
     unreachable = connectivity_lines(store, run_id)
     for line in unreachable:
@@ -151,48 +150,88 @@ def connectivity_lines(store: Store, run_id: str) -> list[str]:
 PROGRESS_EVERY_S = 0.1
 
 
-async def _with_progress(engine: Engine, run_id: str, console: Console) -> RunSummary:
-    """Run ``run_id`` with a progress bar. The bar follows the run as the TUI does (``RunFollower``): the engine
-    says which rollouts changed, their scores are read from the store, ten times a second at most."""
+class _ProgressDisplay:
+    """The run's header line and progress bar on stderr, built when first shown: rich (a tenth of a second of
+    start-up) is imported then, after the engine's first requests are out, not before them."""
+
+    def __init__(self, header: str, always_header: bool, total: int, completed: int, mean: str) -> None:
+        self._header, self._always_header = header, always_header
+        self._start = (total, completed, mean)
+        self._progress: Any = None
+        self._task: Any = None
+
+    def show(self) -> None:
+        if self._progress is not None:
+            return
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        console = Console(stderr=True)
+        if self._always_header or console.is_terminal:
+            console.print(self._header)
+        self._progress = Progress(
+            TextColumn("[bold]eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("mean {task.fields[mean]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self._progress.start()
+        total, completed, mean = self._start
+        self._task = self._progress.add_task("eval", total=total, completed=completed, mean=mean)
+
+    def update(self, completed: int, mean: str) -> None:
+        if self._progress is None:
+            self._start = (self._start[0], completed, mean)
+        else:
+            self._progress.update(self._task, completed=completed, mean=mean)
+
+    def close(self) -> None:
+        self.show()
+        self._progress.stop()
+
+
+async def _with_progress(engine: Engine, run_id: str, header: str, *,
+                         always_header: bool = True) -> RunSummary:
+    """Run ``run_id`` with ``header`` (rich markup; printed unless stderr is not a terminal and ``always_header`` is
+    off) and a progress bar. The bar follows the run as the TUI does (``RunFollower``): the engine says which
+    rollouts changed, their scores are read from the store, ten times a second at most. Both appear at the first
+    tick, so the engine's first requests go out before the display is built."""
     live = LiveRows(engine.store.list_rollouts(run_id))
     follower = RunFollower(engine.store, engine.bus.subscribe(), run_id)
-    progress = Progress(
-        TextColumn("[bold]eval"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("mean {task.fields[mean]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
 
     def mean_text() -> str:
         mean = live.tally.mean
         return "–" if mean is None else f"{mean:.3f}"
 
+    display = _ProgressDisplay(header, always_header, live.tally.rollouts, live.tally.done, mean_text())
+
     def refresh() -> None:
         changed = follower.changed()
         if changed:
             live.apply(changed)
-            progress.update(task, completed=live.tally.done, mean=mean_text())
+            display.update(live.tally.done, mean_text())
 
     async def follow() -> None:
         while True:
             await asyncio.sleep(PROGRESS_EVERY_S)
+            display.show()
             refresh()
 
-    with progress:
-        task = progress.add_task("eval", total=live.tally.rollouts, completed=live.tally.done, mean=mean_text())
-        ticker = asyncio.create_task(follow())
-        try:
-            return await engine.run(run_id)
-        finally:
-            ticker.cancel()
-            await asyncio.gather(ticker, return_exceptions=True)
-            refresh()
-            follower.close()
+    ticker = asyncio.create_task(follow())
+    try:
+        return await engine.run(run_id)
+    finally:
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+        refresh()
+        display.close()
+        follower.close()
 
 
 def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
@@ -211,6 +250,8 @@ def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
 
 
 def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float) -> None:
+    from rich.table import Table
+
     table = Table(title=f"run {run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
