@@ -121,9 +121,11 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def render_as_before(svg: str | bytes, size: int = 512) -> bytes:
-    """The renderer's core as it was before the lean walk: cairosvg's walk on the opaque surface, no cost checks."""
-    with render_draw.cairosvg_stylesheets():
-        return render_svg_to_png(svg, size, surface=render_draw.opaque_surface_class(), check_cost=False)
+    """The renderer's core as it was before the lean walk: cairosvg's tree and walk on the opaque surface, no cost
+    checks."""
+    with render_draw.cairosvg_as_shipped():
+        return render_svg_to_png(svg, size, surface=render_draw.opaque_surface_class(), check_cost=False,
+                                 fast_tree=False)
 
 
 def _difference(a: bytes, b: bytes, counts: list[int]) -> None:

@@ -11,6 +11,7 @@ import importlib.util
 import io
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def _pixels(svg: str, surface_class, size: int = 200) -> Image.Image:
 
 
 def _cairosvg_walk(svg: str, size: int = 200) -> Image.Image:
-    with render_draw.cairosvg_stylesheets():
+    with render_draw.cairosvg_as_shipped():
         return _pixels(svg, render_draw.opaque_surface_class(), size)
 
 
@@ -176,3 +177,150 @@ def test_stylesheet_shortcut_only_skips_documents_without_rules() -> None:
     normal, important = cairosvg.css.parse_stylesheets(cairosvg.parser.Tree(bytestring=_svg("").encode()), None)
     assert normal.match(None) == []
     assert important.match(None) == []
+
+
+# --- the fast tree (render_tree.py) and the helper shortcuts (render_shortcuts.py) ---------------------------------
+
+TREE_CASES = {
+    "cascade": '<g fill="red" stroke="currentColor" color="#0a0" opacity="0.5" transform="scale(2)" id="outer">'
+               '<rect width="10" height="10" style="fill: blue; stroke-width: 3 !important" stroke-width="1"/>'
+               '<circle r="5" fill="inherit" stroke="inherit" font-size="inherit" style="opacity:.3"/>'
+               '<g fill="currentColor"><ellipse rx="3" ry="2"/></g></g>',
+    "conditional": '<switch><rect requiredExtensions="x" width="5" height="5"/><rect systemLanguage="zz-nowhere" '
+                   'width="6" height="6"/><circle r="4"/><rect width="7" height="7"/></switch>'
+                   '<rect requiredFeatures="http://www.w3.org/TR/SVG11/feature#Shape" width="8" height="8"/>'
+                   '<rect requiredFeatures="http://example.com/unknown" width="9" height="9"/>',
+    "foreign": '<foreignObject><p xmlns="http://www.w3.org/1999/xhtml">html</p></foreignObject>'
+               '<svg:rect xmlns:svg="http://www.w3.org/2000/svg" width="3" height="3"/><!-- a comment --><?pi x?>',
+}
+
+
+def _project_svgs() -> list[str]:
+    """SVGs the project itself makes (the simulator's drawings for the built-in prompts' kinds of picture)."""
+    from svgagent.core.sim.content import make_svg
+
+    prompts = ["Draw a login screen with a blue button", "Draw a flag with three stripes", "Draw a bar chart",
+               "Draw a pie chart with four slices", "Draw a snowman", "Draw a clock showing 3 o'clock",
+               "Draw a city skyline at night", "Draw a rocket", "Draw two boxes and an arrow", "Draw a chess board"]
+    return [make_svg(7, prompt, 0, "good", 4) for prompt in prompts]
+
+
+def _same_tree(fast, reference, where: str = "root") -> None:
+    assert dict(fast) == dict(reference), where
+    for name in ("tag", "text", "root", "url", "unsafe"):
+        assert getattr(fast, name) == getattr(reference, name), f"{where}.{name}"
+    assert fast.xml_tree.tag == reference.xml_tree.tag, where
+    assert len(fast.children) == len(reference.children), where
+    for i, (a, b) in enumerate(zip(fast.children, reference.children)):
+        _same_tree(a, b, f"{where}/{i}:{b.tag}")
+
+
+def _documents(corpus: list[str]) -> list[str]:
+    bodies = {**FEATURES, **TREE_CASES}
+    bodies.pop("styles")  # has stylesheet rules: cairosvg builds it (test below)
+    return [*(_svg(body) for body in bodies.values()), *corpus, *_project_svgs()]
+
+
+def test_fast_tree_is_cairosvg_tree_node_by_node(corpus: list[str]) -> None:
+    from svgagent.core.scoring.render_tree import build_tree
+
+    fetcher = render_worker._make_fetcher(10**6)
+    for svg in _documents(corpus):
+        data = svg.encode()
+        fast = build_tree(data, fetcher)
+        assert type(fast).__name__ == "AttributeTree"
+        _same_tree(fast, render_worker._parse_tree(data, fetcher, fast=False))
+
+
+def test_document_with_stylesheet_rules_is_built_by_cairosvg() -> None:
+    from svgagent.core.scoring.render_tree import build_tree
+
+    data = _svg(FEATURES["styles"]).encode()
+    fetcher = render_worker._make_fetcher(10**6)
+    tree = build_tree(data, fetcher)
+    assert type(tree) is cairosvg.parser.Tree
+    _same_tree(tree, render_worker._parse_tree(data, fetcher, fast=False))
+
+
+def test_fast_path_gives_cairosvg_pixels_on_project_svgs() -> None:
+    """Fast tree, helper shortcuts and lean walk (without fast antialiasing) against cairosvg as it ships."""
+    render_draw.surface_class()  # installs the shortcuts
+    lean = render_draw.lean_surface_class(render_draw.opaque_surface_class())
+    for svg in [*_project_svgs(), _svg(TREE_CASES["cascade"])]:
+        assert ImageChops.difference(_pixels(svg, lean, 256), _cairosvg_walk(svg, 256)).getbbox() is None
+
+
+class _Viewport:
+    """What cairosvg's size() reads of a surface."""
+
+    def __init__(self, width: float, height: float) -> None:
+        self.context_width, self.context_height = width, height
+        self.font_size, self.dpi = 16.0, 96
+
+
+SIZE_INPUTS = ["", "0", "12", "-3.5", "1e3", "1E-2", "35%", "-5%", "+7.5%", ".5%", "5.%", "1e2%", "1E-1%", "1.5e+1%",
+               "35 %", " 35%", "35% ", "1,5%", "1.2.3%", "--5%", "5%%", "%", "e%", "12px", "3pt", "2em", "1.5ex",
+               "2ch", "1in", "4mm", "1cm", "2pc", "10 20", "3,4", "inherit", "auto", "1_0%", "٣٥%", None, 0, 2.5]
+
+
+def _outcome(function, *args):
+    """What a call gives: its result, or the type of what it raised (cairosvg raises on some inputs: so must we)."""
+    try:
+        return function(*args)
+    except Exception as err:  # noqa: BLE001 - the exception's type is the outcome compared
+        return type(err)
+
+
+def test_size_shortcut_answers_what_cairosvg_answers(corpus: list[str]) -> None:
+    from cairosvg import helpers
+
+    from svgagent.core.scoring.render_shortcuts import shortcuts
+
+    own, fast = shortcuts()["size"]
+    seen = set(SIZE_INPUTS)
+    for svg in corpus:  # every attribute value of the corpus that looks like a length
+        seen.update(re.findall(r'="([^"#]{1,12})"', svg))
+    for surface in (_Viewport(512, 384), _Viewport(0, 0), None):
+        for value in seen:
+            for reference in ("x", "y", "xy", 1, 0.5):
+                assert _outcome(fast, surface, value, reference) == _outcome(own, surface, value, reference), (
+                    value, reference)
+    assert helpers.size is not own or not render_draw.cairosvg_checked()  # installed by the renderer
+
+
+def test_point_normalize_paint_and_color_shortcuts_answer_what_cairosvg_answers(corpus: list[str]) -> None:
+    from svgagent.core.scoring.render_shortcuts import shortcuts
+
+    table = shortcuts()
+    surface = _Viewport(300, 200)
+    for text in ["10 20", "10 20 30 40", "1.5 -2 ", "5%  7", "10", "", "a b c"]:
+        own, fast = table["point"]
+        assert _outcome(fast, surface, text) == _outcome(own, surface, text), text
+    strings = [*re.findall(r'(?:d|points|fill|stroke|stop-color)="([^"]*)"', "".join(corpus)),
+               "M1-2E3,4 5.5.5", "  a  b ", "1e-5-3", "x" * 100, "url(#g1)", "url(#g1) red", " url( '#a' ) none",
+               "none", "", "#ABC", "#abcdef", "#abcdeg", "#12", " #123456", "#1234567", "rgb(10, 20, 30)",
+               "rgba(10,20,30,0.5)", "RED", "currentColor", "#ffffff80", "#fff "]
+    for name in ("normalize", "paint"):
+        own, fast = table[name]
+        for text in strings:
+            assert _outcome(fast, text) == _outcome(own, text), (name, text)
+    own, fast = table["color"]
+    for text in [*strings, None]:
+        for opacity in (1, 0.5, 0):
+            assert _outcome(fast, text, opacity) == _outcome(own, text, opacity), text
+
+
+def test_comparisons_see_cairosvg_as_it_ships() -> None:
+    from cairosvg import colors, helpers, shapes, surface
+
+    from svgagent.core.scoring.render_shortcuts import shortcuts
+
+    render_draw.surface_class()
+    table = shortcuts()
+    assert shapes.size is table["size"][1]
+    with render_draw.cairosvg_as_shipped():
+        assert (helpers.size, shapes.size, helpers.point, shapes.point) == (table["size"][0], table["size"][0],
+                                                                          table["point"][0], table["point"][0])
+        assert (surface.color, colors.color, surface.paint) == (table["color"][0], table["color"][0],
+                                                              table["paint"][0])
+    assert (shapes.size, surface.color, surface.paint) == (table["size"][1], table["color"][1], table["paint"][1])

@@ -17,8 +17,9 @@ cannot change a pixel:
   as it was; the path is dropped as ``stroke()`` would);
 - font options on shapes (they draw no text) and on a group when neither it nor its parent has
   ``text-rendering`` (the context then already holds the defaults cairosvg would set);
-- cairo's status check after each call: cairo errors are sticky, so :meth:`LeanSurface.check_status` after the
-  walk (and cairosvg's own checked calls) still raise them.
+- cairo's status check after each call, its own and those cairosvg's shape, path and gradient code makes through
+  the context (``UncheckedContext``): cairo errors are sticky, so :meth:`LeanSurface.check_status` after the walk
+  (and cairosvg's other, checked calls) still raise them.
 
 One thing differs on purpose: shapes without ``shape-rendering`` are filled and stroked with cairo's fast
 antialiasing (4x4 samples per pixel instead of 15x256) when ``fast_antialias`` is set. Edges move by at most a
@@ -28,7 +29,8 @@ tests/test_render_fast.py pins both walks (byte-identical without it, edge-only 
 Around the walk, the rest of what a render costs: the RGB24 (opaque) cairo surface, a curve tolerance of
 :data:`CURVE_TOLERANCE_PX` (cairo's default is 0.1 px: flattening curves a quarter of a pixel off their exact course
 is invisible at 512 px and saves segments), cairosvg's stylesheet matching skipped when a document has no
-stylesheet (it matched every element against empty rule sets), and the PNG encoding (unfiltered RGB, zlib level 1:
+stylesheet (it matched every element against empty rule sets), exact shortcuts for cairosvg's length, point and
+colour helpers (render_shortcuts.py), and the PNG encoding (unfiltered RGB, zlib level 1:
 ~4x faster than cairo's or Pillow's writer).
 
 cairosvg and cairocffi are imported when a class is first built (only the render workers do that). The walk relies
@@ -43,6 +45,8 @@ import functools
 import struct
 import sys
 import zlib
+
+from svgagent.core.scoring.render_shortcuts import install as install_shortcuts, removed as shortcuts_removed
 
 # Attributes whose presence sends a node to cairosvg's full walk (rare in model SVGs, each needs real work there).
 _NEEDS_FULL_WALK = frozenset(("font", "mask", "filter", "clip", "clip-path", "stroke-dasharray", "marker",
@@ -103,14 +107,12 @@ def surface_class():
     """The surface the renderer uses: the lean walk with fast antialiasing and the coarser curve tolerance on the
     opaque surface, and the stylesheet shortcut; cairosvg's own walk on a cairosvg version it was not checked on."""
     base = opaque_surface_class()
-    import cairosvg
-
-    version = tuple(int(part) for part in cairosvg.__version__.split(".")[:2] if part.isdigit())
-    if not _CHECKED_CAIROSVG[0] <= version < _CHECKED_CAIROSVG[1]:
+    if not cairosvg_checked():
         return base
     try:
         lean = lean_surface_class(base, fast_antialias=True)
         _skip_empty_stylesheets()
+        install_shortcuts()
     except (ImportError, AttributeError):  # cairosvg's internals moved: draw the slow, sure way
         return base
 
@@ -120,6 +122,15 @@ def surface_class():
             self.context.set_tolerance(CURVE_TOLERANCE_PX)
 
     return RendererSurface
+
+
+def cairosvg_checked() -> bool:
+    """Whether the installed cairosvg is a version the lean walk and the fast tree (render_tree.py) were checked on
+    (both rely on its internals); on any other, cairosvg draws and builds its trees its own way."""
+    import cairosvg
+
+    version = tuple(int(part) for part in cairosvg.__version__.split(".")[:2] if part.isdigit())
+    return _CHECKED_CAIROSVG[0] <= version < _CHECKED_CAIROSVG[1]
 
 
 def _skip_empty_stylesheets() -> None:
@@ -132,6 +143,8 @@ def _skip_empty_stylesheets() -> None:
     import cairosvg.css
     import cssselect2
 
+    from svgagent.core.scoring.render_tree import has_rules
+
     original = cairosvg.css.parse_stylesheets
     if getattr(original, "_svgagent_wrapped", False):
         return
@@ -139,10 +152,6 @@ def _skip_empty_stylesheets() -> None:
     class NoRules(cssselect2.Matcher):
         def match(self, element):
             return []
-
-    def has_rules(matcher) -> bool:
-        return any((matcher.id_selectors, matcher.class_selectors, matcher.lower_local_name_selectors,
-                    matcher.namespace_selectors, matcher.lang_attr_selectors, matcher.other_selectors))
 
     def parse_stylesheets(tree, url):
         normal, important = original(tree, url)
@@ -160,7 +169,8 @@ def lean_surface_class(base, fast_antialias: bool = False):
     from cairocffi import cairo as lib
     from cairosvg import surface as cs
     from cairosvg.defs import gradient_or_pattern
-    from cairosvg.helpers import PointError, paint, size, transform
+    from cairosvg import helpers
+    from cairosvg.helpers import PointError, transform
     from cairosvg.text import text as draw_text
 
     shape_antialias = cs.SHAPE_ANTIALIAS
@@ -173,7 +183,66 @@ def lean_surface_class(base, fast_antialias: bool = False):
     needs_full_walk = _NEEDS_FULL_WALK.isdisjoint
     colours: dict = {}  # (paint, opacity) -> rgba; colours repeat across the renders of a worker
 
+    class UncheckedContext(cairocffi.Context):
+        """The path and state calls of cairosvg's shapes, paths and gradients, without a status check after each."""
+
+        def save(self):
+            lib.cairo_save(self._pointer)
+
+        def restore(self):
+            lib.cairo_restore(self._pointer)
+
+        def move_to(self, x, y):
+            lib.cairo_move_to(self._pointer, x, y)
+
+        def rel_move_to(self, dx, dy):
+            lib.cairo_rel_move_to(self._pointer, dx, dy)
+
+        def line_to(self, x, y):
+            lib.cairo_line_to(self._pointer, x, y)
+
+        def rel_line_to(self, dx, dy):
+            lib.cairo_rel_line_to(self._pointer, dx, dy)
+
+        def curve_to(self, x1, y1, x2, y2, x3, y3):
+            lib.cairo_curve_to(self._pointer, x1, y1, x2, y2, x3, y3)
+
+        def rel_curve_to(self, dx1, dy1, dx2, dy2, dx3, dy3):
+            lib.cairo_rel_curve_to(self._pointer, dx1, dy1, dx2, dy2, dx3, dy3)
+
+        def close_path(self):
+            lib.cairo_close_path(self._pointer)
+
+        def new_path(self):
+            lib.cairo_new_path(self._pointer)
+
+        def new_sub_path(self):
+            lib.cairo_new_sub_path(self._pointer)
+
+        def arc(self, xc, yc, radius, angle1, angle2):
+            lib.cairo_arc(self._pointer, xc, yc, radius, angle1, angle2)
+
+        def rectangle(self, x, y, width, height):
+            lib.cairo_rectangle(self._pointer, x, y, width, height)
+
+        def translate(self, tx, ty):
+            lib.cairo_translate(self._pointer, tx, ty)
+
+        def scale(self, sx, sy=None):
+            lib.cairo_scale(self._pointer, sx, sx if sy is None else sy)
+
+        def rotate(self, radians):
+            lib.cairo_rotate(self._pointer, radians)
+
+        def set_source(self, source):
+            lib.cairo_set_source(self._pointer, source._pointer)
+
     class LeanSurface(base):
+        def set_context_size(self, *args):
+            if type(self.context) is not UncheckedContext:  # the context Surface.__init__ has just made
+                self.context = UncheckedContext._from_pointer(self.context._pointer, incref=True)
+            super().set_context_size(*args)
+
         def draw(self, node):  # noqa: C901 - one straight walk, in cairosvg's order of calls
             tag = node.tag
             is_text = tag in _TEXTS
@@ -185,8 +254,8 @@ def lean_surface_class(base, fast_antialias: bool = False):
                 return super().draw(node)
             if is_text and not self._plain_text(node, opacity):
                 return super().draw(node)
-            if ("width" in node and size(self, node["width"]) == 0) or (
-                    "height" in node and size(self, node["height"]) == 0):
+            if ("width" in node and helpers.size(self, node["width"]) == 0) or (
+                    "height" in node and helpers.size(self, node["height"]) == 0):
                 return None
 
             parent = self.parent_node
@@ -194,13 +263,13 @@ def lean_surface_class(base, fast_antialias: bool = False):
             old_context_size = self.context_width, self.context_height
             self.parent_node = node
             font_size = node.get("font-size")
-            self.font_size = self._default_font_size if font_size is None else size(self, font_size)
+            self.font_size = self._default_font_size if font_size is None else helpers.size(self, font_size)
             pointer = self.context._pointer
             lib.cairo_save(pointer)
             if "transform" in node:
                 transform(self, node["transform"], transform_origin=node.get("transform-origin"))
             x, y = node.get("x"), node.get("y")
-            lib.cairo_move_to(pointer, size(self, x, "x") if x else 0, size(self, y, "y") if y else 0)
+            lib.cairo_move_to(pointer, helpers.size(self, x, "x") if x else 0, helpers.size(self, y, "y") if y else 0)
             line_cap = line_caps.get(node.get("stroke-linecap"))
             if line_cap is not None:
                 lib.cairo_set_line_cap(pointer, line_cap)
@@ -253,10 +322,10 @@ def lean_surface_class(base, fast_antialias: bool = False):
             for a stroke that is transparent, under a fill that needs no bounding box (no gradient or pattern)."""
             if not self.stroke_and_fill:  # inside a clip path the outlines are the clip
                 return False
-            stroke_source, stroke = paint(node.get("stroke"))
+            stroke_source, stroke = helpers.paint(node.get("stroke"))
             if stroke_source is not None or self._rgba(stroke, float(node.get("stroke-opacity", 1)) * opacity)[3]:
                 return False
-            return paint(node.get("fill", "black"))[0] is None
+            return helpers.paint(node.get("fill", "black"))[0] is None
 
         def check_status(self) -> None:
             """Raise cairo's (sticky) error, if any call of the walk failed."""
@@ -264,7 +333,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
 
         @functools.cached_property
         def _default_font_size(self) -> float:
-            return size(self, _DEFAULT_FONT_SIZE)
+            return helpers.size(self, _DEFAULT_FONT_SIZE)
 
         def _set_font_options(self, node) -> None:
             rendering = node.get("text-rendering")
@@ -285,7 +354,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
             return rgba
 
         def _fill(self, pointer, node, opacity, glyphs=False) -> None:
-            source, value = paint(node.get("fill", "black"))
+            source, value = helpers.paint(node.get("fill", "black"))
             if source is None and not glyphs and self._rgba(value, opacity)[3] == 0:
                 return  # nothing to paint; the path stays for the stroke, as after fill_preserve
             lib.cairo_save(pointer)
@@ -300,12 +369,12 @@ def lean_surface_class(base, fast_antialias: bool = False):
             lib.cairo_restore(pointer)
 
         def _stroke(self, pointer, node, opacity) -> None:
-            source, value = paint(node.get("stroke"))
+            source, value = helpers.paint(node.get("stroke"))
             if source is None and self._rgba(value, opacity)[3] == 0:
                 lib.cairo_new_path(pointer)  # what stroke() leaves behind
                 return
             lib.cairo_save(pointer)
-            lib.cairo_set_line_width(pointer, size(self, node.get("stroke-width", "1")))
+            lib.cairo_set_line_width(pointer, helpers.size(self, node.get("stroke-width", "1")))
             if not gradient_or_pattern(self, node, source, opacity):
                 lib.cairo_set_source_rgba(pointer, *self._rgba(value, opacity))
             lib.cairo_stroke(pointer)
@@ -316,13 +385,15 @@ def lean_surface_class(base, fast_antialias: bool = False):
 
 
 @contextlib.contextmanager
-def cairosvg_stylesheets():
-    """Within the block, cairosvg matches stylesheets its own way (for comparisons: tests, bench/render.py)."""
+def cairosvg_as_shipped():
+    """Within the block, cairosvg matches stylesheets and computes lengths, points and colours its own way, without
+    the shortcuts the renderer installs (for comparisons: tests, bench/render.py)."""
     import cairosvg.css
 
     current = cairosvg.css.parse_stylesheets
     cairosvg.css.parse_stylesheets = getattr(current, "__wrapped__", current)
     try:
-        yield
+        with shortcuts_removed():
+            yield
     finally:
         cairosvg.css.parse_stylesheets = current

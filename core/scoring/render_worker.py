@@ -31,7 +31,8 @@ import zlib
 from urllib.parse import unquote_to_bytes
 
 from svgagent.core.scoring.errors import RenderError
-from svgagent.core.scoring.render_draw import surface_class, surface_to_png
+from svgagent.core.scoring.render_draw import cairosvg_checked, surface_class, surface_to_png
+from svgagent.core.scoring.render_tree import build_tree
 from svgagent.core.scoring.render_guard import check_render_cost
 
 REQUEST_HEADER = struct.Struct(">II")
@@ -240,12 +241,15 @@ def fit_longest_side(width: float, height: float, size: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------ in-process core
 
 
-def _parse_tree(data: bytes, fetcher):
+def _parse_tree(data: bytes, fetcher, fast: bool = True):
+    """cairosvg's tree of ``data``; ``fast``: built by render_tree.py where that gives the same tree."""
     from cairosvg.parser import Tree
     from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden, NotSupportedError
     from xml.etree.ElementTree import ParseError
 
     try:
+        if fast and cairosvg_checked():
+            return build_tree(data, fetcher)
         return Tree(bytestring=data, url_fetcher=fetcher, unsafe=False)
     except EntitiesForbidden:
         raise RenderError("SVG declares XML entities, which are refused (entity expansion attack?)") from None
@@ -266,18 +270,19 @@ def _check_root(tree) -> None:
 
 
 def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                      surface=None, check_cost: bool = True) -> bytes:
+                      surface=None, check_cost: bool = True, fast_tree: bool = True) -> bytes:
     """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
 
     Raises :class:`RenderError` (one-line reason) for anything that cannot be rendered safely. It has no timeout
     and no memory limit of its own: use :class:`Renderer` for untrusted input. ``surface`` (a cairosvg surface
-    class) and ``check_cost`` exist for comparisons (tests, bench/render.py): the renderer uses the defaults.
+    class), ``check_cost`` and ``fast_tree`` (False: cairosvg builds the tree) exist for comparisons (tests,
+    bench/render.py): the renderer uses the defaults.
     """
     if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
         raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
     data = svg_input_bytes(svg, max_bytes)
     try:
-        tree = _parse_tree(data, _make_fetcher(max_bytes))
+        tree = _parse_tree(data, _make_fetcher(max_bytes), fast_tree)
         _check_root(tree)
         width, height = intrinsic_size(tree.get("width"), tree.get("height"), tree.get("viewBox"))
         out_w, out_h = fit_longest_side(width, height, size)
