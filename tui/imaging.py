@@ -140,9 +140,11 @@ def _wait_for_key(inp: Any) -> None:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelled):
+def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelled, drawn=None):
     """(record, image text, error) for a rollout, for a thread worker: the record, its PNG drawn as half blocks
-    (None when it has none or cannot be drawn), and an error line. ``cancelled()`` is checked before drawing."""
+    (None when it has none or cannot be drawn), and an error line. ``cancelled()`` is checked before drawing.
+    ``drawn``: (png, text) of this rollout drawn in this box before; the same PNG again is not drawn again (a
+    live run re-reads the rollout under the cursor at each change, mostly with the same picture)."""
     from svgagent.core.scoring.errors import StoreError
 
     try:
@@ -150,7 +152,9 @@ def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelle
     except StoreError as err:
         return None, None, str(err)
     image, error = None, ""
-    if record.png and not cancelled():
+    if record.png and drawn is not None and drawn[0] == record.png:
+        image = drawn[1]
+    elif record.png and not cancelled():
         try:
             image = png_to_text(record.png, cols, lines)
         except Exception as err:  # noqa: BLE001 - a broken PNG must not break the screen

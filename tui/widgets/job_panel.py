@@ -31,13 +31,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.events import Show
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Static
 
 from svgagent.tui.browser import browser_available
 from svgagent.tui.widgets.job_cells import LINK_KINDS, detail_key, job_detail, status_line
 from svgagent.core.demo import job_source_for
 from svgagent.core.rft.job_source import DEFAULT_POLL_S, DEMO_POLL_S, EVALUABLE, RESUMABLE, JobSource, JobsOutcome, JobsPoller
 from svgagent.tui.widgets.job_table import JobTable
+from svgagent.tui.widgets.text_box import TextBox
 
 if TYPE_CHECKING:
     from svgagent.core.rft.launch import LaunchResult
@@ -133,7 +133,6 @@ class JobPanel(Vertical):
         self._next_at: float | None = None
         self._derived_from: tuple[object, ...] | None = None
         self._key_state: tuple[object, ...] = ()
-        self._shown: dict[str, object] = {}  # what each part shows now (see _redraw)
 
     # --- configuration (constructor first, then the app's) ------------------------------------------------
     @property
@@ -150,10 +149,10 @@ class JobPanel(Vertical):
         return DEMO_POLL_S if self.source is not None and self.source.demo else DEFAULT_POLL_S
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("not connected yet", style="dim"), id="jobs-status")
+        yield TextBox(Text("not connected yet", style="dim"), id="jobs-status")
         yield JobTable(id="jobs-table")
         with VerticalScroll(id="jobs-detail-box"):  # tab reaches it: the arrows scroll a long detail
-            yield Static(id="jobs-detail")
+            yield TextBox(id="jobs-detail")
 
     def on_show(self, event: Show) -> None:
         self.start()
@@ -326,12 +325,13 @@ class JobPanel(Vertical):
         return Group(*parts)
 
     def _show(self, selector: str, key: object, content: Callable[[], Any] | None = None) -> None:
-        """Update the Static ``selector`` with ``content()`` (or ``key``, a Text) unless it already shows ``key``."""
-        if self._shown.get(selector) == key:
-            return
-        self._shown[selector] = key
-        self.query_one(selector, Static).update(key if content is None else content(),  # type: ignore[arg-type]
-                                                layout=selector != "#jobs-status")  # the status: one line
+        """Show ``content()`` (or ``key``, a Text) in the part ``selector`` unless it already shows ``key``; the
+        screen is laid out again only when the part's height changes (the elapsed time ticking: a repaint)."""
+        box = self.query_one(selector, TextBox)
+        if content is None:
+            box.show(key)
+        else:
+            box.show(content, key=key)
 
     def _keys_changed(self) -> None:
         view = self.selected_view

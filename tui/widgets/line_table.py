@@ -147,8 +147,12 @@ class LineTable(ScrollView, can_focus=True):
 
     def line_y(self, index: int) -> int | None:
         """The widget line that shows row ``index``, or None when it is scrolled out of view."""
-        y = index - round(self.scroll_y) + 1
-        return y if 1 <= y < self.size.height else None
+        return self._lines_on_screen((index,)).get(index)
+
+    def _lines_on_screen(self, indexes: Iterable[int]) -> dict[int, int]:
+        """Row index → the widget line showing it, for the rows of ``indexes`` in view."""
+        top, height = round(self.scroll_y), self.size.height
+        return {index: y for index in indexes if 1 <= (y := index - top + 1) < height}
 
     def refresh_line(self, index: int, x: int = 0, width: int | None = None) -> None:
         """Repaint row ``index`` (only cells ``x`` … ``x + width`` of the table's line when given)."""
@@ -157,6 +161,17 @@ class LineTable(ScrollView, can_focus=True):
             return
         x0 = round(self.scroll_x)
         self.refresh(Region(x - x0, y, self.size.width if width is None else width, 1))
+
+    def refresh_cells(self, dirty: Iterable[tuple[int, Iterable[int]]]) -> None:
+        """Repaint cells: (row index, its column numbers) — only of rows in view, with one refresh for all (a
+        live batch changes dozens of rows)."""
+        dirty = list(dirty)
+        lines = self._lines_on_screen(index for index, _ in dirty)
+        if not lines:
+            return
+        x0, offsets, widths = round(self.scroll_x), self.column_offsets(), self.widths()
+        self.refresh(*[Region(offsets[col] - x0, lines[index], widths[col] + self.GAP, 1)
+                       for index, columns in dirty if index in lines for col in columns])
 
     def column_offsets(self) -> list[int]:
         offsets, x = [], self.LEAD

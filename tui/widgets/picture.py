@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.message import Message
@@ -22,8 +23,15 @@ from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
 from svgagent.tui.imaging import load_rollout_picture
+from svgagent.tui.widgets.text_box import signature
 
 SETTLE_S = 0.05
+
+
+def picture_shape(image: Text) -> tuple[int, int]:
+    """(columns, lines) of a drawn picture (half blocks: one cell a character, never wrapped)."""
+    rows = image.plain.split("\n")
+    return max(cell_len(row) for row in rows), len(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +67,9 @@ class Picture(Static):
         self.image_text: Text | None = None
         self.cols, self.lines = 24, 12
         self._pending: _Request | None = None
+        self._drawn: tuple[_Request, bytes, Text] | None = None  # what image_text is the drawing of
+        self._on_screen: object = ""  # what the widget shows (a picture's Text, a note)
+        self._shape: tuple[int, int] | None = None  # (columns, lines) of the picture on screen; None: a note
 
     def fit(self, cols: int, lines: int) -> None:
         """The box the picture may fill; drawn again when it changed."""
@@ -71,7 +82,7 @@ class Picture(Static):
         """Show ``rollout_id`` (None: nothing); ``reread``: read it again even if it is the one shown."""
         if rollout_id is None:
             self.rollout_id, self.record, self.image_text, self._pending = None, None, None, None
-            self.update("")
+            self._draw(Text(""))
             return
         if reread:
             self._pending = None
@@ -90,7 +101,17 @@ class Picture(Static):
     def note(self, text: str, style: str = "dim italic") -> None:
         """A line instead of a picture (nothing to draw yet, or why it cannot be)."""
         self.image_text = None
-        self.update(Text(text, style=style))
+        self._draw(Text(text, style=style))
+
+    def _draw(self, content: Text, shape: tuple[int, int] | None = None) -> None:
+        """Show ``content`` (a picture of ``shape``, or a note); the screen is laid out again unless it is the
+        same, or a picture of the same size as the one it replaces (the cursor moving between rollouts)."""
+        if content is self._on_screen or (
+                shape is None and self._shape is None and signature(content) == signature(self._on_screen)):
+            return
+        layout = shape is None or shape != self._shape
+        self._on_screen, self._shape = content, shape
+        self.update(content, layout=layout)
 
     @work(thread=True, exclusive=True, group="picture", exit_on_error=False)
     def _load(self, request: _Request) -> None:
@@ -98,8 +119,10 @@ class Picture(Static):
         time.sleep(SETTLE_S)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
         if worker.is_cancelled:
             return
+        drawn = self._drawn
         record, image, error = load_rollout_picture(self.store, request.rollout_id, request.cols, request.lines,
-                                                    lambda: worker.is_cancelled)
+                                                    lambda: worker.is_cancelled,
+                                                    drawn[1:] if drawn is not None and drawn[0] == request else None)
         if not worker.is_cancelled or record is None:
             self.post_message(self._Loaded(request, record, image, error))
 
@@ -115,7 +138,9 @@ class Picture(Static):
             return
         self.record, self.image_text = record, image
         if image is not None:
-            self.update(image)
+            assert record is not None and record.png is not None
+            self._drawn = (request, record.png, image)
+            self._draw(image, picture_shape(image))
         elif record is None:
             self.note(error, "red")
         else:

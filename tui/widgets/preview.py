@@ -12,13 +12,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static
 
 from svgagent.core.store import Store
 
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label
 from svgagent.tui.widgets.rollout_info import RolloutInfo
+from svgagent.tui.widgets.text_box import TextBox
 
 BESIDE_MIN_TEXT = 34  # columns of text the rationale needs beside the picture
 GUTTER = 2  # between the picture and the text beside it
@@ -56,7 +56,7 @@ class Preview(Vertical):
         self.picture = Picture(store, id="preview-image")
 
     def compose(self) -> ComposeResult:
-        yield Static("select a rollout to see its picture", id="preview-title", markup=False)
+        yield TextBox("select a rollout to see its picture", id="preview-title")
         with VerticalScroll(id="preview-body"):
             yield self.picture
             with VerticalScroll(id="preview-text"):
@@ -74,7 +74,7 @@ class Preview(Vertical):
     def show_rollout(self, rollout_id: str | None) -> None:
         if rollout_id is None:
             self.picture.show(None)
-            self.query_one("#preview-title", Static).update("select a rollout to see its picture")
+            self.query_one("#preview-title", TextBox).show("select a rollout to see its picture")
             self.query_one(RolloutInfo).show(None)
             return
         self._fit()
@@ -103,11 +103,11 @@ class Preview(Vertical):
     def _shown(self, message: Picture.Shown) -> None:
         message.stop()
         rec = message.record
-        title = self.query_one("#preview-title", Static)
+        title = self.query_one("#preview-title", TextBox)
         if rec is None:
-            title.update(Text(message.error, style="red"))
+            title.show(Text(message.error, style="red"))
             self.query_one(RolloutInfo).show(None)
             return
-        title.update(Text.assemble((prompt_topic(rec.prompt), "bold"),
+        title.show(Text.assemble((prompt_topic(rec.prompt), "bold"),
                                    (f" · {rec.row_id} · sample {sample_label(rec)}", "dim")))
         self.query_one(RolloutInfo).show(rec)

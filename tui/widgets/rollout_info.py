@@ -8,12 +8,12 @@ from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
 
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import RolloutRecord
 
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
+from svgagent.tui.widgets.text_box import TextBox
 
 SVG_PREVIEW_LINES = 400
 
@@ -119,12 +119,19 @@ def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: Rende
     return Group(_heading(title), *note, body)
 
 
+SECTIONS = ("verdict", "error", "rationale", "requirements", "prompt", "timing", "svg")
+
+
 class RolloutInfo(Vertical):
-    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG."""
+    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
+
+    A live run shows the same rollout again and again as it moves (the preview follows the cursor's rollout):
+    the same record again does nothing, and of a new state only the sections whose text changed are redrawn,
+    each laying the screen out again only when its height changes (:class:`TextBox`)."""
 
     DEFAULT_CSS = """
     RolloutInfo { height: auto; }
-    RolloutInfo > Static { height: auto; margin-bottom: 1; }
+    RolloutInfo > TextBox { height: auto; margin-bottom: 1; }
     RolloutInfo > .-hidden { display: none; }
     """
 
@@ -134,20 +141,18 @@ class RolloutInfo(Vertical):
         self.full = full
         self.show_requirements = show_requirements
         self.show_verdict = show_verdict
+        self._shown: tuple[RolloutRecord | None, bool, bool, bool] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(id="info-verdict")
-        yield Static(id="info-error")
-        yield Static(id="info-rationale")
-        yield Static(id="info-requirements")
-        yield Static(id="info-prompt")
-        yield Static(id="info-timing")
-        yield Static(id="info-svg")
+        for name in SECTIONS:
+            yield TextBox(id=f"info-{name}")
 
     def show(self, rec: RolloutRecord | None) -> None:
-        sections: dict[str, RenderableType | None] = dict.fromkeys(
-            ("verdict", "error", "rationale", "requirements", "prompt", "timing", "svg")
-        )
+        shown = (rec, self.full, self.show_requirements, self.show_verdict)
+        if shown == self._shown:
+            return
+        self._shown = shown
+        sections: dict[str, RenderableType | None] = dict.fromkeys(SECTIONS)
         if rec is not None:
             error = error_text(rec)
             sections.update(
@@ -163,6 +168,6 @@ class RolloutInfo(Vertical):
                     rec.svg, max_lines=None if self.full else SVG_PREVIEW_LINES)) if rec.svg else None,
             )
         for name, renderable in sections.items():
-            widget = self.query_one(f"#info-{name}", Static)
+            widget = self.query_one(f"#info-{name}", TextBox)
             widget.set_class(renderable is None, "-hidden")
-            widget.update(renderable if renderable is not None else "")
+            widget.show(renderable if renderable is not None else "")

@@ -178,6 +178,7 @@ class RolloutTable(LineTable):
         """Live changes: new states of some rollouts. Only changed cells are repainted, unless the row has to
         move (the sort key or the filter verdict changed), in which case the view order is rebuilt."""
         rebuild = False
+        dirty: list[tuple[int, list[int]]] = []  # (row, columns) whose text changed
         for rec in records:
             rid = rec.rollout_id
             old = self._records.get(rid)
@@ -195,10 +196,12 @@ class RolloutTable(LineTable):
             if old is None or self._moves(old, rec):
                 rebuild = True
             elif not rebuild and new_cells != old_cells and rid in self._index:
-                changed = [i for i, (a, b) in enumerate(zip(old_cells or (), new_cells)) if a != b]
-                self._refresh_cells(self._index[rid], changed)
+                dirty.append((self._index[rid], [i for i, (a, b) in enumerate(zip(old_cells or (), new_cells))
+                                                 if a != b]))
         if rebuild:
             self._rebuild()
+        elif dirty:
+            self.refresh_cells(dirty)
 
     def merge(self, records: Iterable[RolloutRecord], removed: Iterable[str] = ()) -> None:
         """Rows read from the store a moment ago (in a thread, while the engine may still be writing): each
@@ -307,10 +310,4 @@ class RolloutTable(LineTable):
                     return
             return
         super().on_click(event)
-
-    # --- drawing ------------------------------------------------------------------------------------------
-    def _refresh_cells(self, index: int, columns: Iterable[int]) -> None:
-        offsets, widths = self.column_offsets(), self.widths()
-        for col in columns:
-            self.refresh_line(index, offsets[col], widths[col] + self.GAP)
 

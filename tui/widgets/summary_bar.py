@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
-
 from svgagent.core.records import RunSummary
+
+from svgagent.tui.widgets.text_box import TextBox
 
 
 def format_duration(seconds: float | None) -> str:
@@ -70,8 +70,9 @@ def format_summary(
     return text
 
 
-class SummaryBar(Static):
-    """Shows :func:`format_summary`; ``show`` keeps the last text so tests can read it."""
+class SummaryBar(TextBox):
+    """Shows :func:`format_summary`; ``show`` keeps the last text so tests can read it. A live run refreshes it
+    twice a second: the screen is laid out again only when its number of lines changes (:class:`TextBox`)."""
 
     DEFAULT_CSS = """
     SummaryBar { height: auto; max-height: 3; padding: 0 1; }
@@ -80,16 +81,7 @@ class SummaryBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("no run open", id=id)
         self.plain = "no run open"
-        self._text: Text | None = None
-        self._lines = (0, 0)  # (width, lines) the last text wrapped to
 
-    def show(self, text: Text) -> None:
-        """Show ``text``. The screen is laid out again only when the number of lines changes: a new layout of the
-        whole dashboard costs 20–200 ms, and a live run refreshes this line twice a second."""
-        if text == self._text:
-            return
-        self._text, self.plain = text, text.plain
-        width = self.content_size.width
-        lines = (width, len(text.wrap(self.app.console, width))) if width and self.is_mounted else (0, 0)
-        self.update(text, layout=lines != self._lines or not width)
-        self._lines = lines
+    def show(self, text: Text) -> bool:  # type: ignore[override]
+        self.plain = text.plain
+        return super().show(text)
