@@ -324,3 +324,46 @@ def test_comparisons_see_cairosvg_as_it_ships() -> None:
         assert (surface.color, colors.color, surface.paint) == (table["color"][0], table["color"][0],
                                                               table["paint"][0])
     assert (shapes.size, surface.color, surface.paint) == (table["size"][1], table["color"][1], table["paint"][1])
+
+
+PATH_CASES = ["M10 10 L20 20 30 30 Z", "m10 10 l5 5 5 5 z m 3 3 h 4 v 4 H 1 V 2 z", "M1-2-3-4", "M.5.5.5.5L1e1-1E1",
+              "M10 10 L20", "M10 10 C1 2 3 4 5", "M10", "", "L5 5", "H", "h", "V", "M1 1 H", "M1,1Q2,2,3,3q1 1 2 2",
+              "M 0 0 Z Z L 4 4", "Z", "M10 10 z l 5 5", "M1 1 L 2 2 3", "C1 2 3 4 5 6 7 8 9 10 11 12",
+              "M1 1 2 2 3 3", "m1 1 2 2 3 3z", "M 5px 5 L 10% 20 l 1em 2", "M1 1 L a b", "M1e 1 L2 2", "  M 1 1  ",
+              "x M1 1 L2 2", "M0 0 A 5 5 0 0 1 10 10 L 3 3", "M0 0 S 1 1 2 2 T 3 3", "M1\t2\n,3 4"]
+
+
+def _cairo_path_of(draw, d: str, start: bool):
+    """(the cairo path ``draw`` makes for path data ``d``, 'PointError' or None) on a fresh 300x200 context."""
+    import cairocffi
+    from cairosvg.helpers import PointError
+
+    class Surface:
+        context_width, context_height, font_size, dpi = 300, 200, 16.0, 96
+
+    class PathNode(dict):
+        pass
+
+    surface = Surface()
+    surface.context = cairocffi.Context(cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, 8, 8))
+    if start:
+        surface.context.move_to(3, 4)
+    try:
+        draw(surface, PathNode(d=d))
+        stopped = None
+    except PointError:
+        stopped = "PointError"
+    return list(surface.context.copy_path()), stopped
+
+
+def test_lean_path_makes_cairosvg_cairo_calls(corpus: list[str]) -> None:
+    from cairosvg.path import path as cairosvg_path
+
+    from svgagent.core.scoring.render_path import draw_path
+
+    render_draw.surface_class()  # the renderer's shortcuts in place, as in the workers
+    paths = [d for svg in [*corpus, *_project_svgs()] for d in re.findall(r' d="([^"]*)"', svg)]
+    assert len(paths) > 20
+    for d in [*paths, *PATH_CASES]:
+        for start in (True, False):
+            assert _cairo_path_of(draw_path, d, start) == _cairo_path_of(cairosvg_path, d, start), (d, start)

@@ -46,6 +46,7 @@ import struct
 import sys
 import zlib
 
+from svgagent.core.scoring.render_path import draw_path
 from svgagent.core.scoring.render_shortcuts import install as install_shortcuts, removed as shortcuts_removed
 
 # Attributes whose presence sends a node to cairosvg's full walk (rare in model SVGs, each needs real work there).
@@ -156,7 +157,6 @@ def _skip_empty_stylesheets() -> None:
     def parse_stylesheets(tree, url):
         normal, important = original(tree, url)
         return (normal if has_rules(normal) else NoRules(), important if has_rules(important) else NoRules())
-
     parse_stylesheets._svgagent_wrapped = True
     parse_stylesheets.__wrapped__ = original
     cairosvg.css.parse_stylesheets = parse_stylesheets
@@ -174,7 +174,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
     from cairosvg.text import text as draw_text
 
     shape_antialias = cs.SHAPE_ANTIALIAS
-    draw_shape = cs.TAGS
+    draw_shape = {**cs.TAGS, "path": draw_path}  # paths drawn by render_path.py (the same calls, no vertices)
     invisible = cs.INVISIBLE_TAGS
     plain_antialias = cairocffi.ANTIALIAS_FAST if fast_antialias else cairocffi.ANTIALIAS_DEFAULT
     line_caps = {"square": cairocffi.LINE_CAP_SQUARE, "round": cairocffi.LINE_CAP_ROUND}
