@@ -276,6 +276,7 @@ def test_size_shortcut_answers_what_cairosvg_answers(corpus: list[str]) -> None:
 
     from svgagent.core.scoring.render_shortcuts import shortcuts
 
+    render_draw.surface_class()  # installs the shortcuts (checked at the end)
     own, fast = shortcuts()["size"]
     seen = set(SIZE_INPUTS)
     for svg in corpus:  # every attribute value of the corpus that looks like a length
