@@ -1,8 +1,10 @@
-"""The engine's chat client: POST /chat/completions on one pooled aiohttp session, with the openai client's manners.
+"""The engine's chat client: POST /chat/completions on pooled keep-alive connections, with the openai client's manners.
 
 Why not the openai client on the hot path: bench/engine.py profiled its ``post`` at ~70 % of the engine's CPU per
-rollout (request building, header models, response construction), against ~0.3 ms for a plain aiohttp POST
-(bench/client.py). What it does that matters is done here the same way (openai 1.x/2.x ``_base_client``):
+rollout (request building, header models, response construction); a plain aiohttp POST was ~0.3 – 0.8 ms, still
+half of the 1.5 ms a whole rollout may cost, so the transport is :mod:`svgagent.core.http1` (the part of HTTP/1.1
+a JSON POST needs, ≈0.1 – 0.3 ms; bench/client.py). What the openai client does that matters is done here the same
+way (openai 1.x/2.x ``_base_client``):
 
 - retries (``max_retries``) on connection errors, timeouts, HTTP 408, 409, 429 and 5xx, or when the server says
   ``x-should-retry: true`` (never when it says ``false``);
@@ -32,8 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
+from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
 from svgagent.core.scoring.errors import EndpointResponseError
 
 RETRIED_STATUSES = frozenset({408, 409, 429})
@@ -70,27 +71,28 @@ class ChatStatusError(ChatError):
 
 
 # --- the answer, shaped like the openai types the judge and the policy call read ------------------------------
+# (plain slotted dataclasses: a frozen one's __init__ goes through object.__setattr__, 4 % of the engine's loop)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChatMessage:
     content: str | None
     refusal: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChatChoice:
     message: ChatMessage
     finish_reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChatUsage:
     prompt_tokens: int
     completion_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChatCompletion:
     choices: list[ChatChoice]
     usage: ChatUsage | None
@@ -213,74 +215,61 @@ def os_cause(err: BaseException) -> OSError | None:
 # --- the client --------------------------------------------------------------------------------------------
 
 
-async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
-    """The body, or its first MAX_ANSWER_BYTES + 1 bytes when it is longer (a hostile endpoint cannot fill memory)."""
-    length = response.content_length
-    if length is not None and length <= MAX_ANSWER_BYTES:
-        return await response.read()
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_any():
-        parts.append(chunk)
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            break
-    return b"".join(parts)
-
-
 class ChatClient:
-    """Chat completions at ``base_url`` (an OpenAI-compatible ``…/v1``) with ``api_key``, on a session of its own
-    (created on first use, in the running loop; :meth:`close` it)."""
+    """Chat completions at ``base_url`` (an OpenAI-compatible ``…/v1``) with ``api_key``, on keep-alive connections
+    of its own (:class:`svgagent.core.http1.Http1Client`, made on first use in the running loop; :meth:`close` it)."""
 
     def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 120.0, max_retries: int = 2,
                  connections: int = 0) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json",
-                         "Authorization": f"Bearer {api_key}"}
+        self._target = Target.parse(self.url)
+        self._head = self._target.head({"Content-Type": "application/json", "Accept": "application/json",
+                                        "Authorization": f"Bearer {api_key}"})
         self._connections = connections  # 0: no limit (the engine's semaphores bound the calls in flight)
-        self._session: aiohttp.ClientSession | None = None
+        self._http: Http1Client | None = None
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300),
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s), json_serialize=json.dumps)
-        return self._session
+    def _client(self) -> Http1Client:
+        if self._http is None or self._http.closed:
+            self._http = Http1Client(limit=self._connections)
+        return self._http
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     async def complete_chat(self, body: dict[str, Any]) -> ChatCompletion:
         """POST ``body`` (model, messages, …: plain JSON) and return the checked answer, retrying as described in
         the module docstring; raises a :class:`ChatError` or :class:`EndpointResponseError`."""
         data = json.dumps(body).encode()
-        session = self._get_session()
+        http = self._client()
         for retry in range(self.max_retries + 1):
             last = retry == self.max_retries
             try:
-                async with session.post(self.url, data=data, headers=self._headers) as response:
-                    raw = await _read_capped(response)
-                    status, headers = response.status, response.headers
-            except asyncio.TimeoutError:  # (TimeoutError on 3.11+) the per-request timeout
+                async with asyncio.timeout(self.timeout_s):
+                    response = await http.post(self._target, self._head, data, max_body=MAX_ANSWER_BYTES)
+            except TimeoutError:  # the per-request timeout (before OSError: TimeoutError is one)
                 if last:
                     raise ChatTimeout(f"request timed out after {self.timeout_s:g} s") from None
                 await asyncio.sleep(backoff_s(retry, None))
                 continue
-            except aiohttp.ClientError as err:
+            except (OSError, HttpProtocolError) as err:
                 if last:
-                    cause = os_cause(err)
-                    raise ChatConnectionError(f"cannot connect: {type(err).__name__}", cause) from err
+                    raise ChatConnectionError(f"cannot connect: {_describe(err)}", os_cause(err)) from err
                 await asyncio.sleep(backoff_s(retry, None))
                 continue
+            status, raw = response.status, response.body
             if 200 <= status < 300:
-                if len(raw) > MAX_ANSWER_BYTES:
+                if response.truncated:
                     raise EndpointResponseError(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MB")
                 return parse_completion(raw)
-            if last or not should_retry(status, headers):
+            if last or not should_retry(status, response.headers):
                 raise ChatStatusError(status, _error_message(raw, status))
-            await asyncio.sleep(backoff_s(retry, retry_after_s(headers)))
+            await asyncio.sleep(backoff_s(retry, retry_after_s(response.headers)))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _describe(err: BaseException) -> str:
+    return f"{type(err).__name__} ({str(err)[:200]})" if isinstance(err, HttpProtocolError) else type(err).__name__

@@ -161,8 +161,9 @@ def test_an_acknowledged_paid_answer_survives_sigkill_inside_the_batch_window(tm
             time.sleep(0.005)
         requests = sim.stats()["requests"]
         answers, verdicts = _stored(db)
-        assert answers >= requests["policy"] - workers
-        assert verdicts >= requests["judge"] - workers
+        why = f"{requests}; {(tmp_path / 'stderr').read_text()[-2000:]}"
+        assert answers >= requests["policy"] - workers, why
+        assert verdicts >= requests["judge"] - workers, why
         with Store(db) as store:
             (run,) = store.list_runs()
             total = len(store.list_rollouts(run.run_id))

@@ -204,7 +204,7 @@ def test_two_resumes_of_one_run_at_once_one_is_refused(tmp_path: Path, keys: Non
             _, stderr = loser.communicate(timeout=60)
             assert loser.returncode == 2, stderr
             assert f"run {run_id} is being processed by pid {winner.pid}" in stderr.strip().splitlines()[-1]
-            assert "Traceback" not in stderr
+            assert "Traceback" not in stderr, stderr
             assert sim.wait_for_in_flight("policy", 2)
             assert winner.poll() is None
             # only the winner asked for answers (as many as its concurrency); the loser reset and paid for nothing
@@ -253,7 +253,7 @@ def test_sigterm_marks_the_run_interrupted_with_the_resume_hint(tmp_path: Path, 
     assert db_value(db, "SELECT status FROM runs") == "interrupted"
     assert db_value(db, "SELECT lease_owner FROM runs") is None
     assert f"Continue with: svgagent eval --store {db} --resume {run_id}" in stderr
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr, stderr
 
 
 # --- 4. the cache choice belongs to the run --------------------------------------------------------------------------
