@@ -20,7 +20,7 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from svgagent.core.compare import Comparison, Only, RowComparison, SortKey, compare_runs
 from svgagent.core.scoring.errors import StoreError
@@ -29,6 +29,7 @@ from svgagent.core.store import Store
 from svgagent.tui.widgets.compare_row import CompareSide, header_text
 from svgagent.tui.widgets.compare_table import CompareTable
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -117,7 +118,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         with Horizontal(id="compare-sides"):
             yield CompareSide(self.store, "A", id="side-a")
             yield CompareSide(self.store, "B", id="side-b")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

@@ -6,7 +6,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 
 class Confirm(ModalScreen[bool]):
@@ -41,7 +43,7 @@ class Confirm(ModalScreen[bool]):
             if self.detail:
                 yield Static(self.detail, id="confirm-detail", markup=False)
             yield Static(f"y {self.yes} · n / esc {self.no}", id="confirm-keys", markup=False)
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)

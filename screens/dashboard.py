@@ -18,7 +18,7 @@ from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static, Tab, Tabs
+from textual.widgets import Static, Tab, Tabs
 
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
@@ -42,6 +42,7 @@ from svgagent.screens.sort_picker import SortPicker
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.screens.pane_zoom import PaneZoom
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
@@ -121,7 +122,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                 yield Preview(app.store, id="preview")
             for name in LATER_PANES:  # their widgets: ``mount_panes``
                 yield Vertical(id=f"pane-{name}", classes="pane")
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeysFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         for name in PANES:

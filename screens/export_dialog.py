@@ -15,10 +15,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from svgagent.core.export import FORMATS, ExportResult, export_run
 from svgagent.core.store import Store
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 FORMAT_LABELS = {"jsonl": "JSONL (Eval Protocol rows)", "csv": "CSV (flat table)"}
 
@@ -110,7 +111,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
             with Horizontal(id="export-buttons"):
                 yield Button("Export", id="export-go", variant="primary", compact=True)
                 yield Button("Cancel", id="export-cancel", compact=True)
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#export-path", Input).focus()

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from svgagent.tui.widgets.compare_table import CompareTable
 from svgagent.tui.widgets.rollout_table import RolloutTable
@@ -22,6 +22,7 @@ from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.stats import StatsScreen
 from svgagent.screens.text_page import TextPage, page_bindings
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
@@ -133,4 +134,4 @@ class HelpScreen(TextPage):
             yield Static(Group(intro, Text(""), keys_table(self.app, binding_sections(self.app), keymap),
                                Text("Filter (press / on the table)", style="bold underline"), filter_table()),
                          id="help-text")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)

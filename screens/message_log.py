@@ -8,10 +8,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from svgagent.tui.message_log import LogEntry
 from svgagent.screens.text_page import TextPage, page_bindings
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 STYLES = {"information": "", "warning": "yellow", "error": "bold red"}
 MARKS = {"information": "·", "warning": "!", "error": "✗"}
@@ -45,7 +46,7 @@ class MessageLogScreen(TextPage):
             yield Static(title)
             yield Static(log_table(self.entries) if self.entries else Text("Nothing yet.", style="dim"),
                          id="log-text")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         super().on_mount()

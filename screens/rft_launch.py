@@ -19,12 +19,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, default_hint, parse_params
 
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings
@@ -152,7 +153,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         with Vertical(id="launch-progress"):
             yield Static("", id="launch-steps")
             yield Static("", id="launch-outcome")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     @property
     def target(self) -> str:

@@ -10,11 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from svgagent.core.export import AssetWriter
 from svgagent.core.records import RolloutRecord
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 
 def copy_choices(rec: RolloutRecord) -> list[tuple[str, str, str]]:
@@ -54,7 +55,7 @@ class CopyMenu(ModalScreen[None]):
             yield OptionList(*(Option(Text.assemble((f" {key} ", "bold reverse"), f"  {what}",
                                                     (f"  {len(text):,} characters", "dim")), id=key)
                                for key, what, text in self.choices), id="copy-options")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.set_focus(self.query_one(OptionList))

@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from svgagent.core.records import RolloutRecord
@@ -23,6 +23,7 @@ from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, verdict_text
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 NARROW_BELOW = 110
 
@@ -118,7 +119,7 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
                 yield Static(Text("Attempts", style="bold underline"), classes="narrow-only")
                 yield Static(id="detail-attempts-narrow", classes="narrow-only")
                 yield RolloutInfo(full=True, show_requirements=False, show_verdict=False, id="detail-info")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

@@ -11,12 +11,13 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual import on
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from svgagent.core.records import RunRecord
 from svgagent.core.run_ref import filter_runs
 from svgagent.core.store import Store
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 
 def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text:
@@ -71,7 +72,7 @@ class RunPicker(ModalScreen[str | None]):
                         compact=True)
             yield OptionList(id="runs")
             yield Static("No runs yet: press escape, then r to start one.", id="runs-empty")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self._show()

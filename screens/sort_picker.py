@@ -11,8 +11,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.events import Key
 from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 # sort field → (letter, what a person calls it); the order the columns have in the table
 SORT_CHOICES: dict[str, tuple[str, str]] = {
@@ -54,7 +56,7 @@ class SortPicker(ModalScreen[tuple[str, bool] | None]):
             yield Static(Text("Sort rollouts by", style="bold"))
             yield OptionList(*options, id="sort-options")
             yield Static("letter or enter: sort · escape: leave as is", id="sort-help")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

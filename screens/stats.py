@@ -18,13 +18,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from svgagent.core.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
 from svgagent.core.store import Store
 
 from svgagent.tui.widgets.histogram import Histogram, bin_query
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 BIN_CHOICES = (10, 20, 5)
 WIDE_FROM = 110
@@ -169,7 +170,7 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
                 yield Histogram(id="stats-hist")
                 yield Static(id="stats-bin")
             yield Static(id="stats-tables")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

@@ -17,13 +17,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 
 from svgagent.core.store import Store
 from svgagent.core.training import TrainingRun, TrainingStep, TrainingStore
 
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.keys_footer import KeysFooter
 
 REFRESH_S = 1.0
 COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
@@ -69,7 +70,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static(id="training-hint")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#training-steps", DataTable)

@@ -484,6 +484,27 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
         assert isinstance(app.screen, SortPicker)  # out of the footer, not out of reach
 
 
+async def test_footer_is_rebuilt_only_when_its_keys_change(store: Store) -> None:
+    """A bindings refresh that leaves the same keys keeps the Footer's key widgets (Textual's Footer rebuilt all of
+    them each time); keys that change are shown at once."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        before = list(app.screen.query(FooterKey))
+        assert before
+        app.screen.refresh_bindings()
+        await settle(pilot)
+        assert list(app.screen.query(FooterKey)) == before  # the same widget objects: nothing was rebuilt
+        await pilot.press("slash")  # the filter has the focus: Escape and Enter keys, not the table's
+        await settle(pilot)
+        after = list(app.screen.query(FooterKey))
+        assert after
+        assert not set(after) & set(before)
+        assert {k.key_display for k in after} != {k.key_display for k in before}
+
+
 async def config_pane_at_120x40(pilot: Pilot) -> tuple[Widget, Widget]:
     from svgagent.tui.widgets.config_form import ConfigForm
 
