@@ -1,8 +1,8 @@
-"""The server's policy call: one chat completion POSTed to the request's URL with a pooled aiohttp session.
+"""The server's policy call: one chat completion POSTed to the request's URL on pooled keep-alive connections.
 
-Why not the openai client, as the engine uses: bench/client.py measured it at 1.1–1.6 ms of CPU per request
-against 0.3 ms for a plain aiohttp POST, and the server's budget is < 2 ms per rollout for everything
-(bench/serve.py). What the openai client would do is done here the same way: retries on connection errors,
+Why not the openai client: bench/client.py measured it at 1.1–1.6 ms of CPU per request, and the server's budget
+is < 2 ms per rollout for everything (bench/serve.py); an aiohttp POST still cost 0.35–0.8 ms, so the request goes
+through :mod:`svgagent.core.http1` as the engine's do. What the openai client would do is done here the same way: retries on connection errors,
 408/409/429 and 5xx with exponential backoff that honours ``Retry-After``, a per-request timeout, and an overall
 deadline (``deadline_s``) that ends the call as DEADLINE_EXCEEDED whatever the retries.
 """
@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from svgagent.core.ep_status import StatusCode
+from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
 from svgagent.core.policy import PolicyAnswer
 from svgagent.core.scoring.models import Usage
 
@@ -85,10 +84,15 @@ def parse_answer(raw: bytes) -> PolicyAnswer:
                         usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
 
 
-async def post_chat(session: aiohttp.ClientSession, url: str, body: dict[str, Any], key: str | None,
+async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str | None,
                     policy: RetryPolicy) -> PolicyAnswer:
     """POST ``body`` to ``url`` (…/chat/completions) until it answers, fails for good or the deadline passes."""
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    try:
+        target = Target.parse(url)
+        head = target.head(headers)
+    except ValueError as err:
+        raise PolicyCallError(StatusCode.INVALID_ARGUMENT, f"the policy URL cannot be called: {err}") from None
     data = json.dumps(body).encode()
     started = time.monotonic()
     problem, code = "", StatusCode.UNAVAILABLE
@@ -99,22 +103,23 @@ async def post_chat(session: aiohttp.ClientSession, url: str, body: dict[str, An
         retry_after: str | None = None
         per_request = min(policy.request_timeout_s, left)
         try:
-            async with session.post(url, data=data, headers=headers,
-                                    timeout=aiohttp.ClientTimeout(total=per_request)) as resp:
-                raw = await resp.content.read(MAX_ANSWER_BYTES)
-                if resp.status == 200:
-                    return parse_answer(raw)
-                problem = f"answered HTTP {resp.status}: {_error_text(raw)}"
-                code = _CODES.get(resp.status, StatusCode.INTERNAL)
-                if resp.status not in RETRIED_STATUSES:
-                    raise PolicyCallError(code, f"policy endpoint {problem}")
-                retry_after = resp.headers.get("Retry-After")
-        except TimeoutError:
+            async with asyncio.timeout(per_request):
+                resp = await http.post(target, head, data, max_body=MAX_ANSWER_BYTES)
+        except TimeoutError:  # (before OSError: TimeoutError is one)
             if per_request >= left:
                 raise _past_deadline(policy, problem) from None
             problem, code = f"timed out after {per_request:g} s", StatusCode.DEADLINE_EXCEEDED
-        except aiohttp.ClientError as err:
+        except (OSError, HttpProtocolError) as err:
             problem, code = f"unreachable ({type(err).__name__})", StatusCode.UNAVAILABLE
+        else:
+            raw = resp.body[:MAX_ANSWER_BYTES]
+            if resp.status == 200:
+                return parse_answer(raw)
+            problem = f"answered HTTP {resp.status}: {_error_text(raw)}"
+            code = _CODES.get(resp.status, StatusCode.INTERNAL)
+            if resp.status not in RETRIED_STATUSES:
+                raise PolicyCallError(code, f"policy endpoint {problem}")
+            retry_after = resp.headers.get("retry-after")
         if attempt == policy.max_retries:
             break
         pause = _delay(attempt, retry_after, policy)

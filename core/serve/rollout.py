@@ -18,11 +18,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from svgagent.core.verdicts import verdict_columns
 from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
+from svgagent.core.http1 import Http1Client
 from svgagent.core.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
@@ -50,7 +49,7 @@ class ServeContext:
     training: TrainingStore
     status_log: StatusLogger
     renderer: Renderer
-    http: aiohttp.ClientSession  # pooled connections for the policy calls (each names its URL and key)
+    http: Http1Client  # pooled connections for the policy calls (each names its URL and key)
     judge: Judge | None = None
     gateway_url: str | None = None  # None: the gateway of each request's model_base_url
     rollout_timeout_s: float = 100.0

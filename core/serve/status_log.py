@@ -10,13 +10,13 @@ until its timeout. The Authorization header follows :class:`~svgagent.core.serve
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
-
 from svgagent.core.ep_status import StatusCode, status_dict
+from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
 from svgagent.core.serve.security import KeyPolicy
 
 log = logging.getLogger("svgagent.serve")
@@ -38,25 +38,26 @@ def log_record(code: StatusCode, message: str, *, rollout_id: str, experiment_id
 
 
 class StatusLogger:
-    """Posts status records with one shared aiohttp session (``await close()`` when done)."""
+    """Posts status records on pooled keep-alive connections (:mod:`svgagent.core.http1`, as the policy calls;
+    ``await close()`` when done)."""
 
     def __init__(self, keys: KeyPolicy, *, timeout_s: float = 10.0,
                  retry_delays_s: tuple[float, ...] = RETRY_DELAYS_S) -> None:
         self.keys = keys
-        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.timeout_s = timeout_s
         self.retry_delays_s = retry_delays_s
-        self._session: aiohttp.ClientSession | None = None
+        self._http: Http1Client | None = None
         self.posted = 0
         self.lost = 0
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64))
-        return self._session
+    def _client(self) -> Http1Client:
+        if self._http is None or self._http.closed:
+            self._http = Http1Client(limit=64)
+        return self._http
 
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
+        if self._http is not None and not self._http.closed:
+            await self._http.close()
 
     async def post(self, gateway: str, record: dict[str, Any], request_key: str | None) -> bool:
         """True once the gateway accepted the record; False (and a warning) when every try failed."""
@@ -71,7 +72,7 @@ class StatusLogger:
                 status = await self._send(f"{base}/logs", record, headers)
                 if status == 404:
                     status = await self._send(f"{base}/v1/logs", record, headers)
-            except (aiohttp.ClientError, TimeoutError) as err:
+            except (OSError, HttpProtocolError, ValueError) as err:  # TimeoutError is an OSError
                 problem = f"{type(err).__name__}"
                 continue
             if status < 300:
@@ -86,6 +87,8 @@ class StatusLogger:
         return False
 
     async def _send(self, url: str, record: dict[str, Any], headers: dict[str, str]) -> int:
-        async with self._get_session().post(url, json=record, headers=headers, timeout=self.timeout) as resp:
-            await resp.read()
-            return resp.status
+        target = Target.parse(url)
+        async with asyncio.timeout(self.timeout_s):
+            response = await self._client().post(target, target.head({"Content-Type": "application/json", **headers}),
+                                                 json.dumps(record).encode(), max_body=1 << 20)
+        return response.status

@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-import aiohttp
-
 from svgagent.core.events import EventBus
+from svgagent.core.http1 import Http1Client
 from svgagent.core.policy import judge_client
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import RolloutUpdate
@@ -62,7 +61,7 @@ async def build_context(settings: Settings, store: Store, options: ServeOptions,
                   renderer: Renderer | None = None) -> ServeContext:
     own = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else None
     keys = KeyPolicy.build(own, options.allow_hosts)
-    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0))
+    http = Http1Client()
     judge = Judge(judge_client(settings), settings.judge_model, settings.judge_mode) if options.judge else None
     return ServeContext(
         settings=settings, keys=keys,
