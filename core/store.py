@@ -364,8 +364,9 @@ class Store:
                     cache: Sequence[tuple[str, str, dict[str, Any]]] = ()) -> None:
         """Several rollout updates (as :meth:`update_rollout`, in order) and cache entries (as :meth:`cache_put`)
         in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store_batch`)."""
-        statements = [_rollout_update(rollout_id, fields) for rollout_id, fields in rollouts]
-        entries = [(key, kind, text, now_iso()) for key, kind, text in
+        stamp = now_iso()  # one transaction, one time
+        statements = [_rollout_update(rollout_id, fields, stamp) for rollout_id, fields in rollouts]
+        entries = [(key, kind, text, stamp) for key, kind, text in
                    ((key, kind, json.dumps(value)) for key, kind, value in cache) if len(text) <= CACHE_VALUE_CAP]
         with self._tx() as db:
             for sql, params in statements:
@@ -701,10 +702,16 @@ class Store:
         return run_id
 
 
+_AS_IS = frozenset({str, int, float, bytes, type(None)})  # what SQLite takes unchanged (most values: checked first)
+
+
 def _to_db(value: Any) -> Any:
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is bool:
         return int(value)
-    if isinstance(value, (RolloutStatus, FailureKind)):
+    if kind is RolloutStatus or kind is FailureKind:  # enums with members cannot be subclassed
         return value.value
     return value
 
@@ -717,14 +724,14 @@ def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _rollout_update(rollout_id: str, fields: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+def _rollout_update(rollout_id: str, fields: dict[str, Any], stamp: str | None = None) -> tuple[str, tuple[Any, ...]]:
     """The UPDATE statement and parameters that set ``fields`` of one rollout (caps applied, cut lengths noted in
-    ``truncated_json``, columns stored whole again forgotten there)."""
+    ``truncated_json``, columns stored whole again forgotten there); ``stamp``: its ``updated`` time (default now)."""
     unknown = set(fields) - _ROLLOUT_COLUMNS
     if unknown:
         raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
     values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
-    values["updated"] = now_iso()
+    values["updated"] = stamp or now_iso()
     assignments = [f"{k} = ?" for k in values]
     params: list[Any] = list(values.values())
     touched = sorted(set(fields) & CAPPED_COLUMNS)

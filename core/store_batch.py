@@ -44,6 +44,7 @@ class _Change:
     cache: tuple[str, str, dict[str, Any]] | None = None
     done: Callable[[StoreError | None], None] | None = None
     urgent: bool = False
+    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None  # settled once committed
     at: float = field(default_factory=time.monotonic)
 
 
@@ -66,7 +67,8 @@ class RolloutWriter:
 
     # --- the engine's side (its event loop's thread) -------------------------------------------------------
     def submit(self, rollout_id: str, fields: dict[str, Any], *, cache: tuple[str, str, dict[str, Any]] | None = None,
-               done: Callable[[StoreError | None], None] | None = None, urgent: bool = False) -> None:
+               done: Callable[[StoreError | None], None] | None = None, urgent: bool = False,
+               _waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None) -> None:
         """Queue a change of ``rollout_id`` (and, in the same transaction, a cache entry). ``done`` is called
         from the writer's thread once it is committed (with None) or could not be (with the error)."""
         with self._cond:
@@ -77,7 +79,7 @@ class RolloutWriter:
             # wake the writer only when this change can move its deadline: the first of a batch, or its first
             # urgent change (waking it for every change cost a thread switch each)
             wake = not self._changes or (urgent and not self._urgent_queued)
-            self._changes.append(_Change(rollout_id, fields, cache, done, urgent))
+            self._changes.append(_Change(rollout_id, fields, cache, done, urgent, _waiter))
             self._urgent_queued = self._urgent_queued or urgent
             self._idle = False
             if self._thread is None:
@@ -93,13 +95,7 @@ class RolloutWriter:
         :class:`StoreError` if it cannot be)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-
-        def committed(error: StoreError | None) -> None:
-            if done is not None:
-                done(error)
-            loop.call_soon_threadsafe(_settle, future, error)
-
-        self.submit(rollout_id, fields, cache=cache, done=committed, urgent=True)
+        self.submit(rollout_id, fields, cache=cache, done=done, urgent=True, _waiter=(loop, future))
         await future
 
     async def flush(self) -> None:
@@ -178,9 +174,17 @@ class RolloutWriter:
                 self.batches += 1
             except StoreError as err:
                 error = self._fail(err)
+        waiting: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for change in batch:
             if change.done is not None:
                 change.done(error)
+            if change.waiter is not None:
+                waiting.setdefault(change.waiter[0], []).append(change.waiter[1])
+        for loop, futures in waiting.items():  # one wake-up of each waiting loop per batch, not one per change
+            try:
+                loop.call_soon_threadsafe(_settle, futures, error)
+            except RuntimeError:  # that loop has closed: nobody waits any more
+                pass
 
     def _fail(self, err: StoreError) -> StoreError:
         with self._cond:
@@ -190,10 +194,11 @@ class RolloutWriter:
             return self.error
 
 
-def _settle(future: asyncio.Future[None], error: StoreError | None) -> None:
-    if future.done():  # its rollout was cancelled meanwhile
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def _settle(futures: list[asyncio.Future[None]], error: StoreError | None) -> None:
+    for future in futures:
+        if future.done():  # its rollout was cancelled meanwhile
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)

@@ -54,6 +54,27 @@ async def test_a_committed_change_is_visible_to_other_connections_when_commit_re
     assert seen == ["rendering"]  # the publish callback runs after the commit: events describe stored state
 
 
+async def test_the_commits_of_one_batch_wake_their_loop_once(run, monkeypatch) -> None:
+    """Each wake-up of the engine's loop from the writer's thread is a syscall and a loop turn (bench/engine.py):
+    the commits that one transaction acknowledges are settled together."""
+    store, ids = run
+    loop = asyncio.get_running_loop()
+    wakes: list[object] = []
+    original = loop.call_soon_threadsafe
+
+    def counted(callback, *args):
+        if getattr(callback, "__name__", "") == "_settle":  # the writer settling commits (not to_thread's own)
+            wakes.append(callback)
+        return original(callback, *args)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    async with RolloutWriter(store, window_s=60, urgent_s=0.5) as writer:  # the three commits share a batch
+        await asyncio.gather(*[writer.commit(i, {"status": RolloutStatus.RENDERING, "raw_answer": "paid"}) for i in ids])
+    assert writer.batches == 1
+    assert len(wakes) == 1
+    assert [_status_elsewhere(store.path, i) for i in ids] == ["rendering"] * 3
+
+
 async def test_cache_entries_commit_with_their_answer(run) -> None:
     store, ids = run
     async with RolloutWriter(store) as writer:
