@@ -311,6 +311,29 @@ def test_point_normalize_paint_and_color_shortcuts_answer_what_cairosvg_answers(
             assert _outcome(fast, text, opacity) == _outcome(own, text, opacity), text
 
 
+def test_parse_all_defs_shortcut_stores_what_cairosvg_stores(corpus: list[str]) -> None:
+    from svgagent.core.scoring.render_shortcuts import shortcuts
+
+    fetcher = render_worker._make_fetcher(10**6)
+    kinds = ("markers", "gradients", "patterns", "paths", "masks", "filters", "images")
+
+    class Definitions:
+        def __init__(self) -> None:
+            for kind in kinds:
+                setattr(self, kind, {})
+
+    stored = 0
+    for svg in [_svg(FEATURES["fallbacks"]), _svg(FEATURES["gradients"]), *corpus[:3]]:
+        tree = render_worker._parse_tree(svg.encode(), fetcher)
+        own, fast = Definitions(), Definitions()
+        shortcuts()["parse_all_defs"][0](own, tree)
+        shortcuts()["parse_all_defs"][1](fast, tree)
+        for kind in kinds:
+            assert getattr(fast, kind) == getattr(own, kind), kind
+            stored += len(getattr(fast, kind))
+    assert stored > 10  # the documents define gradients, markers, masks, patterns, clips and filters
+
+
 def test_comparisons_see_cairosvg_as_it_ships() -> None:
     from cairosvg import colors, helpers, shapes, surface
 

@@ -15,7 +15,9 @@ the function itself:
 - ``normalize`` and ``paint``: cairosvg's own functions (pure), remembered for short strings (the same lengths,
   lists and paints recur);
 - ``point``: cairosvg's own code with its pattern compiled once;
-- ``color``: ``#rrggbb`` and ``#rgb`` (which no named colour, ``rgb()`` or ``rgba()`` can be) read directly.
+- ``color``: ``#rrggbb`` and ``#rgb`` (which no named colour, ``rgb()`` or ``rgba()`` can be) read directly;
+- ``parse_all_defs`` (the walk over every node for definitions, before drawing): ``parse_def`` only for nodes with
+  an ``id``, the only ones it stores.
 
 :func:`install` puts them into every cairosvg module that imported the originals (once per process: the render
 workers, or a process rendering in-process); :func:`removed` takes them out for a block, so comparisons with
@@ -41,7 +43,7 @@ _MODULES = ("helpers", "bounding_box", "defs", "image", "shapes", "text", "surfa
 @functools.cache
 def shortcuts() -> dict[str, tuple]:
     """``{name: (cairosvg's function, its shortcut)}``, built from the functions cairosvg ships."""
-    from cairosvg import colors, helpers
+    from cairosvg import colors, defs, helpers
 
     own_size, own_normalize, own_color, point_error = helpers.size, helpers.normalize, colors.color, helpers.PointError
     own_paint = helpers.paint
@@ -87,7 +89,16 @@ def shortcuts() -> dict[str, tuple]:
                 return int(digits[0], 16) / 15, int(digits[1], 16) / 15, int(digits[2], 16) / 15, opacity
         return own_color(string, opacity)
 
-    return {"size": (own_size, size), "normalize": (own_normalize, normalize), "point": (helpers.point, point),
+    own_parse_def = defs.parse_def
+
+    def parse_all_defs(surface, node):
+        if "id" in node:  # parse_def stores only nodes with an id (its test, per definition type)
+            own_parse_def(surface, node)
+        if node.children:
+            for child in node.children:
+                parse_all_defs(surface, child)
+
+    return {"parse_all_defs": (defs.parse_all_defs, parse_all_defs), "size": (own_size, size), "normalize": (own_normalize, normalize), "point": (helpers.point, point),
             "color": (own_color, color), "paint": (own_paint, paint)}
 
 
