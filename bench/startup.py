@@ -8,8 +8,9 @@ and, for `--help`, the import time `python -X importtime` reports and the slowes
 
 - `--help`: spawn to exit.
 - `eval`: spawn to the first byte of its first HTTP request, received by a socket this script listens on (a
-  policy endpoint that never answers: the process is stopped as soon as the request arrives). Fake keys, a
-  throw-away store, one row of the built-in dataset.
+  policy endpoint that never answers: the process is stopped as soon as the request arrives, and so are the render
+  workers it started, so that their start-up does not run into the next measurement). Fake keys, a throw-away
+  store, one row of the built-in dataset.
 - `tui`: spawn `svgagent tui --demo` on a 120x40 pseudo-terminal until the dashboard's text is on it (bench/tui.py's
   measurement).
 """
@@ -100,6 +101,31 @@ class FirstRequest:
         self.sock.close()
 
 
+def children_of(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _kill_and_reap(pids: list[int]) -> None:
+    """SIGKILL ``pids`` (not our children: their parent is gone) and wait until they have left /proc."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
+        time.sleep(0.01)
+
+
 def eval_once(env: dict[str, str], cwd: Path, store: Path) -> tuple[float, float]:
     listener = FirstRequest()
     url = f"http://127.0.0.1:{listener.port}/v1"
@@ -114,8 +140,12 @@ def eval_once(env: dict[str, str], cwd: Path, store: Path) -> tuple[float, float
         seconds = listener.at - t0
         cpu = cpu_seconds(proc.pid)
     finally:
+        # its render workers too: they boot for a few tenths of a second of CPU, which would otherwise land on the
+        # next measurement (they only notice the parent is gone once booted)
+        workers = children_of(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        _kill_and_reap(workers)
         listener.close()
     return seconds, cpu
 
