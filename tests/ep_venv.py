@@ -3,12 +3,20 @@
 `.ci/run` makes it with `.ci/ep_venv.sh` before pytest and exports EP_VENV; a test run without it (or with a stale
 one) makes it through the same script at the script's cached location (~1.5 min once, then reused). Never skipped:
 a missing eval-protocol is a failure, not a reason to test less.
+
+Tests run eval-protocol through ``ep_command()``: the venv's interpreter, but each command forked from one that has
+imported eval-protocol already (tests/ep_fork_server.py), since that import is ~7 s of CPU and the suite runs about
+ten such commands (SVGAGENT_EP_FORK=0: a fresh interpreter for each).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shlex
+import shutil
 import subprocess
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,3 +51,47 @@ def ep_env(home: Path, **extra: str) -> dict[str, str]:
            "EP_DISABLE_AUTO_BROWSER": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
     env.update(extra)
     return env
+
+
+# --- one warm eval-protocol interpreter per test process (tests/ep_fork_server.py) -----------------------------
+_FORK = {"server": None, "dir": None}
+
+
+def _stop_fork_server() -> None:
+    server = _FORK["server"]
+    if server is not None and server.poll() is None:
+        server.kill()
+        server.wait(timeout=10)
+    if _FORK["dir"] is not None:
+        shutil.rmtree(_FORK["dir"], ignore_errors=True)
+
+
+@lru_cache(maxsize=1)
+def ep_command() -> str:
+    """An executable that behaves as the venv's ``python`` (``-m``, ``-c``, a script; stdin, stdout, stderr, exit
+    status), each command run in a child forked from an interpreter that has imported eval-protocol already: the
+    ~7 s of CPU that import costs is paid once per test process, not once per command. SVGAGENT_EP_FORK=0 gives
+    the plain interpreter."""
+    python = ep_python()
+    if os.environ.get("SVGAGENT_EP_FORK", "1") == "0":
+        return python
+    folder = Path(tempfile.mkdtemp(prefix="svgagent-ep-fork-"))
+    _FORK["dir"] = folder
+    socket_path = folder / "s"
+    (folder / "home").mkdir()
+    server = subprocess.Popen([python, str(REPO / "tests" / "ep_fork_server.py"), str(socket_path)],
+                              env=ep_env(folder / "home"), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=(folder / "server.log").open("w"),
+                              text=True)
+    _FORK["server"] = server
+    atexit.register(_stop_fork_server)
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if line.strip() != "ready":
+        raise RuntimeError(f"the eval-protocol fork server did not start (exit {server.poll()}): {line!r}")
+    wrapper = folder / "python"
+    client = REPO / "tests" / "ep_fork_client.py"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} -I -S {shlex.quote(str(client))} '
+                       f'{shlex.quote(str(socket_path))} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from ep_venv import ep_env, ep_python
+from ep_venv import ep_command, ep_env
 from svgagent.core.dataset import load_dataset, select_rows
 from svgagent.core.rft.evaluator_bundle import (
     DESCRIPTION,
@@ -54,7 +54,7 @@ ACCT = "sim-account"
 # ---- shared by the module -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ep() -> str:
-    return ep_python()
+    return ep_command()  # `python` of the eval-protocol venv, started warm (tests/ep_fork_server.py)
 
 
 @pytest.fixture(scope="module")

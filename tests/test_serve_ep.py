@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ep_venv import ep_env, ep_python
+from ep_venv import ep_command, ep_env
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.prompt import ep_row
 from svgagent.core.rft.bundle_entry import JudgeConfig, close_renderer, score_answer
@@ -117,7 +117,7 @@ asyncio.run(main())
 
 @pytest.fixture(scope="module")
 def ep() -> str:
-    return ep_python()
+    return ep_command()  # `python` of the eval-protocol venv, started warm (tests/ep_fork_server.py)
 
 
 @pytest.fixture(scope="module")
