@@ -174,3 +174,35 @@ async def test_a_live_batch_repaints_the_rows_in_view_with_one_refresh(tmp_path:
             lines = range(1, table.size.height)  # under the header; nothing for the rows below the view
             assert sorted(region.y for region in calls[0]) == list(lines)  # one cell (gen s) in each
             assert table.records[records[299].rollout_id].judge_s == 9.0
+
+
+@contextmanager
+def full_reflows() -> Iterator[list[int]]:
+    """One entry per full layout of a screen meanwhile (Textual's ``Screen._refresh_layout`` reflowing all)."""
+    from textual.screen import Screen
+
+    done: list[int] = []
+    refresh_layout = Screen._refresh_layout
+
+    def counting(self: Screen[Any], size: Any = None, scroll: bool = False) -> None:
+        if not scroll or self._layout_widgets:
+            done.append(1)
+        refresh_layout(self, size, scroll)
+
+    with mock.patch.object(Screen, "_refresh_layout", counting):
+        yield done
+
+
+async def test_a_new_rollout_in_the_preview_is_one_layout_of_the_screen(store: Store) -> None:
+    """The cursor moves to a rollout whose picture and text differ in size: the picture and the text change in the
+    same frame, and the sizes that layout gives do not ask for a second one (it was three before)."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        preview = preview_of(app)
+        with full_reflows() as reflows:
+            assert table_of(app).move_to(f"{RUN_ID}.1.0")  # the flag: another picture size, other text
+            await settle(pilot)
+        assert preview.picture.rollout_id == f"{RUN_ID}.1.0"
+        assert "All four requirements are met." in plain(preview.query_one("#info-rationale"))
+        assert len(reflows) == 1

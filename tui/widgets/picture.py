@@ -10,6 +10,7 @@ draws the same rollout again at the new size.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -23,7 +24,7 @@ from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
 from svgagent.tui.imaging import load_rollout_picture
-from svgagent.tui.widgets.text_box import signature
+from svgagent.tui.widgets.text_box import OneLayout, signature
 
 SETTLE_S = 0.05
 
@@ -41,7 +42,7 @@ class _Request:
     lines: int
 
 
-class Picture(Static):
+class Picture(OneLayout, Static):
     """A rollout's picture in at most ``cols`` × ``lines`` cells (see :meth:`fit`)."""
 
     DEFAULT_CSS = """
@@ -59,9 +60,13 @@ class Picture(Static):
         def control(self) -> Picture:
             return self.picture
 
-    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None,
+                 on_shown: Callable[[Picture.Shown], None] | None = None) -> None:
+        """``on_shown``: called with :class:`Shown` right where the picture is drawn, instead of posting it — the
+        parent's text about the rollout and its picture then change in the same frame (one layout, not two)."""
         super().__init__(id=id, classes=classes)
         self.store = store
+        self.on_shown = on_shown
         self.rollout_id: str | None = None
         self.record: RolloutRecord | None = None
         self.image_text: Text | None = None
@@ -146,4 +151,8 @@ class Picture(Static):
         else:
             why = error or (f"no image yet ({record.status.value})" if not record.status.terminal else "no image")
             self.note(why)
-        self.post_message(self.Shown(self, record, image, error))
+        shown = self.Shown(self, record, image, error)
+        if self.on_shown is not None:
+            self.on_shown(shown)
+        else:
+            self.post_message(shown)

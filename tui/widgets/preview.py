@@ -9,7 +9,6 @@ picture goes on top, as wide as the pane, and the text below it, scrolling with 
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 
@@ -18,7 +17,7 @@ from svgagent.core.store import Store
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label
 from svgagent.tui.widgets.rollout_info import RolloutInfo
-from svgagent.tui.widgets.text_box import TextBox
+from svgagent.tui.widgets.text_box import OneLayout, TextBox
 
 BESIDE_MIN_TEXT = 34  # columns of text the rationale needs beside the picture
 GUTTER = 2  # between the picture and the text beside it
@@ -34,6 +33,11 @@ def image_box(width: int, height: int) -> tuple[bool, int, int]:
         return True, 2 * lines, lines
     cols = max(8, width)
     return False, cols, max(4, min(cols // 2, height - TEXT_IN_SIGHT))
+
+
+class PreviewScroll(OneLayout, VerticalScroll):
+    """The preview's scrolling parts (the body; the text beside the picture): a new rollout's height is one
+    layout of the screen, not two."""
 
 
 class Preview(Vertical):
@@ -53,13 +57,13 @@ class Preview(Vertical):
     def __init__(self, store: Store, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-stacked")
         self.store = store
-        self.picture = Picture(store, id="preview-image")
+        self.picture = Picture(store, id="preview-image", on_shown=self._shown)
 
     def compose(self) -> ComposeResult:
         yield TextBox("select a rollout to see its picture", id="preview-title")
-        with VerticalScroll(id="preview-body"):
+        with PreviewScroll(id="preview-body"):
             yield self.picture
-            with VerticalScroll(id="preview-text"):
+            with PreviewScroll(id="preview-text"):
                 yield RolloutInfo(id="preview-info")
 
     @property
@@ -99,9 +103,8 @@ class Preview(Vertical):
     def on_resize(self) -> None:
         self._fit()
 
-    @on(Picture.Shown, "#preview-image")
     def _shown(self, message: Picture.Shown) -> None:
-        message.stop()
+        """The picture was drawn (called where it is: the text changes in the same frame)."""
         rec = message.record
         title = self.query_one("#preview-title", TextBox)
         if rec is None:

@@ -13,7 +13,7 @@ from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import RolloutRecord
 
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
-from svgagent.tui.widgets.text_box import TextBox
+from svgagent.tui.widgets.text_box import OneLayout, TextBox
 
 SVG_PREVIEW_LINES = 400
 
@@ -122,7 +122,7 @@ def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: Rende
 SECTIONS = ("verdict", "error", "rationale", "requirements", "prompt", "timing", "svg")
 
 
-class RolloutInfo(Vertical):
+class RolloutInfo(OneLayout, Vertical):
     """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
 
     A live run shows the same rollout again and again as it moves (the preview follows the cursor's rollout):
