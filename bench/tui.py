@@ -19,8 +19,9 @@ of a real `svgagent tui` process and its memory with a big run open.
    key-to-screen latency while it streams: a thread sends a cursor key through the app's driver 0.1 s after the last one showed (as
    the terminal's input thread does) and waits for the screen to be composed with the cursor moved.
 
-Noise: on a shared machine other processes steal the CPU; the idle baseline (1) and repeated starts (3, 4) show
-how much. Read the figures with the machine's load.
+Noise: on a shared machine other processes steal the CPU; the idle baseline (1), repeated starts (3, 4) and, in 5,
+a bare asyncio loop ticking in a process of its own during the run (the floor: what the scheduler alone costs a
+loop then) show how much. Read the figures with the machine's load.
 """
 
 from __future__ import annotations
@@ -463,6 +464,29 @@ def headless_parts(root: Path, env_file: Path, n: int, args: argparse.Namespace)
     }
 
 
+FLOOR = """
+import asyncio, sys, time
+async def tick(seconds):
+    last = time.perf_counter(); end = last + seconds; worst = 0.0
+    while last < end:
+        await asyncio.sleep(0.001)
+        now = time.perf_counter(); worst = max(worst, now - last); last = now
+    print(1000 * worst, flush=True)
+asyncio.run(tick(float(sys.argv[1])))
+"""
+
+
+def start_floor(seconds: float) -> subprocess.Popen[str]:
+    """A bare asyncio loop doing nothing but the ticker's 1 ms sleeps, in a process of its own, for ``seconds``:
+    its longest gap is what the machine's scheduler alone costs a loop at this moment (no app, no GIL to share)."""
+    return subprocess.Popen([sys.executable, "-c", FLOOR, str(seconds)], stdout=subprocess.PIPE, text=True)
+
+
+def read_floor(proc: subprocess.Popen[str]) -> float:
+    out, _ = proc.communicate(timeout=60)
+    return float(out.strip() or "nan")
+
+
 def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
     from engine import start_simulator  # bench/engine.py: the simulator in its own process
 
@@ -470,7 +494,9 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
     try:
         with Store(root / "real.db") as store:
             real_id = make_run(store, n, finished=False)
+            floor = start_floor(args.seconds + 2)
             real = asyncio.run(measure_real_engine(store, real_id, env_file, url, args.seconds, args.concurrency))
+            floor_ms = read_floor(floor)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -480,8 +506,10 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
           f"thread ran {1000 * real['steady_cpu']:.0f} ms of it), "
           f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "
           f"p95 {1000 * real['key_p95']:.0f} ms, max {1000 * real['key_max']:.0f} ms ({real['keys']} keys, "
-          f"{real['keys_lost']} not shown within 2 s)")
+          f"{real['keys_lost']} not shown within 2 s); meanwhile a bare asyncio loop in a process of its own "
+          f"(the machine's floor) had a longest gap of {floor_ms:.0f} ms (load {os.getloadavg()[0]:.1f})")
     return {
+        "tui stall ms, real engine: a bare loop meanwhile (the floor)": round(floor_ms),
         "tui stall ms, real engine: first second": round(1000 * real["start"]),
         "tui stall ms, real engine: after it": round(1000 * real["steady"]),
         "tui stall ms, real engine: around the stop": round(1000 * real["stop"]),

@@ -160,11 +160,17 @@ def main() -> int:
     apply_batch, stop_run = OpenRun.apply_batch, Dashboard.action_stop_run
 
     def first_batch(self: Any, batch: Any) -> None:
-        streaming[0] = True
+        if not streaming[0] and not stopped_at:
+            streaming[0] = True
+            threads.start()
         apply_batch(self, batch)
+
+    stopped_at: list[float] = []
 
     async def stopped(self: Any) -> None:
         streaming[0] = False
+        stopped_at.append(time.perf_counter())
+        threads.stop()
         await stop_run(self)
 
     frames: dict[str, list[float]] = {"with a layout": [], "repaint only": []}
@@ -197,6 +203,21 @@ def main() -> int:
             what = callback.get_name() if isinstance(callback, asyncio.Task) else repr(self._callback)[:80]
             slow.append((took, time.thread_time() - cpu, what))
 
+    worker_cpu: dict[str, list[float]] = {"live feed: store read of the changed rollouts": [],
+                                          "picture: store read + PNG → half blocks": []}
+    from svgagent.core.live import RunFollower
+    from svgagent.tui.widgets import picture
+
+    def thread_timed(label: str, function: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            cpu = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                if streaming[0]:
+                    worker_cpu[label].append(time.thread_time() - cpu)
+        return timed
+
     bindings: collections.Counter[str] = collections.Counter()
     refresh_bindings = Screen.refresh_bindings
 
@@ -218,15 +239,17 @@ def main() -> int:
                 mock.patch.object(Screen, "refresh_bindings", counted_bindings), \
                 mock.patch.object(Screen, "_on_timer_update", timed_frame), \
                 mock.patch.object(Widget, "render_lines", counted_render), \
-                mock.patch.object(asyncio.events.Handle, "_run", timed_callback):
+                mock.patch.object(asyncio.events.Handle, "_run", timed_callback), \
+                mock.patch.object(RunFollower, "changed", thread_timed(
+                    "live feed: store read of the changed rollouts", RunFollower.changed)), \
+                mock.patch.object(picture, "load_rollout_picture", thread_timed(
+                    "picture: store read + PNG → half blocks", picture.load_rollout_picture)):
             run_id = make_run(store, args.rollouts, finished=False)
-            threads.start()
             if args.cprofile:
                 profile.enable()
             real = asyncio.run(measure_real_engine(store, run_id, Path(tmp) / "bench.env", url, args.seconds,
                                                    args.concurrency))
             profile.disable()
-            threads.stop()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -254,9 +277,13 @@ def main() -> int:
     print(f"\nloop callbacks over 30 ms: {len(slow)}, {1000 * sum(t for t, _, _ in slow):.0f} ms in all; longest:")
     for took, cpu, what in sorted(slow, reverse=True)[:12]:
         print(f"  {1000 * took:6.0f} ms (thread CPU {1000 * cpu:4.0f} ms)  {what}")
-    print("\nCPU seconds of this process's threads over the run (the app's loop is MainThread):")
+    print("\nCPU seconds of this process's threads while it streams (the app's loop is MainThread):")
     for name, seconds in threads.by_name().most_common(10):
         print(f"  {seconds:7.2f}  {name}")
+    for label, times in worker_cpu.items():
+        if times:
+            print(f"  thread workers, {label}: {len(times)} calls, {1000 * sum(times):.0f} ms CPU, longest "
+                  f"{1000 * max(times):.0f} ms")
     print(f"\nwidgets drawn (render_lines, a crop of one): {sum(renders.values())}")
     for widget, count in renders.most_common(12):
         print(f"  {count:6d}  {widget}")
