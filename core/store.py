@@ -21,6 +21,7 @@ import time
 from urllib.parse import quote
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -727,24 +728,30 @@ def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
 def _rollout_update(rollout_id: str, fields: dict[str, Any], stamp: str | None = None) -> tuple[str, tuple[Any, ...]]:
     """The UPDATE statement and parameters that set ``fields`` of one rollout (caps applied, cut lengths noted in
     ``truncated_json``, columns stored whole again forgotten there); ``stamp``: its ``updated`` time (default now)."""
-    unknown = set(fields) - _ROLLOUT_COLUMNS
+    unknown = fields.keys() - _ROLLOUT_COLUMNS
     if unknown:
         raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
     values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
     values["updated"] = stamp or now_iso()
-    assignments = [f"{k} = ?" for k in values]
-    params: list[Any] = list(values.values())
-    touched = sorted(set(fields) & CAPPED_COLUMNS)
+    touched = tuple(sorted(fields.keys() & CAPPED_COLUMNS))
+    was_cut = tuple(column for column in touched if column in cut)
+    return (_update_sql(tuple(values), touched, was_cut),
+            (*values.values(), *(cut[column] for column in was_cut), rollout_id))
+
+
+@lru_cache(maxsize=512)
+def _update_sql(columns: tuple[str, ...], touched: tuple[str, ...], was_cut: tuple[str, ...]) -> str:
+    """The UPDATE of :func:`_rollout_update` for these columns (a handful of shapes: built once each)."""
+    assignments = [f"{k} = ?" for k in columns]
     if touched:  # note each cut column's original length; forget columns now stored whole
         expr = "COALESCE(truncated_json, '{}')"
         for column in touched:
-            if column in cut:
+            if column in was_cut:
                 expr = f"json_set({expr}, '$.{column}', ?)"
-                params.append(cut[column])
             else:
                 expr = f"json_remove({expr}, '$.{column}')"
         assignments.append(f"truncated_json = NULLIF({expr}, '{{}}')")
-    return f"UPDATE rollouts SET {', '.join(assignments)} WHERE rollout_id = ?", (*params, rollout_id)
+    return f"UPDATE rollouts SET {', '.join(assignments)} WHERE rollout_id = ?"
 
 
 def _capped(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
