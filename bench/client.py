@@ -1,6 +1,7 @@
-"""Benchmark what one chat request costs this process in CPU: the openai client as the engine builds it (aiohttp
-transport, through svgagent.core.scoring.chat), the same client on its default httpx pool, and a bare aiohttp POST +
-json.loads — all against the simulator in its own process.
+"""Benchmark what one chat request costs this process in CPU: the engine's own client (core/chat_http.ChatClient on
+core/http1's keep-alive connections), the openai client on the aiohttp transport (through
+svgagent.core.scoring.chat), the same client on its default httpx pool, and a bare aiohttp POST + json.loads — all
+against the simulator in its own process.
 
     .venv/bin/python bench/client.py [--n 300]
 
@@ -22,6 +23,7 @@ import openai
 
 from _report import report
 from engine import start_simulator
+from svgagent.core.chat_http import ChatClient
 from svgagent.core.scoring.chat import chat_completion
 
 MESSAGES = [{"role": "user", "content": "Draw a red circle.\n1. There is a circle.\n2. The circle is red."}]
@@ -42,6 +44,12 @@ async def _cpu_per_request(request: Callable[[], Awaitable[object]], n: int) -> 
 
 async def measure(url: str, n: int) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
+    engine = ChatClient(url, "bench", max_retries=0)
+    try:
+        out["engine ChatClient"] = await _cpu_per_request(
+            lambda: chat_completion(engine, model="bench", messages=MESSAGES), n)
+    finally:
+        await engine.close()
     engine_like = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0,
                                      http_client=openai.DefaultAioHttpClient())  # as core.policy builds it
     default = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)  # the httpx connection pool
@@ -70,7 +78,8 @@ def main() -> int:
         proc.terminate()
         proc.wait(timeout=10)
     figures: dict[str, float] = {}
-    labels = {"openai+aiohttp": "the openai client on the aiohttp transport (as core.policy builds it)",
+    labels = {"engine ChatClient": "the engine's ChatClient on core/http1",
+              "openai+aiohttp": "the openai client on the aiohttp transport (as core.policy builds it)",
               "openai+httpx pool": "the openai client on its default httpx pool",
               "bare aiohttp": "a bare aiohttp POST + json.loads"}
     for name, (one, many) in r.items():
