@@ -291,13 +291,14 @@ class Http1Client:
     """Pooled keep-alive connections per origin; ``limit`` connections per origin at most (0: no limit — the
     callers' semaphores bound the requests in flight). :meth:`close` closes them all."""
 
-    def __init__(self, *, limit: int = 0, keepalive_s: float = KEEPALIVE_S) -> None:
+    def __init__(self, *, limit: int = 0, keepalive_s: float = KEEPALIVE_S, tls: ssl.SSLContext | None = None) -> None:
+        """``tls``: the context for https origins (default: the ssl module's default, made on first use)."""
         self.limit = limit
         self.keepalive_s = keepalive_s
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._slots: dict[tuple[str, str, int], asyncio.Semaphore] = {}
         self._busy: set[_Connection] = set()
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls
         self.connections_made = 0  # for tests and benchmarks
         self.closed = False
 

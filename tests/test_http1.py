@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import ssl
+import subprocess
 import zlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -313,3 +316,38 @@ async def test_the_chat_client_reuses_its_connections(web_server) -> None:
     finally:
         await chat.close()
     assert [json.loads(s["body"]) for s in seen] == [{"model": "m", "messages": []}] * 3
+
+
+async def test_https_verifies_the_certificate_and_keeps_the_connection(tmp_path: Path) -> None:
+    """TLS as the real endpoints speak it: a certificate for localhost made here, trusted by the client's context;
+    the default context (the system's roots) refuses it."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                   check=True, capture_output=True)
+
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response({"got": len(await request.read())})
+
+    app = web.Application()
+    app.router.add_post("/v1/x", echo)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=server_tls)
+    await site.start()
+    url = f"https://localhost:{site._server.sockets[0].getsockname()[1]}/v1/x"
+    trusting = ssl.create_default_context()
+    trusting.load_verify_locations(cert)
+    client, default = Http1Client(tls=trusting), Http1Client()
+    try:
+        answers = [await _post(client, url, b"x" * 5000) for _ in range(3)]
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await _post(default, url)
+    finally:
+        await client.close()
+        await default.close()
+        await runner.cleanup()
+    assert [json.loads(a.body) for a in answers] == [{"got": 5000}] * 3
+    assert client.connections_made == 1
