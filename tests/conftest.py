@@ -78,3 +78,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section(f"most CPU: {count} tests of {len(_CPU)}, {sum(_CPU.values()):.0f} s in all")
     for nodeid, seconds in sorted(_CPU.items(), key=lambda kv: -kv[1])[:count]:
         terminalreporter.write_line(f"{seconds:7.2f}s  {nodeid}")
+
+
+# --- the longest tests first: with two workers, a 20 s test picked up last leaves the other core idle meanwhile.
+# Whole modules move (their module-scoped fixtures stay shared); the order inside each stays as written.
+SLOW_FIRST = ("test_secret_hygiene.py", "test_serve_ep.py", "test_eval_protocol.py", "test_crash_resume.py",
+              "test_packaging.py", "test_ep_fork.py", "test_render_hostile.py", "test_faults.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: the rest keep their order
