@@ -35,3 +35,16 @@ def compile_sources() -> int:
                 stale += 1
         compileall.compile_dir(str(root / package), quiet=1)
     return stale
+
+
+def children_of(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found

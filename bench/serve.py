@@ -25,23 +25,12 @@ from pathlib import Path
 
 import aiohttp
 
-from _report import cpu_seconds, report
+from _report import children_of, cpu_seconds, report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from serve_support import init_body  # noqa: E402 - the same /init bodies the tests send
 
 
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
 
 
 def start(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
@@ -94,7 +83,7 @@ def measure(concurrency: int, n: int, latency: float, gateway: str, tmp: Path) -
     try:
         url = line["url"]
         asyncio.run(drive(url, gateway, 2 * concurrency, f"warmup-{concurrency}"))  # render pool up, caches warm
-        workers = children(proc.pid)
+        workers = children_of(proc.pid)
         cpu0, wcpu0 = cpu_seconds(proc.pid), sum(cpu_seconds(p) for p in workers)
         wall = asyncio.run(drive(url, gateway, n, f"bench-{concurrency}"))
         cpu, wcpu = cpu_seconds(proc.pid) - cpu0, sum(cpu_seconds(p) for p in workers) - wcpu0

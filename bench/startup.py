@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from _report import compile_sources, cpu_seconds, report
+from _report import children_of, compile_sources, cpu_seconds, report
 
 
 
@@ -100,18 +100,6 @@ class FirstRequest:
     def close(self) -> None:
         self.sock.close()
 
-
-def children_of(pid: int) -> list[int]:
-    """Process ids whose parent is ``pid`` (from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
 
 
 def _kill_and_reap(pids: list[int]) -> None:

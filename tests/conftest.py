@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import resource
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from factories import build_run
 
+from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
 _SCRUB = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL")
@@ -35,6 +37,15 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+@pytest.fixture
+async def client(sim: Simulator) -> AsyncIterator[openai.AsyncOpenAI]:
+    """The real openai client on the module's ``sim`` fixture (the loopback simulator), no retries."""
+    assert sim.base_url is not None
+    api = openai.AsyncOpenAI(base_url=sim.base_url, api_key="test", max_retries=0)
+    yield api
+    await api.close()
 
 
 @pytest.fixture

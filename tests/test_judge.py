@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import cairosvg
 import openai
@@ -48,14 +48,6 @@ def drawing_png() -> bytes:
 def sim() -> Iterator[Simulator]:
     with Simulator(SimConfig(seed=2)) as server:
         yield server
-
-
-@pytest.fixture
-async def client(sim: Simulator) -> AsyncIterator[openai.AsyncOpenAI]:
-    assert sim.base_url is not None
-    api = openai.AsyncOpenAI(base_url=sim.base_url, api_key="test", max_retries=0)
-    yield api
-    await api.close()
 
 
 # ------------------------------------------------------------------------------------------- pure pieces

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -52,14 +52,6 @@ def classify(text: str) -> str:
 def sim() -> Iterator[Simulator]:
     with Simulator(SimConfig(seed=3)) as server:
         yield server
-
-
-@pytest.fixture
-async def client(sim: Simulator) -> AsyncIterator[openai.AsyncOpenAI]:
-    assert sim.base_url is not None
-    api = openai.AsyncOpenAI(base_url=sim.base_url, api_key="test", max_retries=0)
-    yield api
-    await api.close()
 
 
 async def ask(api: openai.AsyncOpenAI, prompt: str, **params: Any) -> ChatCompletion:
