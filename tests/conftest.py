@@ -15,7 +15,8 @@ from factories import build_run
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
-_SCRUB = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL")
+_SCRUB = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL",
+          "FIREWORKS_CUSTOM_HEADERS")
 
 
 @pytest.fixture(autouse=True)

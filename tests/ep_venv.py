@@ -26,6 +26,7 @@ EP_VERSION = "0.3.33"
 # Read at import, before the tests' autouse fixture points HOME and XDG_* into a temporary directory.
 _REAL_ENV = {name: os.environ[name] for name in ("EP_VENV", "HOME", "XDG_CACHE_HOME", "PATH", "PYTHON")
              if name in os.environ}
+_FORK_OFF = os.environ.get("SVGAGENT_EP_FORK") == "0"  # read now: the tests' isolation clears SVGAGENT_* later
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +74,7 @@ def ep_command() -> str:
     ~7 s of CPU that import costs is paid once per test process, not once per command. SVGAGENT_EP_FORK=0 gives
     the plain interpreter."""
     python = ep_python()
-    if os.environ.get("SVGAGENT_EP_FORK", "1") == "0":
+    if _FORK_OFF:
         return python
     folder = Path(tempfile.mkdtemp(prefix="svgagent-ep-fork-"))
     _FORK["dir"] = folder

@@ -43,12 +43,6 @@ JOB_BODY = {
 FAST = {"poll_s": 0.001, "timeout_s": 5.0}
 
 
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("FIREWORKS_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL", "FIREWORKS_CUSTOM_HEADERS"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def sim():
     with FireworksSim() as server:

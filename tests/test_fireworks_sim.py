@@ -21,12 +21,6 @@ ACCT = "sim-account"
 JSONL = b'{"messages": [{"role": "user", "content": "a cat"}]}\n{"messages": [{"role": "user", "content": "a dog"}]}\n'
 
 
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("FIREWORKS_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL", "FIREWORKS_CUSTOM_HEADERS"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def sim():
     with FireworksSim() as server:

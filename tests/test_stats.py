@@ -188,16 +188,7 @@ ROWS = [
 
 
 def expected_scores() -> list[float]:
-    out = []
-    for _, _, n, specs in ROWS:
-        for spec in specs:
-            if isinstance(spec, int):
-                out.append(spec / n)
-            elif isinstance(spec, dict) and spec.get("override") is not None:
-                out.append(spec["override"] / n)
-            elif isinstance(spec, dict) and spec.get("is_score_valid"):
-                out.append(spec["score"])
-    return out
+    return [x for (_, _, n, specs) in ROWS for x in expected_for(specs, n)]
 
 
 def test_summary_statistics(store: Store) -> None:
