@@ -253,6 +253,17 @@ def build_corpus(env: HostileEnv) -> tuple[HostileCase, ...]:
         HostileCase("many_filter_primitives", _svg(
             f'<filter id="m">{many_filters}</filter><rect width="100" height="100" fill="#3050c0" '
             'filter="url(#m)"/>'), "either"),
+        # a closepath followed by data other than a command: cairosvg's path() and its bounding box of a path
+        # requeued the data for ever; rendered up to the closepath (SVG's path error handling)
+        HostileCase("closepath_then_numbers", _svg('<path d="M0 0 Z 5 5"/>'), "png"),
+        HostileCase("closepath_then_text_before_a_command", _svg(
+            '<path d="M10 10 L90 10 L90 90z.x L10 90" stroke="#000"/>'), "png"),
+        HostileCase("closepath_then_numbers_inherited_and_styled", _svg(
+            '<style>.s { d: M0 0 L9 0 Z 1 }</style><g d="M10 10 L90 90 Z 5"><path/></g><path class="s"/>'
+            '<path style="d: M5 5 L9 9 Z 5 5"/>'), "png"),
+        HostileCase("closepath_then_numbers_in_marker_and_arc", _svg(
+            '<marker id="m"><path d="M0 0 L4 4 Z 5"/></marker><path d="M10 10 A5 5 0 0 1 50 50 Z 5 5" '
+            'marker-end="url(#m)" stroke="#000"/>'), "png"),
         HostileCase("dash_explosion", _svg(
             '<path d="M0 0 L100 100 L0 100 L100 0 Z" stroke="#000" stroke-width="50" '
             'stroke-dasharray="0.00001 0.00001" transform="scale(1000)"/>'), "either"),

@@ -34,6 +34,7 @@ from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.render_draw import cairosvg_checked, surface_class, surface_to_png
 from svgagent.core.scoring.render_tree import build_tree
 from svgagent.core.scoring.render_guard import check_render_cost
+from svgagent.core.scoring.render_path import install as cut_path_data_at_closepath_errors
 
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
@@ -290,6 +291,7 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
         tree["width"], tree["height"] = repr(width), repr(height)
         if check_cost:
             check_render_cost(data, tree.xml_tree)
+        cut_path_data_at_closepath_errors()  # cairosvg loops for ever on "Z 5 5"; SVG draws up to the Z
         surface = (surface or surface_class())(tree, None, _DPI, output_width=out_w, output_height=out_h,
                                                background_color="white")
         png = surface_to_png(surface)
