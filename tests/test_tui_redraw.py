@@ -206,3 +206,30 @@ async def test_a_new_rollout_in_the_preview_is_one_layout_of_the_screen(store: S
         assert preview.picture.rollout_id == f"{RUN_ID}.1.0"
         assert "All four requirements are met." in plain(preview.query_one("#info-rationale"))
         assert len(reflows) == 1
+
+
+def test_half_blocks_become_the_same_text_as_richs_ansi_decoder_gives() -> None:
+    """The picture's conversion skips Rich's general ANSI decoder (most of its cost, in a thread holding the GIL):
+    the text, its spans and styles are the same as ``Text.from_ansi`` makes of term-image's output."""
+    import random
+
+    from factories import FLAG_SVG, SCENE_SVG, render_png
+    from PIL import Image
+    from term_image.image import BlockImage
+
+    imaging.configure_term_image()
+    noise = Image.new("RGB", (60, 40))
+    rng = random.Random(11)
+    noise.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256)) for _ in range(60 * 40)])
+    pictures = [imaging._decode(render_png(SCENE_SVG)), imaging._decode(render_png(FLAG_SVG)), noise]
+    for picture in pictures:
+        for box in ((20, 10), (38, 19), (7, 3)):
+            block = BlockImage(picture)
+            block.set_size(*imaging.fit_cells(picture.width, picture.height, *box))
+            ansi = str(block).rstrip("\n")
+            expected = Text.from_ansi(ansi, no_wrap=True, end="")
+            got = imaging.blocks_to_text(ansi)
+            assert got == expected
+            assert got.spans == expected.spans
+            assert (got.no_wrap, got.end) == (expected.no_wrap, expected.end)
+    assert imaging.blocks_to_text("\x1b[1mbold\x1b[0m") == Text.from_ansi("\x1b[1mbold\x1b[0m", no_wrap=True, end="")
