@@ -1,7 +1,8 @@
 """Benchmark what one chat request costs this process in CPU: the engine's own client (core/chat_http.ChatClient on
-core/http1's keep-alive connections), the openai client on the aiohttp transport (through
-svgagent.core.scoring.chat), the same client on its default httpx pool, and a bare aiohttp POST + json.loads — all
-against the simulator in its own process.
+core/http1's keep-alive connections on h11), the openai client on the aiohttp transport (through
+svgagent.core.scoring.chat), the same client on its default httpx pool, and bare POSTs + json.loads on core/http1,
+on httpcore's AsyncConnectionPool (the transport under httpx) and on aiohttp — all against the simulator in its own
+process.
 
     .venv/bin/python bench/client.py [--n 300]
 
@@ -19,11 +20,13 @@ import time
 from collections.abc import Awaitable, Callable
 
 import aiohttp
+import httpcore
 import openai
 
 from _report import report
 from engine import start_simulator
 from svgagent.core.chat_http import ChatClient
+from svgagent.core.http1 import Http1Client, Target
 from svgagent.core.scoring.chat import chat_completion
 
 MESSAGES = [{"role": "user", "content": "Draw a red circle.\n1. There is a circle.\n2. The circle is red."}]
@@ -64,6 +67,26 @@ async def measure(url: str, n: int) -> dict[str, tuple[float, float]]:
                 return json.loads(await response.read())
 
         out["bare aiohttp"] = await _cpu_per_request(raw, n)
+    body = json.dumps({"model": "bench", "messages": MESSAGES}).encode()
+    fields = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+    target = Target.parse(f"{url}/chat/completions")
+    head, http = target.head(fields), Http1Client()
+    try:
+        async def bare_http1() -> object:
+            return json.loads((await http.post(target, head, body, max_body=1 << 22)).body)
+
+        out["bare http1"] = await _cpu_per_request(bare_http1, n)
+    finally:
+        await http.close()
+    async with httpcore.AsyncConnectionPool(max_connections=n) as pool:
+        listed = [(b"Host", target.authority.encode()), (b"Accept-Encoding", b"gzip, deflate"),
+                  *((k.encode(), v.encode()) for k, v in fields.items()), (b"Content-Length", b"%d" % len(body))]
+
+        async def bare_httpcore() -> object:
+            return json.loads((await pool.request(b"POST", f"{url}/chat/completions", headers=listed,
+                                                  content=body)).content)
+
+        out["bare httpcore"] = await _cpu_per_request(bare_httpcore, n)
     return out
 
 
@@ -78,10 +101,12 @@ def main() -> int:
         proc.terminate()
         proc.wait(timeout=10)
     figures: dict[str, float] = {}
-    labels = {"engine ChatClient": "the engine's ChatClient on core/http1",
+    labels = {"engine ChatClient": "the engine's ChatClient on core/http1 (h11)",
               "openai+aiohttp": "the openai client on the aiohttp transport (as core.policy builds it)",
               "openai+httpx pool": "the openai client on its default httpx pool",
-              "bare aiohttp": "a bare aiohttp POST + json.loads"}
+              "bare aiohttp": "a bare aiohttp POST + json.loads",
+              "bare http1": "a bare core/http1 (h11) POST + json.loads",
+              "bare httpcore": "a bare httpcore AsyncConnectionPool POST + json.loads"}
     for name, (one, many) in r.items():
         print(f"CPU per chat request, {labels[name]}: {1000 * one:.2f} ms one at a time, {1000 * many:.2f} ms with "
               f"{args.n} in flight")

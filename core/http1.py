@@ -1,26 +1,34 @@
-"""A keep-alive HTTP/1.1 client for the hot path: POST a body, read the answer, connections pooled per origin.
+"""A keep-alive HTTP/1.1 client for the hot path: POST a body, read the answer, connections pooled per origin. The
+protocol is h11's (the sans-IO HTTP/1.1 state machine under httpcore/httpx, hence under openai); this module is the
+asyncio connection, the pool and the caps around it.
 
-Why not aiohttp's client here: the engine makes two requests per rollout and its budget is 1.5 ms of CPU for the
-whole rollout; aiohttp's request layer (ClientRequest, payload registry, timers, cookie jar, response and stream
-objects) cost 0.35 – 0.8 ms per request in bench/client.py, this 0.1 – 0.3 ms for the same exchange (most of which
-is the kernel). What it does is the part of HTTP/1.1 (RFC 9112) a JSON POST needs, strictly:
+Why not aiohttp's client, nor httpcore's pool, here: the engine makes two requests per rollout and its budget is
+1.5 ms of CPU for the whole rollout. In bench/client.py (one run, same load) aiohttp's request layer cost about
+0.4 ms per request, httpcore's ``AsyncConnectionPool`` used directly (anyio streams, its pool's locks and events)
+1.7 – 1.8 ms, and this module 0.3 – 0.5 ms; of that, h11 itself is about 0.1 ms (its header validation and
+state machine: a request's events and the answer's), which the hand-written parser it replaced did in roughly a
+fifth of that: the price of not owning an HTTP parser. What it does:
 
-- requests: ``POST`` with a ``Content-Length`` body; the caller's header block is built once per client;
-- answers framed by ``Content-Length``, ``Transfer-Encoding: chunked`` (extensions and trailers skipped) or the end
-  of the connection; 1xx interim answers skipped; ``Content-Encoding`` gzip/deflate decoded (asked for, as aiohttp
-  asks); anything else that does not parse is :class:`HttpProtocolError` and the connection is closed;
-- size caps on everything read from the network: the head (:data:`MAX_HEAD_BYTES`, :data:`MAX_HEADERS`) and the
-  body (the caller's ``max_body``: past it, the first ``max_body + 1`` bytes are returned with ``truncated`` set
-  and the connection is dropped, so a hostile endpoint cannot fill memory);
-- connections kept alive only when the answer allows it (HTTP/1.1, no ``Connection: close``, a framed body, nothing
-  left over), reused last-in first-out, dropped after :data:`KEEPALIVE_S` idle (aiohttp's default: a server closes
-  idle connections, and a POST is not retried silently on one it closed); a connection whose exchange did not end
-  cleanly (a timeout, a cancellation, an error) is closed, never reused;
+- requests: ``POST`` with a ``Content-Length`` body; the caller's header fields are validated by h11 once per
+  client (:meth:`Target.head`), the events built per request;
+- answers framed as h11 frames them (``Content-Length``, ``Transfer-Encoding: chunked`` with extensions and
+  trailers, or the end of the connection), strictly: anything h11 refuses is :class:`HttpProtocolError` and the
+  connection is closed; 1xx interim answers are skipped, a 101 nobody asked for is an error; ``Content-Encoding``
+  gzip/deflate is decoded here with zlib (asked for, as aiohttp asks);
+- size caps on everything read from the network: the head (:data:`MAX_HEAD_BYTES`, also h11's
+  ``max_incomplete_event_size``, and :data:`MAX_HEADERS`) and the body (the caller's ``max_body``: past it, the
+  first ``max_body + 1`` bytes are returned with ``truncated`` set and the connection is dropped unread, so a
+  hostile endpoint cannot fill memory);
+- connections kept alive only when h11 says both sides are done (HTTP/1.1, no ``Connection: close``, a framed
+  body) and nothing is left over, reused last-in first-out, dropped after :data:`KEEPALIVE_S` idle (aiohttp's
+  default: a server closes idle connections, and a POST is not retried silently on one it closed); a connection
+  whose exchange did not end cleanly (a timeout, a cancellation, an error) is closed, never reused;
 - TLS through the ssl module's default context (certificates and host name verified), made once per client.
 
 Timeouts are the caller's (``asyncio.timeout`` around :meth:`Http1Client.post`); errors are ``OSError``
-(connection refused, reset, TLS) or :class:`HttpProtocolError`. No proxies, cookies or redirects: the engine's
-endpoints are API base URLs, as they were with its aiohttp session (which trusted no proxy environment either).
+(connection refused, reset, an answer cut short, TLS) or :class:`HttpProtocolError`. No proxies, cookies or
+redirects: the engine's endpoints are API base URLs, as they were with its aiohttp session (which trusted no proxy
+environment either).
 """
 
 from __future__ import annotations
@@ -33,19 +41,18 @@ import zlib
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import h11
+
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
 KEEPALIVE_S = 15.0
 
-_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [^\r\n]*)?")
-_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;[^\r\n]*)?")
 _UNSAFE_IN_TARGET = re.compile(r"[\x00-\x20\x7f]")
-_HEAD, _LENGTH, _CHUNKED, _UNTIL_CLOSE, _DONE = range(5)
+_NEED_DATA = h11.NEED_DATA
 
 
 class HttpProtocolError(Exception):
-    """The server's answer is not HTTP/1.1 as this client reads it (or is larger than its caps allow)."""
+    """The server's answer is not HTTP/1.1 as h11 reads it (or is larger than this client's caps allow)."""
 
 
 @dataclass(slots=True)
@@ -78,47 +85,59 @@ class Target:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         return cls(parts.scheme, parts.hostname, port, authority, path)
 
-    def head(self, headers: dict[str, str]) -> bytes:
-        """The request's head without its Content-Length line and the blank line (appended per request)."""
-        lines = [f"POST {self.path} HTTP/1.1", f"Host: {self.authority}", "Accept-Encoding: gzip, deflate"]
-        for name, value in headers.items():
-            if not _TOKEN.fullmatch(name.encode("latin-1", "replace")) or re.search(r"[\r\n\x00]", value):
-                raise ValueError(f"header {name!r} cannot be sent")
-            lines.append(f"{name}: {value}")
-        return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+    def head(self, headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+        """The request's header fields without Content-Length (added per request), validated once by h11."""
+        fields = [(b"Host", self.authority.encode("ascii")), (b"Accept-Encoding", b"gzip, deflate")]
+        try:
+            fields += [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers.items()]
+            h11.Request(method=b"POST", target=self.path.encode("ascii"), headers=fields)
+        except (UnicodeError, h11.LocalProtocolError) as err:
+            raise ValueError(f"the headers cannot be sent ({err})") from None
+        return fields
 
 
 class _Connection(asyncio.Protocol):
-    """One connection; reads one answer at a time into ``_waiter`` (see :meth:`exchange`)."""
+    """One connection and its h11 state machine; reads one answer at a time into ``_waiter`` (see :meth:`exchange`)."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self.idle_since = 0.0
-        self._buf = bytearray()
+        self.keep = False
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
         self._waiter: asyncio.Future[HttpResponse] | None = None
-        self._state = _DONE
 
     # -- the exchange ---------------------------------------------------------------------------------------
-    def exchange(self, request: list[bytes], max_body: int) -> asyncio.Future[HttpResponse]:
+    def exchange(self, target: bytes, head: list[tuple[bytes, bytes]], body: bytes,
+                 max_body: int) -> asyncio.Future[HttpResponse]:
         assert self.transport is not None and self._waiter is None
+        h = self._h11
+        if h.our_state is h11.DONE:
+            h.start_next_cycle()
+        request = h11.Request(method=b"POST", target=target,
+                              headers=[*head, (b"Content-Length", b"%d" % len(body))])
+        out = [h.send(request)]
+        out += h.send_with_data_passthrough(h11.Data(data=body))
+        out.append(h.send(h11.EndOfMessage()))
         self._waiter = asyncio.get_running_loop().create_future()
         self._max_body = max_body
-        self._state, self._scanned, self._parts, self._size, self._length = _HEAD, 0, [], 0, 0
+        self._response: h11.Response | None = None
+        self._fed = 0  # bytes received before the answer's head was read (for the head cap)
+        self._parts: list[bytes] = []
+        self._size = 0
         self.keep = False
-        self.transport.writelines(request)
+        self.transport.writelines(out)  # type: ignore[arg-type]
         return self._waiter
 
     def _finish(self, body: bytes, truncated: bool = False) -> None:
-        self._state = _DONE
-        if truncated or self._buf:  # the rest was not read, or the server sent more than one answer
-            self.keep = False
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(HttpResponse(self._status, self._headers, body, truncated))
+        h = self._h11
+        self.keep = (not truncated and h.our_state is h11.DONE and h.their_state is h11.DONE
+                     and not h.trailing_data[0])  # not: more than one answer, or a close asked for
+        response, waiter, self._waiter = self._response, self._waiter, None
+        if waiter is not None and not waiter.done() and response is not None:
+            waiter.set_result(HttpResponse(response.status_code, _fields(response.headers), body, truncated))
 
     def _fail(self, err: BaseException) -> None:
-        self._state = _DONE
         self.keep = False
         self.close()
         waiter, self._waiter = self._waiter, None
@@ -138,22 +157,14 @@ class _Connection(asyncio.Protocol):
         if self._waiter is None:  # bytes nobody asked for on an idle connection: it cannot be trusted again
             self.close()
             return
-        self._buf += data
-        try:
-            self._advance()
-        except HttpProtocolError as err:
-            self._fail(err)
-        except Exception as err:  # a parsing bug must not escape into the transport: the exchange fails
-            self._fail(HttpProtocolError(f"unreadable answer ({type(err).__name__}: {str(err)[:80]})"))
+        self._feed(data)
 
     def eof_received(self) -> bool:
         self.lost = True
-        if self._state == _UNTIL_CLOSE:
-            body = bytes(self._buf)
-            self._buf.clear()
-            self._finish(body)
-        elif self._waiter is not None:
-            self._fail(ConnectionResetError("the server closed the connection before its answer was complete"))
+        if self._waiter is not None:
+            self._feed(b"")  # h11 ends a close-delimited body here, or says the answer was cut short
+            if self._waiter is not None:
+                self._fail(ConnectionResetError("the server closed the connection before its answer was complete"))
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -162,111 +173,63 @@ class _Connection(asyncio.Protocol):
             self._fail(exc if isinstance(exc, OSError) else
                        ConnectionResetError("the connection was closed before the answer was complete"))
 
-    # -- parsing ----------------------------------------------------------------------------------------------
-    def _advance(self) -> None:
-        buf = self._buf
-        while self._state == _HEAD:
-            end = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
-            if end < 0 or end > MAX_HEAD_BYTES:
-                if len(buf) > MAX_HEAD_BYTES:
-                    raise HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
-                self._scanned = len(buf)
-                return
-            head = bytes(buf[:end])
-            del buf[: end + 4]
-            self._scanned = 0
-            self._start(head)
-        if self._state == _LENGTH:
-            if self._length > self._max_body:
-                if len(buf) > self._max_body:
-                    self._finish(bytes(buf[: self._max_body + 1]), truncated=True)
-            elif len(buf) >= self._length:
-                body = bytes(buf[: self._length])
-                del buf[: self._length]
-                self._finish(body)
-        elif self._state == _CHUNKED:
-            self._chunks()
-        elif self._state == _UNTIL_CLOSE and len(buf) > self._max_body:
-            self._finish(bytes(buf[: self._max_body + 1]), truncated=True)
-
-    def _start(self, head: bytes) -> None:
-        """Read a head: the status line and the fields; decide how the body is framed."""
-        lines = head.split(b"\r\n")
-        status_line = _STATUS_LINE.fullmatch(lines[0])
-        if status_line is None:
-            raise HttpProtocolError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
-        if len(lines) > MAX_HEADERS + 1:
+    # -- reading: h11's events ------------------------------------------------------------------------------
+    def _check_head(self, event: h11.Response | h11.InformationalResponse) -> None:
+        """The caps h11 leaves to its user: it bounds an incomplete head (``max_incomplete_event_size``), not one
+        that arrived whole in a single read, nor the number of fields."""
+        if self._fed - len(self._h11.trailing_data[0]) > MAX_HEAD_BYTES:
+            raise HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
+        if len(event.headers) > MAX_HEADERS:
             raise HttpProtocolError(f"the answer has more than {MAX_HEADERS} header fields")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, colon, value = line.partition(b":")
-            if not colon or not _TOKEN.fullmatch(name):  # also refuses obsolete line folding (a leading space)
-                raise HttpProtocolError(f"not a header field: {line[:80]!r}")
-            key = name.decode("ascii").lower()
-            text = value.strip(b" \t").decode("latin-1")
-            headers[key] = f"{headers[key]}, {text}" if key in headers else text
-        status = int(status_line.group(2))
-        if 100 <= status < 200:
-            if status == 101:
-                raise HttpProtocolError("the server switched protocols")
-            return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
-        self._status, self._headers = status, headers
-        coding = headers.get("transfer-encoding")
-        length = headers.get("content-length")
-        if coding is not None:
-            chunked = coding.rpartition(",")[2].strip().lower() == "chunked"
-            self._state, self._length, self.keep = (_CHUNKED if chunked else _UNTIL_CLOSE), 0, chunked
-        elif length is not None:
-            values = {v.strip() for v in length.split(",")}
-            if len(values) != 1 or not (value := values.pop()).isdigit() or len(value) > 18:
-                raise HttpProtocolError(f"not a Content-Length: {length[:40]!r}")
-            self._state, self._length, self.keep = _LENGTH, int(value), True
-        elif status in (204, 304):
-            self._state, self._length, self.keep = _LENGTH, 0, True
-        else:
-            self._state, self.keep = _UNTIL_CLOSE, False
-        connection = headers.get("connection", "").lower()
-        if status_line.group(1) != b"1" or "close" in connection:
-            self.keep = False
 
-    def _chunks(self) -> None:
-        buf = self._buf
-        while True:
-            if self._length < 0:  # the trailer section: fields until an empty line, then the answer is complete
-                end = buf.find(b"\r\n")
-                if end < 0:
-                    if len(buf) > MAX_HEAD_BYTES:
-                        raise HttpProtocolError("the answer's trailer section is too large")
+    def _feed(self, data: bytes) -> None:
+        h = self._h11
+        if self._response is None:
+            self._fed += len(data)
+        try:
+            h.receive_data(data)
+            while self._waiter is not None:
+                event = h.next_event()
+                if event is _NEED_DATA:
                     return
-                del buf[: end + 2]
-                if end == 0:
+                kind = type(event)
+                if kind is h11.Data:
+                    self._parts.append(event.data)  # type: ignore[union-attr]
+                    self._size += len(event.data)  # type: ignore[union-attr]
+                    if self._size > self._max_body:  # the rest is not read: the connection is dropped
+                        self._finish(b"".join(self._parts)[: self._max_body + 1], truncated=True)
+                elif kind is h11.Response:
+                    self._check_head(event)  # type: ignore[arg-type]
+                    self._response = event  # type: ignore[assignment]
+                elif kind is h11.EndOfMessage:
                     self._finish(b"".join(self._parts))
-                    return
-                continue
-            if self._length == 0:  # a chunk-size line is next
-                end = buf.find(b"\r\n")
-                if end < 0:
-                    if len(buf) > 1024:
-                        raise HttpProtocolError("a chunk-size line is too long")
-                    return
-                size = _CHUNK_SIZE.fullmatch(buf, 0, end)
-                if size is None:
-                    raise HttpProtocolError(f"not a chunk-size line: {bytes(buf[:min(end, 40)])!r}")
-                n = int(size.group(1), 16)  # before the del: the match reads the bytearray it was made on
-                del buf[: end + 2]
-                self._length = n + 2 if n else -1  # the chunk's data and its CRLF; 0: the last chunk
-                continue
-            if len(buf) < self._length:
-                return
-            if buf[self._length - 2 : self._length] != b"\r\n":
-                raise HttpProtocolError("a chunk does not end with CRLF")
-            self._parts.append(bytes(buf[: self._length - 2]))
-            self._size += self._length - 2
-            del buf[: self._length]
-            self._length = 0
-            if self._size > self._max_body:
-                self._finish(b"".join(self._parts)[: self._max_body + 1], truncated=True)
-                return
+                elif kind is h11.InformationalResponse:  # 100 Continue, 103 Early Hints: the real one follows
+                    self._check_head(event)  # type: ignore[arg-type]
+                elif kind is h11.ConnectionClosed:
+                    raise ConnectionResetError("the server closed the connection before its answer was complete")
+                else:
+                    raise HttpProtocolError(f"unexpected {kind.__name__} from the server")
+        except h11.RemoteProtocolError as err:
+            if not data:  # the end of the stream came mid-answer
+                self._fail(ConnectionResetError(f"the server closed the connection before its answer was complete "
+                                                f"({err})"))
+            elif err.error_status_hint == 431:  # h11's buffer passed max_incomplete_event_size
+                self._fail(HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes"))
+            else:
+                self._fail(HttpProtocolError(f"not HTTP/1.1 as h11 reads it: {err}"))
+        except (HttpProtocolError, OSError) as err:
+            self._fail(err)
+        except Exception as err:  # a bug must not escape into the transport: the exchange fails
+            self._fail(HttpProtocolError(f"unreadable answer ({type(err).__name__}: {str(err)[:80]})"))
+
+
+def _fields(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """h11's header list (names lower-cased) as a dict; repeated fields joined with ", "."""
+    out: dict[str, str] = {}
+    for name, value in headers:
+        key, text = name.decode("ascii"), value.decode("latin-1")
+        out[key] = f"{out[key]}, {text}" if key in out else text
+    return out
 
 
 def _decoded(response: HttpResponse, max_body: int) -> HttpResponse:
@@ -302,7 +265,8 @@ class Http1Client:
         self.connections_made = 0  # for tests and benchmarks
         self.closed = False
 
-    async def post(self, target: Target, head: bytes, body: bytes, *, max_body: int) -> HttpResponse:
+    async def post(self, target: Target, head: list[tuple[bytes, bytes]], body: bytes, *,
+                   max_body: int) -> HttpResponse:
         """POST ``body`` with ``head`` (:meth:`Target.head`) and return the answer (see the module docstring)."""
         if self.closed:
             raise ConnectionResetError("the HTTP client is closed")
@@ -315,7 +279,7 @@ class Http1Client:
             self._busy.add(conn)
             clean = False
             try:
-                response = await conn.exchange([head, b"Content-Length: %d\r\n\r\n" % len(body), body], max_body)
+                response = await conn.exchange(target.path.encode("ascii"), head, body, max_body)
                 clean = True
             finally:
                 self._busy.discard(conn)
