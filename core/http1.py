@@ -3,14 +3,15 @@ protocol is h11's (the sans-IO HTTP/1.1 state machine under httpcore/httpx, henc
 asyncio connection, the pool and the caps around it.
 
 Why not aiohttp's client, nor httpcore's pool, here: the engine makes two requests per rollout and its budget is
-1.5 ms of CPU for the whole rollout. In bench/client.py (one run, same load) aiohttp's request layer cost about
-0.4 ms per request, httpcore's ``AsyncConnectionPool`` used directly (anyio streams, its pool's locks and events)
-1.7 – 1.8 ms, and this module 0.3 – 0.5 ms; of that, h11 itself is about 0.1 ms (its header validation and
-state machine: a request's events and the answer's), which the hand-written parser it replaced did in roughly a
-fifth of that: the price of not owning an HTTP parser. What it does:
+1.5 ms of CPU for the whole rollout. In bench/client.py (three runs, load 5.4 – 6.3) a bare POST cost 0.35 – 0.53
+ms on aiohttp, 1.0 – 1.3 ms one at a time and 2.6 – 3.5 ms with 300 in flight on httpcore's
+``AsyncConnectionPool`` used directly (anyio streams, its pool's locks and events), and 0.29 – 0.37 / 0.41 – 0.50
+ms here. h11 itself is ≈0.1 ms of that (its header validation and state machine); at C=256 the engine spends
+≈0.3 – 0.5 ms more CPU per rollout than on the hand-written parser this replaced (BENCHMARKS.md): the price of
+not owning an HTTP parser. What it does:
 
-- requests: ``POST`` with a ``Content-Length`` body; the caller's header fields are validated by h11 once per
-  client (:meth:`Target.head`), the events built per request;
+- requests: ``POST`` with a ``Content-Length`` body; the caller's header fields are validated by h11 when
+  :meth:`Target.head` builds them (once per client on the engine's path), the events are built per request;
 - answers framed as h11 frames them (``Content-Length``, ``Transfer-Encoding: chunked`` with extensions and
   trailers, or the end of the connection), strictly: anything h11 refuses is :class:`HttpProtocolError` and the
   connection is closed; 1xx interim answers are skipped, a 101 nobody asked for is an error; ``Content-Encoding``
@@ -177,7 +178,7 @@ class _Connection(asyncio.Protocol):
     def _check_head(self, event: h11.Response | h11.InformationalResponse) -> None:
         """The caps h11 leaves to its user: it bounds an incomplete head (``max_incomplete_event_size``), not one
         that arrived whole in a single read, nor the number of fields."""
-        if self._fed - len(self._h11.trailing_data[0]) > MAX_HEAD_BYTES:
+        if self._fed > MAX_HEAD_BYTES and self._fed - len(self._h11.trailing_data[0]) > MAX_HEAD_BYTES:
             raise HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
         if len(event.headers) > MAX_HEADERS:
             raise HttpProtocolError(f"the answer has more than {MAX_HEADERS} header fields")
