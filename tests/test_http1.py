@@ -216,6 +216,20 @@ async def test_malformed_answers_are_protocol_errors(scripted, answer, why) -> N
         await client.close()
 
 
+async def test_a_head_over_the_cap_is_refused_even_when_it_arrives_whole(scripted, monkeypatch) -> None:
+    """h11 bounds only a head still incomplete (max_incomplete_event_size); one read holding all of it is capped by
+    http1 itself."""
+    monkeypatch.setattr(http1, "MAX_HEAD_BYTES", 200)
+    answers, url, _ = scripted
+    answers.append(_ok(b"ok", b"X-Pad: " + b"a" * 300 + b"\r\n"))  # one write, read at once
+    client = Http1Client()
+    try:
+        with pytest.raises(HttpProtocolError, match="head is larger than 200"):
+            await _post(client, url)
+    finally:
+        await client.close()
+
+
 async def test_an_obsolete_folded_field_is_unfolded(scripted) -> None:
     """RFC 9112 5.2: a user agent replaces an obs-fold with spaces (h11 does; the hand-written parser refused it)."""
     answers, url, _ = scripted
