@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
+ON_DEMAND_WHEN_NARROW = ("config",)  # in tabs, mounted when first shown: ~80 widgets, half of the app's
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
 WIDE = (120, 40)
@@ -85,7 +86,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         self._key_state: tuple[object, ...] = ()
         self.active_pane = "rollouts"
         self.run = OpenRun(self, self.svg_app, show_pane=self.show_pane, changed=self._keys_changed)
-        self._later_panes: asyncio.Future[None] | None = None
+        self._pane_mounts: dict[str, asyncio.Future[None]] = {}  # pane name → its widget's mount, once
 
     @property
     def svg_app(self) -> AppServices:
@@ -161,6 +162,8 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width, event.size.height)
+        if self.wide and self._pane_mounts:  # the grid shows every pane (before the first frame: ``mount_panes``)
+            self.call_later(self.mount_panes)
 
     def _layout(self, width: int, height: int) -> None:
         wide = width >= WIDE[0] and height >= WIDE[1]
@@ -172,29 +175,43 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         return self.has_class("-wide")
 
     async def mount_panes(self) -> None:
-        """Mount the Config, Secrets and Jobs panes, once: after the first frame (so that frame comes sooner), or
-        as soon as a key asks for one of them — then the keys typed after it find the pane's fields."""
-        if self._later_panes is None:
-            self._later_panes = asyncio.ensure_future(self._mount_later_panes())
-        await self._later_panes
+        """Mount the Config, Secrets and Jobs panes' widgets after the first frame (so that frame comes sooner);
+        in tabs (narrow) the Config form waits until it is first shown: it is half of the app's widgets, and
+        mounting, styling and laying it out cost as much as the rest of the start-up together."""
+        names = LATER_PANES if self.wide else tuple(n for n in LATER_PANES if n not in ON_DEMAND_WHEN_NARROW)
+        await asyncio.gather(*(self._mount_pane(name) for name in names))
 
-    async def _mount_later_panes(self) -> None:
-        app = self.svg_app
-        widgets: dict[str, Widget] = {
-            "config": ConfigForm(app.settings, id="config-form"),
-            "secrets": SecretsPane.for_settings(app.env_file, app.settings, simulated=app.demo, id="secrets-form"),
-            "jobs": JobPanel(id="jobs"),
-        }
-        await asyncio.gather(*(self.query_one(f"#pane-{name}").mount(widget) for name, widget in widgets.items()))
+    def _mount_pane(self, name: str) -> asyncio.Future[None]:
+        """The mount of pane ``name``'s widget, started on the first call."""
+        if name not in self._pane_mounts:
+            app = self.svg_app
+            widget: Widget
+            if name == "config":
+                widget = ConfigForm(app.settings, id="config-form")
+            elif name == "secrets":
+                widget = SecretsPane.for_settings(app.env_file, app.settings, simulated=app.demo, id="secrets-form")
+            else:
+                widget = JobPanel(id="jobs")
+            self._pane_mounts[name] = asyncio.ensure_future(self.query_one(f"#pane-{name}").mount(widget))
+        return self._pane_mounts[name]
+
+    def _pane_mounted(self, name: str) -> bool:
+        mount = self._pane_mounts.get(name)
+        return name not in LATER_PANES or (mount is not None and mount.done())
 
     async def action_pane(self, name: str) -> None:
-        """The pane keys (1–5): the pane's widgets are there before the focus moves into it."""
+        """The pane keys (1–5): the pane's widgets are there before the focus moves into it (the keys typed after
+        it wait: ``InOrderInput``)."""
         if name in LATER_PANES:
-            await self.mount_panes()
+            await self._mount_pane(name)
         self.show_pane(name)
 
     def show_pane(self, name: str) -> None:
-        """Show pane ``name`` (narrow) or move focus into it (wide); a zoom moves to it."""
+        """Show pane ``name`` (narrow) or move focus into it (wide); a zoom moves to it. A pane whose widget is
+        not mounted yet is shown once it is."""
+        if not self._pane_mounted(name):
+            self.call_later(self.action_pane, name)
+            return
         self.active_pane = name
         if self.zoomed is not None:
             self.zoom(name)

@@ -505,6 +505,31 @@ async def test_footer_is_rebuilt_only_when_its_keys_change(store: Store) -> None
         assert {k.key_display for k in after} != {k.key_display for k in before}
 
 
+async def test_in_tabs_the_config_form_is_mounted_when_first_shown(store: Store) -> None:
+    """Half of the app's widgets: in tabs (80x24) they wait for `3` (the keys after it wait for them); a grid
+    shows every pane, so a resize to it mounts them."""
+    from svgagent.tui.widgets.config_form import ConfigForm
+    from svgagent.tui.widgets.job_panel import JobPanel
+    from svgagent.tui.widgets.secrets_form import SecretsPane
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert not app.dashboard.query(ConfigForm)
+        assert app.dashboard.query(SecretsPane)
+        assert app.dashboard.query(JobPanel)
+        await pilot.press("3", "ctrl+u", *"gpt-x")
+        await settle(pilot)
+        assert app.dashboard.active_pane == "config"
+        assert app.dashboard.query_one("#field-model", Input).value == "gpt-x"
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.resize_terminal(120, 40)
+        await settle(pilot)
+        assert app.dashboard.query(ConfigForm)
+
+
 async def config_pane_at_120x40(pilot: Pilot) -> tuple[Widget, Widget]:
     from svgagent.tui.widgets.config_form import ConfigForm
 
