@@ -3,6 +3,8 @@
 At 80×24 the panes are tabs (number keys switch); from 120×40 they sit side by side in a grid. The run on screen —
 opening, live updates (≤ 10 table updates a second, ``tui.live_feed``), the summary, start/stop/resume/rerun — is
 ``screens.open_run.OpenRun``'s; this screen lays out the panes, routes keys and messages, and opens the screens.
+(Over 400 lines: the routing of every pane's keys and messages to the screens they open is one concern, and split
+across files it was a cycle of mixins, issue 9.)
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
     env.update(TERM="xterm-256color", COLORTERM="truecolor", SVGAGENT_HOME=str(tmp_path / "svgagent-home"),
                LANG="C.UTF-8", LC_ALL="C.UTF-8")
-    server = Tmux(f"svgagent-test-{os.getpid()}", env)
+    # a socket of its own per test: reusing one name right after the last test's kill-server could reach that
+    # server while it was still exiting (new-session then failed with status 1)
+    server = Tmux(f"svgagent-test-{os.getpid()}-{uuid.uuid4().hex[:8]}", env)
     try:
         yield server
     finally:
