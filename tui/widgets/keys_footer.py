@@ -19,7 +19,8 @@ class KeysFooter(Footer):
         self._shown: tuple[object, ...] | None = None  # what the last compose drew
 
     def _wanted(self) -> tuple[object, ...]:
-        """Everything of the screen's bindings that the Footer's compose reads, plus the room it has."""
+        """Everything of the screen's bindings that the Footer's compose reads (the room it has is in there: the
+        screen hides the keys that do not fit, ``AppKeysFirst``), plus the Footer's own settings."""
         bindings = tuple(
             (b.key, b.action, b.description, b.key_display, b.group, b.tooltip, enabled, tooltip,
              self.app.get_key_display(b))
