@@ -243,7 +243,10 @@ class ChatClient:
     async def complete_chat(self, body: dict[str, Any]) -> ChatCompletion:
         """POST ``body`` (model, messages, …: plain JSON) and return the checked answer, retrying as described in
         the module docstring; raises a :class:`ChatError` or :class:`EndpointResponseError`."""
-        data = json.dumps(body).encode()
+        return await self.complete_chat_json(json.dumps(body).encode())
+
+    async def complete_chat_json(self, data: bytes) -> ChatCompletion:
+        """:meth:`complete_chat` of a body already serialised (UTF-8 JSON; the judge splices its PNG into one)."""
         http = self._client()
         for retry in range(self.max_retries + 1):
             last = retry == self.max_retries

@@ -40,9 +40,11 @@ import ssl
 import time
 import zlib
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import h11
+from h11._headers import Headers
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
@@ -50,6 +52,7 @@ KEEPALIVE_S = 15.0
 
 _UNSAFE_IN_TARGET = re.compile(r"[\x00-\x20\x7f]")
 _NEED_DATA = h11.NEED_DATA
+_FRAMING_FIELDS = (b"content-length", b"transfer-encoding")
 
 
 class HttpProtocolError(Exception):
@@ -86,15 +89,27 @@ class Target:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         return cls(parts.scheme, parts.hostname, port, authority, path)
 
-    def head(self, headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    def head(self, headers: dict[str, str]) -> RequestHead:
         """The request's header fields without Content-Length (added per request), validated once by h11."""
         fields = [(b"Host", self.authority.encode("ascii")), (b"Accept-Encoding", b"gzip, deflate")]
         try:
             fields += [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers.items()]
-            h11.Request(method=b"POST", target=self.path.encode("ascii"), headers=fields)
+            if any(name.lower() in _FRAMING_FIELDS for name, _ in fields):
+                raise h11.LocalProtocolError("Content-Length and Transfer-Encoding are the client's to set")
+            checked = h11.Request(method=b"POST", target=self.path.encode("ascii"), headers=fields)
         except (UnicodeError, h11.LocalProtocolError) as err:
             raise ValueError(f"the headers cannot be sent ({err})") from None
-        return fields
+        return RequestHead(fields, checked.headers._full_items)
+
+
+class RequestHead(list):  # type: ignore[type-arg]
+    """:meth:`Target.head`'s fields (a list of (name, value) byte pairs) with h11's normal form of them, so each
+    request's ``h11.Request`` is built from fields h11 has already validated instead of validating them again
+    (``h11._headers.Headers``: h11 is pinned to 0.16; tests/test_http1.py compares the bytes sent both ways)."""
+
+    def __init__(self, fields: list[tuple[bytes, bytes]], normal: list[tuple[bytes, bytes, bytes]]) -> None:
+        super().__init__(fields)
+        self.normal = tuple(normal)
 
 
 class _Connection(asyncio.Protocol):
@@ -115,8 +130,12 @@ class _Connection(asyncio.Protocol):
         h = self._h11
         if h.our_state is h11.DONE:
             h.start_next_cycle()
-        request = h11.Request(method=b"POST", target=target,
-                              headers=[*head, (b"Content-Length", b"%d" % len(body))])
+        normal = getattr(head, "normal", None)
+        if normal is not None:  # validated once (Target.head); Content-Length is digits
+            fields: Any = Headers([*normal, (b"Content-Length", b"content-length", b"%d" % len(body))])
+        else:
+            fields = [*head, (b"Content-Length", b"%d" % len(body))]
+        request = h11.Request(method=b"POST", target=target, headers=fields)
         out = [h.send(request)]
         out += h.send_with_data_passthrough(h11.Data(data=body))
         out.append(h.send(h11.EndOfMessage()))

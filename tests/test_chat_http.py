@@ -24,8 +24,8 @@ from svgagent.core.chat_http import (
 )
 from svgagent.core.policy import classify_api_error, generate
 from svgagent.core.scoring.errors import EndpointResponseError
-from svgagent.core.scoring.judge import Judge
-from svgagent.core.scoring.models import COUNT_KEY, FailureKind
+from svgagent.core.scoring.judge import Judge, build_judge_messages, response_format_for
+from svgagent.core.scoring.models import COUNT_KEY, FailureKind, JudgeMode
 from svgagent.core.settings import load_settings
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "draw"}]}
@@ -110,6 +110,27 @@ async def test_the_judge_works_through_it(server) -> None:
     assert verdict.valid
     assert verdict.fulfilled == 2
     assert verdict.usage.prompt_tokens == 11
+
+
+async def test_the_judge_sends_its_spliced_body_and_retries_with_the_dict(server) -> None:
+    """Through ChatClient the judge's first request is the spliced body (judge_request_json), its retry after an
+    unusable answer the request's dict with the note: both are what the judge's messages say, as JSON."""
+    script, url = server
+    script.handlers = [answer(body=completion("not json")),
+                       answer(body=completion(json.dumps({"reasoning": "ok", COUNT_KEY: 1})))]
+    chat = client(url)
+    png = b"\x89PNG fake \x00\xff"
+    try:
+        verdict = await Judge(chat, "judge-model").judge(png, ["a", "b é"], "draw ✓")
+    finally:
+        await chat.close()
+    assert verdict.valid and verdict.fulfilled == 1 and verdict.attempts == 2
+    messages = build_judge_messages(png, ["a", "b é"], JudgeMode.COUNT, "draw ✓")
+    first, second = (r["body"] for r in script.requests)
+    assert first == {"model": "judge-model", "messages": messages, "temperature": 0,
+                     "response_format": response_format_for(JudgeMode.COUNT, 2)}
+    assert second["messages"][:1] == messages and "could not be used" in second["messages"][1]["content"]
+    assert {k: v for k, v in second.items() if k != "messages"} == {k: v for k, v in first.items() if k != "messages"}
 
 
 async def test_5xx_and_429_are_retried_then_succeed(server, monkeypatch) -> None:

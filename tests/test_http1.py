@@ -328,6 +328,37 @@ def test_urls_and_headers_that_a_request_cannot_carry_are_refused() -> None:
         target.head({"Authorization": "Bearer a\r\nX-Evil: 1"})
 
 
+class _Capture(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = b""
+
+    def writelines(self, data: Any) -> None:
+        self.sent += b"".join(data)
+
+
+async def test_a_head_validated_once_sends_the_bytes_h11_validates_each_time() -> None:
+    """Target.head keeps h11's normal form of its fields (RequestHead), so a request's h11.Request is built
+    without validating them again: the bytes on the wire are the same as from the plain field list."""
+    target = Target.parse("http://127.0.0.1:9/v1/x?y=1")
+    head = target.head({**HEAD_HEADERS, "X-Mixed-Case": "Ünï"})
+    assert isinstance(head, http1.RequestHead)
+    sent = []
+    for fields in (head, list(head)):
+        for body in (b"", b'{"a": 1}' * 300):
+            conn = http1._Connection()
+            conn.connection_made(_Capture())
+            waiter = conn.exchange(target.path.encode(), fields, body, 100)
+            sent.append(conn.transport.sent)
+            waiter.cancel()
+    assert sent[:2] == sent[2:]
+    assert sent[1].startswith(b"POST /v1/x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n")
+    assert b"\r\nContent-Length: 2400\r\n\r\n" in sent[1] and b"X-Mixed-Case: \xdcn\xef\r\n" in sent[1]
+    for framing in ("Content-Length", "transfer-encoding"):  # the client's to set, per request
+        with pytest.raises(ValueError, match="cannot be sent"):
+            target.head({framing: "5"})
+
+
 async def test_the_chat_client_reuses_its_connections(web_server) -> None:
     """The engine's chat client pays for one connection per concurrent call, not one per request."""
     seen, url = web_server
