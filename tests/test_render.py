@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from svgagent.core.scoring.errors import RenderError
-from svgagent.core.scoring.render import Renderer, render_svg_to_png
+from svgagent.core.scoring.render import Renderer, WorkerProcess, render_svg_to_png
 from svgagent.core.scoring.render_worker import fit_longest_side, intrinsic_size
 
 NS = 'xmlns="http://www.w3.org/2000/svg"'
@@ -300,6 +300,37 @@ async def test_cancelled_callers_leave_the_pool_healthy() -> None:
         for colour in ((255, 0, 0), (0, 0, 255)):
             png = await asyncio.wait_for(pool.render(solid_svg("#%02x%02x%02x" % colour), size=16), 15)
             assert image_of(png).getpixel((8, 8)) == colour
+
+
+async def test_booted_workers_render_on_the_event_loop_without_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a worker has booted, an async render is written and read by the event loop (no thread hand-off per
+    render): the blocking path (WorkerProcess.render, in the pool's threads) is only for booting and restarts."""
+    blocking: list[int] = []
+    real = WorkerProcess.render
+
+    def counted(self: WorkerProcess, *args: object) -> bytes:
+        blocking.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(WorkerProcess, "render", counted)
+    async with Renderer(workers=2, timeout_s=10) as pool:
+        await asyncio.gather(*[pool.render(solid_svg("#000"), size=8) for _ in range(2)])
+        booted = len(blocking)
+        colours = [(i * 9 % 256, 40, 200) for i in range(24)]
+        pngs = await asyncio.gather(*[pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours])
+        assert [image_of(png).getpixel((4, 4)) for png in pngs] == colours
+        assert len(blocking) == booted <= 2
+
+
+async def test_closing_the_pool_ends_the_renders_it_drives() -> None:
+    async with Renderer(workers=1, timeout_s=20) as pool:
+        await pool.render(solid_svg("#000"), size=16)
+        tasks = [asyncio.create_task(pool.render(SLOW_SVG)) for _ in range(3)]
+        await asyncio.sleep(0.2)
+        pool.close()  # on the loop's own thread, as the engine's aclose does
+        results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+        assert all(isinstance(r, RenderError) and "closed" in str(r) for r in results), results
+        assert pool.worker_pids() == []
 
 
 async def test_throughput_of_simple_renders(renderer: Renderer) -> None:

@@ -9,8 +9,11 @@ with the script directory dropped from ``sys.path``, i.e. spawned: exec'd, never
 from this process, which runs asyncio and threads). They are not started through :mod:`multiprocessing` because its
 spawn/forkserver children re-run the parent's ``__main__`` (for the app: the whole TUI, textual included) before
 doing any work; an exec'd module imports only what rendering needs. :class:`WorkerProcess` talks to one worker over
-its stdin/stdout pipes (framing in :mod:`.render_worker`), polling with deadlines so no read or write can hang.
-Callers wait on a small thread pool (one thread per worker), so the event loop never blocks.
+its stdin/stdout pipes (framing in :mod:`.render_worker`), with deadlines so no read or write can hang. An async
+caller's render is written and read by its event loop (the pipes are non-blocking; a timer is the deadline), so a
+render costs no thread hand-off; a worker not yet booted, a restart after a failure and :meth:`Renderer.render_sync`
+use blocking I/O in a thread (a small pool, one thread per worker), so the event loop never blocks. (Over 400
+lines: the two I/O paths share the pool's and the worker's state, which must stay in one place.)
 
 Importing this module is cheap (cairosvg is only imported by the workers, or by a direct
 :func:`render_svg_to_png` call).
@@ -27,6 +30,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from svgagent.core.scoring.errors import RenderError
@@ -212,6 +216,22 @@ class WorkerProcess:
 
     # -- one render ---------------------------------------------------------------------------------------
 
+    def start_loop_render(self) -> bool:
+        """Mark this worker busy for a render the event loop drives (:class:`_LoopRender`); False (and not busy)
+        when it must boot or be restarted first, which the blocking path does."""
+        proc = self._proc
+        if not self._ready or proc is None or proc.poll() is not None:
+            return False
+        with self._state:
+            if self._closed:
+                raise RenderError("renderer is closed")
+            self._busy = True
+        return True
+
+    def end_loop_render(self) -> None:
+        with self._state:
+            self._busy = False
+
     def render(self, data: bytes, size: int, timeout_s: float) -> bytes:
         with self._state:
             if self._closed:
@@ -246,6 +266,116 @@ class WorkerProcess:
             self.restart()
         reason = payload.decode("utf-8", "replace") or "renderer gave no reason"
         raise RenderError(reason)
+
+
+class _LoopRender:
+    """One render on ``worker`` driven by the event loop: the request written and the reply read as the pipes
+    allow, the timeout a timer. It owns the worker until it ends, whether or not its caller still waits (a
+    cancelled caller's render finishes, or times out, and is dropped); ``done`` then hands the worker back. A
+    failure's restart (kill, reap, spawn) runs in ``executor``, not on the loop."""
+
+    def __init__(self, worker: WorkerProcess, loop: asyncio.AbstractEventLoop, request: bytes, timeout_s: float,
+                 executor: ThreadPoolExecutor, done: Callable[[], None]) -> None:
+        self.worker, self.loop, self.timeout_s, self.executor, self.done = worker, loop, timeout_s, executor, done
+        self.future: asyncio.Future[bytes] = loop.create_future()
+        proc = worker._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        self.fd_in, self.fd_out = proc.stdin.fileno(), proc.stdout.fileno()
+        self.out = memoryview(request)
+        self.writing = self.reading = False
+        self.over = False
+        self.timer = loop.call_later(timeout_s, self._end, _Timeout())
+        self.loop.add_reader(self.fd_out, self._readable)
+        self.reading = True
+        self._writable()
+
+    def _writable(self) -> None:
+        try:
+            while self.out:
+                self.out = self.out[os.write(self.fd_in, self.out):]
+        except BlockingIOError:
+            if not self.writing:
+                self.loop.add_writer(self.fd_in, self._writable)
+                self.writing = True
+            return
+        except (BrokenPipeError, ConnectionResetError):
+            self._end(_Died())
+            return
+        if self.writing:
+            self.loop.remove_writer(self.fd_in)
+            self.writing = False
+
+    def _readable(self) -> None:
+        inbox = self.worker._inbox
+        wanted = REPLY_HEADER.size
+        if len(inbox) >= wanted:
+            wanted += REPLY_HEADER.unpack_from(inbox)[1]
+        try:  # what the reply still needs (at least a pipe's worth, at most 1 MiB): not a 1 MiB buffer per read
+            chunk = os.read(self.fd_out, min(max(wanted - len(inbox), 1 << 16), 1 << 20))
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._end(_Died())
+            return
+        inbox += chunk
+        if len(inbox) >= REPLY_HEADER.size:
+            status, length = REPLY_HEADER.unpack_from(inbox)
+            end = REPLY_HEADER.size + length
+            if len(inbox) >= end:
+                payload = bytes(inbox[REPLY_HEADER.size : end])
+                del inbox[:end]
+                self._end((status, payload))
+
+    def _end(self, outcome: tuple[int, bytes] | Exception) -> None:
+        if self.over:
+            return
+        self.over = True
+        self.timer.cancel()
+        if self.reading:
+            self.loop.remove_reader(self.fd_out)
+        if self.writing:
+            self.loop.remove_writer(self.fd_in)
+        if isinstance(outcome, tuple) and outcome[0] != ERROR_RECYCLE:  # a PNG, or a reason (the worker carries on)
+            status, payload = outcome
+            self._settle(payload if status == OK else
+                         RenderError(payload.decode("utf-8", "replace") or "renderer gave no reason"))
+        else:  # what _render does with it, restarts included: in a thread
+            try:
+                self.loop.run_in_executor(self.executor, self._failure, outcome).add_done_callback(self._failed)
+            except RuntimeError:  # the pool was closed (its executor shut down): no restart follows
+                self._settle(self._failure(outcome))
+
+    def _failure(self, outcome: tuple[int, bytes] | Exception) -> RenderError:
+        worker = self.worker
+        if isinstance(outcome, _Timeout):
+            worker.restart()
+            return RenderError(f"render timed out after {self.timeout_s:g} s")
+        if isinstance(outcome, _Died):
+            if worker._closed:
+                return RenderError("renderer was closed during the render")
+            return RenderError(f"renderer crashed ({describe_exit(worker.restart())})")
+        worker.restart()  # ERROR_RECYCLE: the worker asked to be replaced
+        return RenderError(outcome[1].decode("utf-8", "replace") or "renderer gave no reason")  # type: ignore[index]
+
+    def _failed(self, job: asyncio.Future[RenderError]) -> None:
+        self._settle(job.result() if not job.cancelled() and job.exception() is None
+                     else RenderError("renderer is closed"))
+
+    def _settle(self, result: bytes | RenderError) -> None:
+        worker = self.worker
+        with worker._state:
+            worker._busy = False
+            closed = worker._closed
+        if closed:
+            worker._discard()
+        self.done()
+        if not self.future.done():  # its caller may have stopped waiting
+            if isinstance(result, RenderError):
+                self.future.set_exception(result)
+            else:
+                self.future.set_result(result)
 
 
 def _close_workers(workers: list[WorkerProcess]) -> None:
@@ -285,6 +415,7 @@ class Renderer:
         self._all: list[WorkerProcess] = []
         self._idle: list[WorkerProcess] = []
         self._executor: ThreadPoolExecutor | None = None
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[WorkerProcess]]] = []
         self._finalizer: weakref.finalize | None = None
         self._closed = False
 
@@ -298,10 +429,25 @@ class Renderer:
         """
         data, size = self._prepare(svg, size)
         loop = asyncio.get_running_loop()
+        executor = self._get_executor()
+        worker = await self._acquire_async(loop)
         try:
-            job = loop.run_in_executor(self._get_executor(), self._render_blocking, data, size)
-        except RuntimeError:  # the executor was shut down by a concurrent close()
-            raise RenderError("renderer is closed") from None
+            ready = worker.start_loop_render()
+        except BaseException:
+            self._release(worker)
+            raise
+        try:
+            if ready:  # booted and alive: the loop writes and reads (see the module docstring)
+                job = _LoopRender(worker, loop, REQUEST_HEADER.pack(size, len(data)) + data, self.timeout_s, executor,
+                                  lambda: self._release(worker)).future
+            else:  # booting, or to be restarted first: blocking I/O in a thread
+                job = loop.run_in_executor(executor, self._render_on, worker, data, size)
+        except BaseException:
+            worker.end_loop_render()
+            self._release(worker)
+            if isinstance(sys.exc_info()[1], RuntimeError):  # the executor was shut down by a concurrent close()
+                raise RenderError("renderer is closed") from None
+            raise
         return await job
 
     def render_sync(self, svg: str | bytes, size: int | None = None) -> bytes:
@@ -316,7 +462,10 @@ class Renderer:
                 return
             self._closed = True
             workers = list(self._all)
+            waiters, self._waiters = self._waiters, []
             self._pool_state.notify_all()
+        for loop, waiter in waiters:
+            _call_in(loop, _give, waiter, None, self)
         _close_workers(workers)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
@@ -387,14 +536,74 @@ class Renderer:
                 raise RenderError("renderer is closed")
             return self._idle.pop()
 
-    def _release(self, worker: WorkerProcess) -> None:
+    async def _acquire_async(self, loop: asyncio.AbstractEventLoop) -> WorkerProcess:
+        """A worker for this caller, waiting (without a thread) while all are busy; waiters are served in order."""
         with self._pool_state:
+            self._start_workers()
+            if self._closed:
+                raise RenderError("renderer is closed")
+            if self._idle and not self._waiters:
+                return self._idle.pop()
+            waiter: asyncio.Future[WorkerProcess] = loop.create_future()
+            self._waiters.append((loop, waiter))
+        try:
+            return await waiter
+        except BaseException:
+            with self._pool_state:
+                try:
+                    self._waiters.remove((loop, waiter))
+                except ValueError:
+                    pass
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self._release(waiter.result())  # handed a worker just as it was cancelled: pass it on
+            raise
+
+    def _release(self, worker: WorkerProcess) -> None:
+        """Hand ``worker`` to the first async waiter, else back to the idle list (and a blocked thread)."""
+        with self._pool_state:
+            if self._closed:
+                for loop, waiter in self._waiters:
+                    _call_in(loop, _give, waiter, None, self)
+                self._waiters.clear()
+            elif self._waiters:
+                loop, waiter = self._waiters.pop(0)
+                _call_in(loop, _give, waiter, worker, self)
+                return
             self._idle.append(worker)
             self._pool_state.notify()
 
-    def _render_blocking(self, data: bytes, size: int) -> bytes:
-        worker = self._acquire()
+    def _render_on(self, worker: WorkerProcess, data: bytes, size: int) -> bytes:
         try:
             return worker.render(data, size, self.timeout_s)
         finally:
             self._release(worker)
+
+    def _render_blocking(self, data: bytes, size: int) -> bytes:
+        return self._render_on(self._acquire(), data, size)
+
+
+def _call_in(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: object) -> None:
+    """Run ``callback`` in ``loop``: now when this thread runs that loop, else at its next turn."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        callback(*args)
+        return
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # that loop is closed: nobody waits there any more
+        if args[1] is not None:
+            args[2]._release(args[1])  # type: ignore[attr-defined]
+
+
+def _give(waiter: asyncio.Future[WorkerProcess], worker: WorkerProcess | None, pool: Renderer) -> None:
+    """Settle an async waiter with ``worker`` (None: the pool closed); one that stopped waiting passes it on."""
+    if waiter.done():
+        if worker is not None:
+            pool._release(worker)
+    elif worker is None:
+        waiter.set_exception(RenderError("renderer is closed"))
+    else:
+        waiter.set_result(worker)
