@@ -53,6 +53,7 @@ KEEPALIVE_S = 15.0
 _UNSAFE_IN_TARGET = re.compile(r"[\x00-\x20\x7f]")
 _NEED_DATA = h11.NEED_DATA
 _FRAMING_FIELDS = (b"content-length", b"transfer-encoding")
+_END = h11.EndOfMessage()  # events are immutable: one will do for every request
 
 
 class HttpProtocolError(Exception):
@@ -138,7 +139,7 @@ class _Connection(asyncio.Protocol):
         request = h11.Request(method=b"POST", target=target, headers=fields)
         out = [h.send(request)]
         out += h.send_with_data_passthrough(h11.Data(data=body))
-        out.append(h.send(h11.EndOfMessage()))
+        out.append(h.send(_END))
         self._waiter = asyncio.get_running_loop().create_future()
         self._max_body = max_body
         self._response: h11.Response | None = None
@@ -243,11 +244,11 @@ class _Connection(asyncio.Protocol):
             self._fail(HttpProtocolError(f"unreadable answer ({type(err).__name__}: {str(err)[:80]})"))
 
 
-def _fields(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """h11's header list (names lower-cased) as a dict; repeated fields joined with ", "."""
+def _fields(headers: Headers) -> dict[str, str]:
+    """h11's header fields as a dict, names lower-cased; repeated fields joined with ", "."""
     out: dict[str, str] = {}
-    for name, value in headers:
-        key, text = name.decode("ascii"), value.decode("latin-1")
+    for name, value in headers.raw_items():  # a list (iterating the Headers goes through Sequence.__getitem__)
+        key, text = name.lower().decode("ascii"), value.decode("latin-1")
         out[key] = f"{out[key]}, {text}" if key in out else text
     return out
 

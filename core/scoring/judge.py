@@ -325,7 +325,7 @@ def _parse_per_requirement(data: Any, n: int) -> JudgeVerdict | str:
 
 
 def _parse(text: str, n: int, mode: JudgeMode) -> JudgeVerdict | str:
-    """A valid verdict, or a one-line reason why the answer cannot be used."""
+    """A valid verdict (its ``raw`` left to the caller), or a one-line reason why the answer cannot be used."""
     if n < 1:
         raise ValueError("a judge answer needs at least one requirement to be read against")
     try:
@@ -336,7 +336,7 @@ def _parse(text: str, n: int, mode: JudgeMode) -> JudgeVerdict | str:
         result = _parse_per_requirement(data, n)
     else:
         result = _parse_count(data, n)
-    return replace(result, raw=text) if isinstance(result, JudgeVerdict) else result
+    return result
 
 
 def parse_judge_answer(text: str, n: int, mode: JudgeMode = JudgeMode.COUNT) -> JudgeVerdict | None:
@@ -345,7 +345,7 @@ def parse_judge_answer(text: str, n: int, mode: JudgeMode = JudgeMode.COUNT) -> 
     The returned verdict is valid, has ``raw=text``, default usage and ``attempts=1``.
     """
     result = _parse(text, n, mode)
-    return result if isinstance(result, JudgeVerdict) else None
+    return replace(result, raw=text) if isinstance(result, JudgeVerdict) else None
 
 
 # ------------------------------------------------------------------------------------------------------ client
@@ -406,7 +406,7 @@ class Judge:
         # (judge_request_json); a retry, or any other client, the body's dict
         send_json = getattr(self.client, "complete_chat_json", None)
         messages: list[dict[str, Any]] | None = None
-        response_format = response_format_for(self.mode, n)
+        response_format: dict[str, Any] | None = None
         usage = Usage()
         raw = ""
         why = ""
@@ -416,8 +416,9 @@ class Judge:
             if attempt == 1 and send_json is not None:
                 response = await send_json(judge_request_json(self.model, png, requirements, self.mode, prompt))
             else:
-                if messages is None:
+                if messages is None or response_format is None:
                     messages = build_judge_messages(png, requirements, self.mode, prompt)
+                    response_format = response_format_for(self.mode, n)
                 request = messages if attempt == 1 else [*messages, _retry_note(why, n, self.mode)]
                 response = await chat_completion(self.client, **judge_request_body(self.model, request,
                                                                                     response_format))
@@ -428,7 +429,7 @@ class Judge:
             raw = text
             result = _parse(text, n, self.mode)
             if isinstance(result, JudgeVerdict):
-                return replace(result, usage=usage, attempts=attempt)
+                return replace(result, raw=text, usage=usage, attempts=attempt)
             why = result
         plural = "attempt" if attempts == 1 else "attempts"
         return JudgeVerdict(
