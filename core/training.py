@@ -28,6 +28,9 @@ from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for, roll
 _STEP_KEYS = ("step", "training_step", "global_step")
 _MODEL_STEP = re.compile(r"(?:^|[^a-z0-9])(?:step|checkpoint|ckpt)[-_]?(\d{1,9})(?![0-9])", re.IGNORECASE)
 _MODEL_EPOCH = re.compile(r"(?:^|[^a-z0-9])epoch[-_]?(\d{1,6})(?![0-9])", re.IGNORECASE)
+# A row's samples (every attempt) in a run, as the rollouts_by_run index (run_id, is_current, row_index, sample_index)
+# finds them: without the is_current term SQLite reads every rollout of the run, once per stored rollout.
+_SAMPLES_OF_ROW = "run_id = ? AND is_current IN (0, 1) AND row_index = ?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,15 +167,15 @@ class TrainingStore:
         with self.store.transaction() as db:
             if previous is None:
                 sample_index = db.execute(
-                    "SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE run_id = ? AND row_index = ?",
+                    f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}",
                     (place.run_id, place.row_index)).fetchone()[0]
                 attempt, row_index, run_id = 1, place.row_index, place.run_id
             else:
                 run_id, row_index, sample_index = previous.run_id, previous.row_index, previous.sample_index
-                attempt = db.execute("SELECT MAX(attempt) + 1 FROM rollouts WHERE run_id = ? AND row_index = ?"
+                attempt = db.execute(f"SELECT MAX(attempt) + 1 FROM rollouts WHERE {_SAMPLES_OF_ROW}"
                                      " AND sample_index = ?", (run_id, row_index, sample_index)).fetchone()[0]
-                db.execute("UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND row_index = ? AND sample_index = ?",
-                           (run_id, row_index, sample_index))
+                db.execute("UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND is_current = 1 AND row_index = ?"
+                           " AND sample_index = ?", (run_id, row_index, sample_index))
             rollout_id = rollout_id_for(run_id, row_index, sample_index, attempt)
             row = {"rollout_id": rollout_id, "run_id": run_id, "row_index": row_index, "row_id": ids.row_id,
                    "sample_index": sample_index, "attempt": attempt, "prompt": prompt,

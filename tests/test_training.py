@@ -71,3 +71,24 @@ def test_a_retry_after_an_error_is_the_next_attempt_of_the_same_rollout(tmp_path
         assert [(a.attempt, a.is_current) for a in attempts] == [(1, False), (2, True)]
         assert training.served("r1").status_code == StatusCode.FINISHED  # type: ignore[union-attr]
         assert training.steps("exp")[0].rollouts == 1  # one rollout, two attempts
+
+
+def test_storing_a_rollout_reads_only_its_row_of_the_run_not_every_rollout_of_it(tmp_path: Path) -> None:
+    """The sample and attempt lookups of record() go through the rollouts_by_run index down to the row: a step run
+    of a long training holds thousands of rollouts, and reading them all for each new one made storing O(n)."""
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        store_one(training, ids("r0", "run", "row_0"), StatusCode.UNAVAILABLE)
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)  # noqa: SLF001 - what SQLite is asked, as it is asked
+        try:
+            store_one(training, ids("r1", "run", "row_1"))
+            store_one(training, ids("r0", "run", "row_0"), previous=training.served("r0"))
+        finally:
+            store._db.set_trace_callback(None)  # noqa: SLF001
+        lookups = [sql for sql in statements if ("FROM rollouts WHERE" in sql or "UPDATE rollouts SET" in sql)
+                   and "sample_index" in sql]
+        assert len(lookups) == 3  # the new sample's index; the retry's attempt number and the old attempt's flag
+        for sql in lookups:
+            plan = " ".join(str(row[3]) for row in store._db.execute(f"EXPLAIN QUERY PLAN {sql}"))  # noqa: SLF001
+            assert "rollouts_by_run" in plan and "row_index=?" in plan, (sql, plan)

@@ -46,6 +46,25 @@ class RetryPolicy:
     max_delay_s: float = 8.0
 
 
+_HEADS: dict[tuple[str, str, str | None], list[tuple[bytes, bytes]]] = {}
+_MAX_HEADS = 256
+
+
+def json_post_head(target: Target, key: str | None) -> list[tuple[bytes, bytes]]:
+    """The header fields of a JSON POST to ``target`` with ``key`` as its bearer token (none without one). h11
+    checks them once per origin and key, not per request (on the server's path that check was ~1 % of its CPU);
+    what the check would say of another path of the same origin, :meth:`Target.parse` and the ASCII test say."""
+    if not target.path.isascii():
+        raise ValueError("the URL's path is not ASCII")
+    found = _HEADS.get((target.scheme, target.authority, key))
+    if found is None:
+        found = target.head({"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})})
+        if len(_HEADS) >= _MAX_HEADS:  # request-named origins: bounded
+            _HEADS.clear()
+        _HEADS[(target.scheme, target.authority, key)] = found
+    return found
+
+
 def _delay(attempt: int, retry_after: str | None, policy: RetryPolicy) -> float:
     if retry_after:
         try:
@@ -87,10 +106,9 @@ def parse_answer(raw: bytes) -> PolicyAnswer:
 async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str | None,
                     policy: RetryPolicy) -> PolicyAnswer:
     """POST ``body`` to ``url`` (…/chat/completions) until it answers, fails for good or the deadline passes."""
-    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     try:
         target = Target.parse(url)
-        head = target.head(headers)
+        head = json_post_head(target, key)
     except ValueError as err:
         raise PolicyCallError(StatusCode.INVALID_ARGUMENT, f"the policy URL cannot be called: {err}") from None
     data = json.dumps(body).encode()

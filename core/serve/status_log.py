@@ -13,10 +13,12 @@ import asyncio
 import json
 import logging
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
+from svgagent.core.serve.policy_call import json_post_head
 from svgagent.core.serve.security import KeyPolicy
 
 log = logging.getLogger("svgagent.serve")
@@ -63,15 +65,14 @@ class StatusLogger:
         """True once the gateway accepted the record; False (and a warning) when every try failed."""
         base = gateway.rstrip("/")
         key = self.keys.key_for(base, request_key)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         problem = ""
         for attempt, delay in enumerate((0.0, *self.retry_delays_s)):
             if delay:
                 await asyncio.sleep(delay)
             try:
-                status = await self._send(f"{base}/logs", record, headers)
+                status = await self._send(f"{base}/logs", record, key)
                 if status == 404:
-                    status = await self._send(f"{base}/v1/logs", record, headers)
+                    status = await self._send(f"{base}/v1/logs", record, key)
             except (OSError, HttpProtocolError, ValueError) as err:  # TimeoutError is an OSError
                 problem = f"{type(err).__name__}"
                 continue
@@ -86,9 +87,15 @@ class StatusLogger:
         log.warning("could not log the status of %s to %s/logs: %s", tags[0], base, problem)
         return False
 
-    async def _send(self, url: str, record: dict[str, Any], headers: dict[str, str]) -> int:
-        target = Target.parse(url)
+    async def _send(self, url: str, record: dict[str, Any], key: str | None) -> int:
+        target = _target(url)
+        head = json_post_head(target, key)
         async with asyncio.timeout(self.timeout_s):
-            response = await self._client().post(target, target.head({"Content-Type": "application/json", **headers}),
-                                                 json.dumps(record).encode(), max_body=1 << 20)
+            response = await self._client().post(target, head, json.dumps(record).encode(), max_body=1 << 20)
         return response.status
+
+
+@lru_cache(maxsize=64)
+def _target(url: str) -> Target:
+    """A gateway's /logs URL, parsed once (every rollout posts to the same one or two)."""
+    return Target.parse(url)
