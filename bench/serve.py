@@ -7,7 +7,9 @@ latency), `svgagent serve` itself (the command a user runs), and this driver, wh
 /init bodies and waits until the gateway has every rollout's status. With C rollouts at a time and one policy call each, no
 server can beat ceil(N / C) * latency: wall / ideal is the server's overhead. The CPU figures are the server
 process's own (user + system, from /proc) per rollout — policy call, SVG extraction, store writes, status log,
-access log — and, separately, its render workers' (target for the server: < 2 ms per rollout).
+access log — and, separately, its render workers' (target for the server: < 2 ms per rollout). Also printed: how
+many rollouts each store transaction held, and the 1-minute load average when the measurement ended (the machine's
+other work inflates CPU figures too: compare runs at similar load).
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def start(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], d
         raise SystemExit(f"{cmd[2]} did not start: {line!r}") from None
 
 
-async def drive(server: str, gateway: str, n: int, experiment: str) -> float:
-    """Post n /init (all at once, as a trainer's batch) and wait until the server has ended them all."""
+async def drive(server: str, gateway: str, n: int, experiment: str) -> tuple[float, float]:
+    """Post n /init (all at once, as a trainer's batch) and wait until the server has ended them all; the wall
+    time, and how many rollouts each store transaction held."""
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=256)) as session:
         async with session.get(f"{server}/") as resp:
             before = await resp.json()
@@ -71,7 +74,8 @@ async def drive(server: str, gateway: str, n: int, experiment: str) -> float:
         async with session.get(f"{server}/") as resp:
             health = await resp.json()
         assert health["errors"] == before["errors"] and health["finished"] - before["finished"] == n, health
-        return wall
+        batched = (health["stored"] - before["stored"]) / max(1, health["store_transactions"] - before["store_transactions"])
+        return wall, batched
 
 
 def measure(concurrency: int, n: int, latency: float, gateway: str, tmp: Path) -> dict[str, float]:
@@ -85,14 +89,15 @@ def measure(concurrency: int, n: int, latency: float, gateway: str, tmp: Path) -
         asyncio.run(drive(url, gateway, 2 * concurrency, f"warmup-{concurrency}"))  # render pool up, caches warm
         workers = children_of(proc.pid)
         cpu0, wcpu0 = cpu_seconds(proc.pid), sum(cpu_seconds(p) for p in workers)
-        wall = asyncio.run(drive(url, gateway, n, f"bench-{concurrency}"))
+        wall, batched = asyncio.run(drive(url, gateway, n, f"bench-{concurrency}"))
         cpu, wcpu = cpu_seconds(proc.pid) - cpu0, sum(cpu_seconds(p) for p in workers) - wcpu0
     finally:
         proc.terminate()
         proc.wait(timeout=60)
     ideal = math.ceil(n / concurrency) * latency
     return {"wall": wall, "ideal": ideal, "rate": n / wall, "ideal_rate": n / ideal,
-            "cpu_ms": 1000 * cpu / n, "render_cpu_ms": 1000 * wcpu / n}
+            "cpu_ms": 1000 * cpu / n, "render_cpu_ms": 1000 * wcpu / n, "batched": batched,
+            "load": os.getloadavg()[0]}
 
 
 def main() -> int:
@@ -107,11 +112,12 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print(f"{'rollouts':>8} {'conc':>5} {'wall s':>7} {'ideal s':>7} {'ratio':>6} {'rollouts/s':>10} "
-                  f"{'ideal/s':>8} {'server CPU ms':>13} {'render CPU ms':>13}")
+                  f"{'ideal/s':>8} {'server CPU ms':>13} {'render CPU ms':>13} {'per store tx':>12} {'load':>5}")
             for c in args.concurrency:
                 r = measure(c, args.n, args.latency, urls["gateway"], Path(tmp))
                 print(f"{args.n:>8} {c:>5} {r['wall']:>7.2f} {r['ideal']:>7.2f} {r['wall'] / r['ideal']:>6.2f} "
-                      f"{r['rate']:>10.1f} {r['ideal_rate']:>8.1f} {r['cpu_ms']:>13.2f} {r['render_cpu_ms']:>13.2f}")
+                      f"{r['rate']:>10.1f} {r['ideal_rate']:>8.1f} {r['cpu_ms']:>13.2f} {r['render_cpu_ms']:>13.2f} "
+                      f"{r['batched']:>12.1f} {r['load']:>5.1f}")
                 figures[f"serve wall/ideal, C={c}"] = round(r["wall"] / r["ideal"], 2)
                 figures[f"serve rollouts/s, C={c}"] = round(r["rate"], 1)
                 figures[f"serve CPU ms/rollout, C={c}"] = round(r["cpu_ms"], 2)

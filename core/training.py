@@ -5,8 +5,9 @@ invocation); ``--job`` names the RFT job it belongs to. Each *step* of it is an 
 table, so everything that works on runs (the rollout table, the compare screen, export) works on a step. A served
 rollout is an ordinary rollout of its step's run, plus a ``served_rollouts`` row with eval-protocol's ids and the
 status the server logged. The same dataset row keeps one ``row_index`` across the steps of a training run.
-A rollout is written once, when it ended (one transaction: the picture and the status together); a retry of a
-rollout that ended in an error is its next attempt.
+A rollout is written once, when it ended (the picture and the status together, in one transaction with the
+rollouts that ended at about the same time: ``record_many``); a retry of a rollout that ended in an error is its
+next attempt.
 
 Which step a rollout belongs to, first that tells (``StepHint.source``):
 1. ``metadata``: ``completion_params`` has ``step`` / ``training_step`` / ``global_step`` (and maybe ``epoch``);
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode
-from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for, rollout_values
+from svgagent.core.scoring.errors import StoreError
+from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for, rollout_values, store_failure
 
 _STEP_KEYS = ("step", "training_step", "global_step")
 _MODEL_STEP = re.compile(r"(?:^|[^a-z0-9])(?:step|checkpoint|ckpt)[-_]?(\d{1,9})(?![0-9])", re.IGNORECASE)
@@ -87,6 +90,24 @@ class Placement:
     step: int
     run_id: str
     row_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One ended rollout to store (:meth:`TrainingStore.record_many`): where, its ids (eval-protocol's, as
+    attributes), what was asked and answered (``columns``), the status logged for it, and for a retry of one that
+    ended in an error, that earlier attempt."""
+
+    place: Placement
+    ids: Any
+    model: str
+    prompt: str
+    requirements: Sequence[str]
+    judged: bool
+    columns: dict[str, Any]
+    code: StatusCode
+    message: str
+    previous: ServedRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,36 +183,59 @@ class TrainingStore:
                previous: ServedRef | None = None) -> ServedRef:
         """Store a served rollout once it ended, with the status logged for it, in one transaction. With
         ``previous`` (an earlier attempt that ended in an error) it is the next attempt of the same rollout."""
+        outcome = self.record_many([Served(place, ids, model, prompt, requirements, judged, columns, code, message,
+                                           previous)])[0]
+        if isinstance(outcome, ServedRef):
+            return outcome
+        raise outcome
+
+    def record_many(self, batch: Sequence[Served]) -> list[ServedRef | StoreError]:
+        """Store several ended rollouts in one transaction (its commit was most of a stored rollout's CPU), each
+        on a savepoint of its own: one that cannot be written (its error in its place in the answer) costs the
+        others nothing. A failed commit raises StoreError: then none is stored."""
         stamp = now_iso()
-        values = rollout_values(columns)  # capped like every store write
+        outcomes: list[ServedRef | StoreError] = []
         with self.store.transaction() as db:
-            if previous is None:
-                sample_index = db.execute(
-                    f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}",
-                    (place.run_id, place.row_index)).fetchone()[0]
-                attempt, row_index, run_id = 1, place.row_index, place.run_id
-            else:
-                run_id, row_index, sample_index = previous.run_id, previous.row_index, previous.sample_index
-                attempt = db.execute(f"SELECT MAX(attempt) + 1 FROM rollouts WHERE {_SAMPLES_OF_ROW}"
-                                     " AND sample_index = ?", (run_id, row_index, sample_index)).fetchone()[0]
-                db.execute("UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND is_current = 1 AND row_index = ?"
-                           " AND sample_index = ?", (run_id, row_index, sample_index))
-            rollout_id = rollout_id_for(run_id, row_index, sample_index, attempt)
-            row = {"rollout_id": rollout_id, "run_id": run_id, "row_index": row_index, "row_id": ids.row_id,
-                   "sample_index": sample_index, "attempt": attempt, "prompt": prompt,
-                   "requirements_json": json.dumps(list(requirements)), "total": len(requirements),
-                   "created": stamp, "updated": stamp, **values}
-            db.execute(f"INSERT INTO rollouts({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                       tuple(row.values()))
-            db.execute(
-                "INSERT INTO served_rollouts(ep_rollout_id, rollout_id, training_id, step, invocation_id, ep_run_id,"
-                " row_id, model, status_code, status_message, judged_locally, created, updated)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(ep_rollout_id) DO UPDATE SET"
-                " rollout_id = excluded.rollout_id, status_code = excluded.status_code,"
-                " status_message = excluded.status_message, updated = excluded.updated",
-                (ids.rollout_id, rollout_id, place.training_id, place.step, ids.invocation_id, ids.run_id, ids.row_id,
-                 model, int(code), message[:2000], int(judged), stamp, stamp))
-        return ServedRef(ids.rollout_id, rollout_id, run_id, place.training_id, place.step, int(code), row_index,
+            for one in batch:
+                db.execute("SAVEPOINT served")
+                try:
+                    outcomes.append(self._insert(db, one, stamp))
+                except sqlite3.Error as err:
+                    db.execute("ROLLBACK TO served")
+                    outcomes.append(store_failure(err, self.store.path))
+                db.execute("RELEASE served")
+        return outcomes
+
+    def _insert(self, db: Any, one: Served, stamp: str) -> ServedRef:
+        place, ids, previous = one.place, one.ids, one.previous
+        values = rollout_values(one.columns)  # capped like every store write
+        if previous is None:
+            sample_index = db.execute(
+                f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}",
+                (place.run_id, place.row_index)).fetchone()[0]
+            attempt, row_index, run_id = 1, place.row_index, place.run_id
+        else:
+            run_id, row_index, sample_index = previous.run_id, previous.row_index, previous.sample_index
+            attempt = db.execute(f"SELECT MAX(attempt) + 1 FROM rollouts WHERE {_SAMPLES_OF_ROW}"
+                                 " AND sample_index = ?", (run_id, row_index, sample_index)).fetchone()[0]
+            db.execute("UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND is_current = 1 AND row_index = ?"
+                       " AND sample_index = ?", (run_id, row_index, sample_index))
+        rollout_id = rollout_id_for(run_id, row_index, sample_index, attempt)
+        row = {"rollout_id": rollout_id, "run_id": run_id, "row_index": row_index, "row_id": ids.row_id,
+               "sample_index": sample_index, "attempt": attempt, "prompt": one.prompt,
+               "requirements_json": json.dumps(list(one.requirements)), "total": len(one.requirements),
+               "created": stamp, "updated": stamp, **values}
+        db.execute(f"INSERT INTO rollouts({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                   tuple(row.values()))
+        db.execute(
+            "INSERT INTO served_rollouts(ep_rollout_id, rollout_id, training_id, step, invocation_id, ep_run_id,"
+            " row_id, model, status_code, status_message, judged_locally, created, updated)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(ep_rollout_id) DO UPDATE SET"
+            " rollout_id = excluded.rollout_id, status_code = excluded.status_code,"
+            " status_message = excluded.status_message, updated = excluded.updated",
+            (ids.rollout_id, rollout_id, place.training_id, place.step, ids.invocation_id, ids.run_id, ids.row_id,
+             one.model, int(one.code), one.message[:2000], int(one.judged), stamp, stamp))
+        return ServedRef(ids.rollout_id, rollout_id, run_id, place.training_id, place.step, int(one.code), row_index,
                          sample_index)
 
     def _label(self, training_id: str) -> str:

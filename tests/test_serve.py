@@ -323,10 +323,36 @@ async def test_a_store_failure_never_becomes_an_error_status(store: Store, gatew
         def broken(*args: object, **kwargs: object) -> None:
             raise StoreError("disk full")
 
-        monkeypatch.setattr(server.ctx.training, "record", broken)
+        monkeypatch.setattr(server.ctx.training, "record_many", broken)
         await post_init(session, server.url, init_body(gateway.base_url, "disk-full"))
         await server.wait_idle()
     assert codes(gateway, "disk-full") == [StatusCode.FINISHED]  # eval-protocol must not pay for it again
+
+
+async def test_a_finished_status_is_posted_only_once_its_rollout_is_committed(
+        store: Store, gateway: TracingGateway, renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store writes are batched (core/serve/recorder.py): still, when the gateway hears FINISHED, another
+    connection to the store (eval-protocol's user opening the TUI) already reads the rollout."""
+    import sqlite3
+
+    committed: dict[str, bool] = {}
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        post = server.ctx.status_log.post
+
+        async def checked(gateway_url: str, record: dict[str, object], key: str | None) -> bool:
+            rollout_id = str(record["tags"][0]).removeprefix("rollout_id:")  # type: ignore[index]
+            with sqlite3.connect(store.path) as other:
+                committed[rollout_id] = other.execute(
+                    "SELECT COUNT(*) FROM served_rollouts s JOIN rollouts r ON r.rollout_id = s.rollout_id"
+                    " WHERE s.ep_rollout_id = ? AND r.raw_answer IS NOT NULL", (rollout_id,)).fetchone()[0] == 1
+            return await post(gateway_url, record, key)
+
+        monkeypatch.setattr(server.ctx.status_log, "post", checked)
+        for i in range(4):
+            await post_init(session, server.url, init_body(gateway.base_url, f"durable-{i}", row=i))
+        await server.wait_idle()
+    assert committed == {f"durable-{i}": True for i in range(4)}
+    assert all(codes(gateway, f"durable-{i}") == [StatusCode.FINISHED] for i in range(4))
 
 
 async def test_the_access_log_is_one_json_line_per_request_without_keys(

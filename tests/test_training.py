@@ -92,3 +92,27 @@ def test_storing_a_rollout_reads_only_its_row_of_the_run_not_every_rollout_of_it
         for sql in lookups:
             plan = " ".join(str(row[3]) for row in store._db.execute(f"EXPLAIN QUERY PLAN {sql}"))  # noqa: SLF001
             assert "rollouts_by_run" in plan and "row_index=?" in plan, (sql, plan)
+
+
+def test_a_batch_stores_each_rollout_on_a_savepoint_of_its_own(tmp_path: Path) -> None:
+    """record_many (the server's batched writes): one rollout that cannot be written costs the others nothing."""
+    from dataclasses import replace
+
+    from svgagent.core.scoring.errors import StoreError
+    from svgagent.core.training import Served
+
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        hint = StepHint(None, None, "run order")
+        served = []
+        for name in ("b1", "b2", "b3"):
+            ident = ids(name, "run", f"row_{name}")
+            place = training.place(ids=ident, model="m", hint=hint, judged=False)
+            served.append(Served(place, ident, "m", "Draw", ("a",), False,
+                                 {"status": RolloutStatus.SCORED, "raw_answer": name}, StatusCode.FINISHED, "done"))
+        served[1] = replace(served[1], place=replace(served[1].place, run_id="no-such-run"))  # a foreign key fails
+        first, failed, third = training.record_many(served)
+        assert isinstance(failed, StoreError)
+        assert [training.served(n) is not None for n in ("b1", "b2", "b3")] == [True, False, True]
+        assert (first.ep_rollout_id, third.ep_rollout_id) == ("b1", "b3")  # type: ignore[union-attr]
+        assert store.get_rollout(third.rollout_id).raw_answer == "b3"  # type: ignore[union-attr]

@@ -6,8 +6,9 @@
    timeout, so a stuck policy ends as DEADLINE_EXCEEDED, not as a silent poll timeout on the other side.
 2. Extract the SVG and render it with the sandboxed renderer (for display: costs nothing against the API); with
    ``--judge`` also score it with the project's judge (labelled local: the evaluator scores on the platform).
-3. Store the outcome, then log the terminal status to the gateway: FINISHED once the policy answered (with or
-   without an SVG — scoring is the evaluator's), an error code when it did not.
+3. Store the outcome (in one transaction with the rollouts that end near it: :mod:`.recorder`), then log the
+   terminal status to the gateway: FINISHED once the policy answered (with or without an SVG — scoring is the
+   evaluator's), an error code when it did not.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from svgagent.core.verdicts import verdict_columns
@@ -33,7 +34,8 @@ from svgagent.core.serve.protocol import InitRequest, gateway_base
 from svgagent.core.serve.security import KeyPolicy, url_host
 from svgagent.core.serve.status_log import StatusLogger, log_record
 from svgagent.core.settings import Settings
-from svgagent.core.training import Placement, ServedRef, TrainingStore
+from svgagent.core.serve.recorder import Recorder
+from svgagent.core.training import Placement, Served, ServedRef, TrainingStore
 
 log = logging.getLogger("svgagent.serve")
 NOT_JUDGED = "not judged here (the evaluator scores it on the platform; `svgagent serve --judge` scores locally)"
@@ -54,6 +56,10 @@ class ServeContext:
     gateway_url: str | None = None  # None: the gateway of each request's model_base_url
     rollout_timeout_s: float = 100.0
     bus: EventBus[RolloutUpdate] | None = None
+    recorder: Recorder = field(init=False)  # the store writes of ended rollouts, batched
+
+    def __post_init__(self) -> None:
+        self.recorder = Recorder(self.training)
 
     @property
     def retry(self) -> RetryPolicy:
@@ -145,9 +151,8 @@ async def conclude(ctx: ServeContext, job: Job, columns: dict[str, Any], code: S
     error would make it pay for the same answer again."""
     req = job.req
     try:
-        ref = ctx.training.record(job.place, ids=req.metadata, model=req.model, prompt=job.prompt,
-                                  requirements=job.requirements, judged=ctx.judge is not None, columns=columns,
-                                  code=code, message=message, previous=job.previous)
+        ref = await ctx.recorder.record(Served(job.place, req.metadata, req.model, job.prompt, job.requirements,
+                                               ctx.judge is not None, columns, code, message, job.previous))
     except (StoreError, sqlite3.Error) as err:
         log.warning("could not store rollout %s: %s", req.metadata.rollout_id, err)
     else:

@@ -163,6 +163,7 @@ class RolloutServer:
         await asyncio.gather(*(self._mark_stopped(e) for e in left), return_exceptions=True)
         if self._extra_tasks:
             await asyncio.wait(self._extra_tasks, timeout=5)
+        self.ctx.recorder.flush()  # (nothing waits in it by now: every rollout has concluded)
         try:
             self.ctx.training.close_steps(self.ctx.settings.threshold)
         except (StoreError, sqlite3.Error) as err:
@@ -289,7 +290,8 @@ class RolloutServer:
             "running": self._running, "queued": len(self._live) - self._running, "concurrency": self.concurrency,
             "queue_limit": self.queue_limit, "accepted": s.accepted, "finished": s.finished, "errors": s.errors,
             "duplicates": s.duplicates, "busy": s.busy, "bad_requests": s.bad_requests,
-            "status_logs_lost": self.ctx.status_log.lost})
+            "status_logs_lost": self.ctx.status_log.lost, "stored": self.ctx.recorder.stored,
+            "store_transactions": self.ctx.recorder.batches})
 
 
 def _error(status: int, message: str, *, retry_after: int | None = None) -> web.Response:
