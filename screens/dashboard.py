@@ -30,6 +30,7 @@ from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.config_form import ConfigForm
+from svgagent.tui.widgets.config_summary import ConfigSummary
 from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.histogram import Histogram
 from svgagent.tui.widgets.job_panel import JobPanel
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
-ON_DEMAND_WHEN_NARROW = ("config",)  # in tabs, mounted when first shown: ~80 widgets, half of the app's
+ON_DEMAND = ("config",)  # mounted when first shown (``ConfigSummary`` until then): ~110 widgets, 2/3 of the app's
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
 WIDE = (120, 40)
@@ -123,8 +124,10 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                 yield Histogram(compact=True, max_cell=3, id="score-hist")
             with Vertical(id="pane-preview", classes="pane"):
                 yield Preview(app.store, id="preview")
-            for name in LATER_PANES:  # their widgets: ``mount_panes``
-                yield Vertical(id=f"pane-{name}", classes="pane")
+            for name in LATER_PANES:  # their widgets: ``mount_panes``; the Config form's: ``_mount_pane``
+                with Vertical(id=f"pane-{name}", classes="pane"):
+                    if name == "config":
+                        yield ConfigSummary(app.settings, id="config-summary")
         yield KeysFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -164,8 +167,6 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width, event.size.height)
-        if self.wide and self._pane_mounts:  # the grid shows every pane (before the first frame: ``mount_panes``)
-            self.call_later(self.mount_panes)
 
     def _layout(self, width: int, height: int) -> None:
         wide = width >= WIDE[0] and height >= WIDE[1]
@@ -177,11 +178,10 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         return self.has_class("-wide")
 
     async def mount_panes(self) -> None:
-        """Mount the Config, Secrets and Jobs panes' widgets after the first frame (so that frame comes sooner);
-        in tabs (narrow) the Config form waits until it is first shown: it is half of the app's widgets, and
-        mounting, styling and laying it out cost as much as the rest of the start-up together."""
-        names = LATER_PANES if self.wide else tuple(n for n in LATER_PANES if n not in ON_DEMAND_WHEN_NARROW)
-        await asyncio.gather(*(self._mount_pane(name) for name in names))
+        """Mount the Secrets and Jobs panes' widgets after the first frame (so that frame comes sooner). The Config
+        form waits until it is first shown (``ConfigSummary`` holds its place): it is two thirds of the app's
+        widgets, and mounting, styling and laying it out cost as much as the rest of the start-up together."""
+        await asyncio.gather(*(self._mount_pane(name) for name in LATER_PANES if name not in ON_DEMAND))
 
     def _mount_pane(self, name: str) -> asyncio.Future[None]:
         """The mount of pane ``name``'s widget, started on the first call."""
@@ -194,8 +194,18 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                 widget = SecretsPane.for_settings(app.env_file, app.settings, simulated=app.demo, id="secrets-form")
             else:
                 widget = JobPanel(id="jobs")
-            self._pane_mounts[name] = asyncio.ensure_future(self.query_one(f"#pane-{name}").mount(widget))
+            self._pane_mounts[name] = asyncio.ensure_future(self._mount_in(name, widget))
         return self._pane_mounts[name]
+
+    async def _mount_in(self, name: str, widget: Widget) -> None:
+        await self.query_one(f"#pane-{name}").mount(widget)
+        if name == "config":
+            await self.query_one(ConfigSummary).remove()
+
+    @on(ConfigSummary.EditRequested)
+    async def _edit_config(self) -> None:
+        """Tab or a click onto the Config pane's summary: the form takes its place and the focus."""
+        await self.action_pane("config")
 
     def _pane_mounted(self, name: str) -> bool:
         mount = self._pane_mounts.get(name)
@@ -271,6 +281,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         self.query_one("#banner").add_class("-hidden")
         for form in self.query(ConfigForm):
             form.reset(settings)
+        self._settings_changed()
         for pane in self.query(SecretsPane):
             pane.use_endpoints(settings)
 
@@ -427,3 +438,9 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         if self.run.start_eval(message.model, message.view.links.get("dataset", ""), message.view.job_id or "the job"):
             for form in self.query(ConfigForm):  # not there until the Config pane has been shown
                 form.set_text("model", message.model)
+            self._settings_changed()
+
+    def _settings_changed(self) -> None:
+        """The app's settings changed under the Config pane's summary (the form, once there, shows its own)."""
+        for summary in self.query(ConfigSummary):
+            summary.show_settings(self.svg_app.settings)

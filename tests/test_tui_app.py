@@ -7,7 +7,7 @@ from factories import RUN_ID, Spec, build_run
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Tabs
-from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, table_of
+from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, summary_lines, table_of
 
 from svgagent.core.store import Store
 from svgagent.screens.help import HelpScreen
@@ -437,6 +437,8 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
+        await pilot.press("3", "escape")  # the Config form (its keys) is there once the pane has been shown
+        await settle(pilot)
         from svgagent.tui.commands import screen_commands
 
         names = [command.name for command in screen_commands(app.dashboard)]
@@ -505,15 +507,15 @@ async def test_footer_is_rebuilt_only_when_its_keys_change(store: Store) -> None
         assert {k.key_display for k in after} != {k.key_display for k in before}
 
 
-async def test_in_tabs_the_config_form_is_mounted_when_first_shown(store: Store) -> None:
-    """Half of the app's widgets: in tabs (80x24) they wait for `3` (the keys after it wait for them); a grid
-    shows every pane, so a resize to it mounts them."""
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_config_form_is_mounted_when_first_shown(store: Store, size: tuple[int, int]) -> None:
+    """Two thirds of the app's widgets wait for `3` in either layout; the keys typed after it wait for them."""
     from svgagent.tui.widgets.config_form import ConfigForm
     from svgagent.tui.widgets.job_panel import JobPanel
     from svgagent.tui.widgets.secrets_form import SecretsPane
 
     app = make_app(store, run_id=RUN_ID)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
         assert not app.dashboard.query(ConfigForm)
         assert app.dashboard.query(SecretsPane)
@@ -522,12 +524,41 @@ async def test_in_tabs_the_config_form_is_mounted_when_first_shown(store: Store)
         await settle(pilot)
         assert app.dashboard.active_pane == "config"
         assert app.dashboard.query_one("#field-model", Input).value == "gpt-x"
+        assert not app.dashboard.query("#config-summary")
+
+
+async def test_in_the_grid_the_config_pane_shows_the_settings_until_tab_reaches_it(store: Store) -> None:
+    """Until it is edited the pane is one widget with every value drawn in full (a long one folds, it is not
+    cut); Tab onto it mounts the form, and the keys pressed right after go into its first field."""
     app = make_app(store, run_id=RUN_ID)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.resize_terminal(120, 40)
+        model = app.settings.model
+        lines = summary_lines(app)
+        assert lines[0].split()[0] == "model"
+        value_column = lines[0].index(model[:8])
+        folded = "".join(line[value_column:].strip() for line in lines[:3])
+        assert folded.startswith(model)
+        assert any(line.split()[:2] == ["temperature", str(app.settings.temperature)] for line in lines)
+        chain = [w.id for w in app.screen.focus_chain]
+        tabs = ["tab"] * chain.index("config-summary")
+        await pilot.press(*tabs, "ctrl+u", *"gpt-y")
         await settle(pilot)
-        assert app.dashboard.query(ConfigForm)
+        assert app.focused is app.dashboard.query_one("#field-model", Input)
+        assert app.focused.value == "gpt-y"
+        assert app.settings.model == "gpt-y"
+
+
+async def test_the_config_summary_follows_settings_changed_elsewhere(store: Store) -> None:
+    """Keys saved end demo mode: the real settings replace the simulator's in the summary too."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        fresh = app.settings.model_copy(update={"model": "accounts/me/models/after-the-demo"})
+        app.settings = fresh
+        app.dashboard.demo_ended(fresh)
+        await settle(pilot)
+        assert "accounts/me/models/after" in "".join(summary_lines(app)[:3]).replace(" ", "")
 
 
 async def config_pane_at_120x40(pilot: Pilot) -> tuple[Widget, Widget]:

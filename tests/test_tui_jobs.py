@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from job_fakes import NOW, fake_source, job, sample_jobs
 from textual.widgets import Input
-from tui_support import make_app, notifications, plain, settings_for, settle, wait_until
+from tui_support import make_app, notifications, plain, settings_for, settle, summary_lines, wait_until
 
 from svgagent.core.rft.fireworks_api import ControlPlane
 from svgagent.core.sim.control_plane import FireworksSim
@@ -345,6 +345,10 @@ async def test_eval_of_the_output_model_starts_a_named_run(store: Store) -> None
             run = store.get_run(run_id)
             assert run.name == f"eval of {model}"
             assert run.settings["model"] == model
+            shown = "".join(summary_lines(app)).replace(" ", "")
+            assert model[:20] in shown  # the Config pane shows the model the run uses
+            await pilot.press("3")
+            await settle(pilot)
             assert app.dashboard.query_one("#config-form #field-model", Input).value == model
             assert not any("another dataset" in n for n in notifications(app))  # 4 builtin rows, like the job
             await wait_until(pilot, lambda: not app.control.running, timeout=30)

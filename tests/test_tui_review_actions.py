@@ -41,8 +41,9 @@ async def test_saving_config_in_demo_mode_writes_only_what_was_changed(store: St
     app = demo_app(store, sim_url)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
+        await burst(pilot, "3")
         assert field(app, "model").value == "simulated-policy"
-        await burst(pilot, "3", "tab", "tab", "ctrl+u", *"1.1", "ctrl+s")
+        await burst(pilot, "tab", "tab", "ctrl+u", *"1.1", "ctrl+s")
         assert any("Saved temperature to svgagent.toml" in n for n in notifications(app))
     saved = tomllib.loads((Path.cwd() / "svgagent.toml").read_text())
     assert saved == {"temperature": 1.1}  # no simulator URL, no simulated model names

@@ -99,6 +99,12 @@ def plain(widget: Any, width: int = 100) -> str:
     return capture.get()
 
 
+def summary_lines(app: SvgAgentApp) -> list[str]:
+    """The lines the Config pane's summary draws where it is (before its form is mounted)."""
+    summary = app.dashboard.query_one("#config-summary")
+    return ["".join(seg.text for seg in line).rstrip() for line in summary.render_lines(summary.region.reset_offset)]
+
+
 def key_event(key: str) -> events.Key:
     """The event a terminal sends for ``key``: one character (``/``, ``R``) or a key name (``escape``, ``enter``)."""
     if len(key) == 1:
