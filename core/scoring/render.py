@@ -282,11 +282,10 @@ class _LoopRender:
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         self.fd_in, self.fd_out = proc.stdin.fileno(), proc.stdout.fileno()
         self.out = memoryview(request)
-        self.writing = self.reading = False
-        self.over = False
-        self.timer = loop.call_later(timeout_s, self._end, _Timeout())
-        self.loop.add_reader(self.fd_out, self._readable)
+        self.writing = self.reading = self.over = False
+        self.loop.add_reader(self.fd_out, self._readable)  # the one step that may raise: nothing is registered yet
         self.reading = True
+        self.timer = loop.call_later(timeout_s, self._end, _Timeout())
         self._writable()
 
     def _writable(self) -> None:
@@ -298,7 +297,7 @@ class _LoopRender:
                 self.loop.add_writer(self.fd_in, self._writable)
                 self.writing = True
             return
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # a broken pipe, or the pipe closed under it: the worker is gone
             self._end(_Died())
             return
         if self.writing:
