@@ -26,6 +26,7 @@ from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_rang
 
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.text_field import TextField
 
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings
@@ -144,7 +145,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             for name in self.fields:
                 with Horizontal(classes="row"):
                     yield Label(flag_label(name), classes="field-label")
-                    yield Input(initial_text(name, s), id=f"rft-{name}", compact=True,
+                    yield TextField(initial_text(name, s), id=f"rft-{name}", compact=True,
                                 placeholder=default_hint(name))
                 yield Static(self._hint(name), id=f"hint-{name}", classes="hint", markup=False)
             yield Static("", id="launch-problems", markup=False)

@@ -18,6 +18,7 @@ from svgagent.core.records import RunRecord
 from svgagent.core.run_ref import filter_runs
 from svgagent.core.store import Store
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.text_field import TextField
 
 
 def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text:
@@ -68,7 +69,7 @@ class RunPicker(ModalScreen[str | None]):
         with Vertical(id="picker"):
             yield Static(id="picker-title")
             # mounted with the screen, so the keys typed after / land in it
-            yield Input(placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter",
+            yield TextField(placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter",
                         compact=True)
             yield OptionList(id="runs")
             yield Static("No runs yet: press escape, then r to start one.", id="runs-empty")

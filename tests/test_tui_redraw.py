@@ -233,3 +233,29 @@ def test_half_blocks_become_the_same_text_as_richs_ansi_decoder_gives() -> None:
             assert got.spans == expected.spans
             assert (got.no_wrap, got.end) == (expected.no_wrap, expected.end)
     assert imaging.blocks_to_text("\x1b[1mbold\x1b[0m") == Text.from_ansi("\x1b[1mbold\x1b[0m", no_wrap=True, end="")
+
+
+async def test_typing_into_the_filter_or_a_config_field_asks_for_no_layout(store: Store) -> None:
+    """Each key typed into Textual's Input changed its scrollable width, a reactive that reflows the whole screen:
+    one layout of the dashboard per key. A field sized by its pane repaints itself."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        field = app.dashboard.query_one("#field-model")
+        assert app.focused is field
+        with layout_requests() as asked:
+            await pilot.press("ctrl+u", *"a-model-name-longer-than-its-box-in-the-grid")
+            await settle(pilot)
+        assert field.value == "a-model-name-longer-than-its-box-in-the-grid"
+        assert field.scroll_x > 0  # the end of the text is in view while typing
+        assert field.virtual_size.width == field.content_width
+        assert [who for who in asked if who == "field-model"] == []
+        await pilot.press("escape", "slash")
+        await settle(pilot)
+        with layout_requests() as asked:
+            await pilot.press(*"score<0.5")
+            await settle(pilot)
+        assert app.dashboard.query_one("#filter").value == "score<0.5"
+        assert [who for who in asked if who == "filter"] == []

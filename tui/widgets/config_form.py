@@ -25,7 +25,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.events import DescendantBlur
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Label, Select, Static, Switch
+from textual.widgets import Input, Label, Select, Switch
 
 from svgagent.core.config_fields import (
     DATASET_FILE,
@@ -38,6 +38,8 @@ from svgagent.core.config_fields import (
 from svgagent.core.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings
+from svgagent.tui.widgets.text_box import TextBox
+from svgagent.tui.widgets.text_field import TextField
 
 
 
@@ -155,7 +157,7 @@ class ConfigForm(Widget):
                 with Horizontal(classes="row"):
                     yield Label(spec.name, classes="field-label")
                     yield from self._controls(spec)
-                yield Static(spec.description, id=f"hint-{spec.name}", classes="hint", markup=False)
+                yield TextBox(spec.description, id=f"hint-{spec.name}", classes="hint")
 
     def _controls(self, spec: FieldSpec) -> Iterable[Widget]:
         value = self._values[spec.name]
@@ -172,12 +174,12 @@ class ConfigForm(Widget):
             kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
             kind = BUILTIN if is_builtin else DATASET_FILE
             yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
-            yield Input(
+            yield TextField(
                 "" if is_builtin else str(value), placeholder="path to questions.json or .jsonl",
                 id=wid, compact=True, disabled=is_builtin,
             )
         else:
-            yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+            yield TextField(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
 
     def reset(self, settings: Settings) -> None:
         """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);
@@ -274,8 +276,8 @@ class ConfigForm(Widget):
         else:
             self._errors.pop(name, None)
         spec = next(s for s in self._specs if s.name == name)
-        hint = self.query_one(f"#hint-{name}", Static)
-        hint.update(f"✗ {error}" if error else (note or spec.description))
+        hint = self.query_one(f"#hint-{name}", TextBox)  # the same text again (every key typed) is no work
+        hint.show(f"✗ {error}" if error else (note or spec.description))
         hint.set_class(error is not None, "-error")
         control = self.query_one(f"#field-{name}")
         control.set_class(error is not None, "-invalid")
