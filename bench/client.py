@@ -1,5 +1,5 @@
 """Benchmark what one chat request costs this process in CPU: the engine's own client (core/chat_http.ChatClient on
-core/http1's keep-alive connections on h11), the openai client on the aiohttp transport (through
+core/http1's keep-alive connections, llhttp through httptools), the openai client on the aiohttp transport (through
 svgagent.core.scoring.chat), the same client on its default httpx pool, and bare POSTs + json.loads on core/http1,
 on httpcore's AsyncConnectionPool (the transport under httpx) and on aiohttp — all against the simulator in its own
 process.
@@ -101,11 +101,11 @@ def main() -> int:
         proc.terminate()
         proc.wait(timeout=10)
     figures: dict[str, float] = {}
-    labels = {"engine ChatClient": "the engine's ChatClient on core/http1 (h11)",
+    labels = {"engine ChatClient": "the engine's ChatClient on core/http1 (llhttp)",
               "openai+aiohttp": "the openai client on the aiohttp transport (as core.policy builds it)",
               "openai+httpx pool": "the openai client on its default httpx pool",
               "bare aiohttp": "a bare aiohttp POST + json.loads",
-              "bare http1": "a bare core/http1 (h11) POST + json.loads",
+              "bare http1": "a bare core/http1 (llhttp) POST + json.loads",
               "bare httpcore": "a bare httpcore AsyncConnectionPool POST + json.loads"}
     for name, (one, many) in r.items():
         print(f"CPU per chat request, {labels[name]}: {1000 * one:.2f} ms one at a time, {1000 * many:.2f} ms with "

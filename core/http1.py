@@ -1,29 +1,31 @@
-"""A keep-alive HTTP/1.1 client for the hot path: POST a body, read the answer, connections pooled per origin. The
-protocol is h11's (the sans-IO HTTP/1.1 state machine under httpcore/httpx, hence under openai); this module is the
-asyncio connection, the pool and the caps around it.
+"""A keep-alive HTTP/1.1 client for the hot path: POST a body, read the answer, connections pooled per origin. Answers
+are parsed by llhttp (the C parser under Node.js and aiohttp) through httptools, uvicorn's binding of it; requests
+are written here as bytes; this module is the asyncio connection, the pool and the caps around them.
 
-Why not aiohttp's client, nor httpcore's pool, here: the engine makes two requests per rollout and its budget is
-1.5 ms of CPU for the whole rollout. In bench/client.py (three runs, load 5.4 – 6.3) a bare POST cost 0.35 – 0.53
-ms on aiohttp, 1.0 – 1.3 ms one at a time and 2.6 – 3.5 ms with 300 in flight on httpcore's
-``AsyncConnectionPool`` used directly (anyio streams, its pool's locks and events), and 0.29 – 0.37 / 0.41 – 0.50
-ms here. h11 itself is ≈0.1 ms of that (its header validation and state machine); at C=256 the engine spends
-≈0.3 – 0.5 ms more CPU per rollout than on the hand-written parser this replaced (BENCHMARKS.md): the price of
-not owning an HTTP parser. What it does:
+Why not aiohttp's client, nor httpcore's pool: the engine makes two requests per rollout and its budget is 1.5 ms of
+CPU for the whole rollout; bench/client.py measured a bare POST at 0.35 – 0.53 ms on aiohttp and 1.0 – 3.5 ms on
+httpcore's pool against 0.29 – 0.50 ms here on h11, which this replaced: h11's pure-Python state machine was the
+largest single CPU cost left (≈0.45 ms per rollout in the engine, ≈22 % of the serve server's CPU; BENCHMARKS.md,
+issues 13 and 14). What it does:
 
-- requests: ``POST`` with a ``Content-Length`` body; the caller's header fields are validated by h11 when
-  :meth:`Target.head` builds them (once per client on the engine's path), the events are built per request;
-- answers framed as h11 frames them (``Content-Length``, ``Transfer-Encoding: chunked`` with extensions and
-  trailers, or the end of the connection), strictly: anything h11 refuses is :class:`HttpProtocolError` and the
-  connection is closed; 1xx interim answers are skipped, a 101 nobody asked for is an error; ``Content-Encoding``
-  gzip/deflate is decoded here with zlib (asked for, as aiohttp asks);
-- size caps on everything read from the network: the head (:data:`MAX_HEAD_BYTES`, also h11's
-  ``max_incomplete_event_size``, and :data:`MAX_HEADERS`) and the body (the caller's ``max_body``: past it, the
-  first ``max_body + 1`` bytes are returned with ``truncated`` set and the connection is dropped unread, so a
-  hostile endpoint cannot fill memory);
-- connections kept alive only when h11 says both sides are done (HTTP/1.1, no ``Connection: close``, a framed
-  body) and nothing is left over, reused last-in first-out, dropped after :data:`KEEPALIVE_S` idle (aiohttp's
-  default: a server closes idle connections, and a POST is not retried silently on one it closed); a connection
-  whose exchange did not end cleanly (a timeout, a cancellation, an error) is closed, never reused;
+- requests: ``POST`` with a ``Content-Length`` body; :meth:`Target.head` writes the request line and the header
+  fields once as bytes (once per client on the engine's path), refusing what a head cannot carry (names that are
+  not RFC 9110 tokens, control characters in values, a caller's Host/Content-Length/Transfer-Encoding); each
+  request adds its Content-Length;
+- answers framed as llhttp frames them (``Content-Length``, ``Transfer-Encoding: chunked`` with extensions and
+  trailers, or the end of the connection), strictly but for obsolete line folding, which is unfolded (RFC 9112
+  5.2; llhttp's lenient headers, as aiohttp reads answers; control characters in values are refused here):
+  anything refused is :class:`HttpProtocolError` and the connection is closed; 1xx interim answers are skipped, a
+  101 nobody asked for is an error; ``Content-Encoding`` gzip/deflate is decoded here with zlib (asked for, as
+  aiohttp asks);
+- size caps on everything read from the network: the head (:data:`MAX_HEAD_BYTES`, :data:`MAX_HEADERS`) and the
+  body (the caller's ``max_body``: past it, the first ``max_body + 1`` bytes are returned with ``truncated`` set
+  and the connection is dropped unread, so a hostile endpoint cannot fill memory);
+- connections kept alive only when llhttp says the answer allows it (HTTP/1.1 or 1.0 keep-alive, no ``Connection:
+  close``, a framed body) and nothing followed it, reused last-in first-out, dropped after :data:`KEEPALIVE_S` idle
+  (aiohttp's default: a server closes idle connections; one it closed is seen before it is reused, and a POST is
+  not retried silently once sent); a connection whose exchange did not end cleanly (a timeout, a cancellation, an
+  error) is closed, never reused;
 - TLS through the ssl module's default context (certificates and host name verified), made once per client.
 
 Timeouts are the caller's (``asyncio.timeout`` around :meth:`Http1Client.post`); errors are ``OSError``
@@ -40,24 +42,22 @@ import ssl
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
-import h11
-from h11._headers import Headers
+import httptools
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
 KEEPALIVE_S = 15.0
 
 _UNSAFE_IN_TARGET = re.compile(r"[\x00-\x20\x7f]")
-_NEED_DATA = h11.NEED_DATA
-_FRAMING_FIELDS = (b"content-length", b"transfer-encoding")
-_END = h11.EndOfMessage()  # events are immutable: one will do for every request
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2: a field name
+_CTL_IN_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # RFC 9110 5.5: no control characters but HTAB
+_THE_CLIENTS = ("host", "content-length", "transfer-encoding")
 
 
 class HttpProtocolError(Exception):
-    """The server's answer is not HTTP/1.1 as h11 reads it (or is larger than this client's caps allow)."""
+    """The server's answer is not HTTP/1.1 as llhttp reads it (or is larger than this client's caps allow)."""
 
 
 @dataclass(slots=True)
@@ -91,72 +91,75 @@ class Target:
         return cls(parts.scheme, parts.hostname, port, authority, path)
 
     def head(self, headers: dict[str, str]) -> RequestHead:
-        """The request's header fields without Content-Length (added per request), validated once by h11."""
-        fields = [(b"Host", self.authority.encode("ascii")), (b"Accept-Encoding", b"gzip, deflate")]
-        try:
-            fields += [(name.encode("ascii"), value.encode("latin-1")) for name, value in headers.items()]
-            if any(name.lower() in _FRAMING_FIELDS for name, _ in fields):
-                raise h11.LocalProtocolError("Content-Length and Transfer-Encoding are the client's to set")
-            checked = h11.Request(method=b"POST", target=self.path.encode("ascii"), headers=fields)
-        except (UnicodeError, h11.LocalProtocolError) as err:
-            raise ValueError(f"the headers cannot be sent ({err})") from None
-        return RequestHead(fields, checked.headers._full_items)
+        """The request line and header fields up to ``Content-Length:`` (whose value is added per request),
+        checked once here: names are RFC 9110 tokens, values latin-1 without control characters (CR, LF, NUL…),
+        and Host, Content-Length, Transfer-Encoding are the client's to set."""
+        if not self.path.isascii():
+            raise ValueError("the headers cannot be sent (the path is not ASCII)")
+        lines = [b"POST %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: gzip, deflate\r\n"
+                 % (self.path.encode("ascii"), self.authority.encode("ascii"))]
+        for name, value in headers.items():
+            try:
+                raw = value.encode("latin-1")
+            except UnicodeError:
+                raise ValueError(f"the headers cannot be sent ({name[:40]!r} is not latin-1)") from None
+            if not _TOKEN.fullmatch(name) or name.lower() in _THE_CLIENTS or _CTL_IN_VALUE.search(raw):
+                raise ValueError(f"the headers cannot be sent ({name[:40]!r}: not a field name, a control "
+                                 f"character in its value, or a field the client sets)")
+            lines.append(b"%s: %s\r\n" % (name.encode("ascii"), raw))
+        lines.append(b"Content-Length: ")
+        return RequestHead(b"".join(lines))
 
 
-class RequestHead(list):  # type: ignore[type-arg]
-    """:meth:`Target.head`'s fields (a list of (name, value) byte pairs) with h11's normal form of them, so each
-    request's ``h11.Request`` is built from fields h11 has already validated instead of validating them again
-    (``h11._headers.Headers``: h11 is pinned to 0.16; tests/test_http1.py compares the bytes sent both ways)."""
+class RequestHead(bytes):
+    """:meth:`Target.head`'s bytes: a request's head but for its Content-Length value and the blank line."""
 
-    def __init__(self, fields: list[tuple[bytes, bytes]], normal: list[tuple[bytes, bytes, bytes]]) -> None:
-        super().__init__(fields)
-        self.normal = tuple(normal)
+
+class _Stop(Exception):
+    """Raised from a parser callback to stop reading (the body passed its cap)."""
 
 
 class _Connection(asyncio.Protocol):
-    """One connection and its h11 state machine; reads one answer at a time into ``_waiter`` (see :meth:`exchange`)."""
+    """One connection and its llhttp parser (httptools); reads one answer at a time into ``_waiter``. The parser's
+    callbacks (``on_*``) collect the answer; :meth:`_feed` hands it over once it is complete."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self.idle_since = 0.0
         self.keep = False
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self._parser = httptools.HttpResponseParser(self)
+        # As aiohttp's client reads answers: obs-fold unfolded (RFC 9112 5.2) -- which also lets control characters
+        # through in values, refused in on_header.
+        self._parser.set_dangerous_leniencies(lenient_headers=True)
         self._waiter: asyncio.Future[HttpResponse] | None = None
 
     # -- the exchange ---------------------------------------------------------------------------------------
-    def exchange(self, target: bytes, head: list[tuple[bytes, bytes]], body: bytes,
-                 max_body: int) -> asyncio.Future[HttpResponse]:
+    def exchange(self, head: bytes, body: bytes, max_body: int) -> asyncio.Future[HttpResponse]:
         assert self.transport is not None and self._waiter is None
-        h = self._h11
-        if h.our_state is h11.DONE:
-            h.start_next_cycle()
-        normal = getattr(head, "normal", None)
-        if normal is not None:  # validated once (Target.head); Content-Length is digits
-            fields: Any = Headers([*normal, (b"Content-Length", b"content-length", b"%d" % len(body))])
-        else:
-            fields = [*head, (b"Content-Length", b"%d" % len(body))]
-        request = h11.Request(method=b"POST", target=target, headers=fields)
-        out = [h.send(request)]
-        out += h.send_with_data_passthrough(h11.Data(data=body))
-        out.append(h.send(_END))
         self._waiter = asyncio.get_running_loop().create_future()
         self._max_body = max_body
-        self._response: h11.Response | None = None
+        self._begin()
+        self._done: HttpResponse | None = None
+        self._extra = False  # a second answer (or bytes of one) followed the first
         self._fed = 0  # bytes received before the answer's head was read (for the head cap)
-        self._parts: list[bytes] = []
-        self._size = 0
         self.keep = False
-        self.transport.writelines(out)  # type: ignore[arg-type]
+        self.transport.write(b"%s%d\r\n\r\n%s" % (head, len(body), body))
         return self._waiter
 
-    def _finish(self, body: bytes, truncated: bool = False) -> None:
-        h = self._h11
-        self.keep = (not truncated and h.our_state is h11.DONE and h.their_state is h11.DONE
-                     and not h.trailing_data[0])  # not: more than one answer, or a close asked for
-        response, waiter, self._waiter = self._response, self._waiter, None
-        if waiter is not None and not waiter.done() and response is not None:
-            waiter.set_result(HttpResponse(response.status_code, _fields(response.headers), body, truncated))
+    def _begin(self) -> None:
+        self._fields: dict[str, str] = {}
+        self._head_size = self._count = self._size = 0
+        self._status = 0  # set once the head is complete
+        self._parts: list[bytes] = []
+
+    def _deliver(self) -> None:
+        done, self._done = self._done, None
+        if self._extra:
+            self.keep = False
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done() and done is not None:
+            waiter.set_result(done)
 
     def _fail(self, err: BaseException) -> None:
         self.keep = False
@@ -183,8 +186,11 @@ class _Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         self.lost = True
         if self._waiter is not None:
-            self._feed(b"")  # h11 ends a close-delimited body here, or says the answer was cut short
-            if self._waiter is not None:
+            if self._status and self._until_eof:  # a body delimited by the end of the connection ends here
+                self._done = HttpResponse(self._status, self._fields, b"".join(self._parts))
+                self.keep = False
+                self._deliver()
+            else:
                 self._fail(ConnectionResetError("the server closed the connection before its answer was complete"))
         return False
 
@@ -194,63 +200,83 @@ class _Connection(asyncio.Protocol):
             self._fail(exc if isinstance(exc, OSError) else
                        ConnectionResetError("the connection was closed before the answer was complete"))
 
-    # -- reading: h11's events ------------------------------------------------------------------------------
-    def _check_head(self, event: h11.Response | h11.InformationalResponse) -> None:
-        """The caps h11 leaves to its user: it bounds an incomplete head (``max_incomplete_event_size``), not one
-        that arrived whole in a single read, nor the number of fields."""
-        if self._fed > MAX_HEAD_BYTES and self._fed - len(self._h11.trailing_data[0]) > MAX_HEAD_BYTES:
-            raise HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
-        if len(event.headers) > MAX_HEADERS:
-            raise HttpProtocolError(f"the answer has more than {MAX_HEADERS} header fields")
-
+    # -- reading: llhttp's callbacks ------------------------------------------------------------------------
     def _feed(self, data: bytes) -> None:
-        h = self._h11
-        if self._response is None:
+        if not self._status:
             self._fed += len(data)
         try:
-            h.receive_data(data)
-            while self._waiter is not None:
-                event = h.next_event()
-                if event is _NEED_DATA:
-                    return
-                kind = type(event)
-                if kind is h11.Data:
-                    self._parts.append(event.data)  # type: ignore[union-attr]
-                    self._size += len(event.data)  # type: ignore[union-attr]
-                    if self._size > self._max_body:  # the rest is not read: the connection is dropped
-                        self._finish(b"".join(self._parts)[: self._max_body + 1], truncated=True)
-                elif kind is h11.Response:
-                    self._check_head(event)  # type: ignore[arg-type]
-                    self._response = event  # type: ignore[assignment]
-                elif kind is h11.EndOfMessage:
-                    self._finish(b"".join(self._parts))
-                elif kind is h11.InformationalResponse:  # 100 Continue, 103 Early Hints: the real one follows
-                    self._check_head(event)  # type: ignore[arg-type]
-                elif kind is h11.ConnectionClosed:
-                    raise ConnectionResetError("the server closed the connection before its answer was complete")
-                else:
-                    raise HttpProtocolError(f"unexpected {kind.__name__} from the server")
-        except h11.RemoteProtocolError as err:
-            if not data:  # the end of the stream came mid-answer
-                self._fail(ConnectionResetError(f"the server closed the connection before its answer was complete "
-                                                f"({err})"))
-            elif err.error_status_hint == 431:  # h11's buffer passed max_incomplete_event_size
-                self._fail(HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes"))
-            else:
-                self._fail(HttpProtocolError(f"not HTTP/1.1 as h11 reads it: {err}"))
-        except (HttpProtocolError, OSError) as err:
+            self._parser.feed_data(data)
+            if not self._status and self._fed > MAX_HEAD_BYTES:
+                raise HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
+        except httptools.HttpParserCallbackError as err:
+            cause = err.__context__
+            if not isinstance(cause, _Stop):
+                self._fail(cause if isinstance(cause, HttpProtocolError) else
+                           HttpProtocolError(f"unreadable answer ({type(cause).__name__}: {str(cause)[:80]})"))
+        except httptools.HttpParserUpgrade:
+            self._fail(HttpProtocolError("the server switched protocols (101) though nobody asked it to"))
+        except httptools.HttpParserError as err:
+            if self._done is None:
+                self._fail(HttpProtocolError(f"not HTTP/1.1 as llhttp reads it: {err}"))
+            self._extra = True  # bytes after the answer that are not one: the connection is not reused
+        except HttpProtocolError as err:
             self._fail(err)
         except Exception as err:  # a bug must not escape into the transport: the exchange fails
             self._fail(HttpProtocolError(f"unreadable answer ({type(err).__name__}: {str(err)[:80]})"))
+        if self._done is not None:
+            self._deliver()
 
+    def on_message_begin(self) -> None:
+        if self._done is not None:
+            self._extra = True
 
-def _fields(headers: Headers) -> dict[str, str]:
-    """h11's header fields as a dict, names lower-cased; repeated fields joined with ", "."""
-    out: dict[str, str] = {}
-    for name, value in headers.raw_items():  # a list (iterating the Headers goes through Sequence.__getitem__)
-        key, text = name.lower().decode("ascii"), value.decode("latin-1")
-        out[key] = f"{out[key]}, {text}" if key in out else text
-    return out
+    def on_status(self, reason: bytes) -> None:
+        self._head_size += len(reason)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._done is not None:
+            return
+        self._count += 1
+        self._head_size += len(name) + len(value) + 4
+        if self._head_size > MAX_HEAD_BYTES:
+            raise HttpProtocolError(f"the answer's head is larger than {MAX_HEAD_BYTES} bytes")
+        if self._count > MAX_HEADERS:
+            raise HttpProtocolError(f"the answer has more than {MAX_HEADERS} header fields")
+        value = value.rstrip(b" \t")  # llhttp strips the whitespace before a value, not after it
+        if _CTL_IN_VALUE.search(value):
+            raise HttpProtocolError("the answer has a control character in a header value")
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        fields = self._fields
+        fields[key] = f"{fields[key]}, {text}" if key in fields else text
+
+    def on_headers_complete(self) -> None:
+        if self._done is not None:
+            return
+        status = self._status = self._parser.get_status_code()
+        if status == 101:
+            raise HttpProtocolError("the server switched protocols (101) though nobody asked it to")
+        framing = self._fields.get("transfer-encoding", "").rsplit(",", 1)[-1].strip().lower()
+        self._until_eof = (status >= 200 and status not in (204, 304) and framing != "chunked"
+                           and "content-length" not in self._fields)
+
+    def on_body(self, data: bytes) -> None:
+        if self._done is not None:
+            return
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size > self._max_body:  # the rest is not read: the connection is dropped
+            self._done = HttpResponse(self._status, self._fields, b"".join(self._parts)[: self._max_body + 1], True)
+            self.keep = False
+            raise _Stop
+
+    def on_message_complete(self) -> None:
+        if self._done is not None:
+            return
+        if self._status < 200:  # 100 Continue, 103 Early Hints: the real answer follows
+            self._begin()
+            return
+        self.keep = self._parser.should_keep_alive()  # HTTP/1.1 (or 1.0 keep-alive), no Connection: close, framed
+        self._done = HttpResponse(self._status, self._fields, b"".join(self._parts))
 
 
 def _decoded(response: HttpResponse, max_body: int) -> HttpResponse:
@@ -286,7 +312,7 @@ class Http1Client:
         self.connections_made = 0  # for tests and benchmarks
         self.closed = False
 
-    async def post(self, target: Target, head: list[tuple[bytes, bytes]], body: bytes, *,
+    async def post(self, target: Target, head: RequestHead, body: bytes, *,
                    max_body: int) -> HttpResponse:
         """POST ``body`` with ``head`` (:meth:`Target.head`) and return the answer (see the module docstring)."""
         if self.closed:
@@ -300,7 +326,7 @@ class Http1Client:
             self._busy.add(conn)
             clean = False
             try:
-                response = await conn.exchange(target.path.encode("ascii"), head, body, max_body)
+                response = await conn.exchange(head, body, max_body)
                 clean = True
             finally:
                 self._busy.discard(conn)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode
-from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
+from svgagent.core.http1 import Http1Client, HttpProtocolError, RequestHead, Target
 from svgagent.core.policy import PolicyAnswer
 from svgagent.core.scoring.models import Usage
 
@@ -46,22 +46,19 @@ class RetryPolicy:
     max_delay_s: float = 8.0
 
 
-_HEADS: dict[tuple[str, str, str | None], list[tuple[bytes, bytes]]] = {}
+_HEADS: dict[tuple[Target, str | None], RequestHead] = {}
 _MAX_HEADS = 256
 
 
-def json_post_head(target: Target, key: str | None) -> list[tuple[bytes, bytes]]:
-    """The header fields of a JSON POST to ``target`` with ``key`` as its bearer token (none without one). h11
-    checks them once per origin and key, not per request (on the server's path that check was ~1 % of its CPU);
-    what the check would say of another path of the same origin, :meth:`Target.parse` and the ASCII test say."""
-    if not target.path.isascii():
-        raise ValueError("the URL's path is not ASCII")
-    found = _HEADS.get((target.scheme, target.authority, key))
+def json_post_head(target: Target, key: str | None) -> RequestHead:
+    """The head of a JSON POST to ``target`` with ``key`` as its bearer token (none without one), written and
+    checked once per URL and key, not per request (on the server's path that check was ~1 % of its CPU)."""
+    found = _HEADS.get((target, key))
     if found is None:
         found = target.head({"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})})
-        if len(_HEADS) >= _MAX_HEADS:  # request-named origins: bounded
+        if len(_HEADS) >= _MAX_HEADS:  # request-named URLs: bounded
             _HEADS.clear()
-        _HEADS[(target.scheme, target.authority, key)] = found
+        _HEADS[(target, key)] = found
     return found
 
 
