@@ -2,8 +2,8 @@
 
 Why not the openai client on the hot path: bench/engine.py profiled its ``post`` at ~70 % of the engine's CPU per
 rollout (request building, header models, response construction); a plain aiohttp POST was ~0.3 – 0.8 ms, still
-half of the 1.5 ms a whole rollout may cost, so the transport is :mod:`svgagent.core.http1` (h11's HTTP/1.1 on
-asyncio connections of its own, ≈0.3 – 0.5 ms; bench/client.py). What the openai client does that matters is done here the same
+half of the 1.5 ms a whole rollout may cost, so the transport is :mod:`svgagent.core.http1` (llhttp's HTTP/1.1 parser on
+asyncio connections of its own, ≈0.2 – 0.45 ms; bench/client.py). What the openai client does that matters is done here the same
 way (openai 1.x/2.x ``_base_client``):
 
 - retries (``max_retries``) on connection errors, timeouts, HTTP 408, 409, 429 and 5xx, or when the server says

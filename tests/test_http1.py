@@ -237,7 +237,8 @@ async def test_a_head_over_the_cap_is_refused_even_when_it_arrives_whole(scripte
 
 
 async def test_an_obsolete_folded_field_is_unfolded(scripted) -> None:
-    """RFC 9112 5.2: a user agent replaces an obs-fold with spaces (h11 did; llhttp does with lenient headers, as aiohttp reads answers)."""
+    """RFC 9112 5.2: a user agent replaces an obs-fold with spaces (llhttp does with lenient headers, as aiohttp
+    reads answers)."""
     answers, url, _ = scripted
     answers.append(_ok(b"ok", b"X: a\r\n folded\r\n"))
     client = Http1Client()
