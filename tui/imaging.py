@@ -79,6 +79,7 @@ def blocks_to_text(ansi: str) -> Text:
     thread that holds the GIL while the app's loop waits. Reads only what BlockImage writes (reset, 24-bit
     foreground and background); anything else goes to Rich's decoder."""
     styles: dict[tuple[Color | None, Color | None], Style | None] = {}
+    colors: dict[tuple[str, ...], Color] = {}  # a picture repeats its colours: one Color (and hex name) for each
     lines: list[Text] = []
     for row in ansi.split("\n"):
         line = Text()
@@ -87,7 +88,7 @@ def blocks_to_text(ansi: str) -> Text:
             if i % 2 == 0:
                 if part:
                     if (fg, bg) not in styles:
-                        styles[(fg, bg)] = Style(color=fg, bgcolor=bg) if fg or bg else None
+                        styles[(fg, bg)] = Style.from_color(fg, bg) if fg or bg else None
                     line.append(part, styles[(fg, bg)])
                 continue
             codes = part.split(";")
@@ -96,7 +97,10 @@ def blocks_to_text(ansi: str) -> Text:
                 if code in ("", "0"):
                     fg = bg = None
                 elif code in ("38", "48") and len(codes) >= 4 and codes[0] == "2":
-                    color = Color.from_rgb(*(min(255, int(c or 0)) for c in codes[1:4]))
+                    rgb = tuple(codes[1:4])
+                    color = colors.get(rgb)
+                    if color is None:
+                        color = colors[rgb] = Color.from_rgb(*(min(255, int(c or 0)) for c in rgb))
                     fg, bg = (color, bg) if code == "38" else (fg, color)
                     del codes[:4]
                 else:
