@@ -157,7 +157,7 @@ def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
 def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNING_STEPS) -> JobSource:
     """The simulated control plane (started on first use, stopped on close) holding one seeded job that moves
     along with the clock; launches go to it with the demo's fake keys and are not remembered in the store."""
-    from svgagent.core.rft.launch import DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY
+    from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY  # not launch: fireworks-ai
 
     running: dict[str, Any] = {}
 

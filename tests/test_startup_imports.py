@@ -106,3 +106,13 @@ def test_eval_sends_its_first_request_before_importing_the_display_or_the_render
     late = ("rich", "cairosvg", "cairocffi", "PIL", "openai", "fireworks", "textual", "term_image", "httpx",
             "aiohttp")  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
     assert sorted(name for name in late if name in modules) == []
+
+
+def test_the_demo_job_source_is_made_without_the_fireworks_client() -> None:
+    """The Jobs pane makes its source on the app's loop when first shown (at 120x40: right after the first frame);
+    in demo mode that imported the fireworks-ai client there (≈0.5 s of CPU, a frozen screen). It connects — and
+    imports the client — in its polling thread."""
+    modules = _imported_after("from svgagent.core.demo import job_source_for\n"
+                              "from svgagent.core.settings import Settings\n"
+                              "job_source_for(Settings(), demo=True)")
+    assert "fireworks" not in modules

@@ -33,6 +33,7 @@ from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
 from svgagent.core.rft.params import RftParams, check_job_id
+from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY  # noqa: F401 - named here too
 
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings
@@ -42,10 +43,6 @@ STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"
 FIREWORKS_KEY = "FIREWORKS_API_KEY"
 MASK_SHORT = "••••"
-DEMO_FIREWORKS_KEY = "simulated-fireworks-key"
-DEMO_OPENAI_KEY = "simulated-openai-key"
-DEMO_ACCOUNT = "simulated-account"
-DEMO_JOB_ID = "svgagent-demo-job"
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
