@@ -230,6 +230,33 @@ def test_killed_run_resumes_without_loss_or_regeneration(home: Path, kill_signal
         assert sim.stats()["requests"]["policy"] - generated <= 24 - len(finished)
 
 
+def test_ctrl_c_stops_a_run_started_with_sigint_ignored(home: Path) -> None:
+    """A process can start with SIGINT ignored (a shell's background job; a parent that ignored it while spawning):
+    asyncio.run then installs no handler of its own and Ctrl-C did nothing — the run went on to its end, or hung
+    on answers that never came. The command's loop handles SIGINT itself."""
+    db = home / "runs.db"
+    with Simulator(policy_latency_s=0.1, judge_latency_s=0.1) as sim:
+        env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
+        args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
+                "--judge-model", "simulated-judge", "--concurrency", "2", "--judge-concurrency", "2", "--rows", "12"]
+        proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        _wait_for(lambda: _terminal_count(db) >= 2)
+        sim.hold()  # nothing completes from now on: only the signal can end the run
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            sim.release()
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    with Store(db) as store:
+        (run,) = store.list_runs()
+        assert run.status == "interrupted"
+
+
 def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, tmp_path: Path) -> None:
     # issue 11: `svgagent eval --resume RUN` failed for lack of keys after `eval --demo`; the printed command keeps
     # --demo (and the store).

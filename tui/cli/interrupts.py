@@ -1,8 +1,13 @@
-"""Running a command's event loop so that SIGTERM stops it the way Ctrl-C does.
+"""Running a command's event loop so that Ctrl-C and SIGTERM both stop it, always the same way.
 
-Ctrl-C (SIGINT) makes ``asyncio.run`` cancel the main task; SIGTERM (what `kill`, systemd, docker and CI send)
-would otherwise end the process at once and leave a run marked ``running``. Here both cancel the main task, so the
-engine marks the run interrupted and keeps everything finished, and both end in :class:`Stopped`.
+Both signals cancel the main task, so the engine marks the run interrupted and keeps everything finished, and both
+end in :class:`Stopped`. SIGTERM (what `kill`, systemd, docker and CI send) would otherwise end the process at
+once and leave a run marked ``running``. Ctrl-C is not left to ``asyncio.run``'s own handler: that one is installed
+only when SIGINT has Python's default handler at start — a process started with SIGINT ignored (as a shell starts
+a background job, or a parent that ignored it while spawning) never saw Ctrl-C, and a run went on to its end — and
+it turns the cancellation into ``KeyboardInterrupt`` only when nothing else cancelled the task meanwhile. Here the
+loop's own handler records the signal and cancels the task; a second one while the first is being handled stops
+at once (``KeyboardInterrupt``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from svgagent.tui.cli.exit_codes import Stopped
 __all__ = ["Stopped", "run_stoppable"]
 
 T = TypeVar("T")
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def run_stoppable(make: Callable[[], Awaitable[T]]) -> T:
@@ -28,27 +34,33 @@ def run_stoppable(make: Callable[[], Awaitable[T]]) -> T:
         task = asyncio.current_task()
         assert task is not None
 
-        def on_term() -> None:
-            received.append(signal.SIGTERM)
+        def on_signal(signum: int) -> None:
+            if received:
+                raise KeyboardInterrupt  # again while stopping: out now (asyncio.run cancels what is left)
+            received.append(signum)
             task.cancel()
 
-        try:
-            loop.add_signal_handler(signal.SIGTERM, on_term)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - no signals here (Windows, a thread)
-            pass
+        handled = []
+        for signum in SIGNALS:
+            try:
+                loop.add_signal_handler(signum, on_signal, signum)
+                handled.append(signum)
+            except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - Windows, not main thread
+                pass
         try:
             return await make()
         except asyncio.CancelledError:
             if received:
-                raise Stopped(signal.SIGTERM) from None
+                raise Stopped(received[0]) from None
             raise
         finally:
-            try:
-                loop.remove_signal_handler(signal.SIGTERM)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover
-                pass
+            for signum in handled:
+                try:
+                    loop.remove_signal_handler(signum)
+                except (NotImplementedError, RuntimeError):  # pragma: no cover
+                    pass
 
     try:
         return asyncio.run(guarded())
     except KeyboardInterrupt:
-        raise Stopped(signal.SIGINT) from None
+        raise Stopped(received[0] if received else signal.SIGINT) from None
