@@ -9,6 +9,7 @@ from typing import Any
 from textual import events
 from textual.keys import _character_to_key
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.store import Store
@@ -72,7 +73,11 @@ async def settle(pilot: Pilot) -> None:
     if settled is not None:
         await settled()
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    for worker in list(pilot.app.workers):  # each in turn: one cancelled meanwhile (an exclusive worker replaced
+        try:                                # by a newer one, e.g. the preview's picture) is no reason to stop waiting
+            await worker.wait()
+        except WorkerCancelled:
+            pass
     await pilot.pause()
 
 
