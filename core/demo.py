@@ -138,7 +138,8 @@ def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
     """Start the simulated Fireworks control plane on a free loopback port (lifecycles advance with time) and
     yield (simulator, ControlPlane) with fake keys. With `seed_job`, one job (`DEMO_JOB_ID`) already exists."""
     from svgagent.core.rft.fireworks_api import ControlPlane
-    from svgagent.core.rft.launch import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, seed_demo_job
+    from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY
+    from svgagent.core.rft.launch import seed_demo_job
     from svgagent.core.sim.control_plane import FireworksSim
 
     if seed_job:
@@ -157,7 +158,7 @@ def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
 def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNING_STEPS) -> JobSource:
     """The simulated control plane (started on first use, stopped on close) holding one seeded job that moves
     along with the clock; launches go to it with the demo's fake keys and are not remembered in the store."""
-    from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY  # not launch: fireworks-ai
+    from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY  # not launch: fireworks-ai
 
     running: dict[str, Any] = {}
 
@@ -168,7 +169,7 @@ def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNIN
 
     def connect() -> ControlPlane:  # in a worker thread, when the Jobs pane first polls
         from svgagent.core.rft.fireworks_api import ControlPlane
-        from svgagent.core.rft.launch import DEMO_ACCOUNT, seed_demo_job
+        from svgagent.core.rft.launch import seed_demo_job
         from svgagent.core.sim.control_plane import FireworksSim
 
         sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_s, evaluator_build_steps=0,

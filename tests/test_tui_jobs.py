@@ -16,7 +16,8 @@ from tui_support import make_app, notifications, plain, settings_for, settle, su
 
 from svgagent.core.rft.fireworks_api import ControlPlane
 from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.rft.launch import DEMO_JOB_ID, seed_demo_job
+from svgagent.core.rft.demo_identity import DEMO_JOB_ID
+from svgagent.core.rft.launch import seed_demo_job
 from svgagent.core.store import Store
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.help import binding_sections

@@ -33,7 +33,7 @@ from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row
 from svgagent.core.rft.params import RftParams, check_job_id
-from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY  # noqa: F401 - named here too
+from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
 
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings

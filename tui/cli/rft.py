@@ -21,6 +21,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.tui.cli.flags import add_settings, add_store, defer
 
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEMO_STEP_S = 0.5
-DEMO_ACCOUNT = "simulated-account"  # svgagent.core.rft.launch.DEMO_ACCOUNT
-DEMO_JOB_ID = "svgagent-demo-job"  # svgagent.core.rft.launch.DEMO_JOB_ID
 DEMO_POLL_S = 0.25
 TAG = "[simulated] "
 _CONFIG_KINDS = frozenset({"missing_key", "auth"})
@@ -237,8 +236,6 @@ def _rollouts(args: argparse.Namespace) -> dict[str, str]:
 
 def _create(args: argparse.Namespace, out: _Out) -> int:
     from svgagent.core.rft.launch import (
-        DEMO_FIREWORKS_KEY,
-        DEMO_OPENAI_KEY,
         LaunchEvent,
         LaunchRequest,
         check_keys,
