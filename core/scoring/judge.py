@@ -162,6 +162,9 @@ def judge_question(requirements: Sequence[str], mode: JudgeMode = JudgeMode.COUN
     return "\n".join(lines)
 
 
+_PNG_URL_PREFIX = "data:image/png;base64,"
+
+
 def build_judge_messages(
     png: bytes,
     requirements: Sequence[str],
@@ -169,7 +172,7 @@ def build_judge_messages(
     prompt: str | None = None,
 ) -> list[dict[str, Any]]:
     """One user message: the question (text part) and the PNG as a base64 data URL (image part)."""
-    url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    url = _PNG_URL_PREFIX + base64.b64encode(png).decode("ascii")
     return [
         {
             "role": "user",
@@ -181,7 +184,6 @@ def build_judge_messages(
     ]
 
 
-_PNG_URL_PREFIX = "data:image/png;base64,"
 _SPLICE_MARK = "\x00svgagent-png\x00"  # stands for the base64 PNG while the body's JSON is built
 
 
