@@ -42,6 +42,7 @@ from svgagent.core.policy import (
     generate,
     judge_client,
     policy_client,
+    request_json,
     request_params,
 )
 from svgagent.core.prompt import format_prompt
@@ -113,6 +114,8 @@ class Engine:
         self._policy_sem = asyncio.Semaphore(settings.concurrency)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
         self._params = request_params(settings)
+        # the policy request of each dataset row (its messages and serialised body): every sample sends the same
+        self._requests: dict[tuple[str, tuple[str, ...]], tuple[list[dict[str, Any]], bytes]] = {}
         self.heartbeat_s = HEARTBEAT_S
 
     async def aclose(self) -> None:
@@ -181,6 +184,7 @@ class Engine:
     async def _process(self, pending: Sequence[RolloutRecord], heartbeat: Any) -> None:
         """Every rollout of ``pending``, their changes through one RolloutWriter, until all are done; raises what
         stopped them (the heartbeat coroutine only ends by raising: lease lost or store unwritable)."""
+        self._requests.clear()
         if pending:
             self._renderer.start()  # the workers boot while the first policy calls are out
         async with RolloutWriter(self.store) as self._writer:
@@ -252,6 +256,7 @@ class Engine:
     async def _rollout(self, rec: RolloutRecord) -> None:
         rollout_id = rec.rollout_id
         stage = "policy"
+        drawn: dict[str, Any] = {}  # the PNG, once rendered: stored with the rollout's end (see _verdict)
         try:
             svg = await self._answer(rec)
             if svg is None:
@@ -264,8 +269,9 @@ class Engine:
                            reason=f"render failed: {err}", failure_kind=FailureKind.RENDER,
                            render_s=time.perf_counter() - t0)
                 return
-            self._emit(rec, RolloutStatus.JUDGING, png=png, render_s=time.perf_counter() - t0)
+            self._emit(rec, RolloutStatus.JUDGING, render_s=time.perf_counter() - t0)
             stage = "judge"
+            drawn["png"] = png
             await self._verdict(rec, png)
         except asyncio.CancelledError:
             raise
@@ -274,12 +280,12 @@ class Engine:
         except api_errors() as err:
             kind, reason = classify_api_error(err, stage, self.settings)
             self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
-                       failure_kind=kind)
+                       failure_kind=kind, **drawn)
         except Exception as err:  # a bug must not take the run down: record it on the rollout
             log.exception("rollout %s failed unexpectedly", rollout_id)
             reason = f"internal error in {stage} stage: {type(err).__name__}: {str(err)[:200]}"
             self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
-                       failure_kind=FailureKind.INTERNAL)
+                       failure_kind=FailureKind.INTERNAL, **drawn)
 
     @staticmethod
     def _svg_of(rec: RolloutRecord, content: str) -> tuple[str | None, str, FailureKind]:
@@ -310,7 +316,7 @@ class Engine:
         # publishing) every rollout "generating" at once froze the app for a second or more.
         async with self._policy_sem:
             self._emit(rec, RolloutStatus.GENERATING)
-            messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
+            messages, body = self._request(rec)
             # the attempt is part of the key: a rerun is a new sample, never the previous attempt's answer
             key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages,
                             rec.sample_index, rec.attempt) if self.use_cache else ""
@@ -319,7 +325,7 @@ class Engine:
             if cached is not None:
                 answer = PolicyAnswer.from_cache(cached)
             else:
-                answer = await generate(self._policy, self.settings.model, messages, self._params)
+                answer = await generate(self._policy, self.settings.model, messages, self._params, body)
             answered = dict(
                 raw_answer=answer.content,
                 finish_reason=answer.finish_reason or "unknown",
@@ -337,6 +343,15 @@ class Engine:
                                    **fields)
             return svg
 
+    def _request(self, rec: RolloutRecord) -> tuple[list[dict[str, Any]], bytes]:
+        """The policy request of ``rec``'s dataset row, built on its first sample (callers do not mutate it)."""
+        key = (rec.prompt, tuple(rec.requirements))
+        request = self._requests.get(key)
+        if request is None:
+            messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
+            request = self._requests[key] = (messages, request_json(self.settings.model, messages, self._params))
+        return request
+
     def _next_state(self, rec: RolloutRecord, answer: PolicyAnswer,
                     answered: dict[str, Any]) -> tuple[str | None, RolloutStatus, dict[str, Any]]:
         """(SVG to render or None, the state the answer takes the rollout to, the columns to store with it)."""
@@ -348,7 +363,11 @@ class Engine:
 
     async def _verdict(self, rec: RolloutRecord, png: bytes) -> None:
         """Judge ``png`` (or take the cached verdict) and store the rollout's end; a new verdict is committed, and
-        cached in the same transaction, before its judge slot is released."""
+        cached in the same transaction, before its judge slot is released.
+
+        The PNG is stored with the verdict, not with ``judging``: SQLite rewrites a whole row on every UPDATE, so a
+        PNG stored one state earlier had its ~12 kB of overflow pages written twice (bench/engine.py). A crash
+        while judging loses nothing paid for: the resume renders the stored SVG again."""
         s = self.settings
         key = cache_key("judge", s.judge_base_url, s.judge_model, s.judge_mode.value,
                         hashlib.sha256(png).hexdigest(), rec.requirements, rec.attempt) if self.use_cache else ""
@@ -356,7 +375,7 @@ class Engine:
         t0 = time.perf_counter()
         if cached is not None:
             status, judged = verdict_columns(verdict_from_cache(cached), time.perf_counter() - t0)
-            self._emit(rec, status, **judged)
+            self._emit(rec, status, png=png, **judged)
             return
         async with self._judge_sem:
             verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
@@ -364,4 +383,4 @@ class Engine:
             remember = (verdict.valid and self.use_cache and fits("judge_raw", verdict.raw)
                         and fits("rationale", verdict.rationale))
             await self._commit(rec, status, cache=(key, "judge", verdict_to_cache(verdict)) if remember else None,
-                               **judged)
+                               png=png, **judged)

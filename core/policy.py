@@ -8,6 +8,7 @@ callers that pass one — into a typed kind and one line.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -86,9 +87,22 @@ def request_params(settings: Settings) -> dict[str, Any]:
     return params
 
 
+def request_json(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> bytes:
+    """The body :func:`generate` sends (what :func:`chat_completion` and ``ChatClient.complete_chat`` serialise),
+    built once: the engine keeps it per dataset row, whose samples all send the same request."""
+    body = {"model": model, "messages": messages, **params}
+    return json.dumps({k: v for k, v in body.items() if v is not None}).encode()
+
+
 async def generate(client: ChatClient | openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]],
-                   params: dict[str, Any]) -> PolicyAnswer:
-    response = await chat_completion(client, model=model, messages=messages, **params)
+                   params: dict[str, Any], body: bytes | None = None) -> PolicyAnswer:
+    """One policy call; ``body``: :func:`request_json` of the same arguments, sent as it is by a client that takes
+    a serialised body (the engine's ChatClient), ignored by others."""
+    send_json = getattr(client, "complete_chat_json", None) if body is not None else None
+    if send_json is not None:
+        response = await send_json(body)
+    else:
+        response = await chat_completion(client, model=model, messages=messages, **params)
     if not response.choices:
         raise PolicyError("the policy endpoint returned no choices")
     choice = response.choices[0]
