@@ -42,9 +42,12 @@ import ssl
 import time
 import zlib
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import httptools
+
+from svgagent.core.urls import split_origin
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
@@ -80,6 +83,23 @@ class Target:
 
     @classmethod
     def parse(cls, url: str) -> Target:
+        """``url`` read as urlsplit reads it; what it says of an origin is remembered (see :func:`split_origin`),
+        so a URL that only differs in its path from one seen before costs no urlsplit."""
+        split = split_origin(url)
+        if split is None:
+            return cls._read(url)
+        origin, path = split  # (a path that split_origin lets through has nothing _UNSAFE_IN_TARGET finds)
+        known = _ORIGINS.get(origin)
+        if known is None:
+            try:
+                read = cls._read(origin)
+            except ValueError:
+                return cls._read(url)  # (which refuses it too, naming the whole URL)
+            known = _remember(_ORIGINS, origin, (read.scheme, read.host, read.port, read.authority))
+        return cls(*known, path or "/")
+
+    @classmethod
+    def _read(cls, url: str) -> Target:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url[:200]!r}")
@@ -92,23 +112,47 @@ class Target:
 
     def head(self, headers: dict[str, str]) -> RequestHead:
         """The request line and header fields up to ``Content-Length:`` (whose value is added per request),
-        checked once here: names are RFC 9110 tokens, values latin-1 without control characters (CR, LF, NUL…),
-        and Host, Content-Length, Transfer-Encoding are the client's to set."""
+        checked here: names are RFC 9110 tokens, values latin-1 without control characters (CR, LF, NUL…),
+        and Host, Content-Length, Transfer-Encoding are the client's to set. The fields are written and checked
+        once per authority and headers (remembered); only the request line is written per call."""
         if not self.path.isascii():
             raise ValueError("the headers cannot be sent (the path is not ASCII)")
-        lines = [b"POST %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: gzip, deflate\r\n"
-                 % (self.path.encode("ascii"), self.authority.encode("ascii"))]
-        for name, value in headers.items():
-            try:
-                raw = value.encode("latin-1")
-            except UnicodeError:
-                raise ValueError(f"the headers cannot be sent ({name[:40]!r} is not latin-1)") from None
-            if not _TOKEN.fullmatch(name) or name.lower() in _THE_CLIENTS or _CTL_IN_VALUE.search(raw):
-                raise ValueError(f"the headers cannot be sent ({name[:40]!r}: not a field name, a control "
-                                 f"character in its value, or a field the client sets)")
-            lines.append(b"%s: %s\r\n" % (name.encode("ascii"), raw))
-        lines.append(b"Content-Length: ")
-        return RequestHead(b"".join(lines))
+        key = (self.authority, *headers.items())
+        fields = _FIELDS.get(key)
+        if fields is None:
+            fields = _remember(_FIELDS, key, _fields(self.authority, headers))
+        return RequestHead(b"POST %s HTTP/1.1\r\n%s" % (self.path.encode("ascii"), fields))
+
+
+def _fields(authority: str, headers: dict[str, str]) -> bytes:
+    lines = [b"Host: %s\r\nAccept-Encoding: gzip, deflate\r\n" % authority.encode("ascii")]
+    for name, value in headers.items():
+        try:
+            raw = value.encode("latin-1")
+        except UnicodeError:
+            raise ValueError(f"the headers cannot be sent ({name[:40]!r} is not latin-1)") from None
+        if not _TOKEN.fullmatch(name) or name.lower() in _THE_CLIENTS or _CTL_IN_VALUE.search(raw):
+            raise ValueError(f"the headers cannot be sent ({name[:40]!r}: not a field name, a control "
+                             f"character in its value, or a field the client sets)")
+        lines.append(b"%s: %s\r\n" % (name.encode("ascii"), raw))
+    lines.append(b"Content-Length: ")
+    return b"".join(lines)
+
+
+# What Target.parse read of an origin and Target.head wrote for an authority and headers (keys included: they
+# are in the process's memory either way). Bounded: the URLs come from requests.
+_ORIGINS: dict[str, tuple[str, str, int, str]] = {}
+_FIELDS: dict[tuple[object, ...], bytes] = {}
+_REMEMBERED = 256
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    if len(cache) >= _REMEMBERED:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 class RequestHead(bytes):

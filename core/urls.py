@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_NOT_PLAIN = re.compile(r"[\x00-\x20\x7f?#]")
+
+
+def split_origin(url: str) -> tuple[str, str] | None:
+    """``url`` as ``scheme://authority`` and the rest (its path, from the first ``/``; ``""`` when it has none)
+    when that is how urlsplit reads it, unchanged: ``http://`` or ``https://`` in lower case, ASCII, no query,
+    fragment, whitespace or control character. None: read it with urlsplit. For readers that remember what they
+    read of an origin — the URLs a rollout server calls differ per request only in their path (the rollout's ids)."""
+    if not url.startswith(("http://", "https://")) or not url.isascii() or _NOT_PLAIN.search(url):
+        return None
+    cut = url.find("/", url.index("//") + 2)
+    return (url, "") if cut < 0 else (url[:cut], url[cut:])
 
 
 def has_userinfo(url: str) -> bool:

@@ -46,20 +46,13 @@ class RetryPolicy:
     max_delay_s: float = 8.0
 
 
-_HEADS: dict[tuple[Target, str | None], RequestHead] = {}
-_MAX_HEADS = 256
-
-
-def json_post_head(target: Target, key: str | None) -> RequestHead:
-    """The head of a JSON POST to ``target`` with ``key`` as its bearer token (none without one), written and
-    checked once per URL and key, not per request (on the server's path that check was ~1 % of its CPU)."""
-    found = _HEADS.get((target, key))
-    if found is None:
-        found = target.head({"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})})
-        if len(_HEADS) >= _MAX_HEADS:  # request-named URLs: bounded
-            _HEADS.clear()
-        _HEADS[(target, key)] = found
-    return found
+def json_post(url: str, key: str | None) -> tuple[Target, RequestHead]:
+    """Where a JSON POST to ``url`` goes and its head, with ``key`` as its bearer token (none without one) — for
+    the policy calls and the status posts alike. The URLs differ per rollout only in their path: what they say of
+    the origin, and the header fields, are read and checked once (:meth:`Target.parse`, :meth:`Target.head`)."""
+    target = Target.parse(url)
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    return target, target.head(headers)
 
 
 def _delay(attempt: int, retry_after: str | None, policy: RetryPolicy) -> float:
@@ -104,8 +97,7 @@ async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str 
                     policy: RetryPolicy) -> PolicyAnswer:
     """POST ``body`` to ``url`` (…/chat/completions) until it answers, fails for good or the deadline passes."""
     try:
-        target = Target.parse(url)
-        head = json_post_head(target, key)
+        target, head = json_post(url, key)
     except ValueError as err:
         raise PolicyCallError(StatusCode.INVALID_ARGUMENT, f"the policy URL cannot be called: {err}") from None
     data = json.dumps(body).encode()

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import urlsplit
+
+from svgagent.core.urls import split_origin
 
 DEFAULT_ALLOWED_HOSTS: tuple[str, ...] = ("tracing.fireworks.ai", "api.fireworks.ai")
 _SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
@@ -20,6 +23,12 @@ _SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
 
 def url_host(url: str) -> str:
     """The lower-cased host of ``url`` ('' when it has none)."""
+    split = split_origin(url)
+    return _host(split[0] if split else url)
+
+
+@lru_cache(maxsize=256)
+def _host(url: str) -> str:
     try:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
@@ -27,7 +36,19 @@ def url_host(url: str) -> str:
 
 
 def check_http_url(url: str) -> str | None:
-    """Why ``url`` cannot be called (None when it is an http(s) URL with a host and nothing odd in it)."""
+    """Why ``url`` cannot be called (None when it is an http(s) URL with a host and nothing odd in it). A URL
+    :func:`split_origin` cuts has no query, fragment, space or control character: its origin decides, checked
+    once (each rollout's URL differs from the last only in its path)."""
+    split = split_origin(url)
+    return _origin_problem(split[0]) if split else _problem(url)
+
+
+@lru_cache(maxsize=256)
+def _origin_problem(origin: str) -> str | None:
+    return _problem(origin)
+
+
+def _problem(url: str) -> str | None:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port

@@ -13,12 +13,11 @@ import asyncio
 import json
 import logging
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode, status_dict
-from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
-from svgagent.core.serve.policy_call import json_post_head
+from svgagent.core.http1 import Http1Client, HttpProtocolError
+from svgagent.core.serve.policy_call import json_post
 from svgagent.core.serve.security import KeyPolicy
 
 log = logging.getLogger("svgagent.serve")
@@ -88,14 +87,8 @@ class StatusLogger:
         return False
 
     async def _send(self, url: str, record: dict[str, Any], key: str | None) -> int:
-        target = _target(url)
-        head = json_post_head(target, key)
+        target, head = json_post(url, key)
         async with asyncio.timeout(self.timeout_s):
             response = await self._client().post(target, head, json.dumps(record).encode(), max_body=1 << 20)
         return response.status
 
-
-@lru_cache(maxsize=64)
-def _target(url: str) -> Target:
-    """A gateway's /logs URL, parsed once (every rollout posts to the same one or two)."""
-    return Target.parse(url)
