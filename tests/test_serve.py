@@ -15,7 +15,7 @@ import pytest
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.serve.server import STOPPED
+from svgagent.core.serve.server import ROLLOUT_ID, STOPPED, JsonAccessLogger, access_log
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TracingGateway
 from svgagent.core.store import Store
@@ -367,6 +367,25 @@ async def test_the_access_log_is_one_json_line_per_request_without_keys(
     assert lines[0]["rollout_id"] == "logged"
     assert lines[0]["ms"] >= 0
     assert REQUEST_KEY not in caplog.text
+
+
+def test_an_access_log_line_is_json_whatever_its_path_and_rollout_id(caplog: pytest.LogCaptureFixture) -> None:
+    """The line is written out by hand (cheaper than json.dumps of a dict): quotes, backslashes and non-ASCII in
+    the path or the id still make one JSON object, the one json.dumps would make."""
+    from aiohttp import web
+    from aiohttp.test_utils import make_mocked_request
+
+    caplog.set_level(logging.INFO, logger="svgagent.serve.access")
+    request = make_mocked_request("POST", "/a%22b%5Cc/%C3%A9%0A?q=1")
+    request[ROLLOUT_ID] = 'id"with\\quote\u00e9'
+    JsonAccessLogger(access_log, "").log(request, web.Response(status=404), 0.0012345)
+    request = make_mocked_request("GET", "/")
+    JsonAccessLogger(access_log, "").log(request, web.Response(status=200), 0.5)
+    first, second = (json.loads(r.getMessage()) for r in caplog.records if r.name == "svgagent.serve.access")
+    assert {k: v for k, v in first.items() if k != "ts"} == {
+        "remote": None, "method": "POST", "path": '/a"b\\c/\u00e9\n', "status": 404, "ms": 1.23, "bytes": 0,
+        "rollout_id": 'id"with\\quote\u00e9'}
+    assert isinstance(first["ts"], float) and "rollout_id" not in second and second["ms"] == 500.0
 
 
 async def test_a_served_rollout_is_judged_locally_only_with_judge(store: Store, gateway: TracingGateway,

@@ -24,6 +24,7 @@ import logging
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_str  # a string as json.dumps writes it
 from typing import Any
 
 from aiohttp import web
@@ -53,11 +54,15 @@ class JsonAccessLogger(AbstractAccessLogger):
         return self.logger.isEnabledFor(logging.INFO)
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, took: float) -> None:
+        # Written out rather than json.dumps of a dict (a third of the line's cost, once per rollout); every string
+        # goes through json's own escaping.
         rollout_id = request.get(ROLLOUT_ID)
-        self.logger.info(json.dumps({
-            "ts": round(time.time(), 3), "remote": request.remote, "method": request.method, "path": request.path, "status": response.status,
-            "ms": round(took * 1000, 2), "bytes": response.body_length,
-            **({"rollout_id": rollout_id} if rollout_id else {})}))
+        remote = request.remote
+        self.logger.info(
+            f'{{"ts": {round(time.time(), 3)!r}, "remote": {_json_str(remote) if remote is not None else "null"}, '
+            f'"method": {_json_str(request.method)}, "path": {_json_str(request.path)}, '
+            f'"status": {int(response.status)}, "ms": {round(took * 1000, 2)!r}, "bytes": {int(response.body_length)}'
+            + (f', "rollout_id": {_json_str(rollout_id)}}}' if rollout_id else "}"))
 
 
 @dataclass
