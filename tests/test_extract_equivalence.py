@@ -81,3 +81,26 @@ def test_a_realistic_answer_extracts_the_same() -> None:
     answer = f"Here's the drawing you asked for.\n\n```svg\n{svg}\n```\n"
     assert list(extract._svg_tags(svg)) == _full_scan(svg)
     assert extract_svg(answer).svg == svg
+
+
+# The attribute pattern as it was, one alternative tried per character: the possessive runs must match the same.
+_PER_CHARACTER = r"""(?:"[^"]*"|'[^']*'|[^'"<>])*"""
+
+
+def test_the_possessive_attribute_runs_match_what_the_per_character_form_matched() -> None:
+    import re
+
+    pairs = [(re.compile(r"<([A-Za-z_][\w:.-]*)(?=[\s/>])(" + _PER_CHARACTER + ")>"), extract._OPEN_TAG),
+             (re.compile(r"<!" + _PER_CHARACTER + ">"), extract._DECLARATION),
+             (re.compile(r"<svg(?=[\s/>])" + _PER_CHARACTER + ">", re.IGNORECASE), extract._SVG_OPEN)]
+    assert all(new.pattern != old.pattern for old, new in pairs)
+    rng = random.Random(1302)
+    texts = ODD + ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 30))) for _ in range(3000)]
+    matched = 0
+    for text in texts:
+        for old, new in pairs:
+            for at in range(len(text)):
+                was, now = old.match(text, at), new.match(text, at)
+                assert (was and (was.span(), was.groups())) == (now and (now.span(), now.groups())), (text, at)
+                matched += was is not None
+    assert matched > 3000

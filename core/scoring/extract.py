@@ -43,13 +43,18 @@ _THINK_CLOSE = re.compile(r"</(?:think|thinking)\s*>", re.IGNORECASE)
 
 _FENCE_LANG = re.compile(r"[ \t]*([A-Za-z0-9_+.#/-]*)")
 
-# An opening <svg ...> tag (quoted attribute values may contain '>').
-_SVG_OPEN = re.compile(r"""<svg(?=[\s/>])(?:"[^"]*"|'[^']*'|[^'"<>])*>""", re.IGNORECASE)
+# What a tag holds after its name: quoted values (which may contain '>' and '<') and runs of anything else but
+# quotes and angle brackets. Each character decides which piece it starts, so the match is unique and the runs are
+# taken whole and possessively (one regex step per run, not three tries per character: ~30 % of extract_svg).
+_ATTRIBUTES = r"""(?:[^'"<>]++|"[^"]*+"|'[^']*+')*+"""
+
+# An opening <svg ...> tag.
+_SVG_OPEN = re.compile(r"<svg(?=[\s/>])" + _ATTRIBUTES + ">", re.IGNORECASE)
 
 # Markup, enough to balance elements.
-_OPEN_TAG = re.compile(r"""<([A-Za-z_][\w:.-]*)(?=[\s/>])((?:"[^"]*"|'[^']*'|[^'"<>])*)>""")
+_OPEN_TAG = re.compile(r"<([A-Za-z_][\w:.-]*)(?=[\s/>])(" + _ATTRIBUTES + ")>")
 _CLOSE_TAG = re.compile(r"</([A-Za-z_][\w:.-]*)\s*>")
-_DECLARATION = re.compile(r"""<!(?:"[^"]*"|'[^']*'|[^'"<>])*>""")
+_DECLARATION = re.compile(r"<!" + _ATTRIBUTES + ">")
 # Constructs whose end is a fixed string; unterminated, they swallow the rest of the text (as in XML).
 _DELIMITED = (("<!--", "-->"), ("<![CDATA[", "]]>"), ("<?", "?>"))
 _CLOSERS = dict(_DELIMITED)
