@@ -6,6 +6,10 @@ its own, commits what has queued once per :data:`WINDOW_S` (changes to the same 
 one UPDATE). A change that must be durable before the rollout goes on — a paid answer — closes its batch within
 :data:`URGENT_S` and is awaited.
 
+The engine's event loop closes the batches (a timer of the loop: a submit is a list append, no condition variable)
+and hands each to the thread through a queue; the thread blocks on that queue only, and commits the batches that
+queued while it wrote in one transaction (they would each have been one).
+
 What is guaranteed:
 
 - **A crash loses at most the last window of state, never an acknowledged paid answer.** The engine awaits the
@@ -24,11 +28,10 @@ What is guaranteed:
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.store import Store
@@ -37,15 +40,20 @@ WINDOW_S = 0.05
 URGENT_S = 0.005
 
 
-@dataclass
-class _Change:
+class _Change(NamedTuple):
     rollout_id: str
     fields: dict[str, Any]
-    cache: tuple[str, str, dict[str, Any]] | None = None
-    done: Callable[[StoreError | None], None] | None = None
-    urgent: bool = False
-    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None  # settled once committed
-    at: float = field(default_factory=time.monotonic)
+    cache: tuple[str, str, dict[str, Any]] | None
+    done: Callable[[StoreError | None], None] | None
+    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None  # settled once committed
+
+
+class _Flush(NamedTuple):  # settled once every batch queued before it is committed (or failed)
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+
+
+_STOP = None  # queued last by close(): the thread commits what is before it and ends
 
 
 class RolloutWriter:
@@ -56,11 +64,12 @@ class RolloutWriter:
         self._path = store.path
         self.window_s = window_s
         self.urgent_s = urgent_s
-        self._changes: list[_Change] = []
-        self._urgent_queued = False
-        self._cond = threading.Condition()
+        self._pending: list[_Change] = []  # the open batch (appended on the loop, taken by a cut or close())
+        self._lock = threading.Lock()
+        self._batches: queue.SimpleQueue[list[_Change] | _Flush | None] = queue.SimpleQueue()
+        self._timer: asyncio.TimerHandle | None = None  # the open batch's cut
+        self._cut_at = 0.0
         self._closing = False
-        self._idle = True
         self.error: StoreError | None = None
         self.batches = 0  # transactions committed (for tests and bench/engine.py)
         self._thread: threading.Thread | None = None
@@ -71,22 +80,29 @@ class RolloutWriter:
                _waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None) -> None:
         """Queue a change of ``rollout_id`` (and, in the same transaction, a cache entry). ``done`` is called
         from the writer's thread once it is committed (with None) or could not be (with the error)."""
-        with self._cond:
-            if self.error is not None:
-                raise self.error
+        if self.error is not None:
+            raise self.error
+        with self._lock:  # close() may run in another thread: a change is either before its cut, or refused
             if self._closing:
                 raise StoreError("the store writer is closed")
-            # wake the writer only when this change can move its deadline: the first of a batch, or its first
-            # urgent change (waking it for every change cost a thread switch each)
-            wake = not self._changes or (urgent and not self._urgent_queued)
-            self._changes.append(_Change(rollout_id, fields, cache, done, urgent, _waiter))
-            self._urgent_queued = self._urgent_queued or urgent
-            self._idle = False
+            self._pending.append(_Change(rollout_id, fields, cache, done, _waiter))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
                 self._thread.start()
-            if wake:
-                self._cond.notify()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to time the batch: it goes now
+            self._cut()
+            return
+        # the first change of a batch sets its cut, an urgent one may bring it forward (the window's start is the
+        # first change's time, as the loop saw it)
+        cut_at = loop.time() + (self.urgent_s if urgent else self.window_s)
+        timer = self._timer
+        if timer is None or cut_at < self._cut_at:
+            if timer is not None:
+                timer.cancel()
+            self._timer = loop.call_at(cut_at, self._cut)
+            self._cut_at = cut_at
 
     async def commit(self, rollout_id: str, fields: dict[str, Any], *,
                      cache: tuple[str, str, dict[str, Any]] | None = None,
@@ -100,16 +116,32 @@ class RolloutWriter:
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (raises the writer's :class:`StoreError`, if any)."""
-        await asyncio.to_thread(self._wait_idle)
+        with self._lock:
+            thread, closing = self._thread, self._closing
+        if closing:  # close() handed everything to the thread, which ends once it is committed
+            if thread is not None:
+                await asyncio.to_thread(thread.join)
+        elif thread is not None and self.error is None:
+            self._cut()
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            self._batches.put(_Flush(loop, future))
+            await future
         if self.error is not None:
             raise self.error
 
     def close(self) -> None:
-        """Commit what is queued and stop the thread (blocking; an error stays in :attr:`error`)."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-            thread = self._thread
+        """Commit what is queued and stop the thread (blocking, from any thread; an error stays in :attr:`error`)."""
+        with self._lock:
+            if self._closing:
+                thread = None if self._thread is threading.current_thread() else self._thread
+            else:
+                self._closing = True
+                batch, self._pending = self._pending, []
+                if batch:
+                    self._batches.put(batch)
+                self._batches.put(_STOP)
+                thread = self._thread
         if thread is not None:
             thread.join()
 
@@ -119,49 +151,54 @@ class RolloutWriter:
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
 
-    def _wait_idle(self) -> None:
-        with self._cond:
-            while not self._idle and self.error is None:
-                self._cond.wait()
+    def _cut(self) -> None:
+        """Close the open batch: hand it to the thread (on the loop: its timer, or a flush)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        with self._lock:
+            batch, self._pending = self._pending, []
+        if batch:
+            self._batches.put(batch)
 
     # --- the writer's thread --------------------------------------------------------------------------------
     def _run(self) -> None:
         store: Store | None = None
         try:
             while True:
-                batch = self._next_batch()
-                if batch is None:
+                changes, flushes, stop = self._next_batch()
+                if changes:
+                    if store is None and self.error is None:
+                        try:
+                            store = Store(self._path)
+                        except StoreError as err:
+                            self._fail(err)
+                    self._write(store, changes)
+                for flush in flushes:
+                    _wake(flush.loop, [flush.future], self.error)
+                if stop:
                     return
-                if store is None and self.error is None:
-                    try:
-                        store = Store(self._path)
-                    except StoreError as err:
-                        self._fail(err)
-                self._write(store, batch)
         finally:
             if store is not None:
                 store.close()
 
-    def _next_batch(self) -> list[_Change] | None:
-        """Wait for the first change, then until its batch closes (the window, or sooner for an urgent change)."""
-        with self._cond:
-            while not self._changes:
-                self._idle = True
-                self._cond.notify_all()
-                if self._closing:
-                    return None
-                self._cond.wait()
-            first = self._changes[0].at
-            while not self._closing:
-                urgent = next((c.at for c in self._changes if c.urgent), None)
-                deadline = min(first + self.window_s, urgent + self.urgent_s if urgent is not None else first + 1e9)
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
-            batch, self._changes = self._changes, []
-            self._urgent_queued = False
-            return batch
+    def _next_batch(self) -> tuple[list[_Change], list[_Flush], bool]:
+        """Wait for a batch, then take every batch queued behind it too: (their changes, the flushes among them,
+        whether close() ended the queue)."""
+        item = self._batches.get()
+        changes: list[_Change] = []
+        flushes: list[_Flush] = []
+        while True:
+            if item is _STOP:
+                return changes, flushes, True
+            if isinstance(item, _Flush):
+                flushes.append(item)
+            else:
+                changes += item
+            try:
+                item = self._batches.get_nowait()
+            except queue.Empty:
+                return changes, flushes, False
 
     def _write(self, store: Store | None, batch: list[_Change]) -> None:
         error = self.error
@@ -181,17 +218,19 @@ class RolloutWriter:
             if change.waiter is not None:
                 waiting.setdefault(change.waiter[0], []).append(change.waiter[1])
         for loop, futures in waiting.items():  # one wake-up of each waiting loop per batch, not one per change
-            try:
-                loop.call_soon_threadsafe(_settle, futures, error)
-            except RuntimeError:  # that loop has closed: nobody waits any more
-                pass
+            _wake(loop, futures, error)
 
     def _fail(self, err: StoreError) -> StoreError:
-        with self._cond:
-            if self.error is None:
-                self.error = err
-            self._cond.notify_all()
-            return self.error
+        if self.error is None:
+            self.error = err
+        return self.error
+
+
+def _wake(loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[None]], error: StoreError | None) -> None:
+    try:
+        loop.call_soon_threadsafe(_settle, futures, error)
+    except RuntimeError:  # that loop has closed: nobody waits any more
+        pass
 
 
 def _settle(futures: list[asyncio.Future[None]], error: StoreError | None) -> None:

@@ -124,3 +124,39 @@ async def test_flush_waits_for_everything_submitted(run) -> None:
             writer.submit(rollout_id, {"status": RolloutStatus.SCORED, "score": 1.0})
         await writer.flush()
         assert all(_status_elsewhere(store.path, i) == "scored" for i in ids)
+
+
+async def test_batches_that_queue_while_one_is_written_share_the_next_transaction(run, monkeypatch) -> None:
+    """The loop closes batches on its timer; those that close while the thread is still writing are committed
+    together (each would have been a transaction of its own), and every one of their commits is acknowledged."""
+    store, ids = run
+    entered, release = threading.Event(), threading.Event()
+    real = Store.write_batch
+    calls: list[list[str]] = []
+
+    def held(self: Store, rollouts: list, cache: tuple = ()) -> None:
+        calls.append([rollout_id for rollout_id, _ in rollouts])
+        if len(calls) == 1:
+            entered.set()
+            release.wait(10)
+        real(self, rollouts, cache)
+
+    async def cut(count: int) -> None:  # until the loop's timer has handed that many batches to the thread
+        while writer._batches.qsize() < count:
+            await asyncio.sleep(0.001)
+
+    monkeypatch.setattr(Store, "write_batch", held)
+    async with RolloutWriter(store, urgent_s=0.001) as writer:
+        first = asyncio.ensure_future(writer.commit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "a"}))
+        await asyncio.to_thread(entered.wait, 10)
+        later = []
+        for count, rollout_id in enumerate(ids[1:], start=1):  # each its own batch
+            later.append(asyncio.ensure_future(writer.commit(rollout_id, {"status": RolloutStatus.RENDERING,
+                                                                          "raw_answer": "b"})))
+            await cut(count)
+        assert not first.done() and not any(f.done() for f in later)
+        release.set()
+        await asyncio.gather(first, *later)
+    assert calls == [[ids[0]], ids[1:]]
+    assert writer.batches == 2
+    assert [_status_elsewhere(store.path, i) for i in ids] == ["rendering"] * 3
