@@ -22,6 +22,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode
@@ -60,12 +61,20 @@ def step_hint(completion_params: dict[str, Any], model: str) -> StepHint:
         step = _int(completion_params.get(key))
         if step is not None:
             return StepHint(step, epoch, "metadata")
-    found = _MODEL_STEP.search(model)
-    if found:
-        epoch_found = _MODEL_EPOCH.search(model)
-        return StepHint(int(found.group(1)), epoch if epoch is not None else
-                        (int(epoch_found.group(1)) if epoch_found else None), "model")
+    step, model_epoch = _model_step(model)
+    if step is not None:
+        return StepHint(step, epoch if epoch is not None else model_epoch, "model")
     return StepHint(None, epoch, "run order")
+
+
+@lru_cache(maxsize=256)
+def _model_step(model: str) -> tuple[int | None, int | None]:
+    """The step and epoch a model name says (read once per name: every rollout of a step names the same model)."""
+    found = _MODEL_STEP.search(model)
+    if not found:
+        return None, None
+    epoch = _MODEL_EPOCH.search(model)
+    return int(found.group(1)), int(epoch.group(1)) if epoch else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,10 +199,16 @@ class TrainingStore:
         raise outcome
 
     def record_many(self, batch: Sequence[Served]) -> list[ServedRef | StoreError]:
-        """Store several ended rollouts in one transaction (its commit was most of a stored rollout's CPU), each
-        on a savepoint of its own: one that cannot be written (its error in its place in the answer) costs the
-        others nothing. A failed commit raises StoreError: then none is stored."""
+        """Store several ended rollouts in one transaction (its commit was most of a stored rollout's CPU); one
+        that cannot be written (its error in its place in the answer) costs the others nothing. A failed commit
+        raises StoreError: then none is stored. The batch is first written as it is; only when that fails is it
+        written again with each rollout on a savepoint of its own (two statements more per rollout, paid only then)."""
         stamp = now_iso()
+        try:
+            with self.store.transaction() as db:
+                return [self._insert(db, one, stamp) for one in batch]
+        except StoreError:
+            pass  # rolled back: nothing of it is stored
         outcomes: list[ServedRef | StoreError] = []
         with self.store.transaction() as db:
             for one in batch:

@@ -116,3 +116,27 @@ def test_a_batch_stores_each_rollout_on_a_savepoint_of_its_own(tmp_path: Path) -
         assert [training.served(n) is not None for n in ("b1", "b2", "b3")] == [True, False, True]
         assert (first.ep_rollout_id, third.ep_rollout_id) == ("b1", "b3")  # type: ignore[union-attr]
         assert store.get_rollout(third.rollout_id).raw_answer == "b3"  # type: ignore[union-attr]
+
+
+def test_a_batch_that_can_be_written_is_written_without_savepoints(tmp_path: Path) -> None:
+    """The savepoints (two statements more per rollout) are paid only when the batch as a whole fails."""
+    from svgagent.core.training import Served
+
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        hint = StepHint(None, None, "run order")
+        batch = []
+        for name in ("c1", "c2"):
+            ident = ids(name, "run", f"row_{name}")
+            place = training.place(ids=ident, model="m", hint=hint, judged=False)
+            batch.append(Served(place, ident, "m", "Draw", ("a",), False,
+                                {"status": RolloutStatus.SCORED, "raw_answer": name}, StatusCode.FINISHED, "done"))
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        try:
+            refs = training.record_many(batch)
+        finally:
+            store._db.set_trace_callback(None)
+        assert [ref.ep_rollout_id for ref in refs] == ["c1", "c2"]  # type: ignore[union-attr]
+        assert not [s for s in statements if "SAVEPOINT" in s.upper()]
+        assert sum(s.startswith("INSERT INTO served_rollouts") for s in statements) == 2

@@ -10,10 +10,10 @@ What is guaranteed — the same as one transaction per rollout:
 - **A status is logged only after its rollout is committed.** :meth:`Recorder.record` returns once the batch that
   holds the rollout is committed (``conclude`` posts the status after that), so a rollout whose FINISHED status
   eval-protocol sees is in the store, with its picture.
-- **One rollout that cannot be written costs the others nothing**: each is on a savepoint of its own; its waiter
-  gets the StoreError. A batch whose commit fails gives every waiter the StoreError, and none of it is stored.
-  Either way the caller logs the status anyway (a store failure is never an error status: eval-protocol would pay
-  for the same answer again).
+- **One rollout that cannot be written costs the others nothing**: the batch is then written again with each on a
+  savepoint of its own (``TrainingStore.record_many``); its waiter gets the StoreError. A batch whose commit fails
+  gives every waiter the StoreError, and none of it is stored. Either way the caller logs the status anyway (a
+  store failure is never an error status: eval-protocol would pay for the same answer again).
 - **A waiter cancelled before its batch is committed takes its rollout out of the batch** (``stop()`` then stores
   and logs it as stopped, once); after the commit, the rollout stays stored.
 - :meth:`Recorder.flush` (``stop()``) commits what is queued at once.
