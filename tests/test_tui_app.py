@@ -7,7 +7,8 @@ from factories import RUN_ID, Spec, build_run
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Tabs
-from tui_support import make_app, notifications, plain, preview_of, rows, settings_for, settle, summary_lines, table_of
+from tui_support import (make_app, notifications, picture_colours, plain, preview_of, rows, settings_for, settle,
+                         summary_lines, table_of)
 
 from svgagent.core.store import Store
 from svgagent.screens.help import HelpScreen
@@ -57,17 +58,16 @@ async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> N
         preview = preview_of(app)
         assert preview.picture.record is not None
         assert preview.picture.record.rollout_id == f"{RUN_ID}.0.0"
-        image = preview.picture.image_text
+        image = preview.picture.image
         assert image is not None
         assert "▀" in image.plain
-        colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
-        assert (135, 206, 235) in colours  # the sky of the fixed SVG, in 24-bit colour
-        assert "triangle is too small to count" in plain(preview.query_one("#info-rationale"))
-        assert "The sky is light blue." in plain(preview.query_one("#info-requirements"))
+        assert (135, 206, 235) in picture_colours(image)  # the sky of the fixed SVG, in 24-bit colour
+        assert "triangle is too small to count" in plain(preview.picture)
+        assert "The sky is light blue." in plain(preview.picture)
         await pilot.press("j", "j")
         await settle(pilot)
         assert preview.picture.record.rollout_id == f"{RUN_ID}.2.0"
-        assert preview.picture.image_text is None
+        assert preview.picture.image is None
         assert "no <svg> element" in (preview.picture.record.reason or "")
 
 
@@ -82,23 +82,48 @@ async def test_preview_picture_uses_the_space_it_has(store: Store, size: tuple[i
             await pilot.press("2")
         await settle(pilot)
         preview = preview_of(app)
-        image = preview.picture.image_text
+        image = preview.picture.image
         assert image is not None
         rows = image.plain.split("\n")
-        picture = preview.picture.region
-        text = preview.query_one("#preview-text").region
-        body = preview.query_one("#preview-body").region
+        body = preview.picture
+        text_width = body.scrollable_content_region.width - body.text_x
+        lines = plain(body).split("\n")
         if size == (80, 24):
             assert preview.beside
-            assert len(rows) == body.height  # the whole height of the pane
+            assert len(rows) == body.size.height  # the whole height of the pane
             assert len(rows[0]) == 2 * len(rows)  # the fixture's picture is square
-            assert text.x >= picture.right
-            assert text.width >= 34  # the rationale beside it
-            assert "triangle is too small" in plain(preview.query_one("#info-rationale"), width=text.width)
+            assert body.text_x >= len(rows[0])
+            assert text_width >= 34  # the rationale beside it
+            assert "triangle is too small" in plain(body)
+            assert max(len(line) for line in lines[len(rows) + 1:]) <= text_width  # wrapped at its column
         else:
             assert not preview.beside
-            assert len(rows[0]) == body.width  # the whole width of the pane
-            assert text.y >= picture.bottom
+            assert len(rows[0]) == body.size.width  # the whole width of the pane
+            assert body.text_x == 0  # the text below the picture
+
+
+async def test_the_preview_scrolls_its_text_beside_a_still_picture(store: Store) -> None:
+    """The 80×24 Preview pane: PgDn/End/Home scroll the text (drawn by line, not laid out), the picture beside it
+    stays where it is, and what is drawn at the top is the text's line at the scroll offset."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        body = preview_of(app).picture
+        assert app.focused is body
+        assert body.beside and body.max_scroll_y > 10  # the SVG source is long
+        picture_row = body.image.plain.split("\n")[0]
+        text = body.text.split("\n")
+        for keys, offset in ((("pagedown",), body.scrollable_content_region.height),
+                             (("end",), body.max_scroll_y), (("home",), 0)):
+            await pilot.press(*keys)
+            await settle(pilot)
+            assert body.scroll_y == min(offset, body.max_scroll_y)
+            top = body.render_line(0).text
+            assert top.startswith(picture_row)  # the picture does not scroll
+            assert top[body.text_x:].rstrip() == text[int(body.scroll_y)]
+        assert len(text) == body.virtual_size.height
 
 
 async def test_filter_language_and_escape(store: Store) -> None:

@@ -14,7 +14,7 @@ import pytest
 from factories import FLAG_SVG, SCENE_SVG, Spec, build_run
 from test_compare import ROWS_A, ROWS_B, expected_comparison, make_run
 from textual.widgets import OptionList
-from tui_support import make_app, notifications, plain, settle
+from tui_support import make_app, notifications, picture_colours, plain, settle
 
 from svgagent.core.store import Store
 from svgagent.screens.compare import CompareScreen
@@ -196,18 +196,16 @@ async def test_pictures_are_drawn_side_by_side(store: Store) -> None:
         screen = await open_compare(pilot, "20260101-000000-aaaa", "20260101-000000-bbbb")
         assert [r.row_id for r in screen.rows] == ["row_1", "row_0"]  # -0.75 then +0.5
         side_a, side_b = screen.query_one("#side-a", CompareSide), screen.query_one("#side-b", CompareSide)
-        image = side_a.picture.image_text
+        image = side_a.picture.image
         assert image is not None
         assert len(image.plain.splitlines()) >= 4  # vertical bands: coloured cells
-        colours = {span.style.bgcolor.triplet for span in image.spans if span.style and span.style.bgcolor}
-        assert (0, 85, 164) in colours  # the flag's blue, in 24-bit colour
-        assert side_b.picture.image_text is None
+        assert (0, 85, 164) in picture_colours(image)  # the flag's blue, in 24-bit colour
+        assert side_b.picture.image is None
         assert "no image" in plain(side_b.query_one(".side-image"))
         await pilot.press("j")
         await settle(pilot)
-        assert side_b.picture.image_text is not None
-        assert ((135, 206, 235) in {
-            s.style.bgcolor.triplet for s in side_b.picture.image_text.spans if s.style and s.style.bgcolor})
+        assert side_b.picture.image is not None
+        assert (135, 206, 235) in picture_colours(side_b.picture.image)
 
 
 async def test_run_picker_marks_a_and_b_then_compares(store: Store) -> None:

@@ -11,18 +11,20 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from factories import RUN_ID, big_run, build_run
 from test_tui_idle import count_updates
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.widget import Widget
 from tui_support import make_app, plain, preview_of, settle, table_of
 
 from svgagent.core.store import Store
 from svgagent.tui import imaging
 from svgagent.tui.widgets.rollout_info import SECTIONS, RolloutInfo
+from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.text_box import TextBox, signature
 
@@ -116,9 +118,9 @@ async def test_preview_of_an_unchanged_rollout_draws_nothing_again(store: Store)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         preview = preview_of(app)
-        assert preview.picture.image_text is not None
-        drawn = preview.picture.image_text
-        with mock.patch.object(imaging, "png_to_text", wraps=imaging.png_to_text) as converted, \
+        assert preview.picture.image is not None
+        drawn = preview.picture.image
+        with mock.patch.object(imaging, "png_to_blocks", wraps=imaging.png_to_blocks) as converted, \
                 layout_requests() as asked:
             preview.reload()
             await settle(pilot)
@@ -128,28 +130,40 @@ async def test_preview_of_an_unchanged_rollout_draws_nothing_again(store: Store)
             preview.reload()
             await settle(pilot)
         assert converted.call_count == 0
-        assert preview.picture.image_text is drawn
+        assert preview.picture.image is drawn
         assert asked == []
-        timing = preview.query_one("#info-timing", TextBox)
-        assert "judge 0.95 s" in plain(timing)
+        assert "judge 0.95 s" in plain(preview.picture)
+
+
+class PictureApp(App[None]):
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Picture(self.store, id="picture")
 
 
 async def test_a_picture_of_the_same_size_replaces_the_last_without_a_layout(store: Store) -> None:
-    app = make_app(store, run_id=RUN_ID)
-    async with app.run_test(size=(120, 40)) as pilot:
+    """The compare and rollout screens' picture is as large as what it shows: the same size again repaints it."""
+    async with PictureApp(store).run_test(size=(80, 30)) as pilot:
+        picture = pilot.app.query_one(Picture)
+        picture.fit(24, 12)
+        picture.show(f"{RUN_ID}.0.0")
         await settle(pilot)
-        picture = preview_of(app).picture
-        first = picture.image_text
-        layouts = count_updates(picture)  # the layout argument of each update
-        assert table_of(app).move_to(f"{RUN_ID}.4.0")  # another rollout, the same scene: the same picture size
-        await settle(pilot)
-        assert picture.rollout_id == f"{RUN_ID}.4.0"
-        assert picture.image_text is not None
-        assert picture.image_text is not first
-        assert layouts == [False]
-        assert table_of(app).move_to(f"{RUN_ID}.1.0")  # the flag: another shape, laid out
-        await settle(pilot)
-        assert layouts == [False, True]
+        first = picture.image
+        assert first is not None
+        with layout_requests() as asked:
+            picture.show(f"{RUN_ID}.4.0")  # another rollout, the same scene: the same picture size
+            await settle(pilot)
+            assert picture.image is not None
+            assert picture.image is not first
+            assert asked == []
+            picture.show(f"{RUN_ID}.1.0")  # the flag: another shape, laid out
+            await settle(pilot)
+        assert asked == ["picture"]
+        assert picture.size == Size(*picture.image.shape)
 
 
 class TableApp(App[None]):
@@ -193,29 +207,54 @@ def full_reflows() -> Iterator[list[int]]:
         yield done
 
 
-async def test_a_new_rollout_in_the_preview_is_one_layout_of_the_screen(store: Store) -> None:
-    """The cursor moves to a rollout whose picture and text differ in size: the picture and the text change in the
-    same frame, and the sizes that layout gives do not ask for a second one (it was three before)."""
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store: Store,
+                                                                           size: tuple[int, int]) -> None:
+    """The cursor moves between rollouts whose pictures and texts differ in size (the scene, the flag, one
+    without a picture): the preview (picture on top at 120×40, text beside it in the 80×24 pane) is repainted,
+    the screen is never laid out again, and each rollout's text is shown, wrapped at its column."""
     app = make_app(store, run_id=RUN_ID)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        preview = preview_of(app)
-        with full_reflows() as reflows:
-            assert table_of(app).move_to(f"{RUN_ID}.1.0")  # the flag: another picture size, other text
+        if size == (80, 24):
+            await pilot.press("2")
             await settle(pilot)
-        assert preview.picture.rollout_id == f"{RUN_ID}.1.0"
-        assert "All four requirements are met." in plain(preview.query_one("#info-rationale"))
-        assert len(reflows) == 1
+        preview = preview_of(app)
+        body = preview.picture
+        with full_reflows() as reflows, layout_requests() as asked:
+            for row, expected in ((1, "All four requirements are met."), (2, "no <svg> element"),
+                                  (0, "triangle is too small to count"), (1, "All four requirements are met.")):
+                assert table_of(app).move_to(f"{RUN_ID}.{row}.0")
+                await settle(pilot)
+                assert body.rollout_id == f"{RUN_ID}.{row}.0"
+                assert expected in " ".join(body.text.split())
+                assert max(map(len, body.text.split("\n"))) <= body.scrollable_content_region.width - body.text_x
+        assert asked == []
+        assert reflows == []
 
 
-def test_half_blocks_become_the_same_text_as_richs_ansi_decoder_gives() -> None:
-    """The picture's conversion skips Rich's general ANSI decoder (most of its cost, in a thread holding the GIL):
-    the text, its spans and styles are the same as ``Text.from_ansi`` makes of term-image's output."""
+def _cells(rows: Any) -> list[list[tuple[str, Any]]]:
+    """(character, style) of each cell of each line."""
+    return [[(char, segment.style) for segment in row for char in segment.text] for row in rows]
+
+
+def test_half_blocks_become_the_cells_richs_ansi_decoder_gives() -> None:
+    """The picture's conversion builds segments directly (one Style for each colour pair), skipping Rich's
+    general ANSI decoder and Text (most of its cost, in a thread holding the GIL): each cell has the character and
+    style ``Text.from_ansi`` gives for term-image's output, drawn."""
+    import io
     import random
 
     from factories import FLAG_SVG, SCENE_SVG, render_png
     from PIL import Image
+    from rich.console import Console
     from term_image.image import BlockImage
+
+    console = Console(file=io.StringIO(), color_system="truecolor", width=500)
+
+    def rich_cells(ansi: str) -> list[list[tuple[str, Any]]]:
+        text = Text.from_ansi(ansi, no_wrap=True, end="")
+        return _cells(line.render(console, end="") for line in text.split("\n", allow_blank=True))
 
     imaging.configure_term_image()
     noise = Image.new("RGB", (60, 40))
@@ -225,14 +264,15 @@ def test_half_blocks_become_the_same_text_as_richs_ansi_decoder_gives() -> None:
     for picture in pictures:
         for box in ((20, 10), (38, 19), (7, 3)):
             block = BlockImage(picture)
-            block.set_size(*imaging.fit_cells(picture.width, picture.height, *box))
+            cols, lines = imaging.fit_cells(picture.width, picture.height, *box)
+            block.set_size(cols, lines)
             ansi = str(block).rstrip("\n")
-            expected = Text.from_ansi(ansi, no_wrap=True, end="")
-            got = imaging.blocks_to_text(ansi)
-            assert got == expected
-            assert got.spans == expected.spans
-            assert (got.no_wrap, got.end) == (expected.no_wrap, expected.end)
-    assert imaging.blocks_to_text("\x1b[1mbold\x1b[0m") == Text.from_ansi("\x1b[1mbold\x1b[0m", no_wrap=True, end="")
+            got = imaging.blocks_from_ansi(ansi)
+            assert _cells(got.rows) == rich_cells(ansi)
+            assert got.shape == (cols, lines)
+    bold = imaging.blocks_from_ansi("\x1b[1mbold\x1b[0m")  # not what BlockImage writes: Rich's decoder
+    assert _cells(bold.rows) == rich_cells("\x1b[1mbold\x1b[0m")
+    assert bold.shape == (4, 1)
 
 
 async def test_typing_into_the_filter_or_a_config_field_asks_for_no_layout(store: Store) -> None:

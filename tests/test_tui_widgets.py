@@ -10,14 +10,14 @@ import pytest
 from factories import FLAG_SVG, RUN_ID, SCENE_SVG, big_run, build_run, render_png
 from textual.app import App, ComposeResult
 from textual.geometry import Region
-from tui_support import FIXED_CLOCK  # noqa: F401 - configures term-image for this module too
+from tui_support import FIXED_CLOCK, picture_colours  # noqa: F401 - FIXED_CLOCK: configures term-image here too
 
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.records import summarize_rows
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
-from svgagent.tui.imaging import fit_cells, png_to_text, show_full_resolution
+from svgagent.tui.imaging import fit_cells, png_to_blocks, show_full_resolution
 from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, prompt_topic, short_id
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import estimate_eta, format_duration, format_summary
@@ -232,14 +232,14 @@ def test_fit_cells_keeps_the_aspect_ratio() -> None:
 
 
 def test_png_becomes_24_bit_half_blocks() -> None:
-    text = png_to_text(render_png(SCENE_SVG), 20, 10)
-    lines = text.plain.split("\n")
+    picture = png_to_blocks(render_png(SCENE_SVG), 20, 10)
+    lines = picture.plain.split("\n")
     assert len(lines) == 10
     assert {len(line) for line in lines} == {20}
-    assert "▀" in text.plain or "▄" in text.plain
-    colours = {s.style.color.triplet for s in text.spans if s.style and s.style.color}
-    assert (255, 204, 0) in colours  # the sun, drawn with a 24-bit foreground
-    flag = png_to_text(render_png(FLAG_SVG), 30, 30)
+    assert picture.shape == (20, 10)
+    assert "▀" in picture.plain or "▄" in picture.plain
+    assert (255, 204, 0) in picture_colours(picture, "color")  # the sun, drawn with a 24-bit foreground
+    flag = png_to_blocks(render_png(FLAG_SVG), 30, 30)
     assert len(flag.plain.split("\n")) == 10  # 3:2 picture in 30 columns
 
 

@@ -91,6 +91,12 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float
         waited += 0.05
 
 
+def picture_colours(image: Any, layer: str = "bgcolor") -> set[tuple[int, int, int]]:
+    """The 24-bit colours of a drawn picture (``HalfBlocks``): its backgrounds, or ``layer="color"`` foregrounds."""
+    return {getattr(segment.style, layer).triplet for row in image.rows for segment in row
+            if segment.style and getattr(segment.style, layer) and getattr(segment.style, layer).triplet}
+
+
 def plain(widget: Any, width: int = 100) -> str:
     """The text a Static shows (its content rendered without styles)."""
     import io

@@ -1,4 +1,4 @@
-"""PNG → terminal pictures with term-image: half blocks as Rich text for panes, the best protocol full screen.
+"""PNG → terminal pictures with term-image: half blocks as Rich segments for panes, the best protocol full screen.
 
 term-image looks for a terminal when it is imported and may query it later; inside a Textual app (and in tests)
 neither may happen. :func:`configure_term_image` (called by ``cmd_tui`` before the app starts, and by test setup)
@@ -15,10 +15,14 @@ import re
 import shutil
 import sys
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
+from rich.cells import cell_len
 from rich.color import Color
+from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
@@ -57,7 +61,7 @@ def fit_cells(width_px: int, height_px: int, max_cols: int, max_lines: int) -> t
     return cols, lines
 
 
-def png_to_text(png: bytes, max_cols: int, max_lines: int) -> Text:
+def png_to_blocks(png: bytes, max_cols: int, max_lines: int) -> HalfBlocks:
     """The PNG as 24-bit half-block characters (▀/▄ with colours), scaled to fit the box. Call from a thread."""
     if not _configured:
         configure_term_image()
@@ -67,29 +71,53 @@ def png_to_text(png: bytes, max_cols: int, max_lines: int) -> Text:
     cols, lines = fit_cells(image.width, image.height, max_cols, max_lines)
     block = BlockImage(image)
     block.set_size(cols, lines)
-    return blocks_to_text(str(block).rstrip("\n"))
+    return blocks_from_ansi(str(block).rstrip("\n"))
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class HalfBlocks:
+    """A drawn picture: one tuple of Rich segments (a character and its colours) per line, ``width`` cells wide.
+    Widgets draw its lines as they are (the line API), with no Rich text or layout of it on the app's loop."""
+
+    rows: tuple[tuple[Segment, ...], ...]
+    width: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(columns, lines)."""
+        return self.width, len(self.rows)
+
+    @property
+    def plain(self) -> str:
+        return "\n".join("".join(segment.text for segment in row) for row in self.rows)
 
 
 _SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
-def blocks_to_text(ansi: str) -> Text:
-    """term-image's half-block picture as Rich text: what ``Text.from_ansi(ansi, no_wrap=True, end="")`` gives (the
-    same text, spans and styles), without Rich's general ANSI decoder — ≈70 % of a picture's conversion, run in a
-    thread that holds the GIL while the app's loop waits. Reads only what BlockImage writes (reset, 24-bit
-    foreground and background); anything else goes to Rich's decoder."""
-    styles: dict[tuple[Color | None, Color | None], Style | None] = {}
-    colors: dict[tuple[str, ...], Color] = {}  # a picture repeats its colours: one Color (and hex name) for each
-    lines: list[Text] = []
+def blocks_from_ansi(ansi: str) -> HalfBlocks:
+    """term-image's half-block picture as segments: the characters and styles Rich's ANSI decoder gives
+    (``Text.from_ansi(ansi, no_wrap=True, end="")`` drawn), built directly — no Text, no spans, one Style for each
+    (foreground, background) pair the picture uses, in a thread that holds the GIL while the app's loop waits.
+    Reads only what BlockImage writes (reset, 24-bit foreground and background); anything else goes to Rich's
+    decoder."""
+    styles: dict[tuple[tuple[str, ...] | None, tuple[str, ...] | None], Style | None] = {}
+    rows: list[tuple[Segment, ...]] = []
+    width = 0
     for row in ansi.split("\n"):
-        line = Text()
+        line: list[Segment] = []
+        cells = 0
         fg = bg = None
         for i, part in enumerate(_SGR.split(row.rsplit("\r", 1)[-1])):
             if i % 2 == 0:
                 if part:
-                    if (fg, bg) not in styles:
-                        styles[(fg, bg)] = Style.from_color(fg, bg) if fg or bg else None
-                    line.append(part, styles[(fg, bg)])
+                    if "\x1b" in part:
+                        return _blocks_by_rich(ansi)
+                    style = styles.get((fg, bg), _UNSET)
+                    if style is _UNSET:
+                        style = styles[(fg, bg)] = _style(fg, bg)
+                    line.append(Segment(part, style))
+                    cells += cell_len(part)
                 continue
             codes = part.split(";")
             while codes:
@@ -98,17 +126,32 @@ def blocks_to_text(ansi: str) -> Text:
                     fg = bg = None
                 elif code in ("38", "48") and len(codes) >= 4 and codes[0] == "2":
                     rgb = tuple(codes[1:4])
-                    color = colors.get(rgb)
-                    if color is None:
-                        color = colors[rgb] = Color.from_rgb(*(min(255, int(c or 0)) for c in rgb))
-                    fg, bg = (color, bg) if code == "38" else (fg, color)
+                    fg, bg = (rgb, bg) if code == "38" else (fg, rgb)
                     del codes[:4]
                 else:
-                    return Text.from_ansi(ansi, no_wrap=True, end="")
-        if "\x1b" in line.plain:
-            return Text.from_ansi(ansi, no_wrap=True, end="")
-        lines.append(line)
-    return Text("\n", no_wrap=True, end="").join(lines)
+                    return _blocks_by_rich(ansi)
+        rows.append(tuple(line))
+        width = max(width, cells)
+    return HalfBlocks(tuple(rows), width)
+
+
+_UNSET: Any = object()
+
+
+def _style(fg: tuple[str, ...] | None, bg: tuple[str, ...] | None) -> Style | None:
+    def color(rgb: tuple[str, ...] | None) -> Color | None:
+        return None if rgb is None else Color.from_rgb(*(min(255, int(c or 0)) for c in rgb))
+
+    return Style.from_color(color(fg), color(bg)) if fg or bg else None
+
+
+def _blocks_by_rich(ansi: str) -> HalfBlocks:
+    """What Rich's decoder makes of ``ansi``, line by line (output of a kind BlockImage does not write)."""
+    console = Console(file=io.StringIO(), color_system="truecolor", legacy_windows=False, width=10_000)
+    text = Text.from_ansi(ansi, no_wrap=True, end="")
+    lines = text.split("\n", allow_blank=True)
+    rows = tuple(tuple(s for s in line.render(console, end="") if s.text) for line in lines)
+    return HalfBlocks(rows, max((sum(s.cell_length for s in row) for row in rows), default=0))
 
 
 ALT_SCREEN_ON, ALT_SCREEN_OFF = "\x1b[?1049h", "\x1b[?1049l"
@@ -185,9 +228,9 @@ def _wait_for_key(inp: Any) -> None:
 
 
 def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelled, drawn=None):
-    """(record, image text, error) for a rollout, for a thread worker: the record, its PNG drawn as half blocks
+    """(record, picture, error) for a rollout, for a thread worker: the record, its PNG drawn as half blocks
     (None when it has none or cannot be drawn), and an error line. ``cancelled()`` is checked before drawing.
-    ``drawn``: (png, text) of this rollout drawn in this box before; the same PNG again is not drawn again (a
+    ``drawn``: (png, picture) of this rollout drawn in this box before; the same PNG again is not drawn again (a
     live run re-reads the rollout under the cursor at each change, mostly with the same picture)."""
     from svgagent.core.scoring.errors import StoreError
 
@@ -200,7 +243,7 @@ def load_rollout_picture(store, rollout_id: str, cols: int, lines: int, cancelle
         image = drawn[1]
     elif record.png and not cancelled():
         try:
-            image = png_to_text(record.png, cols, lines)
+            image = png_to_blocks(record.png, cols, lines)
         except Exception as err:  # noqa: BLE001 - a broken PNG must not break the screen
             error = f"cannot draw the image: {err}"
     return record, image, error

@@ -1,10 +1,15 @@
-"""One picture widget for every screen that shows a rollout's PNG (the preview pane, both sides of the compare
-screen, the rollout screen): half blocks sized to the box it is given, loaded in a thread worker.
+"""One picture loader for every screen that shows a rollout's PNG (the preview pane, both sides of the compare
+screen, the rollout screen), and :class:`Picture`, the widget that draws one: half blocks sized to the box it is
+given, loaded in a thread worker.
 
 ``show(rollout_id)`` reads the rollout (heavy: its PNG) and draws it in a thread — after a short settle, so a
 cursor moving over many rows reads only where it stops — and posts :class:`Picture.Shown` with the record (or an
 error) for the parent to fill in its text. A newer request supersedes an older one; changing the box (``fit``)
-draws the same rollout again at the new size.
+draws the same rollout again at the new size. :class:`PictureSource` is that loading, for any widget that draws
+what it loads (``_draw``): :class:`Picture` here, the preview's canvas (picture and text in one widget).
+
+The picture is drawn with the line API from the segments the thread built (:class:`~svgagent.tui.imaging.HalfBlocks`),
+each line a cached ``Strip``: nothing of it is converted on the app's loop, however often it is repainted.
 """
 
 from __future__ import annotations
@@ -12,27 +17,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import work
+from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import Static
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.worker import get_current_worker
 
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
-from svgagent.tui.imaging import load_rollout_picture
+from svgagent.tui.imaging import HalfBlocks, load_rollout_picture
 from svgagent.tui.widgets.text_box import OneLayout, signature
 
 SETTLE_S = 0.05
-
-
-def picture_shape(image: Text) -> tuple[int, int]:
-    """(columns, lines) of a drawn picture (half blocks: one cell a character, never wrapped)."""
-    rows = image.plain.split("\n")
-    return max(cell_len(row) for row in rows), len(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,39 +46,60 @@ class _Request:
     lines: int
 
 
-class Picture(OneLayout, Static):
-    """A rollout's picture in at most ``cols`` × ``lines`` cells (see :meth:`fit`)."""
+class PictureShown(Message):
+    """The rollout was read: ``record`` (None: it could not be), ``image`` drawn or not, and why not."""
 
-    DEFAULT_CSS = """
-    Picture { width: auto; height: auto; }
-    """
+    def __init__(self, picture: Any, record: RolloutRecord | None, image: HalfBlocks | None, error: str) -> None:
+        super().__init__()
+        self.picture, self.record, self.image, self.error = picture, record, image, error
 
-    class Shown(Message):
-        """The rollout was read: ``record`` (None: it could not be), ``image`` drawn or not, and why not."""
+    @property
+    def control(self) -> Any:
+        return self.picture
 
-        def __init__(self, picture: Picture, record: RolloutRecord | None, image: Text | None, error: str) -> None:
-            super().__init__()
-            self.picture, self.record, self.image, self.error = picture, record, image, error
 
-        @property
-        def control(self) -> Picture:
-            return self.picture
+class PictureLoaded(Message):
+    """A thread worker's result, for the widget that asked (internal)."""
 
-    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None,
-                 on_shown: Callable[[Picture.Shown], None] | None = None) -> None:
-        """``on_shown``: called with :class:`Shown` right where the picture is drawn, instead of posting it — the
-        parent's text about the rollout and its picture then change in the same frame (one layout, not two)."""
-        super().__init__(id=id, classes=classes)
+    def __init__(self, request: _Request, record: RolloutRecord | None, image: HalfBlocks | None,
+                 error: str) -> None:
+        super().__init__()
+        self.request, self.record, self.image, self.error = request, record, image, error
+
+
+def picture_strips(image: HalfBlocks, base: Style) -> list[Strip]:
+    """The picture's lines as strips on the widget's ``base`` style (its colours over it, as a Static draws them)."""
+    return [Strip(Segment.apply_style(row, base), image.width) for row in image.rows]
+
+
+def note_strips(note: Text, width: int, base: Style, console: Any, options: Any) -> list[Strip]:
+    """A note wrapped at ``width`` as strips on ``base``."""
+    lines = console.render_lines(note, options.update_width(max(1, width)).update(highlight=False), style=base,
+                                 pad=False)
+    return [Strip(line) for line in lines]
+
+
+class PictureSource:
+    """Widget mixin: loads a rollout's picture in a thread (see the module) and hands it to ``_draw``.
+
+    ``on_shown``: called with :class:`PictureShown` right where the picture is drawn, instead of posting it — the
+    parent's text about the rollout and its picture then change in the same frame."""
+
+    Shown = PictureShown
+
+    def _init_source(self, store: Store, on_shown: Callable[[PictureShown], None] | None) -> None:
         self.store = store
         self.on_shown = on_shown
         self.rollout_id: str | None = None
         self.record: RolloutRecord | None = None
-        self.image_text: Text | None = None
+        self.image: HalfBlocks | None = None
         self.cols, self.lines = 24, 12
         self._pending: _Request | None = None
-        self._drawn: tuple[_Request, bytes, Text] | None = None  # what image_text is the drawing of
-        self._on_screen: object = ""  # what the widget shows (a picture's Text, a note)
-        self._shape: tuple[int, int] | None = None  # (columns, lines) of the picture on screen; None: a note
+        self._drawn: tuple[_Request, bytes, HalfBlocks] | None = None  # what image is the drawing of
+
+    def _draw(self, content: HalfBlocks | Text) -> None:
+        """Show ``content``: a picture, or a note instead of one."""
+        raise NotImplementedError
 
     def fit(self, cols: int, lines: int) -> None:
         """The box the picture may fill; drawn again when it changed."""
@@ -86,7 +111,7 @@ class Picture(OneLayout, Static):
     def show(self, rollout_id: str | None, *, reread: bool = False) -> None:
         """Show ``rollout_id`` (None: nothing); ``reread``: read it again even if it is the one shown."""
         if rollout_id is None:
-            self.rollout_id, self.record, self.image_text, self._pending = None, None, None, None
+            self.rollout_id, self.record, self.image, self._pending = None, None, None, None
             self._draw(Text(""))
             return
         if reread:
@@ -105,18 +130,8 @@ class Picture(OneLayout, Static):
 
     def note(self, text: str, style: str = "dim italic") -> None:
         """A line instead of a picture (nothing to draw yet, or why it cannot be)."""
-        self.image_text = None
+        self.image = None
         self._draw(Text(text, style=style))
-
-    def _draw(self, content: Text, shape: tuple[int, int] | None = None) -> None:
-        """Show ``content`` (a picture of ``shape``, or a note); the screen is laid out again unless it is the
-        same, or a picture of the same size as the one it replaces (the cursor moving between rollouts)."""
-        if content is self._on_screen or (
-                shape is None and self._shape is None and signature(content) == signature(self._on_screen)):
-            return
-        layout = shape is None or shape != self._shape
-        self._on_screen, self._shape = content, shape
-        self.update(content, layout=layout)
 
     @work(thread=True, exclusive=True, group="picture", exit_on_error=False)
     def _load(self, request: _Request) -> None:
@@ -129,30 +144,87 @@ class Picture(OneLayout, Static):
                                                     lambda: worker.is_cancelled,
                                                     drawn[1:] if drawn is not None and drawn[0] == request else None)
         if not worker.is_cancelled or record is None:
-            self.post_message(self._Loaded(request, record, image, error))
+            self.post_message(PictureLoaded(request, record, image, error))  # type: ignore[attr-defined]
 
-    class _Loaded(Message):
-        def __init__(self, request: _Request, record: RolloutRecord | None, image: Text | None, error: str) -> None:
-            super().__init__()
-            self.request, self.record, self.image, self.error = request, record, image, error
-
-    def on_picture__loaded(self, message: _Loaded) -> None:
+    def on_picture_loaded(self, message: PictureLoaded) -> None:
         message.stop()
         request, record, image, error = message.request, message.record, message.image, message.error
         if request != self._pending:
             return
-        self.record, self.image_text = record, image
+        self.record, self.image = record, image
         if image is not None:
             assert record is not None and record.png is not None
             self._drawn = (request, record.png, image)
-            self._draw(image, picture_shape(image))
+            self._draw(image)
         elif record is None:
             self.note(error, "red")
         else:
             why = error or (f"no image yet ({record.status.value})" if not record.status.terminal else "no image")
             self.note(why)
-        shown = self.Shown(self, record, image, error)
+        shown = PictureShown(self, record, image, error)
         if self.on_shown is not None:
             self.on_shown(shown)
         else:
-            self.post_message(shown)
+            self.post_message(shown)  # type: ignore[attr-defined]
+
+
+class Picture(OneLayout, PictureSource, Widget):
+    """A rollout's picture in at most ``cols`` × ``lines`` cells (see :meth:`fit`), as large as what it shows:
+    a new picture of the same size repaints it, one of another size (or a note) lays the screen out again."""
+
+    DEFAULT_CSS = """
+    Picture { width: auto; height: auto; }
+    """
+
+    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None,
+                 on_shown: Callable[[PictureShown], None] | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._init_source(store, on_shown)
+        self._on_screen: HalfBlocks | Text = Text("")  # a picture, or a note
+        self._strips: tuple[object, list[Strip]] | None = None  # (for which style and width, its lines)
+
+    @property
+    def content(self) -> Text:
+        """What it shows as text: the note, or the picture's characters."""
+        shown = self._on_screen
+        return Text(shown.plain) if isinstance(shown, HalfBlocks) else shown
+
+    def _draw(self, content: HalfBlocks | Text) -> None:
+        """The screen is laid out again unless it is the same, or a picture of the same size as the one it replaces
+        (the cursor moving between rollouts)."""
+        before = self._on_screen
+        if content is before or (isinstance(content, Text) and isinstance(before, Text)
+                                 and signature(content) == signature(before)):
+            return
+        same_size = isinstance(content, HalfBlocks) and isinstance(before, HalfBlocks) \
+            and content.shape == before.shape
+        self._on_screen, self._strips = content, None
+        self.refresh(layout=not same_size)
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        shown = self._on_screen
+        if isinstance(shown, HalfBlocks):
+            return shown.width
+        return min(container.width, max((cell_len(line) for line in shown.plain.split("\n")), default=0))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        shown = self._on_screen
+        if isinstance(shown, HalfBlocks):
+            return len(shown.rows)
+        return len(self._lines(width))
+
+    def _lines(self, width: int) -> list[Strip]:
+        shown, base = self._on_screen, self.visual_style.rich_style
+        key = (base, None if isinstance(shown, HalfBlocks) else width)
+        if self._strips is None or self._strips[0] != key:
+            strips = picture_strips(shown, base) if isinstance(shown, HalfBlocks) else \
+                note_strips(shown, width, base, self.app.console, self.app.console_options)
+            self._strips = (key, strips)
+        return self._strips[1]
+
+    def render_line(self, y: int) -> Strip:
+        width, base = self.content_size.width, self.visual_style.rich_style
+        lines = self._lines(width)
+        if y < len(lines):
+            return lines[y].adjust_cell_length(width, base)
+        return Strip.blank(width, base)

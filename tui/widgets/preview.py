@@ -1,26 +1,28 @@
 """Preview of the highlighted rollout: the PNG the judge saw, as large as the pane allows, and the written details.
 
-The picture (a :class:`~svgagent.tui.widgets.picture.Picture`, loaded in a thread) is sized to the pane — its
-width *and* height. When the pane is wide enough to keep a readable column of text beside a picture that fills
-the pane's height (80×24: a 20-line picture and 40 columns of rationale), the text goes beside it; otherwise the
-picture goes on top, as wide as the pane, and the text below it, scrolling with it.
+The picture (loaded in a thread) is sized to the pane — its width *and* height. When the pane is wide enough to
+keep a readable column of text beside a picture that fills the pane's height (80×24: a 20-line picture and 40
+columns of rationale), the text goes beside it; otherwise the picture goes on top, as wide as the pane, and the
+text below it, scrolling with it. Both are drawn by one widget the pane's size
+(:class:`~svgagent.tui.widgets.preview_body.PreviewBody`): moving the cursor to another rollout repaints the
+preview and never lays the screen out again.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 
 from svgagent.core.store import Store
 
-from svgagent.tui.widgets.picture import Picture
+from svgagent.tui.widgets.picture import PictureShown
+from svgagent.tui.widgets.preview_body import GUTTER, PreviewBody
 from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label
-from svgagent.tui.widgets.rollout_info import RolloutInfo
-from svgagent.tui.widgets.text_box import OneLayout, TextBox
+from svgagent.tui.widgets.rollout_info import info_sections
+from svgagent.tui.widgets.text_box import TextBox
 
 BESIDE_MIN_TEXT = 34  # columns of text the rationale needs beside the picture
-GUTTER = 2  # between the picture and the text beside it
 TEXT_IN_SIGHT = 3  # lines of text under a picture above it, so the pane shows there is more
 
 
@@ -35,51 +37,37 @@ def image_box(width: int, height: int) -> tuple[bool, int, int]:
     return False, cols, max(4, min(cols // 2, height - TEXT_IN_SIGHT))
 
 
-class PreviewScroll(OneLayout, VerticalScroll):
-    """The preview's scrolling parts (the body; the text beside the picture): a new rollout's height is one
-    layout of the screen, not two."""
-
-
 class Preview(Vertical):
     """Shows one rollout of ``store``: ``show_rollout(id)`` (None clears it); ``reload()`` re-reads it."""
 
     DEFAULT_CSS = """
     Preview { height: 1fr; padding: 0 1; }
     Preview > #preview-title { height: 1; text-style: bold; }
-    Preview > #preview-body { height: 1fr; scrollbar-size-vertical: 1; }
-    Preview.-beside > #preview-body { layout: horizontal; overflow-y: hidden; }
-    Preview.-beside #preview-image { margin-right: 2; }
-    Preview.-beside #preview-text { width: 1fr; height: 1fr; scrollbar-size-vertical: 1; }
-    Preview.-stacked #preview-image { margin-bottom: 1; }
-    Preview.-stacked #preview-text { height: auto; overflow-y: hidden; }
     """
 
     def __init__(self, store: Store, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-stacked")
         self.store = store
-        self.picture = Picture(store, id="preview-image", on_shown=self._shown)
+        self.picture = PreviewBody(store, id="preview-body", on_shown=self._shown)
 
     def compose(self) -> ComposeResult:
         yield TextBox("select a rollout to see its picture", id="preview-title")
-        with PreviewScroll(id="preview-body"):
-            yield self.picture
-            with PreviewScroll(id="preview-text"):
-                yield RolloutInfo(id="preview-info")
+        yield self.picture
 
     @property
     def beside(self) -> bool:
-        return self.has_class("-beside")
+        return self.picture.beside
 
     @property
-    def scroller(self) -> VerticalScroll:
-        """What the scroll keys move: the text beside the picture, or the picture and text below each other."""
-        return self.query_one("#preview-text" if self.beside else "#preview-body", VerticalScroll)
+    def scroller(self) -> PreviewBody:
+        """What the scroll keys move: the text (and the picture above it when stacked)."""
+        return self.picture
 
     def show_rollout(self, rollout_id: str | None) -> None:
         if rollout_id is None:
             self.picture.show(None)
             self.query_one("#preview-title", TextBox).show("select a rollout to see its picture")
-            self.query_one(RolloutInfo).show(None)
+            self.picture.show_text([])
             return
         self._fit()
         self.picture.show(rollout_id)
@@ -98,19 +86,20 @@ class Preview(Vertical):
         beside, cols, lines = image_box(width, height)
         self.set_class(beside, "-beside")
         self.set_class(not beside, "-stacked")
+        self.picture.arrange(beside)
         self.picture.fit(cols, lines)
 
     def on_resize(self) -> None:
         self._fit()
 
-    def _shown(self, message: Picture.Shown) -> None:
+    def _shown(self, message: PictureShown) -> None:
         """The picture was drawn (called where it is: the text changes in the same frame)."""
         rec = message.record
         title = self.query_one("#preview-title", TextBox)
         if rec is None:
             title.show(Text(message.error, style="red"))
-            self.query_one(RolloutInfo).show(None)
+            self.picture.show_text([])
             return
         title.show(Text.assemble((prompt_topic(rec.prompt), "bold"),
                                    (f" · {rec.row_id} · sample {sample_label(rec)}", "dim")))
-        self.query_one(RolloutInfo).show(rec)
+        self.picture.show_text([s for s in info_sections(rec).values() if s is not None])

@@ -1,5 +1,6 @@
 """Everything written about one rollout — verdict, requirements ✓/✗, rationale, prompt, error, timings, SVG —
-as Rich renderables (pure functions) and one widget that shows them. Used by the preview and the rollout screen."""
+as Rich renderables (pure functions; :func:`info_sections` all of them in order, which the preview draws by line)
+and one widget that shows them in widgets of their own (the rollout screen)."""
 
 from __future__ import annotations
 
@@ -122,11 +123,32 @@ def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: Rende
 SECTIONS = ("verdict", "error", "rationale", "requirements", "prompt", "timing", "svg")
 
 
+def info_sections(rec: RolloutRecord | None, *, full: bool = False, show_requirements: bool = True,
+                  show_verdict: bool = True) -> dict[str, RenderableType | None]:
+    """Each of :data:`SECTIONS` of ``rec`` in order, None where it has nothing to show (all of them for None);
+    ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines."""
+    sections: dict[str, RenderableType | None] = dict.fromkeys(SECTIONS)
+    if rec is None:
+        return sections
+    error = error_text(rec)
+    sections.update(
+        verdict=verdict_text(rec) if show_verdict else None,
+        error=Group(_heading("Error"), error) if error else None,
+        requirements=Group(_heading("Requirements"), requirements_text(rec)) if show_requirements else None,
+        rationale=_section("Judge's rationale", rec, "rationale", rec.rationale, Text(rec.rationale))
+        if rec.rationale else None,
+        prompt=Group(_heading("Prompt"), Text(rec.prompt)),
+        timing=timing_text(rec),
+        svg=_section("SVG source", rec, "svg", rec.svg, svg_renderable(
+            rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)) if rec.svg else None,
+    )
+    return sections
+
+
 class RolloutInfo(OneLayout, Vertical):
     """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
 
-    A live run shows the same rollout again and again as it moves (the preview follows the cursor's rollout):
-    the same record again does nothing, and of a new state only the sections whose text changed are redrawn,
+    The same record again does nothing, and of a new state only the sections whose text changed are redrawn,
     each laying the screen out again only when its height changes (:class:`TextBox`)."""
 
     DEFAULT_CSS = """
@@ -152,21 +174,8 @@ class RolloutInfo(OneLayout, Vertical):
         if shown == self._shown:
             return
         self._shown = shown
-        sections: dict[str, RenderableType | None] = dict.fromkeys(SECTIONS)
-        if rec is not None:
-            error = error_text(rec)
-            sections.update(
-                verdict=verdict_text(rec) if self.show_verdict else None,
-                error=Group(_heading("Error"), error) if error else None,
-                requirements=Group(_heading("Requirements"), requirements_text(rec))
-                if self.show_requirements else None,
-                rationale=_section("Judge's rationale", rec, "rationale", rec.rationale, Text(rec.rationale))
-                if rec.rationale else None,
-                prompt=Group(_heading("Prompt"), Text(rec.prompt)),
-                timing=timing_text(rec),
-                svg=_section("SVG source", rec, "svg", rec.svg, svg_renderable(
-                    rec.svg, max_lines=None if self.full else SVG_PREVIEW_LINES)) if rec.svg else None,
-            )
+        sections = info_sections(rec, full=self.full, show_requirements=self.show_requirements,
+                                 show_verdict=self.show_verdict)
         for name, renderable in sections.items():
             widget = self.query_one(f"#info-{name}", TextBox)
             widget.set_class(renderable is None, "-hidden")
