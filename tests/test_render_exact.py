@@ -1,0 +1,44 @@
+"""The renderer's second round of exact shortcuts against what cairosvg computes itself: each answers the same, or
+makes the same cairo calls, on the bench corpus, the project's drawings and generated edge cases."""
+
+from __future__ import annotations
+
+import random
+
+from svgagent.core.scoring import render_draw
+from svgagent.core.scoring.render_shortcuts import shortcuts
+
+# Characters that change what cairosvg's normalize does: signs after "e" or not, "E", separators of every kind,
+# dots between digit runs, and whitespace that str.split counts but cairosvg's patterns do not (or only some).
+_NORMALIZE_ALPHABET = "0123456789.-eE ,\t\n\rMLCZz+\x0b\x0c\x1c\x1f\x85\xa0\u2003a"
+
+
+def _outcome(function, *args):
+    try:
+        return function(*args)
+    except Exception as err:  # noqa: BLE001 - the exception's type is the outcome compared
+        return type(err)
+
+
+def test_normalize_answers_what_cairosvg_answers_on_generated_strings() -> None:
+    own, fast = shortcuts()["normalize"]
+    rng = random.Random(5)
+    cases = ["", " ", "-", "e-", "E-5", "1e-5-3", "1.5.5.5", ".5.-5.", "1..5", "M1-2E3,4 5.5.5", "a\x0bb", "\u2003x ",
+             "1 ,, 2\t\n3", "5e -3", "--1", "e--1", "ee-e-", "1.2.3-4.5"]
+    for length in (8, 30, 200):  # short ones go through the cache, long ones not
+        cases += ["".join(rng.choice(_NORMALIZE_ALPHABET) for _ in range(rng.randint(0, length))) for _ in range(3000)]
+        cases += ["".join(rng.choice("0123456789.-e ,") for _ in range(length)) for _ in range(1000)]
+    for text in cases:
+        assert _outcome(fast, text) == _outcome(own, text), repr(text)
+    for value in (None, 5, b"1 2"):
+        assert _outcome(fast, value) == _outcome(own, value)
+
+
+def test_normalize_shortcut_is_what_the_renderer_installs() -> None:
+    from cairosvg import helpers, path, shapes
+
+    render_draw.surface_class()
+    fast = shortcuts()["normalize"][1]
+    assert helpers.normalize is fast and shapes.normalize is fast and path.normalize is fast
+    with render_draw.cairosvg_as_shipped():
+        assert helpers.normalize is shortcuts()["normalize"][0]
