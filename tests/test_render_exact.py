@@ -42,3 +42,44 @@ def test_normalize_shortcut_is_what_the_renderer_installs() -> None:
     assert helpers.normalize is fast and shapes.normalize is fast and path.normalize is fast
     with render_draw.cairosvg_as_shipped():
         assert helpers.normalize is shortcuts()["normalize"][0]
+
+
+def test_unchecked_context_answers_and_draws_what_cairocffi_does() -> None:
+    """Each unchecked call against cairocffi's own on two identical contexts: same answers, same pixels."""
+    import cairocffi
+
+    from svgagent.core.scoring.render_context import unchecked_context_class
+
+    unchecked_class = unchecked_context_class()
+    surfaces = [cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, 120, 60) for _ in range(2)]
+    checked = cairocffi.Context(surfaces[0])
+    unchecked = unchecked_class._from_pointer(cairocffi.Context(surfaces[1])._pointer, incref=True)
+    answers = []
+    for context in (checked, unchecked):
+        seen = [context.has_current_point(), context.get_current_point()]
+        context.set_source_rgb(1, 1, 1)
+        for family, slant, weight, size in (("sans-serif", 0, 0, 14), ("serif", 1, 1, 9.5), ("", 0, 1, 20)):
+            context.select_font_face(family, slant, weight)
+            context.set_font_size(size)
+            seen.append(context.font_extents())
+            for text in ("Hello", "é→ü 漢", "", "a\x00b", b"bytes"):
+                seen.append(context.text_extents(text))
+                context.move_to(3, 40)
+                context.show_text(text)
+                seen += [context.has_current_point(), context.get_current_point()]
+        answers.append(seen)
+    assert answers[0] == answers[1]
+    surfaces[0].flush()
+    surfaces[1].flush()
+    assert bytes(surfaces[0].get_data()) == bytes(surfaces[1].get_data())
+    assert any(bytes(surfaces[0].get_data()))  # text was drawn
+
+
+def test_unchecked_context_is_the_lean_walk_context() -> None:
+    from svgagent.core.scoring import render_worker
+    from svgagent.core.scoring.render_context import unchecked_context_class
+
+    data = b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><text y="8">a</text></svg>'
+    tree = render_worker._parse_tree(data, render_worker._make_fetcher(len(data) + 1))
+    surface = render_draw.surface_class()(tree, None, 96, output_width=10, output_height=10)
+    assert type(surface.context) is unchecked_context_class()

@@ -46,6 +46,7 @@ import struct
 import sys
 import zlib
 
+from svgagent.core.scoring.render_context import unchecked_context_class
 from svgagent.core.scoring.render_path import draw_path
 from svgagent.core.scoring.render_shortcuts import install as install_shortcuts, removed as shortcuts_removed
 
@@ -183,59 +184,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
     needs_full_walk = _NEEDS_FULL_WALK.isdisjoint
     colours: dict = {}  # (paint, opacity) -> rgba; colours repeat across the renders of a worker
 
-    class UncheckedContext(cairocffi.Context):
-        """The path and state calls of cairosvg's shapes, paths and gradients, without a status check after each."""
-
-        def save(self):
-            lib.cairo_save(self._pointer)
-
-        def restore(self):
-            lib.cairo_restore(self._pointer)
-
-        def move_to(self, x, y):
-            lib.cairo_move_to(self._pointer, x, y)
-
-        def rel_move_to(self, dx, dy):
-            lib.cairo_rel_move_to(self._pointer, dx, dy)
-
-        def line_to(self, x, y):
-            lib.cairo_line_to(self._pointer, x, y)
-
-        def rel_line_to(self, dx, dy):
-            lib.cairo_rel_line_to(self._pointer, dx, dy)
-
-        def curve_to(self, x1, y1, x2, y2, x3, y3):
-            lib.cairo_curve_to(self._pointer, x1, y1, x2, y2, x3, y3)
-
-        def rel_curve_to(self, dx1, dy1, dx2, dy2, dx3, dy3):
-            lib.cairo_rel_curve_to(self._pointer, dx1, dy1, dx2, dy2, dx3, dy3)
-
-        def close_path(self):
-            lib.cairo_close_path(self._pointer)
-
-        def new_path(self):
-            lib.cairo_new_path(self._pointer)
-
-        def new_sub_path(self):
-            lib.cairo_new_sub_path(self._pointer)
-
-        def arc(self, xc, yc, radius, angle1, angle2):
-            lib.cairo_arc(self._pointer, xc, yc, radius, angle1, angle2)
-
-        def rectangle(self, x, y, width, height):
-            lib.cairo_rectangle(self._pointer, x, y, width, height)
-
-        def translate(self, tx, ty):
-            lib.cairo_translate(self._pointer, tx, ty)
-
-        def scale(self, sx, sy=None):
-            lib.cairo_scale(self._pointer, sx, sx if sy is None else sy)
-
-        def rotate(self, radians):
-            lib.cairo_rotate(self._pointer, radians)
-
-        def set_source(self, source):
-            lib.cairo_set_source(self._pointer, source._pointer)
+    UncheckedContext = unchecked_context_class()
 
     class LeanSurface(base):
         def set_context_size(self, *args):
