@@ -83,3 +83,80 @@ def test_unchecked_context_is_the_lean_walk_context() -> None:
     tree = render_worker._parse_tree(data, render_worker._make_fetcher(len(data) + 1))
     surface = render_draw.surface_class()(tree, None, 96, output_width=10, output_height=10)
     assert type(surface.context) is unchecked_context_class()
+
+
+def _gradient_document(rng: random.Random) -> str:
+    """A document whose shapes share a few gradients of every kind the lean paint handles (and some it hands on)."""
+    def number() -> str:
+        return rng.choice(["0", "1", "0.3", "25%", "80%", "-10%", "1.5em", "2ex", "12", "150%", ""])
+
+    gradients = []
+    for i in range(5):
+        kind = rng.choice(["linearGradient", "radialGradient"])
+        attributes = [f'id="g{i}"']
+        names = ["x1", "y1", "x2", "y2"] if kind == "linearGradient" else ["cx", "cy", "r", "fx", "fy"]
+        attributes += [f'{name}="{number()}"' for name in names if rng.random() < 0.6 and number()]
+        if rng.random() < 0.4:
+            attributes.append('gradientUnits="userSpaceOnUse"')
+        if rng.random() < 0.3:
+            attributes.append(f'spreadMethod="{rng.choice(["pad", "reflect", "repeat", "bogus"])}"')
+        if rng.random() < 0.15:
+            attributes.append('gradientTransform="rotate(30) scale(0.8)"')
+        if rng.random() < 0.15 and i:
+            attributes.append(f'href="#g{i - 1}"')
+        stops = "".join(
+            f'<stop offset="{rng.choice(["0", "0.2", "50%", "0.9", "1", "120%", "0.1", "1em"])}" stop-color="'
+            f'{rng.choice(["red", "#0af", "#123456", "rgb(10,200,30)", "currentColor", "nonsense"])}"'
+            + (f' stop-opacity="{rng.choice(["0", "0.4", "1"])}"' if rng.random() < 0.5 else "") + "/>"
+            for _ in range(rng.randint(0, 4)))
+        gradients.append(f"<{kind} {' '.join(attributes)}>{stops}<desc>not a stop</desc></{kind}>")
+    shapes = []
+    for _ in range(14):
+        paint = f"url(#g{rng.randrange(6)})" + rng.choice(["", " orange"])
+        extra = rng.choice(["", ' fill-opacity="0.5"', ' opacity="0.7"', ' stroke-width="6"', ' font-size="20"'])
+        target = rng.choice(["fill", "stroke"])
+        shape = rng.choice([f'<rect x="{rng.randint(0, 80)}" y="{rng.randint(0, 80)}" width="{rng.randint(0, 60)}" '
+                            f'height="{rng.randint(1, 60)}"', f'<circle cx="{rng.randint(0, 99)}" cy="50" r="20"',
+                            '<line x1="0" y1="10" x2="90" y2="10"',
+                            '<path d="M10 10 C 40 90 70 0 95 60 Z"'])
+        shapes.append(f'{shape} {target}="{paint}"{extra}/>')
+    nested = f'<svg x="10" y="10" width="50" height="40" viewBox="0 0 200 100">{"".join(shapes[:4])}</svg>'
+    return (f'<svg {NS} width="100" height="100" font-size="10"><defs>{"".join(gradients)}</defs>'
+            f'<g font-size="30">{"".join(shapes[4:9])}</g>{"".join(shapes[9:])}{nested}</svg>')
+
+
+NS = 'xmlns="http://www.w3.org/2000/svg"'
+
+
+def _pixels_both_ways(svg: str, size: int = 160) -> tuple[bytes, bytes]:
+    from svgagent.core.scoring.render_worker import render_svg_to_png
+
+    lean = render_draw.lean_surface_class(render_draw.opaque_surface_class())  # without fast antialiasing
+    ours = render_svg_to_png(svg, size, surface=lean)
+    with render_draw.cairosvg_as_shipped():
+        reference = render_svg_to_png(svg, size, surface=render_draw.opaque_surface_class(), fast_tree=False)
+    return ours, reference
+
+
+def test_lean_gradient_paint_gives_cairosvg_pixels_on_generated_documents() -> None:
+    render_draw.surface_class()  # the renderer's shortcuts in place, as in the workers
+    rng = random.Random(3)
+    for _ in range(40):
+        svg = _gradient_document(rng)
+        ours, reference = _pixels_both_ways(svg)
+        assert ours == reference, svg
+
+
+def test_lean_gradient_paint_remembers_numbers_only_for_what_they_were_resolved_against() -> None:
+    """One gradient used by shapes of different font sizes and viewports, opacities, in both orders."""
+    stops = '<stop offset="1em" stop-color="red"/><stop offset="2em" stop-color="blue"/>'
+    defs = (f'<defs><linearGradient id="em" x2="2em">{stops}</linearGradient><radialGradient id="user" '
+            f'gradientUnits="userSpaceOnUse" r="30%" cx="40%">{stops}</radialGradient></defs>')
+    uses = ['<rect width="100" height="40" fill="url(#em)" font-size="0.02"/>',
+            '<rect y="40" width="100" height="40" fill="url(#em)" font-size="0.05" opacity="0.5"/>',
+            '<rect width="100" height="100" fill="url(#user)" fill-opacity="0.4"/>',
+            '<svg width="50" height="50" viewBox="0 0 300 300"><rect width="300" height="300" fill="url(#user)"/>'
+            '</svg>']
+    for order in (uses, uses[::-1]):
+        ours, reference = _pixels_both_ways(f'<svg {NS} width="100" height="100">{defs}{"".join(order)}</svg>')
+        assert ours == reference

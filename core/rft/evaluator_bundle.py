@@ -5,7 +5,8 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
     test_svgagent_judge.py   entry: a copy of core/rft/bundle_entry.py (the plain scoring function + the Eval Protocol
                              pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
     svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_draw,render_context,
-                             render_tree,render_shortcuts,render_path,render_worker,render,chat,judge}.py
+                             render_paint,render_tree,render_shortcuts,render_path,render_worker,render,chat,
+                             judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
     requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ... (each with a floor)
@@ -49,8 +50,8 @@ RFT_DIR = Path(__file__).resolve().parent
 SCORING_DIR = RFT_DIR.parent / "scoring"
 SOURCE_PACKAGE = "svgagent.core.scoring"
 BUNDLE_PACKAGE = "svgjudge"
-SOURCE_MODULES = ("errors", "models", "extract", "render_guard", "render_draw", "render_context", "render_tree",
-                  "render_shortcuts", "render_path", "render_worker", "render", "chat", "judge")
+SOURCE_MODULES = ("errors", "models", "extract", "render_guard", "render_draw", "render_context", "render_paint",
+                  "render_tree", "render_shortcuts", "render_path", "render_worker", "render", "chat", "judge")
 TEMPLATE_MODULE = "bundle_entry"
 ENTRY_FILE = "test_svgagent_judge.py"
 ENTRY_FUNCTION = "test_svgagent_judge"

@@ -47,6 +47,7 @@ import sys
 import zlib
 
 from svgagent.core.scoring.render_context import unchecked_context_class
+from svgagent.core.scoring.render_paint import gradient_painter
 from svgagent.core.scoring.render_path import draw_path
 from svgagent.core.scoring.render_shortcuts import install as install_shortcuts, removed as shortcuts_removed
 
@@ -169,7 +170,6 @@ def lean_surface_class(base, fast_antialias: bool = False):
     import cairocffi
     from cairocffi import cairo as lib
     from cairosvg import surface as cs
-    from cairosvg.defs import gradient_or_pattern
     from cairosvg import helpers
     from cairosvg.helpers import PointError, transform
     from cairosvg.text import text as draw_text
@@ -182,6 +182,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
     line_joins = {"round": cairocffi.LINE_JOIN_ROUND, "bevel": cairocffi.LINE_JOIN_BEVEL}
     even_odd = cairocffi.FILL_RULE_EVEN_ODD
     needs_full_walk = _NEEDS_FULL_WALK.isdisjoint
+    paint_server = gradient_painter()  # cairosvg's gradient_or_pattern, its gradients' numbers remembered
     colours: dict = {}  # (paint, opacity) -> rgba; colours repeat across the renders of a worker
 
     UncheckedContext = unchecked_context_class()
@@ -309,7 +310,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
             lib.cairo_save(pointer)
             if node.get("fill-rule") == "evenodd":
                 lib.cairo_set_fill_rule(pointer, even_odd)
-            if not gradient_or_pattern(self, node, source, opacity):
+            if source is None or not paint_server(self, node, source, opacity):
                 lib.cairo_set_source_rgba(pointer, *self._rgba(value, opacity))
             if glyphs:  # text is shown even when transparent: it moves the text cursor
                 draw_text(self, node, draw_as_text=True)
@@ -324,7 +325,7 @@ def lean_surface_class(base, fast_antialias: bool = False):
                 return
             lib.cairo_save(pointer)
             lib.cairo_set_line_width(pointer, helpers.size(self, node.get("stroke-width", "1")))
-            if not gradient_or_pattern(self, node, source, opacity):
+            if source is None or not paint_server(self, node, source, opacity):
                 lib.cairo_set_source_rgba(pointer, *self._rgba(value, opacity))
             lib.cairo_stroke(pointer)
             lib.cairo_restore(pointer)
