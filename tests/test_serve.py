@@ -441,6 +441,7 @@ def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path:
         line = json.loads(proc.stdout.readline())
         assert line["event"] == "listening"
         assert line["url"].startswith("http://127.0.0.1:")
+        assert line["event_loop"] == ("asyncio" if sys.platform == "win32" else "uvloop")  # a dependency off Windows
         gateway = line["demo_model_base_url"]
         assert gateway.startswith("http://localhost:")  # what eval-protocol's path encoding needs
         body = json.dumps(init_body(gateway, "demo-1")).encode()

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
@@ -26,6 +27,8 @@ from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_settings
 
 if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `serve` runs, not for `svgagent --help`
+    import asyncio
+
     from svgagent.core.settings import Settings
     from svgagent.core.serve.wiring import ServeOptions
     from svgagent.core.store import Store
@@ -105,8 +108,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _configure_logging()
         import asyncio
 
-        return asyncio.run(_serve(settings, store, options, args, demo))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(_serve(settings, store, options, args, demo))
     return EXIT_OK  # pragma: no cover - the with block returns
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop (libuv's, in C) where it is installed — on asyncio's, the loop's own bookkeeping
+    (callbacks, the timer heap, the transports) was a tenth or more of the server's CPU per rollout (bench/serve.py,
+    BENCHMARKS.md "serve"); None (asyncio's) where it is not (Windows)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 class _JsonLines(logging.Formatter):
@@ -161,6 +176,7 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
     async with rollout_server(settings, store, options) as server:
         holder["server"] = server
         line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,
+                "event_loop": type(loop).__module__.partition(".")[0],
                 "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
                 **({"demo_model_base_url": demo["gateway"]} if demo else {})}
         if args.json:
