@@ -97,52 +97,60 @@ _SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 def blocks_from_ansi(ansi: str) -> HalfBlocks:
     """term-image's half-block picture as segments: the characters and styles Rich's ANSI decoder gives
-    (``Text.from_ansi(ansi, no_wrap=True, end="")`` drawn), built directly — no Text, no spans, one Style for each
-    (foreground, background) pair the picture uses, in a thread that holds the GIL while the app's loop waits.
-    Reads only what BlockImage writes (reset, 24-bit foreground and background); anything else goes to Rich's
-    decoder."""
-    styles: dict[tuple[tuple[str, ...] | None, tuple[str, ...] | None], Style | None] = {}
+    (``Text.from_ansi(ansi, no_wrap=True, end="")`` drawn), built directly — no Text, no spans; each escape's
+    parameters read once and one Style for each (foreground, background) pair the picture uses — in a thread
+    that holds the GIL while the app's loop waits. Reads only what BlockImage writes (reset, 24-bit foreground
+    and background); anything else goes to Rich's decoder."""
+    effects: dict[str, tuple[bool, Any, bool, Any] | None] = {}  # SGR parameters → what they set
+    styles: dict[tuple[Any, Any], Style | None] = {(None, None): None}
     rows: list[tuple[Segment, ...]] = []
     width = 0
     for row in ansi.split("\n"):
-        line: list[Segment] = []
-        cells = 0
+        parts = _SGR.split(row.rsplit("\r", 1)[-1])
+        texts = parts[0::2]
+        plain = "".join(texts)
+        if "\x1b" in plain:
+            return _blocks_by_rich(ansi)
+        line = [Segment(texts[0])] if texts[0] else []
         fg = bg = None
-        for i, part in enumerate(_SGR.split(row.rsplit("\r", 1)[-1])):
-            if i % 2 == 0:
-                if part:
-                    if "\x1b" in part:
-                        return _blocks_by_rich(ansi)
-                    style = styles.get((fg, bg), _UNSET)
-                    if style is _UNSET:
-                        style = styles[(fg, bg)] = _style(fg, bg)
-                    line.append(Segment(part, style))
-                    cells += cell_len(part)
-                continue
-            codes = part.split(";")
-            while codes:
-                code = codes.pop(0)
-                if code in ("", "0"):
-                    fg = bg = None
-                elif code in ("38", "48") and len(codes) >= 4 and codes[0] == "2":
-                    rgb = tuple(codes[1:4])
-                    fg, bg = (rgb, bg) if code == "38" else (fg, rgb)
-                    del codes[:4]
-                else:
-                    return _blocks_by_rich(ansi)
+        for params, text in zip(parts[1::2], texts[1:]):
+            effect = effects[params] if params in effects else effects.setdefault(params, _sgr_effect(params))
+            if effect is None:
+                return _blocks_by_rich(ansi)
+            if effect[0]:
+                fg = effect[1]
+            if effect[2]:
+                bg = effect[3]
+            if text:
+                key = (fg, bg)
+                style = styles[key] if key in styles else styles.setdefault(key, Style.from_color(fg, bg))
+                line.append(Segment(text, style))
         rows.append(tuple(line))
-        width = max(width, cells)
+        width = max(width, cell_len(plain))
     return HalfBlocks(tuple(rows), width)
 
 
-_UNSET: Any = object()
-
-
-def _style(fg: tuple[str, ...] | None, bg: tuple[str, ...] | None) -> Style | None:
-    def color(rgb: tuple[str, ...] | None) -> Color | None:
-        return None if rgb is None else Color.from_rgb(*(min(255, int(c or 0)) for c in rgb))
-
-    return Style.from_color(color(fg), color(bg)) if fg or bg else None
+def _sgr_effect(params: str) -> tuple[bool, Color | None, bool, Color | None] | None:
+    """(sets the foreground?, to what, sets the background?, to what) for an SGR escape's parameters; None for
+    anything but a reset and 24-bit colours."""
+    codes = params.split(";")
+    set_fg = set_bg = False
+    fg = bg = None
+    while codes:
+        code = codes.pop(0)
+        if code in ("", "0"):
+            set_fg = set_bg = True
+            fg = bg = None
+        elif code in ("38", "48") and len(codes) >= 4 and codes[0] == "2":
+            color = Color.from_rgb(*(min(255, int(c or 0)) for c in codes[1:4]))
+            if code == "38":
+                set_fg, fg = True, color
+            else:
+                set_bg, bg = True, color
+            del codes[:4]
+        else:
+            return None
+    return set_fg, fg, set_bg, bg
 
 
 def _blocks_by_rich(ansi: str) -> HalfBlocks:
