@@ -160,3 +160,52 @@ def test_lean_gradient_paint_remembers_numbers_only_for_what_they_were_resolved_
     for order in (uses, uses[::-1]):
         ours, reference = _pixels_both_ways(f'<svg {NS} width="100" height="100">{defs}{"".join(order)}</svg>')
         assert ours == reference
+
+
+POINT_LISTS = ["", " ", ",", "10", "10 20", "10,20 30,40", "10 20 30", "1-2-3-4", "1e1,2E1 .5.5", "5% 10% 20px 3em",
+               " 1 , 2 ,, 3\t4\n5 6 ", "1 2 3 4 5", "a b c d", "1\x0b2 3 4", "١ 2 3 4", "0,0 100,0 50,80 0,0"]
+
+
+def _cairo_path_of(draw, points: str):
+    """(the cairo path ``draw`` makes for a node with ``points``, the type of what it raised or None), on a 300x200
+    context (cairosvg raises PointError for a lone number, ValueError for some tokens: so must the lean one)."""
+    import cairocffi
+
+    class Surface:
+        context_width, context_height, font_size, dpi = 300, 200, 16.0, 96
+
+    class Node(dict):
+        pass
+
+    surface = Surface()
+    surface.context = cairocffi.Context(cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, 8, 8))
+    try:
+        draw(surface, Node(points=points))
+        stopped = None
+    except Exception as err:  # noqa: BLE001 - the exception's type is part of the outcome compared
+        stopped = type(err)
+    return list(surface.context.copy_path()), stopped
+
+
+def test_lean_polyline_and_polygon_make_cairosvg_cairo_calls() -> None:
+    import re
+    import sys
+    from pathlib import Path
+
+    from cairosvg import shapes
+
+    from svgagent.core.scoring.render_path import draw_polygon, draw_polyline
+
+    render_draw.surface_class()  # the renderer's shortcuts in place, as in the workers
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from render import model_like_svg
+    finally:
+        sys.path.pop(0)
+    rng = random.Random(2)
+    corpus = re.findall(r'points="([^"]*)"', "".join(model_like_svg(rng) for _ in range(4)))
+    assert len(corpus) > 10
+    generated = ["".join(rng.choice("0123456789.-e ,%") for _ in range(rng.randint(1, 40))) for _ in range(400)]
+    for points in [*POINT_LISTS, *corpus, *generated]:
+        assert _cairo_path_of(draw_polyline, points) == _cairo_path_of(shapes.polyline, points), points
+        assert _cairo_path_of(draw_polygon, points) == _cairo_path_of(shapes.polygon, points), points

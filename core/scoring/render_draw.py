@@ -48,7 +48,7 @@ import zlib
 
 from svgagent.core.scoring.render_context import unchecked_context_class
 from svgagent.core.scoring.render_paint import gradient_painter
-from svgagent.core.scoring.render_path import draw_path
+from svgagent.core.scoring.render_path import draw_path, draw_polygon, draw_polyline
 from svgagent.core.scoring.render_shortcuts import install as install_shortcuts, removed as shortcuts_removed
 
 # Attributes whose presence sends a node to cairosvg's full walk (rare in model SVGs, each needs real work there).
@@ -175,7 +175,8 @@ def lean_surface_class(base, fast_antialias: bool = False):
     from cairosvg.text import text as draw_text
 
     shape_antialias = cs.SHAPE_ANTIALIAS
-    draw_shape = {**cs.TAGS, "path": draw_path}  # paths drawn by render_path.py (the same calls, no vertices)
+    # paths and point lists drawn by render_path.py (the same calls, no vertices)
+    draw_shape = {**cs.TAGS, "path": draw_path, "polyline": draw_polyline, "polygon": draw_polygon}
     invisible = cs.INVISIBLE_TAGS
     plain_antialias = cairocffi.ANTIALIAS_FAST if fast_antialias else cairocffi.ANTIALIAS_DEFAULT
     line_caps = {"square": cairocffi.LINE_CAP_SQUARE, "round": cairocffi.LINE_CAP_ROUND}

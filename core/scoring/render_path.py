@@ -7,6 +7,8 @@ it then slices: quadratic in the length of a long path) and records every vertex
 case): the same tokens (cairosvg's own preprocessing and ``size``), the same current-point and sub-path logic, the
 same point where a truncated command stops the path (``PointError``). It builds no vertices: the lean walk hands
 every node with markers to cairosvg's walk. Any other path (arcs, smooth curves) is drawn by cairosvg's ``path()``.
+:func:`draw_polyline` and :func:`draw_polygon` do the same for point lists (cairosvg's ``point()`` ran a regular
+expression over the rest of the list for each pair).
 tests/test_render_fast.py compares the cairo paths both make on the corpus, the project's drawings and malformed
 data.
 
@@ -168,3 +170,30 @@ def draw_path(surface, node) -> None:  # noqa: C901 - one command per branch, in
                 break
             letter = {"m": "l", "M": "L"}.get(letter, letter)  # more numbers: the command again (M, m: line to)
     return None
+
+
+def draw_polyline(surface, node) -> None:
+    """Draw the polyline ``node`` as ``cairosvg.shapes.polyline`` does: the same ``move_to``/``line_to`` with the same
+    numbers, ``PointError`` where cairosvg's ``point()`` finds no pair (an odd number), without the vertices (the lean
+    walk hands nodes with markers to cairosvg's walk) and without ``point()``'s regular expression over the rest of the
+    list for every pair."""
+    helpers = _parts()[0]
+    points = helpers.normalize(node.get("points", ""))
+    if not points:
+        return
+    tokens = points.split(" ")  # normalize leaves single spaces between tokens: what point() splits on
+    if len(tokens) < 2:
+        raise helpers.PointError
+    size, context = helpers.size, surface.context
+    context.move_to(size(surface, tokens[0], "x"), size(surface, tokens[1], "y"))
+    for index in range(2, len(tokens), 2):
+        if index + 1 == len(tokens):
+            raise helpers.PointError
+        context.line_to(size(surface, tokens[index], "x"), size(surface, tokens[index + 1], "y"))
+
+
+def draw_polygon(surface, node) -> None:
+    """``cairosvg.shapes.polygon``: the polyline, then the close (not reached after a ``PointError``)."""
+    draw_polyline(surface, node)
+    surface.context.close_path()
+
