@@ -24,6 +24,7 @@ from _report import cpu_seconds, report
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
+from svgagent.core.event_loop import loop_factory, run
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 
@@ -90,14 +91,16 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             cores = os.cpu_count() or 1
-            print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {cores} CPUs")
+            factory = loop_factory()
+            print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {cores} CPUs, event loop "
+                  f"{factory.__module__.partition('.')[0] if factory else 'asyncio'} (svgagent eval's)")
             print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'unavoid. s':>10} "
                   f"{'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}")
             figures: dict[str, float] = {}
             render_per_rollout: dict[int, float] = {}
             for c in args.concurrency:
                 for w in args.workers:
-                    r = asyncio.run(one_run(url, args.n, c, Path(tmp), proc.pid, w))
+                    r = run(one_run(url, args.n, c, Path(tmp), proc.pid, w))  # on svgagent eval's loop
                     n = r["n"]
                     ideal = math.ceil(n / c) * 2 * args.latency
                     if w == 1:

@@ -36,6 +36,7 @@ import threading
 from collections.abc import Sequence
 from typing import IO, Any
 
+from svgagent.core import event_loop
 from svgagent.core.events import EventBus
 from svgagent.core.records import RunSummary
 from svgagent.core.scoring.errors import StoreError
@@ -255,7 +256,7 @@ def main() -> int:
             os.nice(NICE)
     sys.path[:0] = [p for p in request.get("path", []) if p not in sys.path]
     try:
-        asyncio.run(_serve(request, pending, out))
+        event_loop.run(_serve(request, pending, out))
     except Exception as err:  # noqa: BLE001 - setting up failed (store, engine): one line for the app
         _write(out, {"error": f"the engine could not start: {type(err).__name__}: {str(err)[:300]}"})
         return 1

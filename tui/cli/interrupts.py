@@ -17,6 +17,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from svgagent.core.event_loop import run
 from svgagent.tui.cli.exit_codes import Stopped
 
 __all__ = ["Stopped", "run_stoppable"]
@@ -26,7 +27,8 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def run_stoppable(make: Callable[[], Awaitable[T]]) -> T:
-    """``asyncio.run(make())``, with SIGINT and SIGTERM both cancelling it and raising :class:`Stopped`."""
+    """``asyncio.run(make())`` (on uvloop's loop where installed: svgagent.core.event_loop), with SIGINT and SIGTERM
+    both cancelling it and raising :class:`Stopped`."""
     received: list[int] = []
 
     async def guarded() -> T:
@@ -61,6 +63,6 @@ def run_stoppable(make: Callable[[], Awaitable[T]]) -> T:
                     pass
 
     try:
-        return asyncio.run(guarded())
+        return run(guarded())
     except KeyboardInterrupt:
         raise Stopped(received[0] if received else signal.SIGINT) from None

@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
@@ -106,22 +105,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("--judge needs OPENAI_API_KEY (the judge's key) in .env or the environment — or --demo")
         store = stack.enter_context(open_store_for_writing(settings.store_path(), announce=_log_line))
         _configure_logging()
-        import asyncio
+        from svgagent.core.event_loop import run  # uvloop's loop where installed
 
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            return runner.run(_serve(settings, store, options, args, demo))
+        return run(_serve(settings, store, options, args, demo))
     return EXIT_OK  # pragma: no cover - the with block returns
-
-
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop (libuv's, in C) where it is installed — on asyncio's, the loop's own bookkeeping
-    (callbacks, the timer heap, the transports) was a tenth or more of the server's CPU per rollout (bench/serve.py,
-    BENCHMARKS.md "serve"); None (asyncio's) where it is not (Windows)."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 class _JsonLines(logging.Formatter):
