@@ -19,7 +19,6 @@ to the ``svgagent.serve.access`` logger as one JSON line (no bodies, so no keys)
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
 import time
@@ -35,7 +34,7 @@ from svgagent.core.import_row import parse_formatted_prompt
 from svgagent.core.listen import listen
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.serve.protocol import RequestError, parse_init
+from svgagent.core.serve.protocol import RequestError, parse_init_body
 from svgagent.core.serve.rollout import Job, ServeContext, conclude, log_status, serve_rollout
 from svgagent.core.training import step_hint
 
@@ -190,15 +189,13 @@ class RolloutServer:
         if not self._accepting:
             return _error(503, "the server is shutting down", retry_after=5)
         try:
-            payload = json.loads(await request.read())
-            req = parse_init(payload)
+            req = parse_init_body(await request.read())
         except web.HTTPRequestEntityTooLarge:
             self.stats.bad_requests += 1
             return _error(400, f"the body is larger than {self.max_body_bytes} bytes")
-        except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, RequestError
+        except RequestError as err:
             self.stats.bad_requests += 1
-            reason = str(err) if isinstance(err, RequestError) else "the body is not valid JSON"
-            return _error(400, reason)
+            return _error(400, str(err))
         ids = req.metadata
         request[ROLLOUT_ID] = ids.rollout_id
         live = self._live.get(ids.rollout_id)
