@@ -212,7 +212,20 @@ async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store
                                                                            size: tuple[int, int]) -> None:
     """The cursor moves between rollouts whose pictures and texts differ in size (the scene, the flag, one
     without a picture): the preview (picture on top at 120×40, text beside it in the 80×24 pane) is repainted,
-    the screen is never laid out again, and each rollout's text is shown, wrapped at its column."""
+    the screen is never laid out again, and each rollout's text is shown, wrapped at its column — wrapped in the
+    picture's thread worker, not on the loop (the SVG's syntax highlighting is the costly part)."""
+    import threading
+
+    from svgagent.tui.widgets import preview_body
+
+    wrapped_on_loop: list[str] = []
+    wrap = preview_body._wrap
+
+    def counting_wrap(*args: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            wrapped_on_loop.append(type(args[1]).__name__)
+        return wrap(*args)
+
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
@@ -221,7 +234,8 @@ async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store
             await settle(pilot)
         preview = preview_of(app)
         body = preview.picture
-        with full_reflows() as reflows, layout_requests() as asked:
+        with full_reflows() as reflows, layout_requests() as asked, \
+                mock.patch.object(preview_body, "_wrap", counting_wrap):
             for row, expected in ((1, "All four requirements are met."), (2, "no <svg> element"),
                                   (0, "triangle is too small to count"), (1, "All four requirements are met.")):
                 assert table_of(app).move_to(f"{RUN_ID}.{row}.0")
@@ -231,6 +245,7 @@ async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store
                 assert max(map(len, body.text.split("\n"))) <= body.scrollable_content_region.width - body.text_x
         assert asked == []
         assert reflows == []
+        assert wrapped_on_loop == []
 
 
 def _cells(rows: Any) -> list[list[tuple[str, Any]]]:

@@ -44,6 +44,7 @@ class _Request:
     rollout_id: str
     cols: int
     lines: int
+    context: object = None  # what the widget's _prepare needs, taken on the loop (see PictureSource._prepare)
 
 
 class PictureShown(Message):
@@ -62,9 +63,10 @@ class PictureLoaded(Message):
     """A thread worker's result, for the widget that asked (internal)."""
 
     def __init__(self, request: _Request, record: RolloutRecord | None, image: HalfBlocks | None,
-                 error: str) -> None:
+                 error: str, prepared: object = None) -> None:
         super().__init__()
         self.request, self.record, self.image, self.error = request, record, image, error
+        self.prepared = prepared
 
 
 def picture_strips(image: HalfBlocks, base: Style) -> list[Strip]:
@@ -101,6 +103,18 @@ class PictureSource:
         """Show ``content``: a picture, or a note instead of one."""
         raise NotImplementedError
 
+    def _request_context(self) -> object:
+        """On the loop, with each request: what :meth:`_prepare` will need (sizes, styles). None: nothing."""
+        return None
+
+    def _prepare(self, record: RolloutRecord, context: object) -> object:
+        """In the thread worker, once the record is read: more of the drawing done off the loop (the preview
+        wraps its text here). Its result reaches :meth:`_prepared` on the loop, before ``_draw``."""
+        return None
+
+    def _prepared(self, prepared: object, context: object) -> None:
+        """On the loop: what :meth:`_prepare` made for the rollout about to be drawn."""
+
     def fit(self, cols: int, lines: int) -> None:
         """The box the picture may fill; drawn again when it changed."""
         cols, lines = max(4, cols), max(2, lines)
@@ -122,7 +136,7 @@ class PictureSource:
     def reload(self) -> None:
         if self.rollout_id is None:
             return
-        request = _Request(self.rollout_id, self.cols, self.lines)
+        request = _Request(self.rollout_id, self.cols, self.lines, self._request_context())
         if request == self._pending:
             return
         self._pending = request
@@ -143,8 +157,11 @@ class PictureSource:
         record, image, error = load_rollout_picture(self.store, request.rollout_id, request.cols, request.lines,
                                                     lambda: worker.is_cancelled,
                                                     drawn[1:] if drawn is not None and drawn[0] == request else None)
+        prepared = None
+        if record is not None and request.context is not None and not worker.is_cancelled:
+            prepared = self._prepare(record, request.context)
         if not worker.is_cancelled or record is None:
-            self.post_message(PictureLoaded(request, record, image, error))  # type: ignore[attr-defined]
+            self.post_message(PictureLoaded(request, record, image, error, prepared))  # type: ignore[attr-defined]
 
     def on_picture_loaded(self, message: PictureLoaded) -> None:
         message.stop()
@@ -152,6 +169,8 @@ class PictureSource:
         if request != self._pending:
             return
         self.record, self.image = record, image
+        if message.prepared is not None:
+            self._prepared(message.prepared, request.context)
         if image is not None:
             assert record is not None and record.png is not None
             self._drawn = (request, record.png, image)

@@ -10,10 +10,12 @@ preview and never lays the screen out again.
 
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
 from svgagent.tui.widgets.picture import PictureShown
@@ -48,7 +50,7 @@ class Preview(Vertical):
     def __init__(self, store: Store, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-stacked")
         self.store = store
-        self.picture = PreviewBody(store, id="preview-body", on_shown=self._shown)
+        self.picture = PreviewBody(store, id="preview-body", on_shown=self._shown, sections_of=self._sections_of)
 
     def compose(self) -> ComposeResult:
         yield TextBox("select a rollout to see its picture", id="preview-title")
@@ -86,7 +88,7 @@ class Preview(Vertical):
         beside, cols, lines = image_box(width, height)
         self.set_class(beside, "-beside")
         self.set_class(not beside, "-stacked")
-        self.picture.arrange(beside)
+        self.picture.set_beside(beside)
         self.picture.fit(cols, lines)
 
     def on_resize(self) -> None:
@@ -102,4 +104,9 @@ class Preview(Vertical):
             return
         title.show(Text.assemble((prompt_topic(rec.prompt), "bold"),
                                    (f" · {rec.row_id} · sample {sample_label(rec)}", "dim")))
-        self.picture.show_text([s for s in info_sections(rec).values() if s is not None])
+        self.picture.show_text(self._sections_of(rec))
+
+    @staticmethod
+    def _sections_of(rec: RolloutRecord) -> list[RenderableType]:
+        """The text under or beside the picture (also called in the picture's thread worker: pure)."""
+        return [section for section in info_sections(rec).values() if section is not None]

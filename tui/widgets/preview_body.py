@@ -17,6 +17,7 @@ picture on top, a blank line, the text below, all of it scrolling.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.console import RenderableType
 from rich.style import Style
@@ -26,6 +27,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
+from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 
 from svgagent.tui.imaging import HalfBlocks
@@ -37,7 +39,7 @@ GUTTER = 2  # columns between the picture and the text beside it
 
 class PreviewBody(PictureSource, ScrollView):
     """``show(rollout_id)``/``fit`` load the picture (:class:`PictureSource`); ``show_text(sections)`` sets the
-    text; ``arrange(beside)`` picks the arrangement."""
+    text; ``set_beside(beside)`` picks the arrangement."""
 
     DEFAULT_CSS = """
     PreviewBody { height: 1fr; overflow-y: scroll; overflow-x: hidden; scrollbar-size-vertical: 1; }
@@ -49,9 +51,14 @@ class PreviewBody(PictureSource, ScrollView):
     """
 
     def __init__(self, store: Store, *, id: str | None = None,
-                 on_shown: Callable[[PictureShown], None] | None = None) -> None:
+                 on_shown: Callable[[PictureShown], None] | None = None,
+                 sections_of: Callable[[RolloutRecord], Sequence[RenderableType]] | None = None) -> None:
+        """``sections_of``: the text ``show_text`` will be given for a record; the thread worker that reads the
+        record wraps it at the text's width, so the loop only swaps the lines in (a long SVG source is tens of
+        milliseconds of syntax highlighting)."""
         super().__init__(id=id)
         self._init_source(store, on_shown)
+        self._sections_of = sections_of
         self.beside = False
         self._picture: HalfBlocks | Text = Text("")
         self._sections: list[tuple[object, RenderableType]] = []  # (signature, renderable)
@@ -61,7 +68,7 @@ class PreviewBody(PictureSource, ScrollView):
         self._text: list[Strip] | None = None  # every section's lines, a blank line after each
 
     # --- what it shows -------------------------------------------------------------------------------------
-    def arrange(self, beside: bool) -> None:
+    def set_beside(self, beside: bool) -> None:
         if beside != self.beside:
             self.beside = beside
             self._changed(text=True)
@@ -100,6 +107,29 @@ class PreviewBody(PictureSource, ScrollView):
         """Everything it shows as plain text, the picture (or its note) first."""
         picture = self._picture.plain
         return Text(f"{picture}\n\n{self.text}" if picture else self.text)
+
+    # --- the text wrapped in the picture's thread worker -----------------------------------------------------
+    def _request_context(self) -> object:
+        if self._sections_of is None or self._width() <= 0:
+            return None
+        base, width = self._base(), self._text_width()
+        return base, width, self.app.console, self.app.console_options.update_width(width).update(highlight=False)
+
+    def _prepare(self, record: RolloutRecord, context: object) -> object:
+        assert self._sections_of is not None
+        _, _, console, options = context  # type: ignore[misc]
+        base = context[0]  # type: ignore[index]
+        return [(signature(section), _wrap(console, section, options, base)) for section in self._sections_of(record)]
+
+    def _prepared(self, prepared: object, context: object) -> None:
+        at = context[:2]  # type: ignore[index]
+        if at != (self._base(), self._text_width()):
+            return  # the text's column changed meanwhile: wrapped again on the loop when drawn
+        if self._wrapped_at != at:
+            self._wrapped_at, self._section_lines = at, []
+        known = self._section_lines
+        self._section_lines = known + [(key, lines) for key, lines in prepared  # type: ignore[attr-defined]
+                                       if not any(key == other for other, _ in known)]
 
     # --- geometry ------------------------------------------------------------------------------------------
     @property
@@ -162,7 +192,7 @@ class PreviewBody(PictureSource, ScrollView):
         for key, section in self._sections:
             strips = next((done for known, done in self._section_lines if known == key), None)
             if strips is None:
-                strips = [Strip(line) for line in console.render_lines(section, options, style=base, pad=False)]
+                strips = _wrap(console, section, options, base)
             wrapped.append((key, strips))
             lines.extend(strips)
             lines.append(Strip.blank(0))
@@ -182,3 +212,8 @@ class PreviewBody(PictureSource, ScrollView):
         picture, top = self._lines_of_picture(), self._text_top()
         line = picture[row] if row < len(picture) else text[row - top] if top <= row < top + len(text) else None
         return (line or Strip.blank(0)).adjust_cell_length(width, base)
+
+
+def _wrap(console: Any, section: RenderableType, options: Any, base: Style) -> list[Strip]:
+    """``section`` wrapped at the options' width, on ``base``: its lines as strips (on the loop or in a thread)."""
+    return [Strip(line) for line in console.render_lines(section, options, style=base, pad=False)]
