@@ -67,7 +67,6 @@ def open_compare(app: App[Any], run_a: str, run_b: str) -> bool:
 class CompareScreen(AppKeysFirst, Screen[None]):
     SCOPED_CSS = False
     DEFAULT_CSS = """
-    CompareScreen Footer.-compact FooterLabel { margin: 0 1 0 0; }
     CompareScreen #compare-header { height: auto; padding: 0 1; background: $panel; }
     CompareScreen #compare-rows { height: 1fr; }
     CompareScreen #compare-prompt { height: 1; padding: 0 1; background: $panel; }
@@ -118,7 +117,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         with Horizontal(id="compare-sides"):
             yield CompareSide(self.store, "A", id="side-a")
             yield CompareSide(self.store, "B", id="side-b")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

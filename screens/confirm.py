@@ -43,7 +43,7 @@ class Confirm(ModalScreen[bool]):
             if self.detail:
                 yield Static(self.detail, id="confirm-detail", markup=False)
             yield Static(f"y {self.yes} · n / esc {self.no}", id="confirm-keys", markup=False)
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)

@@ -128,7 +128,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                 with Vertical(id=f"pane-{name}", classes="pane"):
                     if name == "config":
                         yield ConfigSummary(app.settings, id="config-summary")
-        yield KeysFooter(compact=True, show_command_palette=False)
+        yield KeysFooter(show_command_palette=False)
 
     def on_mount(self) -> None:
         for name in PANES:

@@ -112,7 +112,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
             with Horizontal(id="export-buttons"):
                 yield Button("Export", id="export-go", variant="primary", compact=True)
                 yield Button("Cancel", id="export-cancel", compact=True)
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#export-path", Input).focus()

@@ -134,4 +134,4 @@ class HelpScreen(TextPage):
             yield Static(Group(intro, Text(""), keys_table(self.app, binding_sections(self.app), keymap),
                                Text("Filter (press / on the table)", style="bold underline"), filter_table()),
                          id="help-text")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()

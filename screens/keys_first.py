@@ -11,13 +11,14 @@ from typing import ClassVar
 from rich.cells import cell_len
 from textual.binding import ActiveBinding, Binding
 from textual.screen import Screen
-from textual.widgets import Footer
 
-PALETTE_WIDTH = 12  # "│^p palette" on the right of a footer that shows it
+from svgagent.tui.widgets.keys_footer import KeysFooter
+
+PALETTE_WIDTH = 12  # "▏^p palette " on the right of a footer that shows it
 
 
 def footer_width(bindings: Iterable[Binding], key_display: dict[str, str]) -> int:
-    """Cells a compact Footer needs for ``bindings`` (one key per action, as the Footer shows them)."""
+    """Cells the footer (``KeysFooter``) needs for ``bindings``: one key per action, ``key label `` each."""
     width, actions, groups = 0, set(), set()
     for binding in bindings:
         if not binding.show or binding.action in actions:
@@ -42,7 +43,7 @@ class AppKeysFirst(Screen):  # type: ignore[type-arg]
         return self._fit_footer(ordered)
 
     def _fit_footer(self, bindings: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
-        footers = list(self.query(Footer))
+        footers = list(self.query(KeysFooter))
         room = self.app.size.width
         if footers and footers[0].show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
             room -= PALETTE_WIDTH

@@ -46,7 +46,7 @@ class MessageLogScreen(TextPage):
             yield Static(title)
             yield Static(log_table(self.entries) if self.entries else Text("Nothing yet.", style="dim"),
                          id="log-text")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()

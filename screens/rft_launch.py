@@ -154,7 +154,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         with Vertical(id="launch-progress"):
             yield Static("", id="launch-steps")
             yield Static("", id="launch-outcome")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     @property
     def target(self) -> str:

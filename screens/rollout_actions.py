@@ -55,7 +55,7 @@ class CopyMenu(ModalScreen[None]):
             yield OptionList(*(Option(Text.assemble((f" {key} ", "bold reverse"), f"  {what}",
                                                     (f"  {len(text):,} characters", "dim")), id=key)
                                for key, what, text in self.choices), id="copy-options")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.set_focus(self.query_one(OptionList))

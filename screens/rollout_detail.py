@@ -119,7 +119,7 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
                 yield Static(Text("Attempts", style="bold underline"), classes="narrow-only")
                 yield Static(id="detail-attempts-narrow", classes="narrow-only")
                 yield RolloutInfo(full=True, show_requirements=False, show_verdict=False, id="detail-info")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

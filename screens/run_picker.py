@@ -73,7 +73,7 @@ class RunPicker(ModalScreen[str | None]):
                         compact=True)
             yield OptionList(id="runs")
             yield Static("No runs yet: press escape, then r to start one.", id="runs-empty")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._show()

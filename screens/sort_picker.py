@@ -56,7 +56,7 @@ class SortPicker(ModalScreen[tuple[str, bool] | None]):
             yield Static(Text("Sort rollouts by", style="bold"))
             yield OptionList(*options, id="sort-options")
             yield Static("letter or enter: sort · escape: leave as is", id="sort-help")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

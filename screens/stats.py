@@ -124,7 +124,6 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
 
     SCOPED_CSS = False
     DEFAULT_CSS = """
-    StatsScreen Footer.-compact FooterLabel { margin: 0 1 0 0; }
     StatsScreen #stats-body { padding: 0 1; }
     StatsScreen #stats-left { height: auto; margin-bottom: 1; }
     StatsScreen #stats-summary { height: auto; margin-bottom: 1; }
@@ -170,7 +169,7 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
                 yield Histogram(id="stats-hist")
                 yield Static(id="stats-bin")
             yield Static(id="stats-tables")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

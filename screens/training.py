@@ -70,7 +70,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static(id="training-hint")
-        yield KeysFooter(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#training-steps", DataTable)

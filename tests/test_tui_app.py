@@ -485,9 +485,9 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
 async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> None:
     """Export included; keys left out of the footer for room still work (? lists them)."""
     from apps.settings_panes import screen_text
-    from textual.widgets._footer import FooterKey
 
     from svgagent.screens.sort_picker import SortPicker
+    from svgagent.tui.widgets.keys_footer import KeysFooter
 
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -495,14 +495,14 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
         for pane in ("1", "2", "4", "5"):
             await pilot.press(pane)
             await settle(pilot)
-            keys = list(app.screen.query(FooterKey))
-            assert max(k.region.right for k in keys) <= 80, pane  # nothing cut at the edge
+            spans = app.screen.query_one(KeysFooter).key_spans()
+            assert spans and max(end for _, end, _ in spans) <= 80, pane  # nothing cut at the edge
         await pilot.press("1")
         await settle(pilot)
         footer = screen_text(app).splitlines()[23]  # the footer as the terminal shows it
         for key in ("q Quit", "? Help", "⏎ Open", "/ Filter", "r Run", "o Runs", "i Stats", "x Export"):
             assert key in footer, footer
-        shown = {k.key_display: k.description for k in app.screen.query(FooterKey)}
+        shown = app.screen.query_one(KeysFooter).shown()
         for key, label in (("x", "Export"), ("⏎", "Open"), ("/", "Filter"), ("r", "Run"), ("c", "Resume"),
                            ("o", "Runs"), ("f", "Image"), ("i", "Stats"), ("?", "Help"), ("q", "Quit")):
             assert shown.get(key) == label, (key, shown)
@@ -511,25 +511,54 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
         assert isinstance(app.screen, SortPicker)  # out of the footer, not out of reach
 
 
-async def test_footer_is_rebuilt_only_when_its_keys_change(store: Store) -> None:
-    """A bindings refresh that leaves the same keys keeps the Footer's key widgets (Textual's Footer rebuilt all of
-    them each time); keys that change are shown at once."""
-    from textual.widgets._footer import FooterKey
+async def test_footer_is_redrawn_only_when_its_keys_change(store: Store) -> None:
+    """The footer is one widget drawing one line (Textual's Footer was a widget per key, all rebuilt at every focus
+    move); a bindings refresh that leaves the same keys does not repaint it; keys that change are shown at once."""
+    from svgagent.tui.widgets.keys_footer import KeysFooter
 
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        before = list(app.screen.query(FooterKey))
+        footer = app.screen.query_one(KeysFooter)
+        assert not footer.children
+        before = footer.items
         assert before
+        repaints = []
+        footer.refresh = lambda *a, **k: repaints.append(a) or KeysFooter.refresh(footer, *a, **k)  # type: ignore
         app.screen.refresh_bindings()
         await settle(pilot)
-        assert list(app.screen.query(FooterKey)) == before  # the same widget objects: nothing was rebuilt
+        assert footer.items is before and repaints == []  # the same keys: nothing redrawn
         await pilot.press("slash")  # the filter has the focus: Escape and Enter keys, not the table's
         await settle(pilot)
-        after = list(app.screen.query(FooterKey))
-        assert after
-        assert not set(after) & set(before)
-        assert {k.key_display for k in after} != {k.key_display for k in before}
+        assert repaints
+        assert {i.display for i in footer.items} != {i.display for i in before}
+        assert "Filter" not in footer.shown().values() and "Back" in footer.shown().values()
+
+
+async def test_a_click_on_a_footer_key_runs_it(store: Store) -> None:
+    """Clicking a key in the footer does what pressing it does (here: ? opens Help, x the export dialog); a click
+    between keys does nothing."""
+    from svgagent.screens.export_dialog import ExportDialog
+    from svgagent.tui.widgets.keys_footer import KeysFooter
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(KeysFooter)
+        spans = {item.display: (start, end) for start, end, item in footer.key_spans()}
+        start, end = spans["?"]
+        await pilot.click(KeysFooter, offset=(end, 0))  # the gap after "? Help"
+        await settle(pilot)
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.click(KeysFooter, offset=(end - 1, 0))  # the last letter of "Help"
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        start, _ = spans["x"]
+        await pilot.click(KeysFooter, offset=(start, 0))
+        await settle(pilot)
+        assert isinstance(app.screen, ExportDialog)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

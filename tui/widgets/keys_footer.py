@@ -1,39 +1,185 @@
-"""The Footer every screen shows, redrawn only when the keys it shows change.
+"""The footer every screen shows: the keys that apply now, drawn as one line by one widget.
 
-Textual's Footer rebuilds all of its key widgets whenever the screen's bindings may have changed — every focus
-move and every ``refresh_bindings`` — although most of those moves leave the same keys on the line. Each rebuild
-mounts, styles and lays out a dozen widgets (at start-up four rebuilds: ~10 % of the app's start-up CPU and of a
-UI test's). This one compares what it would show with what it shows and rebuilds only on a difference."""
+Textual's Footer is a container of one widget per key (a dozen on the dashboard), rebuilt — mounted, styled and laid
+out — whenever the screen's bindings may have changed: every focus move. That was about a quarter of the CPU of a
+start-up followed by a few pane switches. Here the keys are data: the footer keeps the list it draws, compares it
+with the screen's bindings when they change, and repaints its one line when they differ (never a layout: its size
+does not depend on what it shows). A click runs the key under the pointer, as Textual's footer keys do; the key under
+the pointer is highlighted and its tooltip shown.
+
+It draws what ``screens.keys_first.footer_width`` counts (a group of keys, as ``←→ A/B ``, one cell less): per action
+``key label ``, the command palette's key on the right after a thin rule.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar, NamedTuple
 
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
 
 
-class KeysFooter(Footer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._shown: tuple[object, ...] | None = None  # what the last compose drew
+class FooterItem(NamedTuple):
+    """One key as the footer shows it."""
 
-    def _wanted(self) -> tuple[object, ...]:
-        """Everything of the screen's bindings that the Footer's compose reads (the room it has is in there: the
-        screen hides the keys that do not fit, ``AppKeysFirst``), plus the Footer's own settings."""
-        bindings = tuple(
-            (b.key, b.action, b.description, b.key_display, b.group, b.tooltip, enabled, tooltip,
-             self.app.get_key_display(b))
-            for (_, b, enabled, tooltip) in self.screen.active_bindings.values() if b.show
-        )
-        return bindings, self.compact, self.show_command_palette, self.app.ENABLE_COMMAND_PALETTE
+    key: str  # the key pressed when it is clicked
+    display: str  # how the key is written ("⏎", "^p")
+    description: str
+    enabled: bool
+    tooltip: str
+    group: str | None = None  # a binding group's description: its keys side by side, the description once
 
-    def compose(self):  # type: ignore[no-untyped-def]
-        if self._bindings_ready:
-            self._shown = self._wanted()
-        yield from super().compose()
+
+class KeysFooter(Widget, can_focus=False):
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"keys-footer--key", "keys-footer--description", "keys-footer--hover",
+                         "keys-footer--rule"}
+    DEFAULT_CSS = """
+    KeysFooter {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        text-wrap: nowrap;
+        text-overflow: clip;
+        color: $footer-foreground;
+        background: $footer-background;
+        .keys-footer--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        .keys-footer--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        .keys-footer--hover {
+            background: $block-hover-background;
+        }
+        .keys-footer--rule {
+            color: $foreground 20%;
+        }
+    }
+    """
+
+    def __init__(self, *, show_command_palette: bool = True, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.show_command_palette = show_command_palette
+        self.items: tuple[FooterItem, ...] = ()  # the keys on the left, in order
+        self.palette: FooterItem | None = None  # the command palette's key, on the right
+        self._spans: list[tuple[int, int, FooterItem]] = []  # cells [start, end) of each key as last drawn
+        self._hover: FooterItem | None = None
+
+    def on_mount(self) -> None:
+        # The first keys come with the screen's first bindings update (its widgets are all there by then).
+        self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
 
     def bindings_changed(self, screen: Screen) -> None:  # type: ignore[type-arg]
-        if self._bindings_ready and self.is_attached and screen is self.screen and self._wanted() == self._shown:
+        if self.is_attached and screen is self.screen:
+            self._update()
+
+    def _wanted(self) -> tuple[tuple[FooterItem, ...], FooterItem | None]:
+        """The keys to show: one per action (its first binding), in the screen's order; the palette's apart."""
+        items: list[FooterItem] = []
+        actions: set[str] = set()
+        palette: FooterItem | None = None
+        palette_key = self.app.COMMAND_PALETTE_BINDING
+        show_palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            item = FooterItem(binding.key, self.app.get_key_display(binding), binding.description, active.enabled,
+                              active.tooltip or binding.tooltip or binding.description,
+                              binding.group.description if binding.group is not None else None)
+            if key == palette_key:
+                if show_palette:
+                    palette = item
+                continue
+            if binding.show and binding.action not in actions:
+                actions.add(binding.action)
+                items.append(item)
+        return tuple(items), palette
+
+    def _update(self) -> None:
+        items, palette = self._wanted()
+        if (items, palette) != (self.items, self.palette):
+            self.items, self.palette = items, palette
+            self.refresh()
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("keys-footer--key", partial=True)
+        label_style = self.get_component_rich_style("keys-footer--description", partial=True)
+        hover_style = self.get_component_rich_style("keys-footer--hover", partial=True)
+        dim = Style(dim=True)
+        line = Text(no_wrap=True, overflow="crop", end="")
+        spans: list[tuple[int, int, FooterItem]] = []
+
+        def add(item: FooterItem, label: str | None, gap: str = " ") -> None:
+            start = line.cell_len
+            extra = (hover_style if item == self._hover else Style()) + (Style() if item.enabled else dim)
+            line.append(item.display, key_style + extra)
+            if label:
+                line.append(" " + label, label_style + extra)
+            spans.append((start, line.cell_len, item))
+            line.append(gap)
+
+        items = self.items
+        for index, item in enumerate(items):
+            if item.group is None:
+                add(item, item.description)
+            else:  # a group: its keys side by side, its description after the last
+                last = index + 1 == len(items) or items[index + 1].group != item.group
+                add(item, item.group, " ") if last else add(item, None, "")
+        if self.palette is not None:
+            width = self.size.width
+            rule = "▏"
+            tail = cell_len(rule) + cell_len(self.palette.display) + 1 + cell_len(self.palette.description) + 1
+            line.truncate(max(0, width - tail))
+            line.pad_right(max(0, width - tail - line.cell_len))
+            line.append(rule, self.get_component_rich_style("keys-footer--rule", partial=True))
+            add(self.palette, self.palette.description)
+        self._spans = spans
+        return line
+
+    def _item_at(self, x: int) -> FooterItem | None:
+        for start, end, item in self._spans:
+            if start <= x < end:
+                return item
+        return None
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        item = self._item_at(event.x)
+        if item != self._hover:
+            self._hover = item
+            self.tooltip = (item.tooltip or None) if item is not None else None
+            self.refresh()
+
+    def on_leave(self, event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.refresh()
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        item = self._item_at(event.x)
+        if item is None:
             return
-        super().bindings_changed(screen)
+        if item.enabled:
+            self.app.simulate_key(item.key)
+        else:
+            self.app.bell()
+
+    def key_spans(self) -> list[tuple[int, int, FooterItem]]:
+        """Each key's cells ``[start, end)`` on the line as last drawn."""
+        return list(self._spans)
+
+    def shown(self) -> dict[str, str]:
+        """What the footer shows: key as written -> label (for tests and the help screen's checks)."""
+        shown = {item.display: item.description for item in self.items}
+        if self.palette is not None:
+            shown[self.palette.display] = self.palette.description
+        return shown
