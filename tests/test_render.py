@@ -25,6 +25,8 @@ RED_RECT_LEFT_HALF = f'<svg {NS} width="100" height="100"><rect width="50" heigh
 SLOW_SVG = f'<svg {NS} width="100" height="100"><path d="M0 0 ' + " ".join(
     f"L{i % 100} {(i * 7) % 100}" for i in range(60_000)
 ) + '" stroke="#000"/></svg>'
+# A render that keeps a worker busy several times GROW_AFTER_S (≈0.3 s here), so a second caller has to wait.
+BUSY_SVG = SLOW_SVG[:SLOW_SVG.index(" ", 100_000)] + '" stroke="#000"/></svg>'
 
 
 def image_of(png: bytes) -> Image.Image:
@@ -191,6 +193,8 @@ async def test_workers_start_lazily_and_stop_on_close() -> None:
     pool = Renderer(workers=2)
     assert pool.worker_pids() == []
     await pool.render(solid_svg("#000"), size=16)
+    assert len(pool.worker_pids()) == 1  # renders one at a time: one worker
+    await asyncio.gather(*(pool.render(BUSY_SVG, size=16) for _ in range(2)))
     pids = pool.worker_pids()
     assert len(pids) == 2
     pool.close()
@@ -357,13 +361,41 @@ def test_importing_the_renderer_is_cheap() -> None:
     assert result.stdout.split() == ["False", "False"], result.stderr
 
 
-def test_start_boots_the_workers_before_the_first_render() -> None:
-    """The engine starts the pool as a run begins, so the workers' start-up overlaps the first policy calls."""
+def test_start_boots_the_first_worker_before_the_first_render() -> None:
+    """The engine starts the pool as a run begins, so the first worker's start-up overlaps the first policy calls."""
     with Renderer(workers=2) as pool:
         assert pool.worker_pids() == []
         pool.start()
         first = pool.worker_pids()
-        assert len(first) == 2
+        assert len(first) == 1
         pool.start()  # idempotent
         assert pool.render_sync(RED_RECT_LEFT_HALF).startswith(b"\x89PNG")
-        assert pool.worker_pids() == first  # the render used the workers already started
+        assert pool.worker_pids() == first  # the render used the worker already started
+
+
+async def test_more_workers_start_only_when_renders_queue() -> None:
+    """Renders that wait for the first worker's boot, or come one after another, never start a second interpreter;
+    renders that wait GROW_AFTER_S for a busy worker do, and every caller gets its own picture."""
+    async with Renderer(workers=2, timeout_s=30) as pool:
+        pool.start()
+        colours = [(i * 40, 90, 200) for i in range(3)]
+        pngs = await asyncio.gather(*(pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours))
+        for colour in ("#000", "#fff", "#f00"):
+            await pool.render(solid_svg(colour), size=8)
+        assert len(pool.worker_pids()) == 1
+        results = await asyncio.gather(pool.render(BUSY_SVG, size=16), pool.render(BUSY_SVG, size=16),
+                                       *(pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours))
+        assert len(pool.worker_pids()) == 2
+        assert [image_of(png).getpixel((4, 4)) for png in [*pngs, *results[2:]]] == colours * 2
+
+
+def test_blocking_callers_that_wait_start_another_worker() -> None:
+    """The same from threads (render_sync): a caller that waited GROW_AFTER_S for a busy worker starts another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with Renderer(workers=2, timeout_s=30) as pool, ThreadPoolExecutor(2) as threads:
+        pool.render_sync(solid_svg("#000"), size=8)
+        assert len(pool.worker_pids()) == 1
+        pngs = list(threads.map(lambda svg: pool.render_sync(svg, size=16), [BUSY_SVG, BUSY_SVG]))
+        assert all(png.startswith(b"\x89PNG") for png in pngs)
+        assert len(pool.worker_pids()) == 2

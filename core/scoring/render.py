@@ -50,6 +50,7 @@ from svgagent.core.scoring.render_worker import (
 
 __all__ = ["Renderer", "RenderError", "RenderOutOfMemory", "render_svg_to_png", "DEFAULT_SIZE", "DEFAULT_MAX_BYTES"]
 STARTUP_TIMEOUT_S = 60.0
+GROW_AFTER_S = 0.1  # a render that waited this long for a free worker starts another (up to the pool's size)
 # Environment variables a worker may see: enough for Python, locale and fontconfig; never the app's API keys.
 _WORKER_ENV_NAMES = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
                      "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH", "SYSTEMROOT")
@@ -94,10 +95,15 @@ class WorkerProcess:
         self.max_bytes = max_bytes
         self._proc: subprocess.Popen | None = None
         self._ready = False
+        self._ready_at = 0.0
         self._inbox = bytearray()
         self._state = threading.Lock()  # guards _closed/_busy against close() from another thread
         self._closed = False
         self._busy = False
+
+    def ready_for(self) -> float | None:
+        """Seconds since the worker said it is ready (its imports done); None while it boots."""
+        return time.monotonic() - self._ready_at if self._ready else None
 
     @property
     def pid(self) -> int | None:
@@ -213,6 +219,7 @@ class WorkerProcess:
             self._discard()
             raise RenderError("renderer failed to start (unexpected reply)")
         self._ready = True
+        self._ready_at = time.monotonic()
 
     # -- one render ---------------------------------------------------------------------------------------
 
@@ -385,8 +392,11 @@ def _close_workers(workers: list[WorkerProcess]) -> None:
 class Renderer:
     """A pool of sandboxed worker processes rendering SVG to PNG, each render with a wall-clock timeout.
 
-    Workers (default: one per CPU) start on the first render and live until :meth:`close`. A worker that times
-    out, crashes or runs out of memory is replaced; the caller gets :class:`RenderError` with a one-line reason.
+    Up to ``workers`` worker processes (default: one per CPU) live until :meth:`close`. The first starts on the
+    first render (or :meth:`start`); another starts only when a render has waited ``GROW_AFTER_S`` for a busy one
+    (not for a boot: that ends sooner than a second would), so a run whose renders never queue boots one interpreter, not one per CPU (each boot costs ≈0.45 s of CPU,
+    half of it cffi parsing cairo's C declarations). A worker that times out, crashes or runs out of memory is
+    replaced; the caller gets :class:`RenderError` with a one-line reason.
     """
 
     def __init__(
@@ -416,6 +426,7 @@ class Renderer:
         self._executor: ThreadPoolExecutor | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[WorkerProcess]]] = []
         self._finalizer: weakref.finalize | None = None
+        self._grow_pending = False  # a timer will check whether renders still queue
         self._closed = False
 
     # -- public API -----------------------------------------------------------------------------------------
@@ -512,25 +523,71 @@ class Renderer:
             return self._executor
 
     def start(self) -> None:
-        """Start the worker processes now (they boot in the background; a render waits only for what is left of
-        that), instead of at the first render. Idempotent; the engine calls it as a run begins, so the workers'
-        start-up overlaps the first policy calls."""
+        """Start the first worker process now (it boots in the background; a render waits only for what is left
+        of that), instead of at the first render. Idempotent; the engine calls it as a run begins, so the boot
+        overlaps the first policy calls."""
         with self._pool_state:
             self._start_workers()
 
     def _start_workers(self) -> None:  # under _pool_state
         if not self._all and not self._closed:
-            self._all = [WorkerProcess(self.memory_mb, self.max_bytes) for _ in range(self.workers)]
-            for worker in self._all:
-                worker.start()
-            self._idle = list(self._all)
-            self._finalizer = weakref.finalize(self, _close_workers, self._all)
+            self._add_worker()
+            self._finalizer = weakref.finalize(self, _close_workers, self._all)  # the list grows in place
+
+    def _add_worker(self) -> WorkerProcess:  # under _pool_state
+        worker = WorkerProcess(self.memory_mb, self.max_bytes)
+        worker.start()
+        self._all.append(worker)
+        self._idle.append(worker)
+        return worker
+
+    def _can_grow(self) -> bool:  # under _pool_state
+        return not self._closed and 0 < len(self._all) < self.workers
+
+    def _all_busy_long_enough(self) -> bool:  # under _pool_state
+        """Every worker has been up for GROW_AFTER_S: a render waiting now waits for renders, not for a boot."""
+        up = [worker.ready_for() for worker in self._all]
+        return all(seconds is not None and seconds >= GROW_AFTER_S for seconds in up)
+
+    def _grow_if_waiting(self) -> None:
+        """A render has waited ``GROW_AFTER_S``: start one more worker (if still needed) and hand it to the first
+        waiter; check again later while renders still queue and there is room."""
+        with self._pool_state:
+            self._grow_pending = False
+            if not (self._waiters and self._can_grow()):
+                return
+            if not self._all_busy_long_enough():  # a wait for a boot: it ends sooner than another would
+                self._schedule_growth()
+                return
+            worker = self._add_worker()
+            self._idle.remove(worker)
+        self._release(worker)
+        with self._pool_state:
+            if self._waiters:
+                self._schedule_growth()
+
+    def _schedule_growth(self) -> None:  # under _pool_state, on a waiter's loop
+        if self._grow_pending or not self._can_grow() or not self._waiters:
+            return
+        loop = self._waiters[0][0]
+        try:
+            loop.call_soon_threadsafe(loop.call_later, GROW_AFTER_S, self._grow_if_waiting)
+        except RuntimeError:  # that loop is closed: nobody waits there any more
+            return
+        self._grow_pending = True
 
     def _acquire(self) -> WorkerProcess:
         with self._pool_state:
             self._start_workers()
+            waited = 0.0
             while not self._idle and not self._closed:
-                self._pool_state.wait()
+                if waited >= GROW_AFTER_S and self._can_grow() and self._all_busy_long_enough():
+                    worker = self._add_worker()
+                    self._idle.remove(worker)
+                    return worker
+                started = time.monotonic()
+                self._pool_state.wait(GROW_AFTER_S if self._can_grow() else None)
+                waited += time.monotonic() - started
             if self._closed:
                 raise RenderError("renderer is closed")
             return self._idle.pop()
@@ -545,6 +602,7 @@ class Renderer:
                 return self._idle.pop()
             waiter: asyncio.Future[WorkerProcess] = loop.create_future()
             self._waiters.append((loop, waiter))
+            self._schedule_growth()
         try:
             return await waiter
         except BaseException:
