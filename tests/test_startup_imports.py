@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -116,3 +117,58 @@ def test_the_demo_job_source_is_made_without_the_fireworks_client() -> None:
                               "from svgagent.core.settings import Settings\n"
                               "job_source_for(Settings(), demo=True)")
     assert "fireworks" not in modules
+
+
+_FIRST_FRAME_PROBE = """
+import asyncio, json, sys, threading
+from pathlib import Path
+
+on_loop = set()  # modules the app's own thread imported (the Jobs pane's polling thread may import more, off it)
+
+
+class Recorder:
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is threading.main_thread():
+            on_loop.add(name)
+        return None
+
+
+sys.meta_path.insert(0, Recorder())
+sys.path.insert(0, sys.argv[2])
+from job_fakes import NOW, fake_source  # the Jobs pane never reaches Fireworks from a test
+from svgagent.tui.imaging import configure_term_image
+
+configure_term_image()  # what cmd_tui does before the app starts
+from svgagent.core.settings import load_settings
+from svgagent.core.store import Store
+from svgagent.tui.app import SvgAgentApp
+
+
+async def first_frame():
+    store = Store(Path(sys.argv[1]))
+    settings = load_settings(store=sys.argv[1], fireworks_api_key="fw-test", openai_api_key="sk-test")
+    app = SvgAgentApp(settings=settings, store=store, demo=False, env_file=Path(sys.argv[1]).with_name(".env"),
+                      job_source=fake_source([]), wall_clock=lambda: NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "Dashboard", app.screen
+        print(json.dumps(sorted(on_loop)), flush=True)
+        app.exit()
+
+
+asyncio.run(first_frame())
+"""
+
+
+def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax(tmp_path) -> None:
+    """The dashboard's first frame (an empty store) shows no picture and no SVG source: Pillow (≈65 ms of CPU) waits
+    for the first picture decoded, rich.syntax (≈55 ms, Pygments) for the first source shown. Counted: what the
+    app's thread imports (the Jobs pane polls in a thread of its own, which imports the fireworks client)."""
+    proc = subprocess.run([sys.executable, "-c", _FIRST_FRAME_PROBE, str(tmp_path / "runs.db"),
+                           str(Path(__file__).parent)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    modules = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "svgagent.screens.dashboard" in modules  # the probe saw the real first frame
+    late = ("PIL", "rich.syntax", "pygments", "openai", "cairosvg")
+    assert sorted(name for name in late if name in modules) == []

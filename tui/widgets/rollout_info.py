@@ -5,7 +5,6 @@ and one widget that shows them in widgets of their own (the rollout screen)."""
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -101,6 +100,8 @@ def svg_renderable(svg: str | None, *, max_lines: int | None = SVG_PREVIEW_LINES
         return Text("no SVG", style="dim")
     lines = svg.splitlines()
     shown = "\n".join(lines[:max_lines]) if max_lines else svg
+    from rich.syntax import Syntax  # with Pygments ≈55 ms of CPU: paid at the first SVG shown, not at start-up
+
     syntax = Syntax(shown, "xml", line_numbers=True, word_wrap=True, theme="ansi_dark", background_color="default")
     if max_lines and len(lines) > max_lines:
         return Group(syntax, Text(f"… {len(lines) - max_lines} more lines: press enter for the rollout screen",

@@ -9,10 +9,10 @@ stays the same, and asks for a layout only when it changes (or when it is not la
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Group
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.css.scalar import Unit
 from textual.widgets import Static
@@ -28,7 +28,8 @@ def signature(content: Any) -> object:
                 content.no_wrap, content.end, content.tab_size)
     if isinstance(content, Group):
         return ("group", content.fit, tuple(signature(part) for part in content.renderables))
-    if isinstance(content, Syntax):
+    syntax = sys.modules.get("rich.syntax")  # not imported yet: nothing can be a Syntax (≈55 ms not paid at start)
+    if syntax is not None and isinstance(content, syntax.Syntax):
         return ("syntax", content.code, str(content.lexer), content.line_numbers, content.start_line,
                 content.line_range, content.highlight_lines, content.code_width, content.tab_size,
                 content.word_wrap, content.background_style, content.indent_guides, content.padding,
