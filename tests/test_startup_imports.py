@@ -135,6 +135,10 @@ class Recorder:
 
 sys.meta_path.insert(0, Recorder())
 sys.path.insert(0, sys.argv[2])
+import gc
+from svgagent.core.startup_gc import pause_collection
+
+pause_collection()  # what `svgagent tui` does first (tui/cli/main.py)
 from job_fakes import NOW, fake_source  # the Jobs pane never reaches Fireworks from a test
 from svgagent.tui.imaging import configure_term_image
 
@@ -152,6 +156,7 @@ async def first_frame():
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert app.screen.__class__.__name__ == "Dashboard", app.screen
+        print(json.dumps({"gc_enabled": gc.isenabled()}), flush=True)
         print(json.dumps(sorted(on_loop)), flush=True)
         app.exit()
 
@@ -160,7 +165,7 @@ asyncio.run(first_frame())
 """
 
 
-def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax(tmp_path) -> None:
+def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax_and_ends_the_gc_pause(tmp_path) -> None:
     """The dashboard's first frame (an empty store) shows no picture and no SVG source: Pillow (≈65 ms of CPU) waits
     for the first picture decoded, rich.syntax (≈55 ms, Pygments) for the first source shown. Counted: what the
     app's thread imports (the Jobs pane polls in a thread of its own, which imports the fireworks client)."""
@@ -172,3 +177,4 @@ def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax(tmp_path) -> N
     assert "svgagent.screens.dashboard" in modules  # the probe saw the real first frame
     late = ("PIL", "rich.syntax", "pygments", "openai", "cairosvg")
     assert sorted(name for name in late if name in modules) == []
+    assert json.loads(proc.stdout.splitlines()[-2]) == {"gc_enabled": True}  # the app ended the start-up pause

@@ -23,6 +23,7 @@ from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.events import EventBus
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
+from svgagent.core.startup_gc import resume_collection
 from svgagent.core.store import Store
 
 from svgagent.tui.commands import ScreenCommands
@@ -132,8 +133,10 @@ class SvgAgentApp(InOrderInput, App[int]):
         """What exists by now — modules, Textual's widgets and styles: ~250k objects — lives as long as the app.
         Take it out of the cyclic GC's sight (``gc.freeze``), or each full collection walks all of it (0.1–0.5 s
         on a small machine: the longest freezes while a big run streams). Acyclic objects are still freed as
-        usual; ``on_unmount`` hands everything back to the collector."""
+        usual; ``on_unmount`` hands everything back to the collector. The first call also ends the start-up pause
+        of `svgagent tui` (core/startup_gc)."""
         gc.freeze()
+        resume_collection()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         if not self.cursor_blink and isinstance(event.widget, Input):

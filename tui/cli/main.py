@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.startup_gc import pause_collection, resume_collection
 
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_settings, add_store
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
@@ -138,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["tui", *([] if argv is None else argv)])
+    if args.command == "tui":
+        pause_collection()  # until the first frame is composed (core/startup_gc)
     try:
         if getattr(args, "analysis", None):  # runs compare | runs stats | import
             from svgagent.tui.cli.analysis import cmd_analysis
@@ -193,6 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        resume_collection()  # a command that stopped before its start-up was over
     parser.print_help()
     return EXIT_USAGE
 
