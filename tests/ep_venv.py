@@ -5,20 +5,18 @@ one) makes it through the same script at the script's cached location (~1.5 min 
 a missing eval-protocol is a failure, not a reason to test less.
 
 Tests run eval-protocol through ``ep_command()``: the venv's interpreter, but each command forked from one that has
-imported eval-protocol already (tests/ep_fork_server.py), since that import is ~7 s of CPU and the suite runs about
+imported eval-protocol already (tests/warm_python.py), since that import is ~7 s of CPU and the suite runs about
 ten such commands (SVGAGENT_EP_FORK=0: a fresh interpreter for each).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import shlex
-import shutil
 import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from warm_python import warm_python
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / ".ci" / "ep_venv.sh"
@@ -54,17 +52,9 @@ def ep_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-# --- one warm eval-protocol interpreter per test process (tests/ep_fork_server.py) -----------------------------
-_FORK = {"server": None, "dir": None}
-
-
-def _stop_fork_server() -> None:
-    server = _FORK["server"]
-    if server is not None and server.poll() is None:
-        server.kill()
-        server.wait(timeout=10)
-    if _FORK["dir"] is not None:
-        shutil.rmtree(_FORK["dir"], ignore_errors=True)
+# --- one warm eval-protocol interpreter per test process (tests/warm_python.py) ------------------------------------
+EP_WARM = ("pytest", "eval_protocol", "eval_protocol.models", "eval_protocol.pytest",
+           "eval_protocol.pytest.remote_rollout_processor")
 
 
 @lru_cache(maxsize=1)
@@ -76,23 +66,4 @@ def ep_command() -> str:
     python = ep_python()
     if _FORK_OFF:
         return python
-    folder = Path(tempfile.mkdtemp(prefix="svgagent-ep-fork-"))
-    _FORK["dir"] = folder
-    socket_path = folder / "s"
-    (folder / "home").mkdir()
-    server = subprocess.Popen([python, str(REPO / "tests" / "ep_fork_server.py"), str(socket_path)],
-                              env=ep_env(folder / "home"), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=(folder / "server.log").open("w"),
-                              text=True)
-    _FORK["server"] = server
-    atexit.register(_stop_fork_server)
-    assert server.stdout is not None
-    line = server.stdout.readline()
-    if line.strip() != "ready":
-        raise RuntimeError(f"the eval-protocol fork server did not start (exit {server.poll()}): {line!r}")
-    wrapper = folder / "python"
-    client = REPO / "tests" / "ep_fork_client.py"
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} -I -S {shlex.quote(str(client))} '
-                       f'{shlex.quote(str(socket_path))} "$@"\n')
-    wrapper.chmod(0o755)
-    return str(wrapper)
+    return warm_python(python, EP_WARM, ep_env, "ep")

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_process import svgagent_argv
 
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
@@ -26,7 +27,7 @@ ROLLOUT_KEYS = {"rollout_id", "row_id", "sample_index", "status", "score", "fulf
 
 
 def svgagent(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 

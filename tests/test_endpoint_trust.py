@@ -7,10 +7,10 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process import svgagent_argv
 
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
@@ -19,7 +19,7 @@ KEYS = {"FIREWORKS_API_KEY": "FAKEFW-trust-0123456789", "OPENAI_API_KEY": "FAKEO
 
 
 def svgagent(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
                           timeout=120, cwd=cwd, env={**os.environ, **KEYS, **(env or {})},
                           stdin=subprocess.DEVNULL)
 

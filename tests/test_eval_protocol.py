@@ -54,7 +54,7 @@ ACCT = "sim-account"
 # ---- shared by the module -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ep() -> str:
-    return ep_command()  # `python` of the eval-protocol venv, started warm (tests/ep_fork_server.py)
+    return ep_command()  # `python` of the eval-protocol venv, started warm (tests/warm_python.py)
 
 
 @pytest.fixture(scope="module")

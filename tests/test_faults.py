@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_process import svgagent_argv
 
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
@@ -41,7 +42,7 @@ def renderer() -> Iterator[Renderer]:
 
 
 def svgagent(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 

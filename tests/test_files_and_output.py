@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_process import svgagent_argv
 
 from svgagent.core.output import OutputError
 from svgagent.core.secrets import write_env_file
@@ -28,7 +29,7 @@ SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect widt
 
 
 def svgagent(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, timeout=120,
+    return subprocess.run(svgagent_argv(*args), capture_output=True, timeout=120,
                           cwd=cwd)
 
 

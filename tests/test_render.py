@@ -15,6 +15,7 @@ import time
 import pytest
 from PIL import Image
 
+from svgagent.core.scoring import render as render_module
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.render import Renderer, WorkerProcess, render_svg_to_png
 from svgagent.core.scoring.render_worker import fit_longest_side, intrinsic_size
@@ -25,7 +26,7 @@ RED_RECT_LEFT_HALF = f'<svg {NS} width="100" height="100"><rect width="50" heigh
 SLOW_SVG = f'<svg {NS} width="100" height="100"><path d="M0 0 ' + " ".join(
     f"L{i % 100} {(i * 7) % 100}" for i in range(60_000)
 ) + '" stroke="#000"/></svg>'
-# A render that keeps a worker busy several times GROW_AFTER_S (≈0.3 s here), so a second caller has to wait.
+# A render that keeps a worker busy (≈0.2 s here) while a second caller waits (the tests shorten GROW_AFTER_S).
 BUSY_SVG = SLOW_SVG[:SLOW_SVG.index(" ", 100_000)] + '" stroke="#000"/></svg>'
 
 
@@ -189,7 +190,8 @@ def test_pool_checks_size_before_sending(renderer: Renderer) -> None:
 # ------------------------------------------------------------------------------------------------ the pool
 
 
-async def test_workers_start_lazily_and_stop_on_close() -> None:
+async def test_workers_start_lazily_and_stop_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that
     pool = Renderer(workers=2)
     assert pool.worker_pids() == []
     await pool.render(solid_svg("#000"), size=16)
@@ -319,11 +321,10 @@ async def test_booted_workers_render_on_the_event_loop_without_a_thread(monkeypa
     monkeypatch.setattr(WorkerProcess, "render", counted)
     async with Renderer(workers=2, timeout_s=10) as pool:
         await asyncio.gather(*[pool.render(solid_svg("#000"), size=8) for _ in range(2)])
-        booted = len(blocking)
         colours = [(i * 9 % 256, 40, 200) for i in range(24)]
         pngs = await asyncio.gather(*[pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours])
         assert [image_of(png).getpixel((4, 4)) for png in pngs] == colours
-        assert len(blocking) == booted <= 2
+        assert len(blocking) == len(pool.worker_pids()) <= 2  # one per worker: its first render, while it booted
 
 
 async def test_closing_the_pool_ends_the_renders_it_drives() -> None:
@@ -373,7 +374,7 @@ def test_start_boots_the_first_worker_before_the_first_render() -> None:
         assert pool.worker_pids() == first  # the render used the worker already started
 
 
-async def test_more_workers_start_only_when_renders_queue() -> None:
+async def test_more_workers_start_only_when_renders_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """Renders that wait for the first worker's boot, or come one after another, never start a second interpreter;
     renders that wait GROW_AFTER_S for a busy worker do, and every caller gets its own picture."""
     async with Renderer(workers=2, timeout_s=30) as pool:
@@ -383,15 +384,18 @@ async def test_more_workers_start_only_when_renders_queue() -> None:
         for colour in ("#000", "#fff", "#f00"):
             await pool.render(solid_svg(colour), size=8)
         assert len(pool.worker_pids()) == 1
+        monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that
         results = await asyncio.gather(pool.render(BUSY_SVG, size=16), pool.render(BUSY_SVG, size=16),
                                        *(pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours))
         assert len(pool.worker_pids()) == 2
         assert [image_of(png).getpixel((4, 4)) for png in [*pngs, *results[2:]]] == colours * 2
 
 
-def test_blocking_callers_that_wait_start_another_worker() -> None:
+def test_blocking_callers_that_wait_start_another_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same from threads (render_sync): a caller that waited GROW_AFTER_S for a busy worker starts another."""
     from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that
 
     with Renderer(workers=2, timeout_s=30) as pool, ThreadPoolExecutor(2) as threads:
         pool.render_sync(solid_svg("#000"), size=8)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_process import svgagent_argv
 
 from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.store import Store
@@ -293,7 +294,7 @@ def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path,
 
 # ---- as a real process ----------------------------------------------------------------------------------------
 def svgagent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
                           timeout=60, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 

@@ -117,7 +117,7 @@ asyncio.run(main())
 
 @pytest.fixture(scope="module")
 def ep() -> str:
-    return ep_command()  # `python` of the eval-protocol venv, started warm (tests/ep_fork_server.py)
+    return ep_command()  # `python` of the eval-protocol venv, started warm (tests/warm_python.py)
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,22 @@
-"""Run by the eval-protocol venv's interpreter: import eval-protocol once, then run each command a client sends in a
-child forked from this warm interpreter (tests/ep_fork.py starts it; tests/ep_fork_client.py is the client).
+"""``python fork_server.py SOCKET MODULE…``: import the MODULEs once, then run each command a client sends in a child
+forked from this warm interpreter (tests/warm_python.py starts it; tests/fork_client.py is the client).
 
-A fresh eval-protocol interpreter spends ~7 s of CPU importing eval_protocol (litellm's pydantic models), and the
-tests start about ten of them; a forked child starts with those modules already imported and otherwise behaves as
-``python ARGS`` would: the client's argv (``-m module``, ``-c code`` or a script path), working directory,
+A fresh eval-protocol interpreter spends ~7 s of CPU importing eval_protocol (litellm's pydantic models), a fresh
+``svgagent`` command ~0.5 s importing its libraries (aiohttp, rich, pydantic), and the tests start hundreds of
+commands; a forked child starts with those modules already imported and otherwise behaves as ``python ARGS`` would: the client's argv (``-m module``, ``-c code`` or a script path), working directory,
 environment (``PYTHONPATH`` included) and its stdin, stdout and stderr (the file descriptors themselves, passed over
 the socket). The child's exit status goes back to the client, which exits with it. A client that goes away (killed
 at a timeout) takes its child with it. The server ends when the process that started it does.
 
-Standard library only: it must not import svgagent, and it imports nothing a test may want to shadow (cairocffi).
+Standard library only, and it imports nothing but what it is told: never svgagent (a command must run the code as a
+fresh interpreter would import it) nor anything a test may want to shadow (cairocffi). What a fresh interpreter does
+at start-up and a fork does not (``sitecustomize``, ``PYTHON*`` variables read at start) is not for these commands.
 """
 
 from __future__ import annotations
 
 import builtins
+import importlib
 import json
 import os
 import runpy
@@ -26,12 +29,9 @@ import traceback
 MAX_REQUEST = 1 << 22
 
 
-def _warm() -> None:
-    import pytest  # noqa: F401
-    import eval_protocol  # noqa: F401
-    import eval_protocol.models  # noqa: F401
-    import eval_protocol.pytest  # noqa: F401
-    import eval_protocol.pytest.remote_rollout_processor  # noqa: F401
+def _warm(modules: list[str]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _exit_code(err: SystemExit) -> int:
@@ -178,7 +178,7 @@ def serve(path: str) -> None:
 
 
 if __name__ == "__main__":
-    socket_path = sys.argv[1]
+    socket_path, warm = sys.argv[1], sys.argv[2:]
     del sys.path[0]  # this file's folder (tests/) is no part of what the children see
-    _warm()
+    _warm(warm)
     serve(socket_path)

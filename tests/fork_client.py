@@ -1,6 +1,6 @@
-"""`python ARGS` for the eval-protocol venv, run by tests/ep_fork_server.py's warm interpreter: this client sends its
+"""`python ARGS`, run by tests/fork_server.py's warm interpreter: this client sends its
 argv, working directory, environment and its stdin/stdout/stderr to the server, waits, and exits as the command did
-(with its code, or killed by the same signal). Started as ``python -I -S ep_fork_client.py SOCKET ARGS…``: standard
+(with its code, or killed by the same signal). Started as ``python -I -S fork_client.py SOCKET ARGS…``: standard
 library only, nothing of the environment read by this interpreter itself."""
 
 import json
@@ -28,7 +28,7 @@ def main() -> None:
     while not answer.endswith(b"\n"):
         chunk = conn.recv(4096)
         if not chunk:
-            print("ep_fork_client: the eval-protocol fork server went away", file=sys.stderr)
+            print("fork_client: the fork server went away", file=sys.stderr)
             sys.exit(70)
         answer += chunk
     status = json.loads(answer)
@@ -36,7 +36,7 @@ def main() -> None:
         signal.signal(status["signal"], signal.SIG_DFL)
         os.kill(os.getpid(), status["signal"])
     if status.get("error"):
-        print(f"ep_fork_client: {status['error']}", file=sys.stderr)
+        print(f"fork_client: {status['error']}", file=sys.stderr)
     sys.exit(status["exit"])
 
 
