@@ -99,9 +99,10 @@ class SvgAgentApp(InOrderInput, App[int]):
 
     def on_mount(self) -> None:
         from svgagent.screens.dashboard import Dashboard
-        from svgagent.screens.help import unknown_binding_ids
 
         if self.keymap:
+            from svgagent.screens.help import unknown_binding_ids  # every screen's bindings: not before a keymap
+
             self.set_keymap(self.keymap)
             unknown = unknown_binding_ids(self, self.keymap)
             if unknown:
