@@ -92,6 +92,17 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"{seconds:7.2f}s  {nodeid}")
 
 
+# --- `-n auto` (pyproject's addopts): one worker more than the cores this process may use. About a fifth of the
+# suite's time is waiting (for the processes, servers and terminals the tests start), which one more worker fills:
+# on 2 cores, fresh-clone pytest 5:15 with two workers, 4:49 with three (BENCHMARKS.md, the test suite).
+# PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set (xdist's own hook reads it).
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
+
+
 # --- the longest tests first: with two workers, a 20 s test picked up last leaves the other core idle meanwhile.
 # Whole modules move (their module-scoped fixtures stay shared); the order inside each stays as written.
 SLOW_FIRST = ("test_secret_hygiene.py", "test_serve_ep.py", "test_eval_protocol.py", "test_crash_resume.py",
