@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+from cairo_probe import drawn_path
+
 from svgagent.core.scoring import render_draw
 from svgagent.core.scoring.render_shortcuts import shortcuts
 
@@ -167,24 +169,9 @@ POINT_LISTS = ["", " ", ",", "10", "10 20", "10,20 30,40", "10 20 30", "1-2-3-4"
 
 
 def _cairo_path_of(draw, points: str):
-    """(the cairo path ``draw`` makes for a node with ``points``, the type of what it raised or None), on a 300x200
-    context (cairosvg raises PointError for a lone number, ValueError for some tokens: so must the lean one)."""
-    import cairocffi
-
-    class Surface:
-        context_width, context_height, font_size, dpi = 300, 200, 16.0, 96
-
-    class Node(dict):
-        pass
-
-    surface = Surface()
-    surface.context = cairocffi.Context(cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, 8, 8))
-    try:
-        draw(surface, Node(points=points))
-        stopped = None
-    except Exception as err:  # noqa: BLE001 - the exception's type is part of the outcome compared
-        stopped = type(err)
-    return list(surface.context.copy_path()), stopped
+    """(the cairo path ``draw`` makes for a node with ``points``, the type of what it raised or None): cairosvg raises
+    PointError for a lone number, ValueError for some tokens, so must the lean one."""
+    return drawn_path(draw, {"points": points})
 
 
 def test_lean_polyline_and_polygon_make_cairosvg_cairo_calls() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import cairosvg
 import cairosvg.css
 import pytest
+from cairo_probe import drawn_path
 from PIL import Image, ImageChops
 
 from svgagent.core.scoring import render_draw, render_worker
@@ -358,26 +359,10 @@ PATH_CASES = ["M10 10 L20 20 30 30 Z", "m10 10 l5 5 5 5 z m 3 3 h 4 v 4 H 1 V 2 
 
 
 def _cairo_path_of(draw, d: str, start: bool):
-    """(the cairo path ``draw`` makes for path data ``d``, 'PointError' or None) on a fresh 300x200 context."""
-    import cairocffi
+    """(the cairo path ``draw`` makes for path data ``d``, PointError or None) on a fresh 300x200 context."""
     from cairosvg.helpers import PointError
 
-    class Surface:
-        context_width, context_height, font_size, dpi = 300, 200, 16.0, 96
-
-    class PathNode(dict):
-        pass
-
-    surface = Surface()
-    surface.context = cairocffi.Context(cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, 8, 8))
-    if start:
-        surface.context.move_to(3, 4)
-    try:
-        draw(surface, PathNode(d=d))
-        stopped = None
-    except PointError:
-        stopped = "PointError"
-    return list(surface.context.copy_path()), stopped
+    return drawn_path(draw, {"d": d}, start=start, catch=PointError)
 
 
 def test_lean_path_makes_cairosvg_cairo_calls(corpus: list[str]) -> None:
