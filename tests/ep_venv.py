@@ -57,7 +57,6 @@ EP_WARM = ("pytest", "eval_protocol", "eval_protocol.models", "eval_protocol.pyt
            "eval_protocol.pytest.remote_rollout_processor")
 
 
-@lru_cache(maxsize=1)
 def ep_command() -> str:
     """An executable that behaves as the venv's ``python`` (``-m``, ``-c``, a script; stdin, stdout, stderr, exit
     status), each command run in a child forked from an interpreter that has imported eval-protocol already: the
