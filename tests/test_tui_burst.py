@@ -200,3 +200,18 @@ async def test_command_palette_takes_the_keys_after_ctrl_p(store: Store) -> None
         assert isinstance(palette, CommandPalette)
         assert palette.query_one(Input).value == "rerun"
         assert not app.control.running  # the r of "rerun" went into the palette's search
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_from_the_preview_escape_then_a_pane_then_the_filter(store: Store, size: tuple[int, int]) -> None:
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await burst(pilot, "2")
+        assert app.dashboard.active_pane == "preview"
+        await burst(pilot, "escape", "1")
+        await burst(pilot, *"/row:3")
+        assert isinstance(app.screen, Dashboard)
+        assert filter_box(app).value == "row:3"
+        assert not app.control.running  # r was typed, not a new run
+        assert len(store.list_runs()) == 1

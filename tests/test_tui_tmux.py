@@ -122,6 +122,21 @@ def test_a_burst_of_keys_lands_where_each_key_sent_the_focus(tmux: Tmux, tmp_pat
     tmux.keys("Escape", "Escape")  # back to the table, then clear the filter
     tmux.wait_for("the table", lambda s: "filter row:3" not in s)
 
+    # Escape and a key in one write reach the app as ESC + key in one read, exactly what Alt+key sends: Textual
+    # alone read ESC 1 as "¡" and ESC / as a bare "/", so the Preview kept the focus and r started a run
+    tmux.keys("2")
+    tmux.wait_for("the Preview's keys", lambda s: "esc Back" in s and "/ Filter" not in s)
+    tmux.keys("Escape", "1", "/", "r", "o", "w", ":", "7")
+    screen = tmux.wait_for("the filter", lambda s: "filter row:7" in s)
+    assert "no run open" in screen
+    tmux.keys("Escape", "Escape", "3", "Tab", "Tab", "Escape", "4")  # a config field, Escape, the Secrets pane
+    tmux.wait_for("the Secrets pane's keys", lambda s: "e Edit v Reveal" in s)
+    tmux.keys("3")
+    screen = tmux.wait_for("the Config pane", lambda s: "temperature" in s)
+    assert re.search(r"temperature\W+0\.8\b", screen), screen  # no 4 (nor ¢) typed into it
+    tmux.keys("Escape")
+    tmux.wait_for("the table's keys", lambda s: "/ Filter" in s)
+
     secret = "fw3rxf4e5vta6dq7so8Ri9c0rxf3e4vtadqsoRic"  # 40 characters, most of them keys of the app
     tmux.keys("-l", "4e" + secret + "\r")  # Secrets pane, edit the first key, its value, enter
     tmux.wait_for("the saved key", lambda s: "Saved FIREWORKS_API_KEY" in s)

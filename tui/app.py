@@ -16,6 +16,7 @@ from textual import events
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
@@ -96,6 +97,15 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.wall_clock = wall_clock  # seconds since the epoch: RFT job ages and elapsed times
         self.message_log = MessageLog()
         self.cursor_blink = cursor_blink  # False: text cursors stay still (tests and snapshots are deterministic)
+
+    def get_driver_class(self) -> type[Driver]:
+        """On Linux and macOS terminals, Textual's driver reading Escape-then-a-key as two keys (``escape_keys``)."""
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
+            from svgagent.tui.escape_keys import EscapeThenKeyDriver
+
+            return EscapeThenKeyDriver
+        return driver  # Windows, or a driver chosen with TEXTUAL_DRIVER
 
     def on_mount(self) -> None:
         from svgagent.screens.dashboard import Dashboard
