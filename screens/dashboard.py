@@ -78,7 +78,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                     tooltip=f"Go to the {PANE_TITLES[name]} pane (the tabs and pane titles show the numbers)")
             for i, name in enumerate(PANES, start=1)
         ),
-        Binding("plus,ctrl+t", "zoom", "Zoom", key_display="+", id="app.zoom",
+        Binding("plus,ctrl+t", "zoom", "Zoom", id="app.zoom",
                 tooltip="Give the pane with the focus the whole screen (ctrl+t in a text field); again: all panes"),
         Binding("escape", "focus_table", "Back", id="app.focus_table",
                 tooltip="Back to the rollout table; on the table, clear the filter"),

@@ -10,11 +10,19 @@ from typing import ClassVar
 
 from rich.cells import cell_len
 from textual.binding import ActiveBinding, Binding
+from textual.keys import _character_to_key, key_to_character
 from textual.screen import Screen
 
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 PALETTE_WIDTH = 12  # "▏^p palette " on the right of a footer that shows it
+# key name -> the character it types, for the names Textual's key_to_character misses ("plus", "slash", "minus")
+_TYPED_BY_NAME = {_character_to_key(c): c for c in map(chr, range(0x20, 0x7F))}
+
+
+def typed_character(key: str) -> str | None:
+    """The character pressing ``key`` types (None: a key such as ``ctrl+t`` or ``escape`` that types nothing)."""
+    return key_to_character(key) or _TYPED_BY_NAME.get(key)
 
 
 def footer_width(bindings: Iterable[Binding], key_display: dict[str, str]) -> int:
@@ -37,10 +45,19 @@ class AppKeysFirst(Screen):  # type: ignore[type-arg]
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
-        bindings = super().active_bindings
+        bindings = self._without_typed_keys(super().active_bindings)
         first = {key: b for key, b in bindings.items() if b.node is self.app}
         ordered = {**first, **{key: b for key, b in bindings.items() if key not in first}}
         return self._fit_footer(ordered)
+
+    def _without_typed_keys(self, bindings: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
+        """In a text field, a key it types is no binding (Textual drops most of them, not "plus" or "slash"): the
+        footer must not offer ``+ Zoom`` where + types a plus."""
+        focused = self.focused
+        if focused is None:
+            return bindings
+        return {key: b for key, b in bindings.items()
+                if b.node is focused or not focused.check_consume_key(key, typed_character(key))}
 
     def _fit_footer(self, bindings: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
         footers = list(self.query(KeysFooter))

@@ -535,6 +535,29 @@ async def test_footer_is_redrawn_only_when_its_keys_change(store: Store) -> None
         assert "Filter" not in footer.shown().values() and "Back" in footer.shown().values()
 
 
+@pytest.mark.parametrize("keys", [("slash",), ("3",), ("4", "a")])
+async def test_in_a_text_field_the_footer_shows_only_keys_that_work_there(store: Store, keys: tuple[str, ...]) -> None:
+    """A key the field would type (``+`` in the filter) is not offered: Zoom shows as ^t there."""
+    from svgagent.tui.widgets.keys_footer import KeysFooter
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press(*keys)
+        await settle(pilot)
+        field = app.focused
+        assert isinstance(field, Input)
+        footer = app.screen.query_one(KeysFooter)
+        characters = {"plus": "+", "slash": "/", "minus": "-", "question_mark": "?", "space": " "}
+        typed = [i.display for i in footer.items
+                 if field.check_consume_key(i.key, characters.get(i.key, i.key if len(i.key) == 1 else None))]
+        assert typed == []
+        await pilot.press("plus")
+        await settle(pilot)
+        assert field.value.endswith("+") and app.dashboard.zoomed is None  # + typed a plus, it zoomed nothing
+        assert footer.shown().get("^t") == "Zoom"
+
+
 async def test_a_click_on_a_footer_key_runs_it(store: Store) -> None:
     """Clicking a key in the footer does what pressing it does (here: ? opens Help, x the export dialog); a click
     between keys does nothing."""
