@@ -52,43 +52,33 @@ def demo_simulator(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, 
 
 
 class SimulatorProcess:
-    """The policy + judge simulator in a process of its own, started at once; :attr:`base_url` waits until it
-    listens. A process (not a thread) so that starting it — its interpreter and aiohttp's server — runs on another
-    core while the caller gets on with its own start-up (`tui --demo` before its first frame). It stops when
-    :meth:`stop` is called or when this process ends in any way (it exits when its stdin closes)."""
+    """The policy + judge simulator in a process of its own, started at once; :attr:`base_url` is known at once.
+    A process (not a thread) so that starting it — its interpreter and aiohttp's server — runs on another core
+    while the caller gets on with its own start-up (`tui --demo` before its first frame). This process binds the
+    listening socket and hands it to the simulator's, so nobody waits for the simulator to be up: a request sent
+    before it is waits in the socket's backlog until it is. It stops when :meth:`stop` is called or when this
+    process ends in any way (it exits when its stdin closes)."""
 
     def __init__(self, policy_latency_s: float, judge_latency_s: float) -> None:
         import os
         import subprocess
         import sys
+        import threading
+
+        from svgagent.core.listen import listening_socket
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FIREWORKS_", "OPENAI_"))}
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--exit-on-stdin-eof",
-             "--policy-latency-s", str(policy_latency_s), "--judge-latency-s", str(judge_latency_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            start_new_session=True)  # fmt: skip
-        self._url: str | None = None
-        self._drain: Any = None
-
-    @property
-    def base_url(self) -> str:
-        if self._url is None:
-            import threading
-
-            from svgagent.core.scoring.errors import SvgAgentError
-
-            assert self._proc.stdout is not None
-            line = self._proc.stdout.readline().decode("utf-8", "replace").strip()
-            url = line.rsplit(" ", 1)[-1]
-            if not url.startswith("http"):
-                self.stop()
-                raise SvgAgentError(f"the demo simulator did not start ({line or 'no output'})")
-            self._url = url
-            # it prints nothing else, but a full pipe must never block it
-            self._drain = threading.Thread(target=self._proc.stdout.read, name="sim-stdout", daemon=True)
-            self._drain.start()
-        return self._url
+        with listening_socket("127.0.0.1", 0) as sock:  # the child's from here on: closed here once it has it
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "svgagent.core.sim.simulator", "--listen-fd", str(sock.fileno()),
+                 "--exit-on-stdin-eof", "--policy-latency-s", str(policy_latency_s),
+                 "--judge-latency-s", str(judge_latency_s)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                pass_fds=(sock.fileno(),), start_new_session=True)  # fmt: skip
+            self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        # it prints its URL once serving and nothing else, but a full pipe must never block it
+        self._drain = threading.Thread(target=self._proc.stdout.read, name="sim-stdout", daemon=True)  # type: ignore[union-attr]
+        self._drain.start()
 
     def stop(self) -> None:
         if self._proc.poll() is None:
@@ -98,8 +88,7 @@ class SimulatorProcess:
             except Exception:  # noqa: BLE001 - it would not stop: make it
                 self._proc.kill()
                 self._proc.wait()
-        if self._drain is not None:
-            self._drain.join(timeout=2)  # the pipe is at its end: the reader returns
+        self._drain.join(timeout=2)  # the pipe is at its end: the reader returns
         for pipe in (self._proc.stdin, self._proc.stdout):
             if pipe is not None:
                 pipe.close()

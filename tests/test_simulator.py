@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import subprocess
 import sys
 import time
@@ -379,4 +380,41 @@ def test_simulator_process_serves_and_stops_with_its_parent() -> None:
         sim._proc.stdin.close()  # what the parent's death does to the pipe
         assert sim._proc.wait(timeout=30) == 0
     finally:
+        sim.stop()
+
+
+def test_simulator_process_url_is_known_before_the_simulator_is_up() -> None:
+    """`tui --demo` needs the simulator's URL for its settings before the first frame: this process binds the
+    listening socket and hands it over, so the URL does not wait for the simulator's interpreter and aiohttp to
+    start (0.5 - 0.8 s of waiting before the first frame at load 3). A request sent meanwhile waits in the backlog."""
+    import json
+    import signal
+    import socket
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    from svgagent.core.demo import SimulatorProcess
+
+    sim = SimulatorProcess(policy_latency_s=0.0, judge_latency_s=0.0)
+    try:
+        os.kill(sim._proc.pid, signal.SIGSTOP)  # the simulator cannot get anywhere until SIGCONT
+        seen: list[str] = []
+        asking = threading.Thread(target=lambda: seen.append(sim.base_url), daemon=True)
+        asking.start()
+        asking.join(30)
+        assert seen and seen[0].startswith("http://127.0.0.1:"), "base_url waited for the stopped simulator"
+        port = urllib.parse.urlsplit(seen[0]).port
+        with socket.create_connection(("127.0.0.1", port), timeout=30):
+            pass  # the socket listens already: the connection waits in the backlog
+        os.kill(sim._proc.pid, signal.SIGCONT)
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
+        request = urllib.request.Request(f"{seen[0]}/chat/completions", data=body.encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": "Bearer simulated-key"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert json.loads(response.read())["choices"][0]["message"]["content"]
+    finally:
+        if sim._proc.poll() is None:
+            os.kill(sim._proc.pid, signal.SIGCONT)
         sim.stop()

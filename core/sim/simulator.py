@@ -38,6 +38,7 @@ import asyncio
 import copy
 import os
 import signal
+import socket
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -159,7 +160,7 @@ class Simulator(BackgroundServer):
         app.router.add_post("/_sim/reset_stats", self._handle_reset_stats)
         return app
 
-    async def _serve(self, host: str, port: int) -> str:
+    async def _serve(self, host: str, port: int, sock: socket.socket | None = None) -> str:
         if self._runner is not None:
             raise RuntimeError("the simulator is already running")
         self._stopping = asyncio.Event()
@@ -171,7 +172,7 @@ class Simulator(BackgroundServer):
         runner = web.AppRunner(self._make_app(), handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
         await runner.setup()
         try:
-            bound_port = await listen(runner, host, port)
+            bound_port = await listen(runner, host, port, sock)
         except BaseException:
             self._executor.shutdown(wait=False)
             self._executor = None
@@ -190,9 +191,10 @@ class Simulator(BackgroundServer):
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
 
-    async def start_async(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Serve on the running loop; returns the base URL (``http://127.0.0.1:PORT/v1``)."""
-        return await self._serve(host, port)
+    async def start_async(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> str:
+        """Serve on the running loop (on ``sock`` when given: a listening socket bound to ``host``); returns the base
+        URL (``http://127.0.0.1:PORT/v1``)."""
+        return await self._serve(host, port, sock)
 
     async def stop_async(self) -> None:
         await self._shutdown()
@@ -392,9 +394,11 @@ class Simulator(BackgroundServer):
 # ------------------------------------------------------------------------------------------------------- CLI
 
 
-async def _run(config: SimConfig, host: str, port: int, exit_on_stdin_eof: bool = False) -> None:
+async def _run(config: SimConfig, host: str, port: int, exit_on_stdin_eof: bool = False,
+               listen_fd: int | None = None) -> None:
     sim = Simulator(config)
-    url = await sim.start_async(host, port)
+    sock = None if listen_fd is None else socket.socket(fileno=listen_fd)
+    url = await sim.start_async(host, port, sock)
     print(f"svgagent simulator listening on {url}", flush=True)
     done = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -423,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     args = arg_parser().parse_args(argv)
     try:
         config = config_from_args(args)
-        asyncio.run(_run(config, args.host, args.port, args.exit_on_stdin_eof))
+        asyncio.run(_run(config, args.host, args.port, args.exit_on_stdin_eof, args.listen_fd))
     except KeyboardInterrupt:
         pass
     except ValidationError as exc:

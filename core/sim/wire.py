@@ -225,6 +225,9 @@ def arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--exit-on-stdin-eof", action="store_true",
                         help="stop when stdin closes (a parent process that started it ended, however it ended)")
+    parser.add_argument("--listen-fd", type=int, metavar="FD",
+                        help="serve on this inherited listening socket (bound to --host by the parent) instead of "
+                        "binding --port")
     for name, field in SimConfig.model_fields.items():
         flags = [f"--{name.replace('_', '-')}"]
         if name.endswith("_s"):
