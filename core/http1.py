@@ -29,7 +29,8 @@ issues 13 and 14). What it does:
   error) is closed, never reused;
 - TLS through the ssl module's default context (certificates and host name verified), made once per client.
 
-Timeouts are the caller's (``asyncio.timeout`` around :meth:`Http1Client.post`); errors are ``OSError``
+Timeouts: :meth:`Http1Client.post`'s ``timeout`` (a TimeoutError once it passes: a timer on the exchange, not a
+cancellation of the caller's task), or ``asyncio.timeout`` around it; errors are ``OSError``
 (connection refused, reset, an answer cut short, TLS) or :class:`HttpProtocolError`. No proxies, cookies or
 redirects: the engine's endpoints are API base URLs, as they were with its aiohttp session (which trusted no proxy
 environment either).
@@ -178,11 +179,16 @@ class _Connection(asyncio.Protocol):
         # through in values, refused in on_header.
         self._parser.set_dangerous_leniencies(lenient_headers=True)
         self._waiter: asyncio.Future[HttpResponse] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- the exchange ---------------------------------------------------------------------------------------
-    def exchange(self, head: bytes, body: bytes, max_body: int) -> asyncio.Future[HttpResponse]:
+    def exchange(self, head: bytes, body: bytes, max_body: int,
+                 deadline: float | None = None) -> asyncio.Future[HttpResponse]:
+        """Send the request; the future has the answer, or the error (TimeoutError at ``deadline``, loop time)."""
         assert self.transport is not None and self._waiter is None
-        self._waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._waiter = loop.create_future()
+        self._timer = None if deadline is None else loop.call_at(deadline, self._time_out)
         self._max_body = max_body
         self._begin()
         self._done: HttpResponse | None = None
@@ -198,7 +204,17 @@ class _Connection(asyncio.Protocol):
         self._status = 0  # set once the head is complete
         self._parts: list[bytes] = []
 
+    def _time_out(self) -> None:
+        self._timer = None
+        self._fail(TimeoutError("no answer before the request's deadline"))
+
+    def _stop_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
     def _deliver(self) -> None:
+        self._stop_timer()
         done, self._done = self._done, None
         if self._extra:
             self.keep = False
@@ -207,6 +223,7 @@ class _Connection(asyncio.Protocol):
             waiter.set_result(done)
 
     def _fail(self, err: BaseException) -> None:
+        self._stop_timer()
         self.keep = False
         self.close()
         waiter, self._waiter = self._waiter, None
@@ -215,6 +232,7 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.lost = True
+        self._stop_timer()
         if self.transport is not None:
             self.transport.close()
 
@@ -358,20 +376,33 @@ class Http1Client:
         self.closed = False
 
     async def post(self, target: Target, head: RequestHead, body: bytes, *,
-                   max_body: int) -> HttpResponse:
-        """POST ``body`` with ``head`` (:meth:`Target.head`) and return the answer (see the module docstring)."""
+                   max_body: int, timeout: float | None = None) -> HttpResponse:
+        """POST ``body`` with ``head`` (:meth:`Target.head`) and return the answer (see the module docstring).
+        ``timeout`` (seconds) bounds the whole request — a wait for a free connection, the connect, the exchange —
+        with TimeoutError, as ``asyncio.timeout`` around it would; the exchange's is a timer on the connection."""
         if self.closed:
             raise ConnectionResetError("the HTTP client is closed")
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         key = (target.scheme, target.host, target.port)
         slots = self._slot(key)
         if slots is not None:
-            await slots.acquire()
+            if deadline is not None and slots.locked():
+                async with asyncio.timeout_at(deadline):
+                    await slots.acquire()
+            else:
+                await slots.acquire()
         try:
-            conn = self._idle_connection(key) or await self._connect(target)
+            conn = self._idle_connection(key)
+            if conn is None:
+                if deadline is None:
+                    conn = await self._connect(target)
+                else:
+                    async with asyncio.timeout_at(deadline):
+                        conn = await self._connect(target)
             self._busy.add(conn)
             clean = False
             try:
-                response = await conn.exchange(head, body, max_body)
+                response = await conn.exchange(head, body, max_body, deadline)
                 clean = True
             finally:
                 self._busy.discard(conn)

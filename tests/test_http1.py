@@ -322,6 +322,44 @@ async def test_a_timed_out_exchange_closes_its_connection(scripted) -> None:
     assert client.connections_made == 2
 
 
+async def test_a_request_past_its_timeout_is_a_timeout_error_and_its_connection_is_closed(scripted) -> None:
+    answers, url, connections = scripted
+    answers.extend([b"HTTP/1.1 200 OK\r\n", _ok(b"late"), _ok(b"again")])  # the first answer never completes
+    client = Http1Client()
+    target = Target.parse(url)
+    head = target.head(HEAD_HEADERS)
+    try:
+        with pytest.raises(TimeoutError):
+            await client.post(target, head, b"{}", max_body=1024, timeout=0.2)
+        assert (await client.post(target, head, b"{}", max_body=1024, timeout=30)).body == b"late"
+        kept = client._idle[("http", "127.0.0.1", target.port)][0]
+        assert kept._timer is None  # the answer's arrival cancelled its deadline: nothing fires on a kept connection
+        assert (await client.post(target, head, b"{}", max_body=1024, timeout=30)).body == b"again"
+    finally:
+        await client.close()
+    assert client.connections_made == 2  # the timed-out one is never reused; the answered one is
+
+
+async def test_a_timeout_also_bounds_the_wait_for_a_free_connection(scripted) -> None:
+    answers, url, connections = scripted
+    answers.extend([b"HTTP/1.1 200 OK\r\n", _ok(b"unused")])  # never completes: the one connection stays busy
+    client = Http1Client(limit=1)
+    target = Target.parse(url)
+    head = target.head(HEAD_HEADERS)
+    try:
+        first = asyncio.create_task(client.post(target, head, b"{}", max_body=1024))
+        while not client._busy:
+            await asyncio.sleep(0)
+        with pytest.raises(TimeoutError):
+            await client.post(target, head, b"{}", max_body=1024, timeout=0.1)
+        assert client.connections_made == 1 and not first.done()
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+    finally:
+        await client.close()
+
+
 def test_urls_and_headers_that_a_request_cannot_carry_are_refused() -> None:
     with pytest.raises(ValueError, match="http"):
         Target.parse("ftp://example.com/v1")

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
+
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.http1 import Http1Client, HttpProtocolError, RequestHead, Target
 from svgagent.core.policy import PolicyAnswer
@@ -53,6 +55,16 @@ def json_post(url: str, key: str | None) -> tuple[Target, RequestHead]:
     target = Target.parse(url)
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     return target, target.head(headers)
+
+
+def json_bytes(value: Any) -> bytes:
+    """``value`` as a JSON body: pydantic's encoder (compact, UTF-8; a fifth of ``json.dumps``' CPU on a policy
+    body or a status record), or ``json.dumps`` for what that cannot write as UTF-8 (a lone surrogate, which a body
+    read by ``json.loads`` may hold: it writes it as an escape)."""
+    try:
+        return pydantic_core.to_json(value)
+    except pydantic_core.PydanticSerializationError:
+        return json.dumps(value).encode()
 
 
 def _delay(attempt: int, retry_after: str | None, policy: RetryPolicy) -> float:
@@ -100,7 +112,7 @@ async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str 
         target, head = json_post(url, key)
     except ValueError as err:
         raise PolicyCallError(StatusCode.INVALID_ARGUMENT, f"the policy URL cannot be called: {err}") from None
-    data = json.dumps(body).encode()
+    data = json_bytes(body)
     started = time.monotonic()
     problem, code = "", StatusCode.UNAVAILABLE
     for attempt in range(policy.max_retries + 1):
@@ -110,8 +122,7 @@ async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str 
         retry_after: str | None = None
         per_request = min(policy.request_timeout_s, left)
         try:
-            async with asyncio.timeout(per_request):
-                resp = await http.post(target, head, data, max_body=MAX_ANSWER_BYTES)
+            resp = await http.post(target, head, data, max_body=MAX_ANSWER_BYTES, timeout=per_request)
         except TimeoutError:  # (before OSError: TimeoutError is one)
             if per_request >= left:
                 raise _past_deadline(policy, problem) from None

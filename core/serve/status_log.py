@@ -10,14 +10,13 @@ until its timeout. The Authorization header follows :class:`~svgagent.core.serve
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.http1 import Http1Client, HttpProtocolError
-from svgagent.core.serve.policy_call import json_post
+from svgagent.core.serve.policy_call import json_bytes, json_post
 from svgagent.core.serve.security import KeyPolicy
 
 log = logging.getLogger("svgagent.serve")
@@ -88,7 +87,6 @@ class StatusLogger:
 
     async def _send(self, url: str, record: dict[str, Any], key: str | None) -> int:
         target, head = json_post(url, key)
-        async with asyncio.timeout(self.timeout_s):
-            response = await self._client().post(target, head, json.dumps(record).encode(), max_body=1 << 20)
+        response = await self._client().post(target, head, json_bytes(record), max_body=1 << 20, timeout=self.timeout_s)
         return response.status
 
