@@ -112,6 +112,45 @@ async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
     assert store.get_run(step.run_id).status == "served"  # closed when the server stopped
 
 
+async def test_the_policy_call_and_the_status_carry_any_text_as_sent(store: Store, gateway: TracingGateway,
+                                                                      renderer: Renderer) -> None:
+    """The two bodies the server writes (JSON by pydantic's encoder) reach the gateway as eval-protocol sent them."""
+    body = init_body(gateway.base_url, "unicode-1", row=0)
+    body["messages"][0]["content"] += " caf\u00e9 \u2615 \u2028 \U0001f600 \"quoted\" \\ \x00"
+    async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+        status, _, _ = await post_init(session, server.url, body)
+        assert status == 200
+        await server.wait_idle()
+    (trace,) = gateway.traces("unicode-1")
+    assert trace["input"]["messages"] == body["messages"]
+    (log,) = gateway.logs("unicode-1")
+    assert log["status"]["code"] == StatusCode.FINISHED and "rollout_id:unicode-1" in log["tags"]
+
+
+def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_say_it() -> None:
+    from svgagent.core.serve.policy_call import json_bytes
+
+    values = [{"messages": [{"role": "user", "content": "caf\u00e9 \u2028 \U0001f600 \x00 \"q\" \\"}],
+               "temperature": 0.7, "max_tokens": 2048, "big": 10**30, "stop": None, "tools": [{"a": [1, 2.5]}]},
+              {"content": "lone \ud800 surrogate"}, {"x": float("nan")}]
+    for value in values[:2]:
+        assert json.loads(json_bytes(value)) == json.loads(json.dumps(value))
+    assert json_bytes(values[1]) == json.dumps(values[1]).encode()  # (UTF-8 cannot hold it: json.dumps' escape)
+    assert json_bytes(values[2]) == b'{"x":NaN}'  # as json.dumps writes it
+
+
+def test_a_prompt_is_read_once_per_text_as_parse_formatted_prompt_reads_it() -> None:
+    from svgagent.core.import_row import parse_formatted_prompt
+    from svgagent.core.prompt import format_prompt
+    from svgagent.core.serve.server import _prompt_of
+
+    text = format_prompt("A red fox.", ["a fox", "it is red"])
+    _prompt_of.cache_clear()
+    assert _prompt_of(text) == parse_formatted_prompt(text) == ("A red fox.", ("a fox", "it is red"))
+    assert _prompt_of(text) is _prompt_of(text) and _prompt_of.cache_info().hits == 2
+    assert _prompt_of("Draw a cat.") == ("Draw a cat.", ())  # not a formatted prompt: the whole text, no requirements
+
+
 async def test_a_repeated_init_is_the_same_rollout(store: Store, gateway: TracingGateway, sim: Simulator,
                                                    renderer: Renderer) -> None:
     sim.configure(policy_latency_s=0.3)

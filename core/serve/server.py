@@ -23,6 +23,7 @@ import logging
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from json.encoder import encode_basestring_ascii as _json_str  # a string as json.dumps writes it
 from typing import Any
 
@@ -215,15 +216,14 @@ class RolloutServer:
             self.stats.busy += 1
             return _error(429, f"{self.concurrency} rollouts are running and {self.queue_limit} waiting",
                           retry_after=1)
-        found = parse_formatted_prompt(req.user_text())
-        prompt, requirements = (found[0], list(found[1])) if found else (req.user_text(), [])
+        prompt, requirements = _prompt_of(req.user_text())
         try:
             place = self.ctx.training.place(ids=ids, model=req.model, hint=step_hint(req.completion_params, req.model),
                                             judged=self.ctx.judge is not None)
         except (StoreError, sqlite3.Error) as err:
             log.warning("the run store cannot be written: %s", err)
             return _error(503, "the run store cannot be written", retry_after=5)
-        entry = _Live(Job(req, place, prompt, requirements, previous=known))
+        entry = _Live(Job(req, place, prompt, list(requirements), previous=known))
         self.stats.retries += known is not None
         self._live[ids.rollout_id] = entry
         entry.task = asyncio.create_task(self._run(entry), name=f"rollout {ids.rollout_id}")
@@ -294,6 +294,13 @@ class RolloutServer:
             "duplicates": s.duplicates, "busy": s.busy, "bad_requests": s.bad_requests,
             "status_logs_lost": self.ctx.status_log.lost, "stored": self.ctx.recorder.stored,
             "store_transactions": self.ctx.recorder.batches})
+
+
+@lru_cache(maxsize=1024)
+def _prompt_of(text: str) -> tuple[str, tuple[str, ...]]:
+    """The prompt and requirements of an SVGBench-formatted user message (the whole text and none when it is not
+    one), remembered per text: every rollout of a row asks with the same message (n per step, again each step)."""
+    return parse_formatted_prompt(text) or (text, ())
 
 
 def _error(status: int, message: str, *, retry_after: int | None = None) -> web.Response:

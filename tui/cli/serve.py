@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gc
 import json
 import logging
 import os
@@ -142,6 +143,16 @@ def _configure_logging() -> None:
         logger.propagate = False
 
 
+def _tune_gc() -> None:
+    """The server's cyclic GC, tuned for a process whose objects are its modules (kept for good) and each rollout's
+    short-lived ones: what start-up made is frozen out of the collections, and the youngest generation is collected
+    after 5,000 allocations, not 700 — a rollout in flight holds a few hundred objects, so at 700 most collections
+    found them still alive and moved them on to an older generation, whose collections cost more
+    (bench/serve.py, C=64: 40 – 60 ms of collections per 800 rollouts against ≈25 ms; BENCHMARKS.md "serve")."""
+    gc.freeze()
+    gc.set_threshold(5000, 10, 10)
+
+
 async def _serve(settings: Settings, store: Store, options: ServeOptions, args: argparse.Namespace,
                  demo: dict[str, str]) -> int:
     import asyncio
@@ -162,6 +173,7 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
 
     async with rollout_server(settings, store, options) as server:
         holder["server"] = server
+        _tune_gc()
         line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,
                 "event_loop": type(loop).__module__.partition(".")[0],
                 "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
