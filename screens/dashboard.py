@@ -16,7 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
-from textual.events import Resize
+from textual.events import DescendantBlur, DescendantFocus, Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
@@ -28,6 +28,7 @@ from svgagent.core.settings import Settings
 
 from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
+from svgagent.tui.own_class import PANE_FOCUSED, PANE_SHOWN, set_own_class
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.config_form import ConfigForm
 from svgagent.tui.widgets.config_summary import ConfigSummary
@@ -116,7 +117,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         yield Tabs(*(Tab(f"{i} {PANE_TITLES[n]}", id=f"tab-{n}") for i, n in enumerate(PANES, start=1)),
                    id="pane-tabs")
         with Container(id="panes"):
-            with Vertical(id="pane-rollouts", classes="pane -active"):
+            with Vertical(id="pane-rollouts", classes=f"pane {PANE_SHOWN}"):
                 table = RolloutTable(id="rollouts")
                 yield table
                 yield FilterBar(table, id="filter-bar")
@@ -164,6 +165,18 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         table = self.query_one(RolloutTable)
         table.empty_message = self._empty_message(getattr(message, "settings", None))
         table.refresh()
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        self._highlight_focused_pane()
+
+    def on_descendant_blur(self, event: DescendantBlur) -> None:
+        self._highlight_focused_pane()
+
+    def _highlight_focused_pane(self) -> None:
+        """The grid's accent border on the pane with the focus (a class on the pane alone: ``tui/own_class``)."""
+        inside = self.pane_containing(self.focused)
+        for pane in PANES:
+            set_own_class(self.query_one(f"#pane-{pane}"), pane == inside, PANE_FOCUSED)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width, event.size.height)
@@ -228,7 +241,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         if self.zoomed is not None:
             self.zoom(name)
         for pane in PANES:
-            self.query_one(f"#pane-{pane}").set_class(pane == name, "-active")
+            set_own_class(self.query_one(f"#pane-{pane}"), pane == name, PANE_SHOWN)
         tabs = self.query_one(Tabs)
         if tabs.active != f"tab-{name}":
             tabs.active = f"tab-{name}"

@@ -38,9 +38,12 @@ from svgagent.core.config_fields import (
 from svgagent.core.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings
+from svgagent.tui.own_class import set_own_class
 from svgagent.tui.widgets.text_box import TextBox
 from svgagent.tui.widgets.text_field import TextField
 
+STACKED = "-stacked"  # a narrow form: labels above their fields
+STACKED_TARGETS = ".row, .row Input, .row Select, #dataset-kind, .hint"  # what the -stacked rules style
 
 
 class FocusHome(Message):
@@ -75,6 +78,7 @@ class ConfigForm(Widget):
     ConfigForm .hint.-error { color: $text-error; }
     ConfigForm #dataset-kind { width: 16; }
     ConfigForm #field-dataset { width: 1fr; }
+    /* -stacked restyles only what matches STACKED_TARGETS (tui/own_class) */
     ConfigForm.-stacked .row { height: 2; layout: vertical; }
     ConfigForm.-stacked .row Input, ConfigForm.-stacked .row Select { width: 100%; }
     ConfigForm.-stacked #dataset-kind { width: 100%; }
@@ -207,7 +211,7 @@ class ConfigForm(Widget):
     def on_resize(self) -> None:
         """A narrow pane (the 120×40 grid gives it ~38 columns): labels above the fields, hints the whole width —
         beside a 19-column label, 17 columns were left and words were cut in the middle."""
-        self.set_class(self.size.width < self.STACK_BELOW, "-stacked")
+        set_own_class(self, self.size.width < self.STACK_BELOW, STACKED, restyle=self.query(STACKED_TARGETS))
 
     def on_descendant_blur(self, event: DescendantBlur) -> None:
         """Leaving a text field shows its value from the start (after typing, the end was in view:
