@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from svgagent.core.stats import RunStats
 
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
-from svgagent.tui.cli.flags import add_settings, add_store
+from svgagent.tui.cli.flags import add_json, add_settings, add_store
 
 COMPARE_EPILOG = """\
 Rows are aligned by row id AND prompt text (a row id alone can name different prompts in different datasets).
@@ -67,7 +67,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
                    help="delta: worst first (default); abs: biggest change first; row: dataset order")
     p.add_argument("--reverse", action="store_true", help="reverse the order (delta: best first)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="show at most N rows")
-    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    add_json(p)
     add_store(p)
     p.set_defaults(analysis="compare")
 
@@ -79,7 +79,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p.add_argument("--threshold", type=float, help="pass threshold, 0..1 (default: the run's own)")
     p.add_argument("--top", type=_positive_int, default=10, help="requirements to list (default 10)")
     p.add_argument("--width", type=_positive_int, default=40, help="histogram bar width in cells (default 40)")
-    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    add_json(p)
     add_store(p)
     p.set_defaults(analysis="stats")
 
@@ -93,7 +93,7 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     p.add_argument("--demo", action="store_true", help="with --judge: use the built-in simulator as judge (no keys)")
     add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (with --judge)")
     add_settings(p, ("threshold",))
-    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    add_json(p)
     add_store(p)
     p.set_defaults(analysis="import")
 

@@ -157,6 +157,11 @@ def add_store(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", help=STORE_HELP)
 
 
+def add_json(parser: argparse.ArgumentParser, what: str = "one JSON object") -> None:
+    """``--json``: machine-readable output on stdout instead of the tables."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} to stdout")
+
+
 def explicit_settings(args: argparse.Namespace, names: Sequence[str] = RUN_SETTINGS) -> dict[str, Any]:
     """The settings a person gave as flags (None: not given), plus `--store` and `--cache`/`--no-cache`."""
     given = {name: getattr(args, name, None) for name in (*names, "store")}

@@ -10,7 +10,7 @@ from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.startup_gc import pause_collection, resume_collection
 
-from svgagent.tui.cli.flags import LazyArgumentsParser, add_settings, add_store
+from svgagent.tui.cli.flags import LazyArgumentsParser, add_json, add_settings, add_store
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
 
 DESCRIPTION = """\
@@ -56,17 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
                        "is a new sample; stored with the run, so a resume keeps it)")
     cache.add_argument("--no-cache", action="store_true", help="never reuse cached answers (the default)")
-    p.add_argument("--json", action="store_true", help="print one JSON object to stdout")
+    add_json(p)
 
     runs = sub.add_parser("runs", help="list and inspect stored runs", formatter_class=_Formatter)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
     p = runs_sub.add_parser("list", help="all runs, newest first")
     add_store(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_json(p, "JSON")
     p = runs_sub.add_parser("show", help="one run and its rollouts")
     p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     add_store(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_json(p, "JSON")
 
     p = sub.add_parser("export", help="export a run as Eval Protocol JSONL or CSV", formatter_class=_Formatter)
     p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
