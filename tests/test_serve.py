@@ -4,6 +4,7 @@ of the policy simulator, the run store. Faults come from the simulator's knobs."
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import logging
 from collections.abc import Iterator
@@ -137,6 +138,31 @@ def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_s
         assert json.loads(json_bytes(value)) == json.loads(json.dumps(value))
     assert json_bytes(values[1]) == json.dumps(values[1]).encode()  # (UTF-8 cannot hold it: json.dumps' escape)
     assert json_bytes(values[2]) == b'{"x":NaN}'  # as json.dumps writes it
+
+
+def test_an_answer_body_is_read_as_json_loads_reads_it() -> None:
+    from svgagent.core.serve.policy_call import json_value
+
+    bodies = [json.dumps({"choices": [{"message": {"content": "caf\u00e9 \"q\" \\ \u2028"}}], "n": 10**30}).encode(),
+              b'{"a": NaN, "b": -Infinity, "c": -0, "d": 1e400, "g": 1, "g": 2}', b'{"s": "lone \\ud800"}',
+              codecs.BOM_UTF8 + b'{"x": 1}', '{"x": [1.5, true, null]}'.encode("utf-16")]
+    for raw in bodies:
+        assert repr(json_value(raw)) == repr(json.loads(raw)), raw[:30]
+    for raw in (b"[1,]", b'{"a": "\xff"}', b"", b"{"):
+        with pytest.raises(ValueError):
+            json_value(raw)
+
+
+@pytest.mark.parametrize("rollout_id", ["r-1", 'q"uote\\d', "caf\u00e9-\u2028-\U0001f600"])
+@pytest.mark.parametrize("retry", [False, True])
+def test_the_accepted_answer_is_what_json_response_wrote(rollout_id: str, retry: bool) -> None:
+    from aiohttp import web
+
+    from svgagent.core.serve.server import _accepted
+
+    ours, theirs = _accepted(rollout_id, retry), web.json_response(
+        {"status": "accepted", "rollout_id": rollout_id, "retry": retry})
+    assert (ours.body, ours.status, dict(ours.headers)) == (theirs.body, theirs.status, dict(theirs.headers))
 
 
 def test_a_prompt_is_read_once_per_text_as_parse_formatted_prompt_reads_it() -> None:

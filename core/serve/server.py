@@ -228,8 +228,7 @@ class RolloutServer:
         self._live[ids.rollout_id] = entry
         entry.task = asyncio.create_task(self._run(entry), name=f"rollout {ids.rollout_id}")
         self.stats.accepted += 1
-        return web.json_response({"status": "accepted", "rollout_id": ids.rollout_id,
-                                  "retry": known is not None})
+        return _accepted(ids.rollout_id, known is not None)
 
     async def _run(self, entry: _Live) -> None:
         job = entry.job
@@ -294,6 +293,13 @@ class RolloutServer:
             "duplicates": s.duplicates, "busy": s.busy, "bad_requests": s.bad_requests,
             "status_logs_lost": self.ctx.status_log.lost, "stored": self.ctx.recorder.stored,
             "store_transactions": self.ctx.recorder.batches})
+
+
+def _accepted(rollout_id: str, retry: bool) -> web.Response:
+    """``json_response({"status": "accepted", "rollout_id": …, "retry": …})``, the same bytes and headers, written
+    out (once per rollout: a third of json_response's cost)."""
+    body = f'{{"status": "accepted", "rollout_id": {_json_str(rollout_id)}, "retry": {"true" if retry else "false"}}}'
+    return web.Response(body=body.encode(), content_type="application/json", charset="utf-8")
 
 
 @lru_cache(maxsize=1024)
