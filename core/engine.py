@@ -9,11 +9,14 @@ A run is processed under a lease (:mod:`svgagent.core.lease`): a second worker o
 storage error (disk full, damaged file) never becomes a rollout's verdict: the run stops as ``interrupted`` and the
 :class:`StoreError` propagates, so a resume redoes exactly the rollouts whose results were not stored, reusing
 every answer that was.
+
+(Over 400 lines: a rollout's stages and the slots, commits and failures around them share the run's state.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import logging
 import math
@@ -47,6 +50,7 @@ from svgagent.core.policy import (
 )
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunStatus, RunSummary
+from svgagent.core.rollout_pool import RolloutPool
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
 from svgagent.core.settings import Settings
@@ -111,7 +115,7 @@ class Engine:
         self._judge_client = judge or judge_client(settings)
         self._judge = Judge(self._judge_client, settings.judge_model, settings.judge_mode)
         self.use_cache = settings.cache if use_cache is None else use_cache
-        self._policy_sem = asyncio.Semaphore(settings.concurrency)
+        self._pool: RolloutPool[RolloutRecord] = RolloutPool(self._rollout, settings.concurrency)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
         self._params = request_params(settings)
         # the policy request of each dataset row (its messages and serialised body): every sample sends the same
@@ -187,9 +191,15 @@ class Engine:
         self._requests.clear()
         if pending:
             self._renderer.start()  # the workers boot while the first policy calls are out
-        async with RolloutWriter(self.store) as self._writer:
-            tasks = [asyncio.create_task(self._rollout(rec)) for rec in pending]
-            work = asyncio.gather(*tasks)
+        # What exists now (settings, dataset, records, clients) outlives the run's rollouts: out of the cyclic
+        # collector's sight, or each full collection walks all of it (≈40 ms a 1,000-rollout run; bench/engine.py).
+        gc.freeze()
+        run_id = pending[0].run_id if pending else ""
+        async with RolloutWriter(self.store, committed=self._publisher(run_id)) as self._writer:
+            # a task per rollout as a policy slot frees up (core/rollout_pool.py); a resumed answer needs none
+            self._pool = pool = RolloutPool(self._rollout, self.settings.concurrency)
+            work = pool.start([r for r in pending if self._has_answer(r)],
+                              [r for r in pending if not self._has_answer(r)])
             beat = asyncio.create_task(heartbeat) if heartbeat is not None else None
             try:
                 done, _ = await asyncio.wait({work} | ({beat} if beat else set()), return_when=asyncio.FIRST_COMPLETED)
@@ -198,9 +208,10 @@ class Engine:
                 work.result()
                 await self._writer.flush()
             except BaseException:
-                for task in (*tasks, work, *((beat,) if beat else ())):
+                for task in (work, *((beat,) if beat else ())):
                     task.cancel()
-                await asyncio.gather(*tasks, work, *((beat,) if beat else ()), return_exceptions=True)
+                await pool.stop()
+                await asyncio.gather(work, *((beat,) if beat else ()), return_exceptions=True)
                 await asyncio.shield(asyncio.to_thread(self._writer.close))  # what was queued is kept
                 raise
             if beat is not None:
@@ -237,21 +248,32 @@ class Engine:
 
     # --- one rollout ----------------------------------------------------------------------------------------
     # Every change goes through the run's RolloutWriter (svgagent.core.store_batch): batched, published once
-    # committed. A paid answer (policy answer, judge verdict) is awaited until it is committed, inside the slot
-    # of its call, so a crash can cost at most the answers of the calls in flight.
+    # committed. A paid answer (policy answer, judge verdict) keeps the slot of its call until it is committed
+    # (the slot is handed on by the commit's callback, while the rollout goes on), so a crash can cost at most
+    # the answers of the calls in flight.
     def _emit(self, rec: RolloutRecord, status: RolloutStatus, **fields: Any) -> None:
-        self._writer.submit(rec.rollout_id, {"status": status, **fields}, done=self._publisher(rec, status))
+        self._writer.submit(rec.rollout_id, {"status": status, **fields})
 
-    async def _commit(self, rec: RolloutRecord, status: RolloutStatus, *,
-                      cache: tuple[str, str, dict[str, Any]] | None = None, **fields: Any) -> None:
-        await self._writer.commit(rec.rollout_id, {"status": status, **fields}, cache=cache,
-                                  done=self._publisher(rec, status))
+    def _commit_then(self, rec: RolloutRecord, status: RolloutStatus, then: Callable[[asyncio.Future[None]], None],
+                     cache: tuple[str, str, dict[str, Any]] | None, fields: dict[str, Any]) -> None:
+        """Queue a paid answer's change, urgent; ``then`` runs on the loop once it is committed (or failed)."""
+        self._writer.commit_soon(rec.rollout_id, {"status": status, **fields}, cache=cache).add_done_callback(then)
 
-    def _publisher(self, rec: RolloutRecord, status: RolloutStatus) -> Callable[[StoreError | None], None]:
-        def publish(error: StoreError | None) -> None:  # on the writer's thread: the bus is thread-safe
-            if error is None:
-                self.bus.publish(RolloutUpdate(rec.run_id, rec.rollout_id, status))
-        return publish
+    def _publisher(self, run_id: str) -> Callable[[Any], None]:
+        def committed(changes: Any) -> None:  # on the writer's thread (the bus is thread-safe), after each commit
+            if self.bus.listened:  # nobody to tell (a headless run without a follower): no event objects
+                for rollout_id, fields in changes:
+                    self.bus.publish(RolloutUpdate(run_id, rollout_id, fields["status"]))
+        return committed
+
+    def _verdict_stored(self, stored: asyncio.Future[None]) -> None:
+        self._judge_sem.release()
+        self._pool.check_stored(stored)
+
+    @staticmethod
+    def _has_answer(rec: RolloutRecord) -> bool:
+        """A resumed rollout that stored its policy answer: nothing to pay for, so no policy slot."""
+        return rec.raw_answer is not None and rec.finish_reason is not None
 
     async def _rollout(self, rec: RolloutRecord) -> None:
         rollout_id = rec.rollout_id
@@ -306,15 +328,17 @@ class Engine:
 
         A new answer is committed before its policy slot is released, and cached in the same transaction (only
         whole answers: one cut to its cap is not), so a crash after a paid answer never pays for it again."""
-        if rec.raw_answer is not None and rec.finish_reason is not None:
+        if self._has_answer(rec):
             answer = PolicyAnswer(rec.raw_answer, rec.finish_reason,
                                   Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0))
             svg, state, fields = self._next_state(rec, answer, {})
             self._emit(rec, state, **fields)  # nothing new to pay for: no need to wait for the commit
             return svg
-        # A rollout waiting for a policy slot stays queued: on a 10,000-rollout run, marking (and storing, and
-        # publishing) every rollout "generating" at once froze the app for a second or more.
-        async with self._policy_sem:
+        # This rollout holds a policy slot of the pool (it was started with it). A rollout waiting for one stays
+        # queued: on a 10,000-rollout run, marking (and storing, and publishing) every rollout "generating" at once
+        # froze the app for a second or more.
+        held = True
+        try:
             self._emit(rec, RolloutStatus.GENERATING)
             messages, body = self._request(rec)
             # the attempt is part of the key: a rerun is a new sample, never the previous attempt's answer
@@ -338,10 +362,14 @@ class Engine:
             svg, state, fields = self._next_state(rec, answer, answered)
             if cached is not None:  # paid for before: nothing to wait for
                 self._emit(rec, state, **fields)
-            else:
-                await self._commit(rec, state, cache=(key, "policy", answer.to_cache()) if remember else None,
-                                   **fields)
+            else:  # the slot goes to the next rollout once the answer is committed; this one renders meanwhile
+                self._commit_then(rec, state, self._pool.release_when_stored,
+                                  (key, "policy", answer.to_cache()) if remember else None, fields)
+                held = False
             return svg
+        finally:
+            if held:  # nothing paid for is waiting to be stored (cached, or the call failed): hand it on now
+                self._pool.release()
 
     def _request(self, rec: RolloutRecord) -> tuple[list[dict[str, Any]], bytes]:
         """The policy request of ``rec``'s dataset row, built on its first sample (callers do not mutate it)."""
@@ -377,10 +405,16 @@ class Engine:
             status, judged = verdict_columns(verdict_from_cache(cached), time.perf_counter() - t0)
             self._emit(rec, status, png=png, **judged)
             return
-        async with self._judge_sem:
+        await self._judge_sem.acquire()
+        held = True
+        try:
             verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
             remember = (verdict.valid and self.use_cache and fits("judge_raw", verdict.raw)
                         and fits("rationale", verdict.rationale))
-            await self._commit(rec, status, cache=(key, "judge", verdict_to_cache(verdict)) if remember else None,
-                               png=png, **judged)
+            self._commit_then(rec, status, self._verdict_stored,
+                              (key, "judge", verdict_to_cache(verdict)) if remember else None, dict(png=png, **judged))
+            held = False  # released by _verdict_stored once the verdict is committed
+        finally:
+            if held:
+                self._judge_sem.release()

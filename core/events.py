@@ -110,6 +110,11 @@ class EventBus(Generic[T]):
         with self._lock:
             self._subscribers = [s for s in self._subscribers if s is not sub]
 
+    @property
+    def listened(self) -> bool:
+        """Whether anybody subscribes now (a publisher with nobody to tell need not build the event)."""
+        return bool(self._subscribers)
+
     def publish(self, event: T) -> None:
         for sub in self._subscribers:  # a snapshot: (un)subscribing replaces the list
             sub._put(event)

@@ -3,8 +3,11 @@
 Each rollout changes state four or five times; one SQLite transaction per change was a fifth of the engine's CPU
 per rollout (bench/engine.py). :class:`RolloutWriter` queues the changes and a thread of its own, on a connection of
 its own, commits what has queued once per :data:`WINDOW_S` (changes to the same rollout within one batch merge into
-one UPDATE). A change that must be durable before the rollout goes on — a paid answer — closes its batch within
-:data:`URGENT_S` and is awaited.
+one UPDATE). A change that must be durable before its call's slot is handed on — a paid answer — closes its batch
+within :data:`URGENT_S` (:meth:`RolloutWriter.commit`, or :meth:`RolloutWriter.commit_soon`, whose future's callback
+hands the slot on while the rollout goes on). 20 ms, not 5: at C=256 a 5 ms window made ≈0.7 transactions per
+rollout, 20 ms ≈0.4 (the writer's CPU 0.55 → 0.42 ms per rollout, BENCHMARKS.md "Engine CPU, fifth pass"); the wait
+holds only a slot, not the rollout.
 
 The engine's event loop closes the batches (a timer of the loop: a submit is a list append, no condition variable)
 and hands each to the thread through a queue; the thread blocks on that queue only, and commits the batches that
@@ -12,9 +15,9 @@ queued while it wrote in one transaction (they would each have been one).
 
 What is guaranteed:
 
-- **A crash loses at most the last window of state, never an acknowledged paid answer.** The engine awaits the
-  commit of every policy answer and judge verdict before it releases that call's concurrency slot (and before it
-  caches the answer: both are in one transaction). So after a crash (SIGKILL, power cut) a resume regenerates at
+- **A crash loses at most the last window of state, never an acknowledged paid answer.** The engine hands a
+  call's concurrency slot on only once the commit of its policy answer or judge verdict has succeeded (and caches
+  the answer in that same transaction). So after a crash (SIGKILL, power cut) a resume regenerates at
   most the answers of the rollouts that held a slot at that moment — as before batching — and what is lost beyond
   that is state of the last window: a rollout that was ``generating`` or ``rendering`` is queued again, and redoes
   work that costs nothing (a render).
@@ -30,14 +33,14 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.store import Store
 
 WINDOW_S = 0.05
-URGENT_S = 0.005
+URGENT_S = 0.02
 
 
 class _Change(NamedTuple):
@@ -60,8 +63,12 @@ class RolloutWriter:
     """Queues rollout changes from the engine's event loop and commits them from a thread (see the module
     docstring). Open it per run; :meth:`close` (or ``async with``) commits what is queued and stops the thread."""
 
-    def __init__(self, store: Store, *, window_s: float = WINDOW_S, urgent_s: float = URGENT_S) -> None:
+    def __init__(self, store: Store, *, window_s: float = WINDOW_S, urgent_s: float = URGENT_S,
+                 committed: Callable[[Iterator[tuple[str, dict[str, Any]]]], None] | None = None) -> None:
+        """``committed``: called on the writer's thread after each transaction, with its changes as (rollout id,
+        fields) pairs in submission order (lazily: a caller with nobody to tell need not iterate them)."""
         self._path = store.path
+        self._committed = committed
         self.window_s = window_s
         self.urgent_s = urgent_s
         self._pending: list[_Change] = []  # the open batch (appended on the loop, taken by a cut or close())
@@ -109,10 +116,18 @@ class RolloutWriter:
                      done: Callable[[StoreError | None], None] | None = None) -> None:
         """Queue a change that must be durable before the caller goes on, and wait until it is (raises the
         :class:`StoreError` if it cannot be)."""
+        await self.commit_soon(rollout_id, fields, cache=cache, done=done)
+
+    def commit_soon(self, rollout_id: str, fields: dict[str, Any], *,
+                    cache: tuple[str, str, dict[str, Any]] | None = None,
+                    done: Callable[[StoreError | None], None] | None = None) -> asyncio.Future[None]:
+        """:meth:`commit` without waiting: the change closes its batch within ``urgent_s``; the future returned
+        (of the running loop) is settled once it is committed, or with the :class:`StoreError`. The engine hands
+        a paid call's slot on from the future's callback, so its rollout goes on while the answer is written."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self.submit(rollout_id, fields, cache=cache, done=done, urgent=True, _waiter=(loop, future))
-        await future
+        return future
 
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (raises the writer's :class:`StoreError`, if any)."""
@@ -211,6 +226,8 @@ class RolloutWriter:
                 self.batches += 1
             except StoreError as err:
                 error = self._fail(err)
+            if error is None and self._committed is not None:
+                self._committed((change.rollout_id, change.fields) for change in batch)
         waiting: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for change in batch:
             if change.done is not None:

@@ -228,6 +228,47 @@ async def test_no_answer_within_the_timeout_is_a_timeout(server, monkeypatch) ->
     assert reason == "judge request timed out after 0.2 s (3 retries)"
 
 
+async def test_requests_in_flight_share_one_timer_for_their_timeouts(server, monkeypatch) -> None:
+    """The per-request timeouts of one client all have the same length, so they expire in the order they were set:
+    one timer armed for the oldest does it (asyncio.timeout armed and cancelled a timer per request). Each request
+    still times out on its own, one that is answered is not touched, and a cancellation from outside stays one."""
+    monkeypatch.setattr(chat_http.asyncio, "sleep", _no_wait)
+    script, url = server
+    never = asyncio.Event()
+
+    async def route(request: web.Request) -> web.Response:
+        if script.requests[-1]["body"]["messages"][0]["content"] == "quick":
+            return web.json_response(completion())
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    script.handlers = [route]
+    loop = asyncio.get_running_loop()
+    timers: list[float] = []
+    real_call_at = loop.call_at
+
+    def counted(when: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if getattr(callback, "__self__", None).__class__.__name__ in ("_Deadlines", "Timeout"):
+            timers.append(when)
+        return real_call_at(when, callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_at", counted)
+    chat = client(url, max_retries=0, timeout_s=0.3)
+    hanging = [asyncio.create_task(chat.complete_chat(BODY)) for _ in range(5)]
+    quick = await chat.complete_chat({**BODY, "messages": [{"role": "user", "content": "quick"}]})
+    outside = asyncio.create_task(chat.complete_chat(BODY))
+    while len(script.requests) < 7:  # every request reached the server
+        await asyncio.wait([outside], timeout=0.01)  # (asyncio.sleep is patched out)
+    outside.cancel()
+    results = await asyncio.gather(*hanging, outside, return_exceptions=True)
+    await chat.close()
+    never.set()
+    assert quick.choices[0].message.content == "<svg/>"
+    assert all(isinstance(r, ChatTimeout) for r in results[:5]), results
+    assert isinstance(results[5], asyncio.CancelledError)  # cancelled by its caller: not a timeout
+    assert len(timers) <= 2, timers  # one for the oldest deadline (and at most one re-arm for the next), not 7
+
+
 @pytest.mark.parametrize(("raw", "content_type", "why"), [
     (b"data: {\"choices\": []}\n\n", "text/event-stream", "server-sent event stream"),
     (b"\xff\xfe{}", "application/json", "not valid UTF-8"),

@@ -1,8 +1,11 @@
 """What the engine's per-rollout work was cut to (issue 13), checked for what it sends and stores, not for speed
-(bench/engine.py measures that): the policy request built once per dataset row, the PNG stored once."""
+(bench/engine.py measures that): the policy request built once per dataset row, the PNG stored once, a task per
+rollout only when a policy slot frees up, no events built for nobody, the run's long-lived objects frozen."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -113,3 +116,83 @@ async def test_the_png_is_stored_once_with_the_rollouts_end(tmp_path: Path, rend
     judge_failures = [r for r in failed_rows if r.failure_kind is not None and r.failure_kind.value == "unreachable"]
     assert judge_failures and all(not r.is_score_valid for r in judge_failures)
     assert all(r.png is not None and r.png.startswith(b"\x89PNG") for r in judge_failures)
+
+
+class SlotWatchingClient(RecordingClient):
+    """Counts, at each policy request, the rollout tasks that exist and the requests in flight."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tasks_seen: list[int] = []
+        self.in_flight = self.most_in_flight = 0
+
+    async def complete_chat_json(self, data: bytes) -> Any:
+        self.tasks_seen.append(sum(1 for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Engine._rollout"))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await super().complete_chat_json(data)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_a_rollout_gets_its_task_when_a_policy_slot_frees_up(tmp_path: Path, renderer: Renderer) -> None:
+    """Rollouts no longer all get a task up front that parks on a semaphore: with 12 rollouts at concurrency 2, the
+    first policy request finds 2 rollout tasks, not 12; no more than 2 policy calls are ever in flight; the run ends
+    with every rollout stored as before."""
+    with Simulator(policy_latency_s=0.02) as sim:
+        settings = settings_for(sim.base_url, tmp_path, rows=4, samples=3, concurrency=2, judge_concurrency=2)
+        policy = SlotWatchingClient(sim.base_url, "k")
+        with Store(settings.store_path()) as store:
+            async with Engine(settings, store, renderer=renderer, policy=policy) as engine:
+                run_id = engine.create_run(load_dataset("builtin"))
+                summary = await engine.run(run_id)
+            rollouts = store.list_rollouts(run_id)
+        await policy.close()
+    assert len(rollouts) == 12 and all(r.status.terminal for r in rollouts) and summary.rollouts == 12
+    assert len(policy.bodies) == 12
+    assert policy.tasks_seen[0] <= 2, policy.tasks_seen
+    assert policy.most_in_flight <= 2
+
+
+async def test_no_event_is_built_when_nobody_subscribes_and_every_change_is_published_when_one_does(
+        tmp_path: Path, renderer: Renderer, monkeypatch) -> None:
+    """A headless run without a follower does not build a RolloutUpdate per state change; with a subscriber, every
+    committed change is published (after its commit, as before)."""
+    built: list[Any] = []
+    real = engine_module.RolloutUpdate
+
+    def counted(*args: Any) -> Any:
+        built.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(engine_module, "RolloutUpdate", counted)
+    with Simulator() as sim:
+        settings = settings_for(sim.base_url, tmp_path, rows=3, samples=1)
+        with Store(settings.store_path()) as store:
+            async with Engine(settings, store, renderer=renderer) as engine:
+                await engine.run(engine.create_run(load_dataset("builtin")))
+                assert built == []
+                events = engine.bus.subscribe()
+                run_id = engine.create_run(load_dataset("builtin"))
+                await engine.run(run_id)
+                seen = events.drain()
+            rollouts = store.list_rollouts(run_id)
+    assert len(seen) == len(built) > 0
+    assert {e.rollout_id for e in seen} == {r.rollout_id for r in rollouts}
+    final = {e.rollout_id: e.status for e in seen}  # each rollout's last event is the state it was stored in
+    assert final == {r.rollout_id: r.status for r in rollouts}
+
+
+async def test_a_run_takes_what_exists_when_it_starts_out_of_the_collectors_sight(tmp_path: Path,
+                                                                                 renderer: Renderer) -> None:
+    gc.unfreeze()
+    try:
+        with Simulator() as sim:
+            settings = settings_for(sim.base_url, tmp_path, rows=1, samples=1)
+            with Store(settings.store_path()) as store:
+                async with Engine(settings, store, renderer=renderer) as engine:
+                    await engine.run(engine.create_run(load_dataset("builtin")))
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

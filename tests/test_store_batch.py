@@ -160,3 +160,32 @@ async def test_batches_that_queue_while_one_is_written_share_the_next_transactio
     assert calls == [[ids[0]], ids[1:]]
     assert writer.batches == 2
     assert [_status_elsewhere(store.path, i) for i in ids] == ["rendering"] * 3
+
+
+async def test_commit_soon_returns_at_once_and_its_future_settles_once_the_change_is_stored(run) -> None:
+    """The engine goes on with a rollout while its paid answer is written, and hands the call's slot on from this
+    future's callback: it must not be settled before another connection can read the change."""
+    store, ids = run
+    seen: list[str] = []
+    async with RolloutWriter(store, window_s=60, urgent_s=0.05) as writer:
+        stored = writer.commit_soon(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "paid"})
+        stored.add_done_callback(lambda _: seen.append(_status_elsewhere(store.path, ids[0])))
+        assert not stored.done() and _status_elsewhere(store.path, ids[0]) == "queued"
+        await stored
+    assert seen == ["rendering"]
+
+
+async def test_the_committed_hook_gets_each_transactions_changes_after_the_commit(run) -> None:
+    store, ids = run
+    told: list[list[tuple[str, str, str]]] = []
+
+    def committed(changes) -> None:  # on the writer's thread
+        told.append([(rollout_id, fields["status"].value, _status_elsewhere(store.path, rollout_id))
+                     for rollout_id, fields in changes])
+
+    async with RolloutWriter(store, window_s=60, committed=committed) as writer:
+        writer.submit(ids[0], {"status": RolloutStatus.GENERATING})
+        writer.submit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "a"})
+        await writer.commit(ids[1], {"status": RolloutStatus.RENDERING, "raw_answer": "b"})
+    assert told == [[(ids[0], "generating", "rendering"), (ids[0], "rendering", "rendering"),
+                     (ids[1], "rendering", "rendering")]]
