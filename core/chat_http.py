@@ -212,62 +212,6 @@ def os_cause(err: BaseException) -> OSError | None:
     return None
 
 
-# --- per-request timeouts --------------------------------------------------------------------------------
-
-
-class _Deadline:
-    __slots__ = ("at", "task", "cancelling", "expired")
-
-    def __init__(self, at: float, task: asyncio.Task[Any]) -> None:
-        self.at, self.task, self.cancelling, self.expired = at, task, task.cancelling(), False
-
-
-class _Deadlines:
-    """The per-request timeouts of one client, which all have the same length: so they expire in the order they
-    were set, and one timer armed for the oldest does what a timer per request did (``asyncio.timeout``: a
-    Timeout, a timer armed and cancelled per request; BENCHMARKS.md, "Engine CPU, fifth pass"). An expired request's
-    task is cancelled and the cancellation read as a timeout, as ``asyncio.timeout`` does (``uncancel``)."""
-
-    def __init__(self, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
-        self._set: dict[_Deadline, None] = {}  # in the order set, which is the order they expire
-        self._timer: asyncio.TimerHandle | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def set(self) -> _Deadline:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)
-        assert task is not None
-        if loop is not self._loop:  # a client used from another loop: what the last one had set is gone with it
-            self._loop, self._set, self._timer = loop, {}, None
-        deadline = _Deadline(loop.time() + self.timeout_s, task)
-        self._set[deadline] = None
-        if self._timer is None:
-            self._timer = loop.call_at(deadline.at, self._expire)
-        return deadline
-
-    def clear(self, deadline: _Deadline) -> bool:
-        """The request has ended: forget its deadline; True if it had expired (its task was cancelled for it)."""
-        self._set.pop(deadline, None)
-        if deadline.expired:
-            return deadline.task.uncancel() <= deadline.cancelling
-        return False
-
-    def _expire(self) -> None:
-        loop = self._loop
-        assert loop is not None
-        self._timer = None
-        now = loop.time()
-        while self._set:
-            deadline = next(iter(self._set))
-            if deadline.at > now:
-                self._timer = loop.call_at(deadline.at, self._expire)
-                return
-            del self._set[deadline]
-            deadline.expired = True
-            deadline.task.cancel()
-
-
 # --- the client --------------------------------------------------------------------------------------------
 
 
@@ -285,7 +229,6 @@ class ChatClient:
                                         "Authorization": f"Bearer {api_key}"})
         self._connections = connections  # 0: no limit (the engine's semaphores bound the calls in flight)
         self._http: Http1Client | None = None
-        self._deadlines = _Deadlines(self.timeout_s)
 
     def _client(self) -> Http1Client:
         if self._http is None or self._http.closed:
@@ -307,20 +250,10 @@ class ChatClient:
         http = self._client()
         for retry in range(self.max_retries + 1):
             last = retry == self.max_retries
-            deadline = self._deadlines.set()  # the per-request timeout: cancels this task when it expires
-            try:
-                try:
-                    response = await http.post(self._target, self._head, data, max_body=MAX_ANSWER_BYTES)
-                finally:
-                    timed_out = self._deadlines.clear(deadline)
-            except asyncio.CancelledError:
-                if not timed_out:
-                    raise
-                if last:
-                    raise ChatTimeout(f"request timed out after {self.timeout_s:g} s") from None
-                await asyncio.sleep(backoff_s(retry, None))
-                continue
-            except TimeoutError:  # (a timeout of the connection's own; before OSError: TimeoutError is one)
+            try:  # the per-request timeout: a timer on the exchange (http1), not asyncio.timeout's task cancel
+                response = await http.post(self._target, self._head, data, max_body=MAX_ANSWER_BYTES,
+                                           timeout=self.timeout_s)
+            except TimeoutError:  # the per-request timeout (before OSError: TimeoutError is one)
                 if last:
                     raise ChatTimeout(f"request timed out after {self.timeout_s:g} s") from None
                 await asyncio.sleep(backoff_s(retry, None))
