@@ -30,26 +30,25 @@ from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.own_class import PANE_FOCUSED, PANE_SHOWN, set_own_class
 from svgagent.tui.run_control import RunEnded
-from svgagent.tui.widgets.config_form import ConfigForm
 from svgagent.tui.widgets.config_summary import ConfigSummary
 from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.histogram import Histogram
-from svgagent.tui.widgets.job_panel import JobPanel
 from svgagent.tui.widgets.preview import Preview
-from svgagent.tui.widgets.secrets_form import SecretsPane
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar
 from svgagent.screens.open_run import NO_RUN, OpenRun
-from svgagent.screens.rollout_detail import RolloutDetail
-from svgagent.screens.run_picker import RunPicker
-from svgagent.screens.sort_picker import SortPicker
-from svgagent.screens.confirm import Confirm
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.screens.pane_zoom import PaneZoom
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
+# The Config, Secrets and Jobs panes' widgets and the screens keys open are imported when first needed, not before
+# the first frame (≈0.1 s of CPU: the Secrets pane alone pulls Textual's DataTable); their messages are handled by
+# name (``on_job_panel_…``) and their widgets queried by type name.
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
+    from svgagent.tui.widgets.config_form import ConfigForm
+    from svgagent.tui.widgets.job_panel import JobPanel
+    from svgagent.tui.widgets.secrets_form import SecretsPane
 
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
@@ -202,10 +201,16 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             app = self.svg_app
             widget: Widget
             if name == "config":
+                from svgagent.tui.widgets.config_form import ConfigForm
+
                 widget = ConfigForm(app.settings, id="config-form")
             elif name == "secrets":
+                from svgagent.tui.widgets.secrets_form import SecretsPane
+
                 widget = SecretsPane.for_settings(app.env_file, app.settings, simulated=app.demo, id="secrets-form")
             else:
+                from svgagent.tui.widgets.job_panel import JobPanel
+
                 widget = JobPanel(id="jobs")
             self._pane_mounts[name] = asyncio.ensure_future(self._mount_in(name, widget))
         return self._pane_mounts[name]
@@ -292,10 +297,10 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         """Keys were saved: the endpoints are real now, so the demo banner goes and the Config pane shows the real
         settings in place of the simulator's (what the person changed there stays)."""
         self.query_one("#banner").add_class("-hidden")
-        for form in self.query(ConfigForm):
+        for form in self._config_forms():
             form.reset(settings)
         self._settings_changed()
-        for pane in self.query(SecretsPane):
+        for pane in self.query("SecretsPane").results():
             pane.use_endpoints(settings)
 
     # --- the open run (``OpenRun`` does the work) -----------------------------------------------------------
@@ -342,6 +347,8 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                 table.set_sort(*choice)
                 self.notify(f"sorted by {choice[0]}" + (" (descending)" if choice[1] else ""), timeout=2)
 
+        from svgagent.screens.sort_picker import SortPicker
+
         self.app.push_screen(SortPicker(table.sort_column, table.sort_reverse), chosen)
 
     @on(RolloutTable.CursorMoved)
@@ -351,7 +358,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
     # --- run actions --------------------------------------------------------------------------------------
     def action_start_run(self, name: str | None = None) -> None:
         """r — refused while the Config pane marks a field ✗ (the run would use its last valid value)."""
-        for form in self.query(ConfigForm):
+        for form in self._config_forms():
             if form.errors():
                 self.show_pane("config")
                 form.point_at_error(title="Not started")
@@ -375,6 +382,8 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             if run_id:
                 self.run.open(run_id)
                 self.show_pane("rollouts")
+
+        from svgagent.screens.run_picker import RunPicker
 
         self.app.push_screen(RunPicker(self.svg_app.store, current=self.run_id), opened)
 
@@ -411,14 +420,17 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         show_full_image(self, rollout_id)
 
     def on_rollout_table_opened(self, event: RolloutTable.Opened) -> None:
+        from svgagent.screens.rollout_detail import RolloutDetail
+
         def closed(_: object = None) -> None:
             self.run.reread(event.rollout_id)
 
         self.app.push_screen(RolloutDetail(self.svg_app.store, event.rollout_id), closed)
 
     # --- what the Jobs pane asks for ----------------------------------------------------------------------
-    @on(JobPanel.CancelRequested)
-    def _confirm_cancel(self, message: JobPanel.CancelRequested) -> None:
+    def on_job_panel_cancel_requested(self, message: JobPanel.CancelRequested) -> None:
+        from svgagent.screens.confirm import Confirm
+
         view, panel = message.view, message.panel
 
         def answered(yes: bool | None) -> None:
@@ -431,27 +443,28 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                                      "p resumes it later from where it stopped.",
                                      yes="cancel the job", no="keep it running"), answered)
 
-    @on(JobPanel.LaunchRequested)
-    def _open_launch(self, message: JobPanel.LaunchRequested) -> None:
+    def on_job_panel_launch_requested(self, message: JobPanel.LaunchRequested) -> None:
         from svgagent.screens.rft_launch import RftLaunchScreen
 
         panel = message.panel
         self.app.push_screen(RftLaunchScreen(message.source, self.svg_app.settings, on_launched=panel.job_launched))
 
-    @on(JobPanel.TrainingRequested)
-    def _open_training(self, message: JobPanel.TrainingRequested) -> None:
+    def on_job_panel_training_requested(self, message: JobPanel.TrainingRequested) -> None:
         from svgagent.screens.training import TrainingScreen
 
         view = message.view
         self.app.push_screen(TrainingScreen(self.svg_app.store, job_name=view.name,
                                             title=view.display_name or view.job_id))
 
-    @on(JobPanel.EvalRequested)
-    def _eval_output(self, message: JobPanel.EvalRequested) -> None:
+    def on_job_panel_eval_requested(self, message: JobPanel.EvalRequested) -> None:
         if self.run.start_eval(message.model, message.view.links.get("dataset", ""), message.view.job_id or "the job"):
-            for form in self.query(ConfigForm):  # not there until the Config pane has been shown
+            for form in self._config_forms():  # not there until the Config pane has been shown
                 form.set_text("model", message.model)
             self._settings_changed()
+
+    def _config_forms(self) -> list[ConfigForm]:
+        """The Config form, once mounted (not before the Config pane is first shown)."""
+        return list(self.query("ConfigForm").results())  # by type name: no import of the form before it exists
 
     def _settings_changed(self) -> None:
         """The app's settings changed under the Config pane's summary (the form, once there, shows its own)."""
