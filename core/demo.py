@@ -52,35 +52,57 @@ def demo_simulator(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, 
 
 
 class SimulatorProcess:
-    """The policy + judge simulator in a process of its own, started at once; :attr:`base_url` is known at once.
-    A process (not a thread) so that starting it — its interpreter and aiohttp's server — runs on another core
-    while the caller gets on with its own start-up (`tui --demo` before its first frame). This process binds the
-    listening socket and hands it to the simulator's, so nobody waits for the simulator to be up: a request sent
-    before it is waits in the socket's backlog until it is. It stops when :meth:`stop` is called or when this
-    process ends in any way (it exits when its stdin closes)."""
+    """The policy + judge simulator in a process of its own; :attr:`base_url` is known at once. This process binds
+    the listening socket and hands it to the simulator's, so nobody waits for the simulator to be up: a request sent
+    before it is waits in the socket's backlog until it is. The process starts at once, or with ``start=False``
+    when :meth:`start` is called (`tui --demo` starts it after its first frame: its boot — an interpreter, aiohttp,
+    pydantic, ≈0.5 s of CPU — would otherwise share the cores with the app's own start-up). It stops when
+    :meth:`stop` is called or when this process ends in any way (it exits when its stdin closes)."""
 
-    def __init__(self, policy_latency_s: float, judge_latency_s: float) -> None:
+    def __init__(self, policy_latency_s: float, judge_latency_s: float, *, start: bool = True) -> None:
+        from svgagent.core.listen import listening_socket
+
+        self._latencies = (policy_latency_s, judge_latency_s)
+        self._sock: Any = listening_socket("127.0.0.1", 0)  # the child's once started: closed here then
+        self.base_url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1"
+        self._proc: Any = None
+        self._drain: Any = None
+        if start:
+            self.start()
+
+    @property
+    def started(self) -> bool:
+        return self._proc is not None
+
+    def start(self) -> None:
+        """Start the simulator's process on the bound socket (idempotent; nothing once stopped)."""
         import os
         import subprocess
         import sys
         import threading
 
-        from svgagent.core.listen import listening_socket
-
+        if self._proc is not None or self._sock is None:
+            return
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FIREWORKS_", "OPENAI_"))}
-        with listening_socket("127.0.0.1", 0) as sock:  # the child's from here on: closed here once it has it
+        policy_latency_s, judge_latency_s = self._latencies
+        with self._sock as sock:
+            self._sock = None
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "svgagent.core.sim.simulator", "--listen-fd", str(sock.fileno()),
                  "--exit-on-stdin-eof", "--policy-latency-s", str(policy_latency_s),
                  "--judge-latency-s", str(judge_latency_s)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                 pass_fds=(sock.fileno(),), start_new_session=True)  # fmt: skip
-            self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
         # it prints its URL once serving and nothing else, but a full pipe must never block it
-        self._drain = threading.Thread(target=self._proc.stdout.read, name="sim-stdout", daemon=True)  # type: ignore[union-attr]
+        self._drain = threading.Thread(target=self._proc.stdout.read, name="sim-stdout", daemon=True)
         self._drain.start()
 
     def stop(self) -> None:
+        if self._sock is not None:  # never started: requests waiting in the backlog are refused now
+            self._sock.close()
+            self._sock = None
+        if self._proc is None:
+            return
         if self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -95,9 +117,10 @@ class SimulatorProcess:
 
 
 @contextmanager
-def demo_simulator_process(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3) -> Iterator[SimulatorProcess]:
+def demo_simulator_process(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, *,
+                           start: bool = True) -> Iterator[SimulatorProcess]:
     """Like :func:`demo_simulator`, with the simulator in a process of its own (see :class:`SimulatorProcess`)."""
-    sim = SimulatorProcess(policy_latency_s, judge_latency_s)
+    sim = SimulatorProcess(policy_latency_s, judge_latency_s, start=start)
     try:
         yield sim
     finally:

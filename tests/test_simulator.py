@@ -418,3 +418,36 @@ def test_simulator_process_url_is_known_before_the_simulator_is_up() -> None:
         if sim._proc.poll() is None:
             os.kill(sim._proc.pid, signal.SIGCONT)
         sim.stop()
+
+
+def test_simulator_process_started_later_answers_what_waited_for_it() -> None:
+    """`tui --demo` starts the simulator's process after its first frame: until then the URL is known and bound,
+    a request waits in the backlog, and once started the simulator answers it."""
+    import json
+    import threading
+    import urllib.request
+
+    from svgagent.core.demo import SimulatorProcess
+
+    sim = SimulatorProcess(policy_latency_s=0.0, judge_latency_s=0.0, start=False)
+    try:
+        assert not sim.started
+        answers: list[str] = []
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
+        request = urllib.request.Request(f"{sim.base_url}/chat/completions", data=body.encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": "Bearer simulated-key"})
+
+        def ask() -> None:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answers.append(json.loads(response.read())["choices"][0]["message"]["content"])
+
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        sim.start()
+        sim.start()  # idempotent: one process
+        asking.join(60)
+        assert answers and answers[0]
+    finally:
+        sim.stop()
+    assert sim._proc.returncode is not None

@@ -51,6 +51,18 @@ async def test_empty_state_tells_a_newcomer_what_to_press(store: Store) -> None:
         assert isinstance(app.screen, HelpScreen)
 
 
+async def test_work_for_after_the_first_frame_runs_once_the_dashboard_is_composed(store: Store) -> None:
+    """`tui --demo` starts its simulator's process from this hook: once, with the dashboard's table already there."""
+    seen: list[tuple[str, int]] = []
+    app = make_app(store, after_first_frame=lambda: seen.append(
+        (type(app.screen).__name__, len(app.screen.query(RolloutTable)))))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+    assert seen == [("Dashboard", 1)]
+
+
 async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:

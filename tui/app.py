@@ -78,6 +78,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         wall_clock: Callable[[], float] = time.time,
         serve_url: str | None = None,
         cursor_blink: bool = True,
+        after_first_frame: Callable[[], object] | None = None,
     ) -> None:
         super().__init__()
         self.serve_url = serve_url  # `svgagent tui --serve`: the rollout server runs with the app; its view opens
@@ -97,6 +98,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.wall_clock = wall_clock  # seconds since the epoch: RFT job ages and elapsed times
         self.message_log = MessageLog()
         self.cursor_blink = cursor_blink  # False: text cursors stay still (tests and snapshots are deterministic)
+        self.after_first_frame = after_first_frame  # work the first frame does not need (`tui --demo`: the simulator)
 
     def get_driver_class(self) -> type[Driver]:
         """On Linux and macOS terminals, Textual's driver reading Escape-then-a-key as two keys (``escape_keys``)."""
@@ -139,6 +141,8 @@ class SvgAgentApp(InOrderInput, App[int]):
             widget.refresh()
         self._freeze_heap()
         self.set_timer(FREEZE_AGAIN_S, self._freeze_heap)  # again once the lazily mounted panes are in
+        if self.after_first_frame is not None:
+            self.after_first_frame()
 
     def _freeze_heap(self) -> None:
         """What exists by now — modules, Textual's widgets and styles: ~250k objects — lives as long as the app.

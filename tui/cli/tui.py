@@ -78,8 +78,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if args.run and not path.exists():  # nothing to open: say so rather than create an empty store
         raise StoreError(f"no run {args.run!r}: there is no run store at {path} yet")
     with contextlib.ExitStack() as stack:
-        # The demo's simulator starts in a process of its own, on the other core, while this one gets the app ready.
-        sim = stack.enter_context(demo_simulator_process()) if demo else None
+        # The demo's simulator runs in a process of its own, started after the first frame (its URL is known now:
+        # a request made before it is up waits for it), so that its boot does not share the cores with this one's.
+        sim = stack.enter_context(demo_simulator_process(start=False)) if demo else None
         from svgagent.tui.imaging import configure_term_image
 
         configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
@@ -105,6 +106,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             demo_overrides=extra,
             settings_loader=(lambda: trusted(load_settings(**overrides))) if implicit_demo else None,
             serve_url=serve_url,
+            after_first_frame=sim.start if sim is not None else None,
         )
         with _exit_on_sigterm(app):
             app.run()
