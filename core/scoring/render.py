@@ -100,6 +100,11 @@ class WorkerProcess:
         self._state = threading.Lock()  # guards _closed/_busy against close() from another thread
         self._closed = False
         self._busy = False
+        # The event loop's reader on the worker's stdout, kept between the renders that loop drives (registering and
+        # removing it per render was ~9 system calls: poll handle set-up, epoll changes, io_uring submissions).
+        self._watch_loop: asyncio.AbstractEventLoop | None = None
+        self._watch_fd = -1
+        self._job: _LoopRender | None = None  # the loop render whose reply that reader hands over
 
     def ready_for(self) -> float | None:
         """Seconds since the worker said it is ready (its imports done); None while it boots."""
@@ -126,7 +131,9 @@ class WorkerProcess:
         self._inbox.clear()
 
     def _discard(self) -> int | None:
-        """Kill the process (if alive), reap it and close its pipes; returns its exit code."""
+        """Kill the process (if alive), reap it and close its pipes; returns its exit code. A stdout an event loop
+        still watches is closed by that loop once its reader is gone (never under it: the descriptor's number could
+        be reused while the loop still polls it)."""
         proc, self._proc = self._proc, None
         if proc is None:
             return None
@@ -136,12 +143,55 @@ class WorkerProcess:
             code = proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
-        for pipe in (proc.stdin, proc.stdout):
+        pipes = (proc.stdin, proc.stdout)
+        with self._state:
+            loop, fd = self._watch_loop, self._watch_fd
+            watched = (loop is not None and not loop.is_closed() and not proc.stdout.closed
+                       and fd == proc.stdout.fileno())
+            if watched or (loop is not None and loop.is_closed()):
+                self._watch_loop, self._watch_fd = None, -1
+        if watched:
+            assert loop is not None
+            if _running_loop() is loop:
+                _unwatch_and_close(loop, fd, pipes)
+                return code
             try:
-                pipe.close()
-            except OSError:
+                loop.call_soon_threadsafe(_unwatch_and_close, loop, fd, pipes)
+                return code
+            except RuntimeError:  # that loop is closed: its readers went with it
                 pass
+        _close_pipes(pipes)
         return code
+
+    # -- the event loop's reader on stdout --------------------------------------------------------------
+
+    def watch(self, job: _LoopRender) -> bool:
+        """Hand ``job``'s reply over from this worker's stdout reader on ``job.loop``, registered there once and
+        kept between renders. False when another live loop has it (``job`` then registers a reader of its own)."""
+        loop, fd = job.loop, job.fd_out
+        with self._state:
+            current = self._watch_loop
+            if current is not None and current is not loop and not current.is_closed():
+                return False
+            if current is not loop or self._watch_fd != fd:  # (a closed loop's readers went with it)
+                loop.add_reader(fd, self._readable, loop, fd)
+                self._watch_loop, self._watch_fd = loop, fd
+            self._job = job
+        return True
+
+    def _readable(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        job = self._job
+        if job is not None and job.loop is loop and job.fd_out == fd:
+            job._readable()
+        else:  # not a reply this loop waits for (a thread's render, the end of an idle worker): stop watching
+            self.unwatch(loop, fd)
+
+    def unwatch(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        """Remove the reader on ``fd`` (on ``loop``'s thread); before a restart, which closes the pipes."""
+        loop.remove_reader(fd)
+        with self._state:
+            if self._watch_loop is loop and self._watch_fd == fd:
+                self._watch_loop, self._watch_fd = None, -1
 
     def restart(self) -> int | None:
         code = self._discard()
@@ -290,8 +340,9 @@ class _LoopRender:
         self.fd_in, self.fd_out = proc.stdin.fileno(), proc.stdout.fileno()
         self.out = memoryview(request)
         self.writing = self.reading = self.over = False
-        self.loop.add_reader(self.fd_out, self._readable)  # the one step that may raise: nothing is registered yet
-        self.reading = True
+        if not worker.watch(self):  # the one step that may raise: nothing is registered yet
+            self.loop.add_reader(self.fd_out, self._readable)  # another loop watches it: a reader of this render's
+            self.reading = True
         self.timer = loop.call_later(timeout_s, self._end, _Timeout())
         self._writable()
 
@@ -339,11 +390,17 @@ class _LoopRender:
             return
         self.over = True
         self.timer.cancel()
+        worker = self.worker
+        if worker._job is self:
+            worker._job = None
         if self.reading:
             self.loop.remove_reader(self.fd_out)
         if self.writing:
             self.loop.remove_writer(self.fd_in)
-        if isinstance(outcome, tuple) and outcome[0] != ERROR_RECYCLE:  # a PNG, or a reason (the worker carries on)
+        failed = not (isinstance(outcome, tuple) and outcome[0] != ERROR_RECYCLE)
+        if failed and worker._watch_loop is self.loop and worker._watch_fd == self.fd_out:
+            worker.unwatch(self.loop, self.fd_out)  # the restart that follows (in a thread) closes the pipes
+        if not failed:  # a PNG, or a reason (the worker carries on)
             status, payload = outcome
             self._settle(payload if status == OK else
                          RenderError(payload.decode("utf-8", "replace") or "renderer gave no reason"))
@@ -382,6 +439,27 @@ class _LoopRender:
                 self.future.set_exception(result)
             else:
                 self.future.set_result(result)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _close_pipes(pipes: tuple[object, ...]) -> None:
+    for pipe in pipes:
+        try:
+            pipe.close()  # type: ignore[attr-defined]
+        except OSError:
+            pass
+
+
+def _unwatch_and_close(loop: asyncio.AbstractEventLoop, fd: int, pipes: tuple[object, ...]) -> None:
+    """On ``loop``'s thread: its reader on ``fd`` removed, then the pipes closed."""
+    loop.remove_reader(fd)
+    _close_pipes(pipes)
 
 
 def _close_workers(workers: list[WorkerProcess]) -> None:
@@ -641,11 +719,7 @@ class Renderer:
 
 def _call_in(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: object) -> None:
     """Run ``callback`` in ``loop``: now when this thread runs that loop, else at its next turn."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
+    if _running_loop() is loop:
         callback(*args)
         return
     try:
