@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -85,13 +86,18 @@ async def _three(pool: Renderer, first: int) -> list[tuple[int, int, int]]:
     return [await _pixel(pool, i) for i in range(first, first + 3)]
 
 
-async def test_closing_the_pool_removes_the_reader_before_it_closes_the_pipe() -> None:
-    loop = asyncio.get_running_loop()
+async def _one_worker_that_rendered_twice() -> tuple[Renderer, Any, int, Any]:
+    """A pool of one worker whose output pipe's reader is registered on this loop: pool, worker, fd, process."""
     pool = Renderer(workers=1, timeout_s=20)
     await _pixel(pool, 0)
     await _pixel(pool, 1)
     (worker,) = pool._all
-    fd, proc = worker._watch_fd, worker._proc
+    return pool, worker, worker._watch_fd, worker._proc
+
+
+async def test_closing_the_pool_removes_the_reader_before_it_closes_the_pipe() -> None:
+    loop = asyncio.get_running_loop()
+    pool, worker, fd, proc = await _one_worker_that_rendered_twice()
     assert proc is not None and worker._watch_loop is loop
     pool.close()  # on the loop's own thread
     assert proc.stdout.closed and loop.remove_reader(fd) is False
@@ -99,11 +105,7 @@ async def test_closing_the_pool_removes_the_reader_before_it_closes_the_pipe() -
 
 async def test_closing_the_pool_from_another_thread_leaves_the_pipe_to_the_loop() -> None:
     loop = asyncio.get_running_loop()
-    pool = Renderer(workers=1, timeout_s=20)
-    await _pixel(pool, 0)
-    await _pixel(pool, 1)
-    (worker,) = pool._all
-    fd, proc = worker._watch_fd, worker._proc
+    pool, _worker, fd, proc = await _one_worker_that_rendered_twice()
     await asyncio.to_thread(pool.close)  # the pipe is closed by the loop, once its reader is gone
     await asyncio.sleep(0)
     assert proc is not None and proc.stdout.closed and loop.remove_reader(fd) is False
