@@ -361,22 +361,27 @@ def test_runs_as_a_separate_process() -> None:
 # -- the demo's simulator in a process of its own (tui --demo) -------------------------------------------------
 
 
-def test_simulator_process_serves_and_stops_with_its_parent() -> None:
-    """`tui --demo` starts the simulator as a child; it answers the policy, and it exits when the process that
-    started it is gone (its stdin closes), not only when stopped."""
+def _ask_policy(base_url: str, *, timeout: float) -> str:
+    """One chat completion from the simulator's policy over plain HTTP (no client library): its answer's text."""
     import json
     import urllib.request
 
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
+    request = urllib.request.Request(f"{base_url}/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": "Bearer simulated-key"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return str(json.loads(response.read())["choices"][0]["message"]["content"])
+
+
+def test_simulator_process_serves_and_stops_with_its_parent() -> None:
+    """`tui --demo` starts the simulator as a child; it answers the policy, and it exits when the process that
+    started it is gone (its stdin closes), not only when stopped."""
     from svgagent.core.demo import SimulatorProcess
 
     sim = SimulatorProcess(policy_latency_s=0.0, judge_latency_s=0.0)
     try:
-        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
-        request = urllib.request.Request(f"{sim.base_url}/chat/completions", data=body.encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": "Bearer simulated-key"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            assert json.loads(response.read())["choices"][0]["message"]["content"]
+        assert _ask_policy(sim.base_url, timeout=30)
         sim._proc.stdin.close()  # what the parent's death does to the pipe
         assert sim._proc.wait(timeout=30) == 0
     finally:
@@ -387,12 +392,10 @@ def test_simulator_process_url_is_known_before_the_simulator_is_up() -> None:
     """`tui --demo` needs the simulator's URL for its settings before the first frame: this process binds the
     listening socket and hands it over, so the URL does not wait for the simulator's interpreter and aiohttp to
     start (0.5 - 0.8 s of waiting before the first frame at load 3). A request sent meanwhile waits in the backlog."""
-    import json
     import signal
     import socket
     import threading
     import urllib.parse
-    import urllib.request
 
     from svgagent.core.demo import SimulatorProcess
 
@@ -408,12 +411,7 @@ def test_simulator_process_url_is_known_before_the_simulator_is_up() -> None:
         with socket.create_connection(("127.0.0.1", port), timeout=30):
             pass  # the socket listens already: the connection waits in the backlog
         os.kill(sim._proc.pid, signal.SIGCONT)
-        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
-        request = urllib.request.Request(f"{seen[0]}/chat/completions", data=body.encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": "Bearer simulated-key"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            assert json.loads(response.read())["choices"][0]["message"]["content"]
+        assert _ask_policy(seen[0], timeout=60)
     finally:
         if sim._proc.poll() is None:
             os.kill(sim._proc.pid, signal.SIGCONT)
@@ -423,9 +421,7 @@ def test_simulator_process_url_is_known_before_the_simulator_is_up() -> None:
 def test_simulator_process_started_later_answers_what_waited_for_it() -> None:
     """`tui --demo` starts the simulator's process after its first frame: until then the URL is known and bound,
     a request waits in the backlog, and once started the simulator answers it."""
-    import json
     import threading
-    import urllib.request
 
     from svgagent.core.demo import SimulatorProcess
 
@@ -433,16 +429,7 @@ def test_simulator_process_started_later_answers_what_waited_for_it() -> None:
     try:
         assert not sim.started
         answers: list[str] = []
-        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
-        request = urllib.request.Request(f"{sim.base_url}/chat/completions", data=body.encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": "Bearer simulated-key"})
-
-        def ask() -> None:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                answers.append(json.loads(response.read())["choices"][0]["message"]["content"])
-
-        asking = threading.Thread(target=ask, daemon=True)
+        asking = threading.Thread(target=lambda: answers.append(_ask_policy(sim.base_url, timeout=60)), daemon=True)
         asking.start()
         sim.start()
         sim.start()  # idempotent: one process
