@@ -28,7 +28,7 @@ from svgagent.core.settings import Settings
 
 from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
-from svgagent.tui.own_class import PANE_FOCUSED, PANE_SHOWN, set_own_class
+from svgagent.tui.own_class import PANE_FOCUSED, PANE_SHOWN
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.config_summary import ConfigSummary
 from svgagent.tui.widgets.filter_bar import FilterBar
@@ -173,9 +173,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
 
     def _highlight_focused_pane(self) -> None:
         """The grid's accent border on the pane with the focus (a class on the pane alone: ``tui/own_class``)."""
-        inside = self.pane_containing(self.focused)
-        for pane in PANES:
-            set_own_class(self.query_one(f"#pane-{pane}"), pane == inside, PANE_FOCUSED)
+        self.mark_pane(self.pane_containing(self.focused), PANE_FOCUSED)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width, event.size.height)
@@ -245,8 +243,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         self.active_pane = name
         if self.zoomed is not None:
             self.zoom(name)
-        for pane in PANES:
-            set_own_class(self.query_one(f"#pane-{pane}"), pane == name, PANE_SHOWN)
+        self.mark_pane(name, PANE_SHOWN)
         tabs = self.query_one(Tabs)
         if tabs.active != f"tab-{name}":
             tabs.active = f"tab-{name}"

@@ -18,10 +18,19 @@ class PaneZoom(Screen):  # type: ignore[type-arg]
     PANES: ClassVar[Sequence[str]] = ()
     active_pane: str
 
+    def pane_containers(self) -> dict[str, Widget]:
+        """Each pane's ``#pane-<name>`` container, in the order of :attr:`PANES`."""
+        return {name: self.query_one(f"#pane-{name}") for name in self.PANES}
+
+    def mark_pane(self, name: str | None, own_class: str) -> None:
+        """``own_class`` on pane ``name``'s container and on no other (``tui/own_class``: only they restyle)."""
+        for pane, container in self.pane_containers().items():
+            set_own_class(container, pane == name, own_class)
+
     @property
     def zoomed(self) -> str | None:
         """The pane that has the whole screen, or None."""
-        return next((n for n in self.PANES if self.query_one(f"#pane-{n}").has_class(PANE_ZOOMED)), None)
+        return next((n for n, pane in self.pane_containers().items() if pane.has_class(PANE_ZOOMED)), None)
 
     def pane_containing(self, widget: Widget | None) -> str | None:
         """The pane ``widget`` is in, or None."""
@@ -40,8 +49,7 @@ class PaneZoom(Screen):  # type: ignore[type-arg]
 
     def zoom(self, name: str | None) -> None:
         """Give pane ``name`` the whole screen (None: every pane its place)."""
-        panes = [self.query_one(f"#pane-{pane}") for pane in self.PANES]
-        for pane, container in zip(self.PANES, panes):
-            set_own_class(container, pane == name, PANE_ZOOMED)
-        set_own_class(self, name is not None, ZOOMED, restyle=[self.query_one("#panes"), *panes,
+        self.mark_pane(name, PANE_ZOOMED)
+        set_own_class(self, name is not None, ZOOMED, restyle=[self.query_one("#panes"),
+                                                                 *self.pane_containers().values(),
                                                                  self.query_one("#pane-tabs")])
