@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svgagent.core.http1 import Http1Client, HttpProtocolError, Target
+from svgagent.core.json_body import json_value
 from svgagent.core.scoring.errors import EndpointResponseError
 
 RETRIED_STATUSES = frozenset({408, 409, 429})
@@ -109,7 +110,7 @@ def parse_completion(raw: bytes) -> ChatCompletion:
     except UnicodeDecodeError:
         raise EndpointResponseError("the answer is not valid UTF-8") from None
     try:
-        data = json.loads(text)
+        data = json_value(text)  # as json.loads reads it (core/json_body)
     except RecursionError:
         raise EndpointResponseError("the answer is JSON nested too deeply to read") from None
     except ValueError as err:

@@ -129,7 +129,7 @@ async def test_the_policy_call_and_the_status_carry_any_text_as_sent(store: Stor
 
 
 def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_say_it() -> None:
-    from svgagent.core.serve.policy_call import json_bytes
+    from svgagent.core.json_body import json_bytes
 
     values = [{"messages": [{"role": "user", "content": "caf\u00e9 \u2028 \U0001f600 \x00 \"q\" \\"}],
                "temperature": 0.7, "max_tokens": 2048, "big": 10**30, "stop": None, "tools": [{"a": [1, 2.5]}]},
@@ -141,7 +141,7 @@ def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_s
 
 
 def test_an_answer_body_is_read_as_json_loads_reads_it() -> None:
-    from svgagent.core.serve.policy_call import json_value
+    from svgagent.core.json_body import json_value
 
     bodies = [json.dumps({"choices": [{"message": {"content": "caf\u00e9 \"q\" \\ \u2028"}}], "n": 10**30}).encode(),
               b'{"a": NaN, "b": -Infinity, "c": -0, "d": 1e400, "g": 1, "g": 2}', b'{"s": "lone \\ud800"}',

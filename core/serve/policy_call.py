@@ -16,10 +16,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic_core
-
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.http1 import Http1Client, HttpProtocolError, RequestHead, Target
+from svgagent.core.json_body import json_bytes, json_value
 from svgagent.core.policy import PolicyAnswer
 from svgagent.core.scoring.models import Usage
 
@@ -55,26 +54,6 @@ def json_post(url: str, key: str | None) -> tuple[Target, RequestHead]:
     target = Target.parse(url)
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     return target, target.head(headers)
-
-
-def json_bytes(value: Any) -> bytes:
-    """``value`` as a JSON body: pydantic's encoder (compact, UTF-8; a fifth of ``json.dumps``' CPU on a policy
-    body or a status record), or ``json.dumps`` for what that cannot write as UTF-8 (a lone surrogate, which a body
-    read by ``json.loads`` may hold: it writes it as an escape)."""
-    try:
-        return pydantic_core.to_json(value)
-    except pydantic_core.PydanticSerializationError:
-        return json.dumps(value).encode()
-
-
-def json_value(raw: bytes) -> Any:
-    """A JSON body read by pydantic's parser (a fifth of ``json.loads``' CPU on a chat completion), or by
-    ``json.loads`` where that refuses it (a BOM, UTF-16, a lone surrogate escape, NaN as json.loads reads it), so
-    the same bodies are read the same way; ValueError when neither can."""
-    try:
-        return pydantic_core.from_json(raw)
-    except ValueError:
-        return json.loads(raw)
 
 
 def _delay(attempt: int, retry_after: str | None, policy: RetryPolicy) -> float:

@@ -16,7 +16,8 @@ from typing import Any
 
 from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.http1 import Http1Client, HttpProtocolError
-from svgagent.core.serve.policy_call import json_bytes, json_post
+from svgagent.core.json_body import json_bytes
+from svgagent.core.serve.policy_call import json_post
 from svgagent.core.serve.security import KeyPolicy
 
 log = logging.getLogger("svgagent.serve")
