@@ -136,7 +136,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         self.query_one(RolloutTable).empty_message = self._empty_message()
         self._layout(self.app.size.width, self.app.size.height)
         self.set_interval(1.0, self.run.tick)
-        self.call_after_refresh(self.mount_panes)
+        self.svg_app.after_first_frame(lambda: self.call_later(self.mount_panes))
         if self.svg_app.initial_run_id:
             self.run.open(self.svg_app.initial_run_id)
         else:

@@ -63,6 +63,39 @@ async def test_work_for_after_the_first_frame_runs_once_the_dashboard_is_compose
     assert seen == [("Dashboard", 1)]
 
 
+async def test_the_later_panes_and_the_work_after_the_first_frame_wait_until_that_frame_is_written(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual composes the first frame inside its start-up batch, where anything scheduled after a refresh runs at
+    once: the Secrets and Jobs panes mounted (≈0.1 s of CPU) and the simulator started before a byte of the frame
+    reached the terminal. The first frame written (``App._display`` outside the batch: what a terminal gets) comes
+    first, without those panes; then the hook and the panes."""
+    from svgagent.screens.dashboard import Dashboard
+
+    events: list[object] = []
+    mount_panes = Dashboard.mount_panes
+
+    async def recording_mount_panes(self: Dashboard) -> None:
+        events.append("mount_panes")
+        await mount_panes(self)
+
+    monkeypatch.setattr(Dashboard, "mount_panes", recording_mount_panes)
+    app = make_app(store, after_first_frame=lambda: events.append("after_first_frame"))
+    display = app._display
+
+    def recording_display(screen, renderable):  # type: ignore[no-untyped-def]
+        if renderable is not None and not app._batch_count:  # Textual writes it (a terminal's driver would)
+            events.append(("frame", len(screen.query("SecretsPane")), len(screen.query("JobPanel"))))
+        display(screen, renderable)
+
+    app._display = recording_display  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert len(app.screen.query("SecretsPane")) == 1 and len(app.screen.query("JobPanel")) == 1  # mounted since
+    assert events[0] == ("frame", 0, 0)
+    assert events.index("after_first_frame") < events.index("mount_panes")
+    assert events.count("mount_panes") == events.count("after_first_frame") == 1
+
+
 async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:

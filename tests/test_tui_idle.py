@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from job_fakes import NOW, fake_source, job
-from test_tui_jobs import panel_of, poll_now, polled, sim_app
+from test_tui_jobs import mounted_panel, poll_now, polled, sim_app
 from textual.pilot import Pilot
 from textual.widgets import Static
 from tui_support import plain
@@ -38,7 +38,7 @@ async def jobs_pane(tmp_path: Path, one_job: dict[str, Any]) -> AsyncIterator[tu
     with Store(tmp_path / "runs.db") as store:
         app = sim_app(store, fake_source([one_job]), wall_clock=lambda: NOW + offset[0])
         async with app.run_test(size=(120, 40)) as pilot:
-            panel = panel_of(app)
+            panel = await mounted_panel(pilot)
             await polled(pilot, panel, 1)
             yield pilot, panel, offset
 
@@ -72,7 +72,7 @@ async def test_jobs_pane_polls_slowly_while_no_job_moves(tmp_path: Path) -> None
         source = fake_source([running])
         app = sim_app(store, source, wall_clock=lambda: NOW, job_poll_s=2.0)
         async with app.run_test(size=(120, 40)) as pilot:
-            panel = panel_of(app)
+            panel = await mounted_panel(pilot)
             await polled(pilot, panel, 1)
             assert panel._next_at == NOW + 2.0  # a job moves: watch it at the pane's interval
             source.fake.jobs[running["name"]]["state"] = "JOB_STATE_COMPLETED"  # type: ignore[attr-defined]

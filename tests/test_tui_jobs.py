@@ -73,6 +73,15 @@ def panel_of(app) -> JobPanel:  # type: ignore[no-untyped-def]
     return app.dashboard.query_one(JobPanel)
 
 
+async def mounted_panel(pilot) -> JobPanel:  # type: ignore[no-untyped-def]
+    """The pane's panel once mounted: the dashboard mounts it after its first frame is written."""
+    for _ in range(1000):
+        if pilot.app.dashboard.query(JobPanel):
+            return panel_of(pilot.app)
+        await pilot.pause()
+    raise AssertionError("the Jobs pane never mounted")
+
+
 def states(app) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return {v.job_id: v.phase for v in panel_of(app).views}
 
@@ -97,7 +106,7 @@ async def test_pane_lists_simulator_jobs_and_refresh_updates_them(store: Store, 
     seeded(sim)
     app = sim_app(store, sim_source(sim, store))
     async with app.run_test(size=(120, 40)) as pilot:
-        panel = panel_of(app)
+        panel = await mounted_panel(pilot)
         await polled(pilot, panel, 1)
         assert states(app) == {DEMO_JOB_ID: "CREATING"}
         table = panel.query_one(JobTable)
@@ -120,7 +129,7 @@ async def test_backoff_after_server_errors_keeps_the_last_known_state(store: Sto
     offset = [0.0]
     app = sim_app(store, sim_source(sim), wall_clock=lambda: NOW + offset[0])
     async with app.run_test(size=(120, 40)) as pilot:
-        panel = panel_of(app)
+        panel = await mounted_panel(pilot)
         await polled(pilot, panel, 1)
         assert panel.outcome is not None
         assert panel.outcome.delay == 10.0
@@ -172,7 +181,7 @@ async def test_cancel_asks_first_then_the_job_ends_cancelled_and_resumes(store: 
     advance(sim, 4)
     app = sim_app(store, sim_source(sim))
     async with app.run_test(size=(120, 40)) as pilot:
-        panel = panel_of(app)
+        panel = await mounted_panel(pilot)
         await polled(pilot, panel, 1)
         await pilot.press("5", "K")
         await settle(pilot)
@@ -200,7 +209,7 @@ async def test_links_copy_to_the_clipboard_and_open_only_with_a_browser(
     seeded(sim)
     app = sim_app(store, sim_source(sim))
     async with app.run_test(size=(120, 40)) as pilot:
-        await polled(pilot, panel_of(app), 1)
+        await polled(pilot, await mounted_panel(pilot), 1)
         await pilot.press("5", "y")
         assert app.clipboard == f"{sim.base_url}/dashboard/fine-tuning/reinforcement/{DEMO_JOB_ID}"
         await pilot.press("l", "y")
@@ -279,7 +288,7 @@ async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(
                                                                                sim: FireworksSim) -> None:
     app = sim_app(store, sim_source(sim, store))
     async with app.run_test(size=(120, 40)) as pilot:
-        panel = panel_of(app)
+        panel = await mounted_panel(pilot)
         await polled(pilot, panel, 1)
         assert panel.views == ()
         assert "No RFT jobs" in plain(panel.query_one("#jobs-detail"))
@@ -334,7 +343,7 @@ async def test_eval_of_the_output_model_starts_a_named_run(store: Store) -> None
         app = make_app(store, settings=settings_for(store.path, **overrides), job_source=fake_source(jobs),
                        wall_clock=lambda: NOW)
         async with app.run_test(size=(120, 40)) as pilot:
-            panel = panel_of(app)
+            panel = await mounted_panel(pilot)
             await polled(pilot, panel, 1)
             await pilot.press("5")
             assert panel.check_action("eval_output", ()) is True
@@ -372,7 +381,7 @@ async def test_without_a_key_the_pane_says_what_to_set(store: Store) -> None:
 async def test_demo_mode_starts_a_simulator_with_a_job_that_progresses(store: Store) -> None:
     app = make_app(store, demo=True, job_source=None, wall_clock=time.time)
     async with app.run_test(size=(120, 40)) as pilot:
-        panel = panel_of(app)
+        panel = await mounted_panel(pilot)
         await polled(pilot, panel, 1)
         assert panel.source is not None
         assert panel.source.demo
@@ -387,7 +396,7 @@ async def test_demo_mode_starts_a_simulator_with_a_job_that_progresses(store: St
 async def test_keys_have_ids_and_show_in_help_footer_and_palette(store: Store) -> None:
     app = make_app(store, job_source=fake_source(sample_jobs()))
     async with app.run_test(size=(120, 40)) as pilot:
-        await polled(pilot, panel_of(app), 1)
+        await polled(pilot, await mounted_panel(pilot), 1)
         await pilot.press("5")
         await settle(pilot)
         active = {b.binding.id for b in app.screen.active_bindings.values() if b.enabled}

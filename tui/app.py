@@ -98,7 +98,8 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.wall_clock = wall_clock  # seconds since the epoch: RFT job ages and elapsed times
         self.message_log = MessageLog()
         self.cursor_blink = cursor_blink  # False: text cursors stay still (tests and snapshots are deterministic)
-        self.after_first_frame = after_first_frame  # work the first frame does not need (`tui --demo`: the simulator)
+        # work the first frame does not need (`tui --demo`: the simulator; the dashboard's later panes); None: done
+        self._after_first_frame: list[Callable[[], object]] | None = [after_first_frame] if after_first_frame else []
 
     def get_driver_class(self) -> type[Driver]:
         """On Linux and macOS terminals, Textual's driver reading Escape-then-a-key as two keys (``escape_keys``)."""
@@ -136,13 +137,26 @@ class SvgAgentApp(InOrderInput, App[int]):
     def on_ready(self) -> None:
         """The first frame has been composed. Textual drew it inside its start-up batch and writes only regions
         that change afterwards, so the rows of the table would reach the terminal only with the next full
-        layout: repaint every top-level widget now, so the whole frame goes out at once."""
+        layout: repaint every top-level widget now, so the whole frame goes out at once. The work for after the
+        first frame runs once that repaint is written (inside the batch, "after the refresh" meant at once: the
+        later panes mounted, and the simulator started, before any of the frame reached the terminal)."""
         for widget in self.screen.children:
             widget.refresh()
         self._freeze_heap()
         self.set_timer(FREEZE_AGAIN_S, self._freeze_heap)  # again once the lazily mounted panes are in
-        if self.after_first_frame is not None:
-            self.after_first_frame()
+        self.call_after_refresh(self._first_frame_shown)
+
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the first frame is on the terminal (now, if it already is)."""
+        if self._after_first_frame is None:
+            callback()
+        else:
+            self._after_first_frame.append(callback)
+
+    def _first_frame_shown(self) -> None:
+        callbacks, self._after_first_frame = self._after_first_frame or [], None
+        for callback in callbacks:
+            callback()
 
     def _freeze_heap(self) -> None:
         """What exists by now — modules, Textual's widgets and styles: ~250k objects — lives as long as the app.

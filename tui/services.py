@@ -37,4 +37,6 @@ class AppServices(Protocol):
 
     def settings_for_run(self, stored: Mapping[str, Any]) -> Settings: ...
 
+    def after_first_frame(self, callback: Callable[[], object]) -> None: ...  # once that frame is on the terminal
+
     def open_compare(self, run_a: str, run_b: str) -> bool: ...
