@@ -18,6 +18,8 @@ of a real `svgagent tui` process and its memory with a big run open.
    against the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1, and the
    key-to-screen latency while it streams: a thread sends a cursor key through the app's driver 0.1 s after the last one showed (as
    the terminal's input thread does) and waits for the screen to be composed with the cursor moved.
+   Also the CPU the loop's thread used a second after the first (what it did, not what it waited for: it reads
+   about the same on a loaded machine) and the full garbage collections meanwhile (each holds the GIL).
 
 Noise: on a shared machine other processes steal the CPU; the idle baseline (1), repeated starts (3, 4) and, in 5,
 a bare asyncio loop ticking in a process of its own during the run (the floor: what the scheduler alone costs a
@@ -32,6 +34,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import gc
 import os
 import pty
 import re
@@ -225,6 +228,29 @@ async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: 
 
 
 # --- 5. the real engine ----------------------------------------------------------------------------------------
+class FullCollections:
+    """While in use: the CPU of each full (generation 2) garbage collection, in whichever thread it ran (it holds
+    the GIL: the loop waits for it)."""
+
+    def __init__(self) -> None:
+        self.cpu: list[float] = []
+        self._started = 0.0
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                self._started = time.thread_time()
+            else:
+                self.cpu.append(time.thread_time() - self._started)
+
+    def __enter__(self) -> FullCollections:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
 class KeyProbe:
     """Key-to-screen latency, as a person at the keyboard feels it: a thread of its own (like the terminal driver's
     input thread) sends a cursor key through the app's driver `period` seconds after the last one showed, and the
@@ -297,16 +323,19 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
         original(screen)
         probe.composed(screen)
 
-    with mock.patch.object(Screen, "_compositor_refresh", composed):
+    full = FullCollections()
+    with mock.patch.object(Screen, "_compositor_refresh", composed), full:
         async with app.run_test(headless=True, size=SIZE) as pilot:
             await settle(app, pilot)
             ticker.start()
             t0 = time.perf_counter()
             await pilot.press("c")
             probe.start()
+            await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - t0)))
+            cpu0, full_at_1s = time.thread_time(), len(full.cpu)  # the loop's thread, from the first second on
             await asyncio.sleep(max(0.0, seconds - (time.perf_counter() - t0)))
             await asyncio.to_thread(probe.stop)  # joins its thread: not on the loop it measures
-            t1 = time.perf_counter()
+            t1, cpu1, full_at_stop = time.perf_counter(), time.thread_time(), len(full.cpu)
             await pilot.press("s")
             await settle(app, pilot)
             t2 = time.perf_counter()
@@ -322,7 +351,8 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
     keys = sorted(probe.latencies) or [float("nan")]
     return {"start": longest(t0, t0 + 1), "steady": longest(t0 + 1, t1), "stop": longest(t1, t2), "done": done,
             "steady_cpu": ticker.cpu.get(worst, 0.0),
-            "seconds": t1 - t0, "key_p50": statistics.median(keys), "key_p95": keys[int(0.95 * (len(keys) - 1))],
+            "seconds": t1 - t0, "loop_cpu": (cpu1 - cpu0) / max(1e-9, t1 - t0 - 1.0),
+            "full_gc": full.cpu[full_at_1s:full_at_stop], "key_p50": statistics.median(keys), "key_p95": keys[int(0.95 * (len(keys) - 1))],
             "key_max": keys[-1], "keys": len(probe.latencies), "keys_lost": probe.lost}
 
 
@@ -506,7 +536,9 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
           f"thread ran {1000 * real['steady_cpu']:.0f} ms of it), "
           f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "
           f"p95 {1000 * real['key_p95']:.0f} ms, max {1000 * real['key_max']:.0f} ms ({real['keys']} keys, "
-          f"{real['keys_lost']} not shown within 2 s); meanwhile a bare asyncio loop in a process of its own "
+          f"{real['keys_lost']} not shown within 2 s); after the first second the loop's thread used "
+          f"{1000 * real['loop_cpu']:.0f} ms of CPU a second, full garbage collections {len(real['full_gc'])} "
+          f"({', '.join(f'{1000 * c:.0f}' for c in real['full_gc']) or 'none'} ms of CPU); meanwhile a bare asyncio loop in a process of its own "
           f"(the machine's floor) had a longest gap of {floor_ms:.0f} ms (load {os.getloadavg()[0]:.1f})")
     return {
         "tui stall ms, real engine: a bare loop meanwhile (the floor)": round(floor_ms),
@@ -514,6 +546,8 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
         "tui stall ms, real engine: after it": round(1000 * real["steady"]),
         "tui stall ms, real engine: around the stop": round(1000 * real["stop"]),
         "tui key-to-screen ms p95, real engine": round(1000 * real["key_p95"]),
+        "tui loop CPU ms a second, real engine": round(1000 * real["loop_cpu"]),
+        "tui full collections while streaming, real engine": len(real["full_gc"]),
     }
 
 

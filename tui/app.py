@@ -4,7 +4,6 @@ progress."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -24,16 +23,15 @@ from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.events import EventBus
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
-from svgagent.core.startup_gc import resume_collection
 from svgagent.core.store import Store
 
 from svgagent.tui.commands import ScreenCommands
+from svgagent.tui.heap import FREEZE_AGAIN_S, IDLE_CHECK_S, HeapPolicy
 from svgagent.tui.input_order import InOrderInput
 from svgagent.tui.message_log import MessageLog
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
 
 log = logging.getLogger(__name__)
-FREEZE_AGAIN_S = 1.0
 
 
 
@@ -100,6 +98,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.cursor_blink = cursor_blink  # False: text cursors stay still (tests and snapshots are deterministic)
         # work the first frame does not need (`tui --demo`: the simulator; the dashboard's later panes); None: done
         self._after_first_frame: list[Callable[[], object]] | None = [after_first_frame] if after_first_frame else []
+        self.heap = HeapPolicy(clock)  # full garbage collections while nobody types (tui/heap)
 
     def get_driver_class(self) -> type[Driver]:
         """On Linux and macOS terminals, Textual's driver reading Escape-then-a-key as two keys (``escape_keys``)."""
@@ -142,8 +141,9 @@ class SvgAgentApp(InOrderInput, App[int]):
         later panes mounted, and the simulator started, before any of the frame reached the terminal)."""
         for widget in self.screen.children:
             widget.refresh()
-        self._freeze_heap()
-        self.set_timer(FREEZE_AGAIN_S, self._freeze_heap)  # again once the lazily mounted panes are in
+        self.heap.start()
+        self.set_timer(FREEZE_AGAIN_S, self._warm_up)
+        self.set_interval(IDLE_CHECK_S, self.heap.collect_if_idle)
         self.call_after_refresh(self._first_frame_shown)
 
     def after_first_frame(self, callback: Callable[[], object]) -> None:
@@ -158,14 +158,15 @@ class SvgAgentApp(InOrderInput, App[int]):
         for callback in callbacks:
             callback()
 
-    def _freeze_heap(self) -> None:
-        """What exists by now — modules, Textual's widgets and styles: ~250k objects — lives as long as the app.
-        Take it out of the cyclic GC's sight (``gc.freeze``), or each full collection walks all of it (0.1–0.5 s
-        on a small machine: the longest freezes while a big run streams). Acyclic objects are still freed as
-        usual; ``on_unmount`` hands everything back to the collector. The first call also ends the start-up pause
-        of `svgagent tui` (core/startup_gc)."""
-        gc.freeze()
-        resume_collection()
+    def _warm_up(self) -> None:
+        """Import what the panes import on first use in a thread, then freeze the heap again (tui/heap)."""
+        self.run_worker(self.heap.import_deferred, name="warm up", group="warm-up", thread=True,
+                        exit_on_error=False)  # its end: on_worker_state_changed freezes
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste, events.MouseDown)):
+            self.heap.input()
+        await super().on_event(event)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         if not self.cursor_blink and isinstance(event.widget, Input):
@@ -173,7 +174,7 @@ class SvgAgentApp(InOrderInput, App[int]):
 
     def on_unmount(self) -> None:
         self.control.shutdown()  # the engine's thread must not outlive the app
-        gc.unfreeze()
+        self.heap.stop()
 
     @property
     def dashboard(self) -> Any:
@@ -280,6 +281,8 @@ class SvgAgentApp(InOrderInput, App[int]):
     # --- workers: the one place failures are reported -----------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
+        if worker.group == "warm-up" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self.heap.freeze()  # what the warm-up imported lives as long as the app
         if worker.group == ENGINE_GROUP and self.control.run_id is not None:
             if event.state is WorkerState.SUCCESS:
                 self.dashboard.post_message(RunEnded(self.control.run_id, summary=worker.result))
