@@ -13,7 +13,8 @@ Routes (what eval-protocol's ``RemoteRolloutProcessor`` and the reference server
 
 Shutdown (:meth:`RolloutServer.stop`): new ``/init`` get 503, running rollouts get ``grace_s`` to finish, the rest
 are cancelled, stored as failed and logged UNAVAILABLE (eval-protocol retries that code). Every request is written
-to the ``svgagent.serve.access`` logger as one JSON line (no bodies, so no keys).
+to the ``svgagent.serve.access`` logger as one JSON line (no bodies, so no keys), or to what ``access_log`` names
+(``svgagent serve``: straight to stderr, see :class:`AccessSink`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii as _json_str  # a string as json.dumps writes it
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -46,8 +47,19 @@ STOPPED = "svgagent serve stopped before the rollout finished"
 ROLLOUT_ID = web.RequestKey("rollout_id", str)
 
 
+class AccessSink(Protocol):
+    """What :class:`JsonAccessLogger` writes its lines to: a ``logging.Logger``, or anything with these two (the
+    serve command's writes them to stderr without a LogRecord per request)."""
+
+    def isEnabledFor(self, level: int) -> bool: ...  # noqa: N802 - logging.Logger's name
+
+    def info(self, line: str) -> None: ...
+
+
 class JsonAccessLogger(AbstractAccessLogger):
     """One JSON object per request: time, client, method, path (no query), status, duration, rollout id."""
+
+    logger: AccessSink  # type: ignore[assignment]
 
     @property
     def enabled(self) -> bool:
@@ -90,7 +102,8 @@ class RolloutServer:
     """Serve rollouts for eval-protocol (see the module docstring). ``await start()``, then ``await stop()``."""
 
     def __init__(self, ctx: ServeContext, *, concurrency: int = 16, queue_limit: int = 4096,
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, grace_s: float = 30.0) -> None:
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, grace_s: float = 30.0,
+                 access: AccessSink = access_log) -> None:
         if concurrency < 1 or queue_limit < 0:
             raise ValueError("concurrency must be >= 1 and queue_limit >= 0")
         self.ctx = ctx
@@ -98,6 +111,7 @@ class RolloutServer:
         self.queue_limit = queue_limit
         self.max_body_bytes = max_body_bytes
         self.grace_s = grace_s
+        self.access = access
         self.stats = ServerStats()
         self._slots = asyncio.Semaphore(concurrency)
         self._live: dict[str, _Live] = {}
@@ -118,7 +132,8 @@ class RolloutServer:
         return app
 
     async def start(self, host: str = "127.0.0.1", port: int = 3000) -> str:
-        runner = web.AppRunner(self.make_app(), access_log_class=JsonAccessLogger, access_log=access_log,
+        runner = web.AppRunner(self.make_app(), access_log_class=JsonAccessLogger,
+                               access_log=self.access,  # type: ignore[arg-type]
                                handler_cancellation=True, shutdown_timeout=2.0)
         await runner.setup()
         bound = await listen(runner, host, port)

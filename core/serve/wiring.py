@@ -17,7 +17,7 @@ from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.rollout import ServeContext
 from svgagent.core.serve.security import KeyPolicy, check_http_url
-from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, RolloutServer
+from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, AccessSink, RolloutServer, access_log
 from svgagent.core.serve.status_log import StatusLogger
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
@@ -76,11 +76,13 @@ async def build_context(settings: Settings, store: Store, options: ServeOptions,
 @asynccontextmanager
 async def rollout_server(settings: Settings, store: Store, options: ServeOptions, *,
                          bus: EventBus[RolloutUpdate] | None = None,
-                         renderer: Renderer | None = None) -> AsyncIterator[RolloutServer]:
-    """A started server; on exit it stops (``options.grace_s``) and closes what it created."""
+                         renderer: Renderer | None = None,
+                         access: AccessSink = access_log) -> AsyncIterator[RolloutServer]:
+    """A started server; on exit it stops (``options.grace_s``) and closes what it created. ``access``: where the
+    access-log lines go (the ``svgagent.serve.access`` logger)."""
     ctx = await build_context(settings, store, options, bus=bus, renderer=renderer)
     server = RolloutServer(ctx, concurrency=options.concurrency, queue_limit=options.queue_limit,
-                           max_body_bytes=options.max_body_bytes, grace_s=options.grace_s)
+                           max_body_bytes=options.max_body_bytes, grace_s=options.grace_s, access=access)
     try:
         await server.start(options.host, options.port)
         yield server
