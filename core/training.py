@@ -156,6 +156,9 @@ class TrainingStore:
         self._step_runs: dict[tuple[str, int], str] = {}
         self._run_order_steps: dict[tuple[str, str], int] = {}
         self._row_indexes: dict[tuple[str, str], int] = {}
+        # (run_id, row_index) -> the next sample index, as SELECT MAX(sample_index) + 1 said or the rollouts this
+        # store committed since: read once per row, not once per stored rollout (see record_many)
+        self._next_samples: dict[tuple[str, int], int] = {}
 
     # --- the server's writes ----------------------------------------------------------------------------------
     def served(self, ep_rollout_id: str) -> ServedRef | None:
@@ -202,32 +205,48 @@ class TrainingStore:
         """Store several ended rollouts in one transaction (its commit was most of a stored rollout's CPU); one
         that cannot be written (its error in its place in the answer) costs the others nothing. A failed commit
         raises StoreError: then none is stored. The batch is first written as it is; only when that fails is it
-        written again with each rollout on a savepoint of its own (two statements more per rollout, paid only then)."""
+        written again with each rollout on a savepoint of its own (two statements more per rollout, paid only then).
+
+        A new sample's index is the one after the last this store committed for its row (read from the database once
+        per row); should another writer of the same step run have taken it meanwhile, the insert fails on the
+        rollout id, and the batch written again reads each index from the database, as it did before."""
         stamp = now_iso()
+        taken: dict[tuple[str, int], int] = {}
         try:
             with self.store.transaction() as db:
-                return [self._insert(db, one, stamp) for one in batch]
-        except StoreError:
-            pass  # rolled back: nothing of it is stored
+                refs = [self._insert(db, one, stamp, taken) for one in batch]
+        except StoreError:  # rolled back: nothing of it is stored (and its rows' indexes are read again)
+            for one in batch:
+                self._next_samples.pop((one.place.run_id, one.place.row_index), None)
+        else:
+            self._next_samples.update(taken)
+            return refs
         outcomes: list[ServedRef | StoreError] = []
         with self.store.transaction() as db:
             for one in batch:
                 db.execute("SAVEPOINT served")
                 try:
-                    outcomes.append(self._insert(db, one, stamp))
+                    outcomes.append(self._insert(db, one, stamp, None))
                 except sqlite3.Error as err:
                     db.execute("ROLLBACK TO served")
                     outcomes.append(store_failure(err, self.store.path))
                 db.execute("RELEASE served")
         return outcomes
 
-    def _insert(self, db: Any, one: Served, stamp: str) -> ServedRef:
+    def _insert(self, db: Any, one: Served, stamp: str, taken: dict[tuple[str, int], int] | None) -> ServedRef:
+        """One rollout's rows; ``taken``: the next sample index of each row this batch wrote (None: every index read
+        from the database)."""
         place, ids, previous = one.place, one.ids, one.previous
         values = rollout_values(one.columns)  # capped like every store write
         if previous is None:
-            sample_index = db.execute(
-                f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}",
-                (place.run_id, place.row_index)).fetchone()[0]
+            row = (place.run_id, place.row_index)
+            sample_index = None if taken is None else taken.get(row, self._next_samples.get(row))
+            if sample_index is None:
+                sample_index = db.execute(
+                    f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}",
+                    row).fetchone()[0]
+            if taken is not None:
+                taken[row] = sample_index + 1
             attempt, row_index, run_id = 1, place.row_index, place.run_id
         else:
             run_id, row_index, sample_index = previous.run_id, previous.row_index, previous.sample_index

@@ -140,3 +140,46 @@ def test_a_batch_that_can_be_written_is_written_without_savepoints(tmp_path: Pat
         assert [ref.ep_rollout_id for ref in refs] == ["c1", "c2"]  # type: ignore[union-attr]
         assert not [s for s in statements if "SAVEPOINT" in s.upper()]
         assert sum(s.startswith("INSERT INTO served_rollouts") for s in statements) == 2
+
+
+def test_a_rows_next_sample_index_is_read_once_then_counted(tmp_path: Path) -> None:
+    """The server stores every sample of a row in its step run: the row's next sample index is read from the database
+    once, then counted from what this store committed (one statement fewer per stored rollout)."""
+    from svgagent.core.training import Served
+
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)  # noqa: SLF001
+        try:
+            store_one(training, ids("s0", "run", "row_0"))
+            store_one(training, ids("s1", "run", "row_0"))
+            batch = []
+            for name in ("s2", "s3"):  # two samples of the row in one batch
+                ident = ids(name, "run", "row_0")
+                place = training.place(ids=ident, model="m", hint=StepHint(None, None, "run order"), judged=False)
+                batch.append(Served(place, ident, "m", "Draw", ("a",), False,
+                                    {"status": RolloutStatus.SCORED, "raw_answer": name}, StatusCode.FINISHED, "done"))
+            training.record_many(batch)
+        finally:
+            store._db.set_trace_callback(None)  # noqa: SLF001
+        assert sum("MAX(sample_index)" in sql for sql in statements) == 1
+        (step,) = training.steps("exp")
+        assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
+            ("row_0", 0), ("row_0", 1), ("row_0", 2), ("row_0", 3)]
+
+
+def test_another_writer_taking_a_rows_next_sample_index_costs_no_rollout(tmp_path: Path) -> None:
+    """Two servers on one store serving the same step: the index one of them counted on is taken by the other; its
+    insert fails on the rollout id and the batch is written again with the index read from the database."""
+    with Store(tmp_path / "runs.db") as store, Store(tmp_path / "runs.db") as other_connection:
+        mine, theirs = TrainingStore(store), TrainingStore(other_connection)
+        store_one(mine, ids("m0", "run", "row_0"))
+        store_one(theirs, ids("t0", "run", "row_0"))  # takes sample 1, which `mine` counts on next
+        third = store_one(mine, ids("m1", "run", "row_0"))
+        fourth = store_one(mine, ids("m2", "run", "row_0"))
+        assert (third.sample_index, fourth.sample_index) == (2, 3)  # type: ignore[attr-defined]
+        (step,) = mine.steps("exp")
+        assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
+            ("row_0", 0), ("row_0", 1), ("row_0", 2), ("row_0", 3)]
+        assert all(mine.served(name) is not None for name in ("m0", "t0", "m1", "m2"))
