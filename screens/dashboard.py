@@ -142,6 +142,14 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         else:
             self.run.refresh_summary()
 
+    def _compositor_refresh(self) -> None:
+        """No frame is rendered inside the app's start-up batch: Textual would render the whole dashboard there and
+        drop it unwritten (``App._display`` writes nothing while a batch is open), then render it again for the
+        terminal (≈0.03 – 0.06 s of CPU before the first paint). What is dirty stays dirty for the next refresh."""
+        if self.app._batch_count:
+            return
+        super()._compositor_refresh()
+
     def _empty_message(self, settings: Settings | None = None) -> list[str]:
         settings = settings or self.svg_app.settings
         what = f"dataset {settings.dataset}"
