@@ -30,7 +30,6 @@ from svgagent.core.dataset import Dataset
 from svgagent.core.run_setup import create_run
 from svgagent.core.events import EventBus
 from svgagent.core.lease import HEARTBEAT_S, LeaseOwner
-from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import (
     FailureKind,
@@ -319,6 +318,8 @@ class Engine:
                 return None, (f"render failed: the SVG is {truncated['svg']:,} characters, more than the renderer "
                               "accepts"), FailureKind.RENDER
             return rec.svg, "", FailureKind.RENDER
+        from svgagent.core.scoring.extract import extract_svg  # its patterns compile after the first requests are out
+
         extracted = extract_svg(content)
         return extracted.svg, extracted.reason or "", FailureKind.NO_SVG
 

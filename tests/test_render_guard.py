@@ -65,7 +65,7 @@ def no_drawing(monkeypatch: pytest.MonkeyPatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the SVG reached the drawing step")
 
-    monkeypatch.setattr("svgagent.core.scoring.render_worker.surface_class", lambda: refuse)
+    monkeypatch.setattr("svgagent.core.scoring.render_draw.surface_class", lambda: refuse)
 
 
 @pytest.mark.parametrize("name", sorted({**ABSURD, **EXPANDING}))

@@ -107,7 +107,9 @@ def test_eval_sends_its_first_request_before_importing_the_display_or_the_render
     modules = set(json.loads(proc.stdout.splitlines()[-1]))
     assert "svgagent.core.http1" in modules  # the probe saw the real request path
     late = ("rich", "cairosvg", "cairocffi", "PIL", "openai", "fireworks", "textual", "term_image", "httpx",
-            "aiohttp")  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
+            "aiohttp",  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
+            "svgagent.core.scoring.render_draw",  # only the render workers draw
+            "svgagent.core.scoring.extract")  # its patterns compile once the first answer is in
     assert sorted(name for name in late if name in modules) == []
 
 
@@ -198,7 +200,9 @@ def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax_and_ends_the_g
     modules = set(json.loads(first_frame_probe[-1]))
     assert "svgagent.screens.dashboard" in modules  # the probe saw the real first frame
     late = ("PIL", "rich.syntax", "pygments", "openai", "cairosvg",
-            "svgagent.screens.help")  # the help screen imports every other screen: only a keymap needs it at start
+            "svgagent.screens.help",  # the help screen imports every other screen: only a keymap needs it at start
+            "svgagent.core.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
+            "svgagent.core.scoring.render_draw")  # the store's caps import the renderer's limits, not its drawing
     assert sorted(name for name in late if name in modules) == []
     assert json.loads(first_frame_probe[-3]) == {"gc_enabled": True}  # the app ended the start-up pause
 

@@ -31,10 +31,10 @@ import zlib
 from urllib.parse import unquote_to_bytes
 
 from svgagent.core.scoring.errors import RenderError
-from svgagent.core.scoring.render_draw import cairosvg_checked, surface_class, surface_to_png
-from svgagent.core.scoring.render_tree import build_tree
-from svgagent.core.scoring.render_guard import check_render_cost
-from svgagent.core.scoring.render_path import install as cut_path_data_at_closepath_errors
+
+# The drawing modules (render_draw, render_tree, render_guard, render_path) are imported by the functions that draw:
+# a worker imports them as it boots (its warm-up render), the processes that only talk to workers (the engine, the
+# app: this module's protocol and limits) never do.
 
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
@@ -176,6 +176,8 @@ def _make_fetcher(max_bytes: int):
         if resource_type.startswith("image/") and resource_type != "image/svg+xml":
             _check_embedded_image(payload)
         if resource_type == "image/svg+xml" or _raster_kind(payload) is None:
+            from svgagent.core.scoring.render_guard import check_render_cost
+
             check_render_cost(payload)  # a nested document gets the same up-front checks as the outer one
         return payload
 
@@ -248,6 +250,9 @@ def _parse_tree(data: bytes, fetcher, fast: bool = True):
     from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden, NotSupportedError
     from xml.etree.ElementTree import ParseError
 
+    from svgagent.core.scoring.render_draw import cairosvg_checked
+    from svgagent.core.scoring.render_tree import build_tree
+
     try:
         if fast and cairosvg_checked():
             return build_tree(data, fetcher)
@@ -281,6 +286,10 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
     """
     if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
         raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
+    from svgagent.core.scoring.render_draw import surface_class, surface_to_png
+    from svgagent.core.scoring.render_guard import check_render_cost
+    from svgagent.core.scoring.render_path import install as cut_path_data_at_closepath_errors
+
     data = svg_input_bytes(svg, max_bytes)
     try:
         tree = _parse_tree(data, _make_fetcher(max_bytes), fast_tree)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import itertools
 import re
-import statistics
 from collections.abc import Iterable, Sequence
 
 from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from svgagent.core.stats import bin_edges, histogram_counts
+# svgagent.core.stats (≈10 ms of CPU to import: its report dataclasses) and statistics are imported at the first
+# scores drawn: the dashboard's first frame, with no run open, has none.
 
 # One eighth of a cell each, bottom up: a bar's top is drawn to 1/8 of a line.
 _RISING = (" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█")
@@ -30,6 +30,8 @@ def _edge(value: float) -> str:
 def bin_query(index: int, bins: int, lo: float = 0.0, hi: float = 1.0) -> str:
     """The filter that selects the rollouts of bin ``index`` (0-based) of ``bins``: ``valid score>=0.3 score<0.4``;
     the last bin ends with ``score<=1``."""
+    from svgagent.core.stats import bin_edges
+
     edges = bin_edges(bins, lo, hi)
     upper = f"score<={_edge(edges[index + 1])}" if index == bins - 1 else f"score<{_edge(edges[index + 1])}"
     return f"valid score>={_edge(edges[index])} {upper}"
@@ -141,6 +143,8 @@ def _label_style(style: Style | str) -> Style:
 
 def _axis(bins: int, cell: int, lo: float, hi: float, selected: int | None, axis_style: Style | str,
           selected_style: Style | str) -> Text:
+    from svgagent.core.stats import bin_edges
+
     edges = bin_edges(bins, lo, hi)
     digits = _label_digits(bins)
     labels = [f"{edges[i]:.{digits}f}" for i in range(bins)]
@@ -210,6 +214,8 @@ class Histogram(Widget):
 
     def show_scores(self, scores: Iterable[float], bins: int, *, selected: int | None = None,
                     caption: Sequence[Text | str] = ()) -> None:
+        from svgagent.core.stats import histogram_counts
+
         self.show(histogram_counts(scores, bins), selected=selected, caption=caption)
 
     def render(self) -> Text:
@@ -232,6 +238,10 @@ class Histogram(Widget):
         if not scores:
             self.show((), caption=())
             return
+        import statistics
+
+        from svgagent.core.stats import histogram_counts
+
         median = statistics.median(scores)  # sorted already: linear
         counts = [0] * bins
         for score, same in itertools.groupby(scores):
