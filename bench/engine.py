@@ -26,6 +26,7 @@ from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
 from svgagent.core.event_loop import loop_factory, run
 from svgagent.core.settings import load_settings
+from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.store import Store
 
 
@@ -65,7 +66,8 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
             render0 = {pid: cpu_seconds(pid) for pid in renderers}
             sim0 = cpu_seconds(sim_pid)
             t0 = time.perf_counter()
-            summary = await engine.run(run_id)
+            with long_run_heap():  # as `svgagent eval` and the engine's process run it (core/startup_gc.py)
+                summary = await engine.run(run_id)
             wall = time.perf_counter() - t0
             cpu = time.process_time() - cpu0
             loop = time.thread_time() - loop0

@@ -16,7 +16,6 @@ every answer that was.
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import logging
 import math
@@ -114,7 +113,7 @@ class Engine:
         self._judge_client = judge or judge_client(settings)
         self._judge = Judge(self._judge_client, settings.judge_model, settings.judge_mode)
         self.use_cache = settings.cache if use_cache is None else use_cache
-        self._pool: RolloutPool[RolloutRecord] = RolloutPool(self._rollout, settings.concurrency)
+        self._pool: RolloutPool[RolloutRecord] | None = None  # the policy slots of the latest run (each makes its own)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
         self._params = request_params(settings)
         # the policy request of each dataset row (its messages and serialised body): every sample sends the same
@@ -190,12 +189,11 @@ class Engine:
         self._requests.clear()
         if pending:
             self._renderer.start()  # the workers boot while the first policy calls are out
-        # What exists now (settings, dataset, records, clients) outlives the run's rollouts: out of the cyclic
-        # collector's sight, or each full collection walks all of it (≈40 ms a 1,000-rollout run; bench/engine.py).
-        gc.freeze()
         run_id = pending[0].run_id if pending else ""
         async with RolloutWriter(self.store, committed=self._publisher(run_id)) as self._writer:
-            # a task per rollout as a policy slot frees up (core/rollout_pool.py); a resumed answer needs none
+            # a task per rollout as a policy slot frees up (core/rollout_pool.py); a resumed answer needs none. Each
+            # run makes a pool of its own (a stopped one starts nothing more); its commits' callbacks reach it through
+            # self._pool, which stays until the next run (a late callback of a failed run finds it stopped).
             self._pool = pool = RolloutPool(self._rollout, self.settings.concurrency)
             work = pool.start([r for r in pending if self._has_answer(r)],
                               [r for r in pending if not self._has_answer(r)])

@@ -42,6 +42,7 @@ from svgagent.core.records import RunSummary
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings
+from svgagent.core.startup_gc import long_run_heap
 
 MODULE = "svgagent.core.engine_process"
 ENGINE = "svgagent.core.engine:Engine"
@@ -205,9 +206,11 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
             await asyncio.sleep(FORWARD_EVERY_S)
             forward()
 
-    with Store(request["store"]) as store:
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(Store(request["store"]))
         extra = {k: request[k] for k in ("rollouts", "render_workers") if request.get(k) is not None}
         engine = _load(request.get("factory") or ENGINE)(settings, store, bus=bus, **extra)
+        stack.enter_context(long_run_heap())  # the run is this process's job: the collector set for it
         task = loop.create_task(engine.run(request["run_id"]))
         os.set_blocking(STDIN, False)
 

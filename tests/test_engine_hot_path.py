@@ -1,6 +1,7 @@
 """What the engine's per-rollout work was cut to (issue 13), checked for what it sends and stores, not for speed
 (bench/engine.py measures that): the policy request built once per dataset row, the PNG stored once, a task per
-rollout only when a policy slot frees up, no events built for nobody, the run's long-lived objects frozen."""
+rollout only when a policy slot frees up, no events built for nobody, and the collector's setting for a run
+made by the processes that own one (svgagent eval, the engine's process), not by Engine.run."""
 
 from __future__ import annotations
 
@@ -184,15 +185,77 @@ async def test_no_event_is_built_when_nobody_subscribes_and_every_change_is_publ
     assert final == {r.rollout_id: r.status for r in rollouts}
 
 
-async def test_a_run_takes_what_exists_when_it_starts_out_of_the_collectors_sight(tmp_path: Path,
-                                                                                 renderer: Renderer) -> None:
+def _collector() -> tuple[int, int]:
+    """How many objects are out of the collector's sight, and its young generation's threshold."""
+    return gc.get_freeze_count(), gc.get_threshold()[0]
+
+
+async def test_an_engine_run_leaves_the_collector_as_it_found_it(tmp_path: Path, renderer: Renderer) -> None:
+    """Engine.run is a library call (the app, imports, tests call it): no process-wide GC setting of its own."""
     gc.unfreeze()
-    try:
-        with Simulator() as sim:
-            settings = settings_for(sim.base_url, tmp_path, rows=1, samples=1)
-            with Store(settings.store_path()) as store:
-                async with Engine(settings, store, renderer=renderer) as engine:
-                    await engine.run(engine.create_run(load_dataset("builtin")))
-        assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
+    before = _collector()
+    with Simulator() as sim:
+        settings = settings_for(sim.base_url, tmp_path, rows=1, samples=1)
+        with Store(settings.store_path()) as store:
+            async with Engine(settings, store, renderer=renderer) as engine:
+                await engine.run(engine.create_run(load_dataset("builtin")))
+    assert _collector() == before == (0, before[1])
+
+
+async def test_the_eval_command_runs_the_engine_with_what_exists_out_of_the_collectors_sight(
+        tmp_path: Path, renderer: Renderer) -> None:
+    """`svgagent eval` owns its process: while its run goes, what existed when it started is frozen and young
+    collections are rarer; afterwards the collector is as it was."""
+    from svgagent.core.startup_gc import YOUNG_THRESHOLD
+    from svgagent.tui.cli.eval import _with_progress
+
+    gc.unfreeze()
+    before = _collector()
+    during: list[tuple[int, int]] = []
+    with Simulator() as sim:
+        settings = settings_for(sim.base_url, tmp_path, rows=1, samples=1)
+        with Store(settings.store_path()) as store:
+            async with Engine(settings, store, renderer=renderer) as engine:
+                real = engine.run
+
+                async def run(run_id: str) -> Any:
+                    during.append(_collector())
+                    return await real(run_id)
+
+                engine.run = run  # type: ignore[method-assign]
+                summary = await _with_progress(engine, engine.create_run(load_dataset("builtin")), "run")
+    assert summary.done == 1
+    assert during[0][0] > 0 and during[0][1] == YOUNG_THRESHOLD != before[1]
+    assert _collector() == before
+
+
+class GcProbeEngine:
+    """Stands in for core.engine.Engine in the engine's process: notes the collector's state on its run's rollout."""
+
+    def __init__(self, settings: Any, store: Store, *, bus: Any) -> None:
+        self.store = store
+
+    async def run(self, run_id: str) -> Any:
+        frozen, young = _collector()
+        self.store.update_rollout(self.store.list_rollouts(run_id)[0].rollout_id, reason=f"{frozen} {young}")
+        return self.store.summarize(run_id, 0.5)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_the_engine_process_runs_the_engine_with_what_exists_out_of_the_collectors_sight(tmp_path: Path) -> None:
+    from svgagent.core.engine_process import EngineProcess
+    from svgagent.core.events import EventBus
+    from svgagent.core.startup_gc import YOUNG_THRESHOLD
+
+    settings = settings_for("http://127.0.0.1:9/v1", tmp_path, rows=1, samples=1)
+    with Store(settings.store_path()) as store:
+        run_id = store.create_run(name=None, settings={}, dataset={}, rows=load_dataset("builtin").rows[:1], samples=1)
+        child = EngineProcess(settings, str(store.path), EventBus(), run_id, factory=f"{__name__}:GcProbeEngine",
+                              path=[str(Path(__file__).parent)], nice=False)
+        child.start()
+        child.future.result(timeout=60)
+        child.join()
+        frozen, young = map(int, (store.list_rollouts(run_id)[0].reason or "").split())
+    assert frozen > 0 and young == YOUNG_THRESHOLD

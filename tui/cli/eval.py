@@ -20,6 +20,7 @@ from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
 from svgagent.core.records import RunSummary
 from svgagent.core.settings import Settings, load_settings
+from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.store import Store
 
 from svgagent.tui.cli.flags import explicit_settings
@@ -225,7 +226,8 @@ async def _with_progress(engine: Engine, run_id: str, header: str, *,
 
     ticker = asyncio.create_task(follow())
     try:
-        return await engine.run(run_id)
+        with long_run_heap():  # the run is this process's job: the collector set for it (core/startup_gc.py)
+            return await engine.run(run_id)
     finally:
         ticker.cancel()
         await asyncio.gather(ticker, return_exceptions=True)
