@@ -61,6 +61,16 @@ def _cap_verdicts(text: str) -> tuple[str, int | None]:
     return json.dumps(cut), len(text)
 
 
+def stored_whole(column: str, value: Any) -> bool:
+    """Whether :func:`cap_column` keeps ``value`` as it is (the caps as they are now)."""
+    if not isinstance(value, str):
+        return True
+    cap = TEXT_CAPS.get(column)
+    if cap is None:
+        cap = VERDICTS_CAP if column in JSON_CAPS else len(value)
+    return len(value) <= cap
+
+
 def cap_column(column: str, value: Any) -> tuple[Any, int | None]:
     """The value to store in ``column`` and the original length when it was cut (None: stored whole)."""
     if not isinstance(value, str):

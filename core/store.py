@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column
+from svgagent.core.caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column, stored_whole
 from svgagent.core.lease import LeaseOwner, lease_is_live, this_host
 from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
 from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
@@ -364,14 +364,24 @@ class Store:
     def write_batch(self, rollouts: Sequence[tuple[str, dict[str, Any]]],
                     cache: Sequence[tuple[str, str, dict[str, Any]]] = ()) -> None:
         """Several rollout updates (as :meth:`update_rollout`, in order) and cache entries (as :meth:`cache_put`)
-        in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store_batch`)."""
+        in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store_batch`).
+        Updates of different rollouts that set the same columns go as one ``executemany`` (a batch of the engine's
+        has a handful of such shapes); a rollout named twice keeps its updates in order."""
         stamp = now_iso()  # one transaction, one time
         statements = [_rollout_update(rollout_id, fields, stamp) for rollout_id, fields in rollouts]
+        shapes: dict[str, list[tuple[Any, ...]]] = {}
+        if len({rollout_id for rollout_id, _ in rollouts}) == len(rollouts):
+            for sql, params in statements:
+                shapes.setdefault(sql, []).append(params)
         entries = [(key, kind, text, stamp) for key, kind, text in
                    ((key, kind, json.dumps(value)) for key, kind, value in cache) if len(text) <= CACHE_VALUE_CAP]
         with self._tx() as db:
-            for sql, params in statements:
-                db.execute(sql, params)
+            if shapes or not statements:
+                for sql, rows in shapes.items():
+                    db.executemany(sql, rows)
+            else:  # a rollout named twice: its updates in order
+                for sql, params in statements:
+                    db.execute(sql, params)
             if entries:
                 db.executemany("INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
                                entries)
@@ -727,10 +737,29 @@ def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
 
 def _rollout_update(rollout_id: str, fields: dict[str, Any], stamp: str | None = None) -> tuple[str, tuple[Any, ...]]:
     """The UPDATE statement and parameters that set ``fields`` of one rollout (caps applied, cut lengths noted in
-    ``truncated_json``, columns stored whole again forgotten there); ``stamp``: its ``updated`` time (default now)."""
-    unknown = fields.keys() - _ROLLOUT_COLUMNS
+    ``truncated_json``, columns stored whole again forgotten there); ``stamp``: its ``updated`` time (default now).
+    Nothing to cut (the usual case): the statement of these columns, built once (:func:`_update_plan`)."""
+    sql, capped = _update_plan(tuple(fields))
+    values = [value if type(value) in _AS_IS else _to_db(value) for value in fields.values()]
+    if not all(stored_whole(column, values[i]) for i, column in capped):
+        return _cut_update(rollout_id, fields, stamp)
+    return sql, (*values, stamp or now_iso(), rollout_id)
+
+
+@lru_cache(maxsize=512)
+def _update_plan(columns: tuple[str, ...]) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """For an update of ``columns`` (in this order): its statement when nothing is cut, and the position of each
+    capped column (a value over its cap takes :func:`_cut_update`)."""
+    unknown = set(columns) - _ROLLOUT_COLUMNS
     if unknown:
         raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
+    touched = tuple(sorted(set(columns) & CAPPED_COLUMNS))
+    return (_update_sql((*columns, "updated"), touched, ()),
+            tuple((i, column) for i, column in enumerate(columns) if column in CAPPED_COLUMNS))
+
+
+def _cut_update(rollout_id: str, fields: dict[str, Any], stamp: str | None) -> tuple[str, tuple[Any, ...]]:
+    """:func:`_rollout_update` when some value is over its cap: cut, and its original length noted."""
     values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
     values["updated"] = stamp or now_iso()
     touched = tuple(sorted(fields.keys() & CAPPED_COLUMNS))

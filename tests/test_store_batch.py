@@ -189,3 +189,68 @@ async def test_the_committed_hook_gets_each_transactions_changes_after_the_commi
         await writer.commit(ids[1], {"status": RolloutStatus.RENDERING, "raw_answer": "b"})
     assert told == [[(ids[0], "generating", "rendering"), (ids[0], "rendering", "rendering"),
                      (ids[1], "rendering", "rendering")]]
+
+
+def _rows(store: Store, ids: list[str]) -> list[tuple[object, ...]]:
+    with sqlite3.connect(store.path) as db:  # every column but the ids and times (another run's in each store)
+        cols = [r[1] for r in db.execute("PRAGMA table_info(rollouts)")
+                if r[1] not in ("rollout_id", "run_id", "created", "updated")]
+        return [db.execute(f"SELECT {', '.join(cols)} FROM rollouts WHERE rollout_id = ?", (i,)).fetchone()
+                for i in ids]
+
+
+def test_a_batch_stores_what_the_same_updates_stored_one_at_a_time_cuts_included(tmp_path: Path) -> None:
+    """write_batch sends the updates of a shape as one executemany, and an update with nothing to cut takes the
+    statement built once for its columns; what ends up stored is what one UPDATE per change gave, the general path
+    (store._cut_update) with its caps and truncated_json notes."""
+    from svgagent.core import store as store_module
+    from svgagent.core.caps import SVG_CAP, LINE_CAP
+    from svgagent.core.scoring.models import FailureKind
+
+    changes = [  # (rollout, fields): shapes shared by several rollouts, values over their caps, enums and flags
+        (0, {"status": RolloutStatus.RENDERING, "raw_answer": "a", "svg": "<svg/>", "cached": False}),
+        (1, {"status": RolloutStatus.RENDERING, "raw_answer": "b", "svg": "x" * (SVG_CAP + 5), "cached": True}),
+        (2, {"status": RolloutStatus.FAILED, "reason": "r" * (LINE_CAP + 1), "failure_kind": FailureKind.RENDER,
+             "is_score_valid": True, "score": 0.0}),
+        (3, {"status": RolloutStatus.RENDERING, "raw_answer": "d", "svg": "<svg/>", "cached": False}),
+        (4, {"status": RolloutStatus.SCORED, "score": 0.5, "fulfilled": 1, "png": b"\x89PNG", "reason": "ok"}),
+    ]
+    later = [(1, {"status": RolloutStatus.JUDGING, "svg": "<svg/>", "render_s": 0.1}),  # stored whole again
+             (2, {"status": RolloutStatus.FAILED, "reason": "short", "error": "e"})]
+    stored = []
+    for how in ("batch", "one at a time"):
+        store = Store(tmp_path / f"{how}.db")
+        rows = [DatasetRow(index=i, row_id=f"r{i}", prompt=f"p{i}", requirements=("a", "b")) for i in range(5)]
+        ids = [r.rollout_id for r in store.list_rollouts(store.create_run(name=None, settings={}, dataset={},
+                                                                          rows=rows, samples=1))]
+        for step in (changes, later):
+            if how == "batch":
+                store.write_batch([(ids[i], fields) for i, fields in step])
+            else:
+                for i, fields in step:
+                    sql, params = store_module._cut_update(ids[i], fields, None)
+                    with store.transaction() as db:
+                        db.execute(sql, params)
+        stored.append(_rows(store, ids))
+        if how == "batch":
+            assert store.get_rollout(ids[2]).truncated is None and store.get_rollout(ids[1]).truncated is None
+            store.write_batch([(ids[1], {"svg": "y" * (SVG_CAP + 1)})])
+            assert store.get_rollout(ids[1]).truncated == {"svg": SVG_CAP + 1}
+            store.write_batch([(ids[1], {"svg": "y" * (SVG_CAP + 2)})])
+        else:
+            for length in (SVG_CAP + 1, SVG_CAP + 2):
+                sql, params = store_module._cut_update(ids[1], {"svg": "y" * length}, None)
+                with store.transaction() as db:
+                    db.execute(sql, params)
+        stored[-1] += _rows(store, ids[1:2])
+        store.close()
+    assert stored[0] == stored[1]
+
+
+def test_a_rollout_named_twice_in_a_batch_keeps_its_updates_in_order(run) -> None:
+    store, ids = run
+    store.write_batch([(ids[0], {"status": RolloutStatus.GENERATING, "reason": "first"}),
+                       (ids[1], {"status": RolloutStatus.GENERATING}),
+                       (ids[0], {"status": RolloutStatus.RENDERING, "svg": "<svg/>"})])
+    rec = store.get_rollouts([ids[0]], heavy=True)[0]
+    assert (rec.status, rec.reason, rec.svg) == (RolloutStatus.RENDERING, "first", "<svg/>")
