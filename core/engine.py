@@ -252,9 +252,11 @@ class Engine:
         self._writer.submit(rec.rollout_id, {"status": status, **fields})
 
     def _commit_then(self, rec: RolloutRecord, status: RolloutStatus, then: Callable[[asyncio.Future[None]], None],
-                     cache: tuple[str, str, dict[str, Any]] | None, fields: dict[str, Any]) -> None:
-        """Queue a paid answer's change, urgent; ``then`` runs on the loop once it is committed (or failed)."""
-        self._writer.commit_soon(rec.rollout_id, {"status": status, **fields}, cache=cache).add_done_callback(then)
+                     cache: tuple[str, str, dict[str, Any]] | None, fields: dict[str, Any], *, urgent: bool) -> None:
+        """Queue a paid answer's change (``urgent``: another call waits for its slot); ``then`` runs on the loop
+        once it is committed (or failed)."""
+        self._writer.commit_soon(rec.rollout_id, {"status": status, **fields}, cache=cache,
+                                 urgent=urgent).add_done_callback(then)
 
     def _publisher(self, run_id: str) -> Callable[[Any], None]:
         def committed(changes: Any) -> None:  # on the writer's thread (the bus is thread-safe), after each commit
@@ -363,7 +365,8 @@ class Engine:
                 self._emit(rec, state, **fields)
             else:  # the slot goes to the next rollout once the answer is committed; this one renders meanwhile
                 self._commit_then(rec, state, self._pool.release_when_stored,
-                                  (key, "policy", answer.to_cache()) if remember else None, fields)
+                                  (key, "policy", answer.to_cache()) if remember else None, fields,
+                                  urgent=self._pool.waiting)
                 held = False
             return svg
         finally:
@@ -412,7 +415,8 @@ class Engine:
             remember = (verdict.valid and self.use_cache and fits("judge_raw", verdict.raw)
                         and fits("rationale", verdict.rationale))
             self._commit_then(rec, status, self._verdict_stored,
-                              (key, "judge", verdict_to_cache(verdict)) if remember else None, dict(png=png, **judged))
+                              (key, "judge", verdict_to_cache(verdict)) if remember else None, dict(png=png, **judged),
+                              urgent=self._judge_sem.locked())
             held = False  # released by _verdict_stored once the verdict is committed
         finally:
             if held:

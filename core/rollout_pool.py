@@ -51,6 +51,11 @@ class RolloutPool(Generic[R]):
         self._check()
         return self.done
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a rollout waits for a slot (a slot handed back now starts one)."""
+        return bool(self._queue) and not self._stopping
+
     def release(self) -> None:
         """A slot is free again: the next queued rollout takes it (on the loop)."""
         if self._queue and not self._stopping:

@@ -7,7 +7,9 @@ one UPDATE). A change that must be durable before its call's slot is handed on �
 within :data:`URGENT_S` (:meth:`RolloutWriter.commit`, or :meth:`RolloutWriter.commit_soon`, whose future's callback
 hands the slot on while the rollout goes on). 20 ms, not 5: at C=256 a 5 ms window made ≈0.7 transactions per
 rollout, 20 ms ≈0.4 (the writer's CPU 0.55 → 0.42 ms per rollout, BENCHMARKS.md "Engine CPU, fifth pass"); the wait
-holds only a slot, not the rollout.
+holds only a slot, not the rollout. When nothing waits for that slot (no rollout queued for a policy slot, a judge
+slot free) the engine's commit takes the window like any change: a run's last few hundred rollouts commit in fewer
+transactions.
 
 The engine's event loop closes the batches (a timer of the loop: a submit is a list append, no condition variable)
 and hands each to the thread through a queue; the thread blocks on that queue only, and commits the batches that
@@ -120,13 +122,16 @@ class RolloutWriter:
 
     def commit_soon(self, rollout_id: str, fields: dict[str, Any], *,
                     cache: tuple[str, str, dict[str, Any]] | None = None,
-                    done: Callable[[StoreError | None], None] | None = None) -> asyncio.Future[None]:
-        """:meth:`commit` without waiting: the change closes its batch within ``urgent_s``; the future returned
-        (of the running loop) is settled once it is committed, or with the :class:`StoreError`. The engine hands
-        a paid call's slot on from the future's callback, so its rollout goes on while the answer is written."""
+                    done: Callable[[StoreError | None], None] | None = None,
+                    urgent: bool = True) -> asyncio.Future[None]:
+        """:meth:`commit` without waiting: the change closes its batch within ``urgent_s`` (``urgent``: something
+        waits for it; else within the window, as any change); the future returned (of the running loop) is settled
+        once it is committed, or with the :class:`StoreError`. The engine hands a paid call's slot on from the
+        future's callback, so its rollout goes on while the answer is written; when no rollout waits for that slot,
+        the commit need not hurry (fewer transactions as a run ends)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        self.submit(rollout_id, fields, cache=cache, done=done, urgent=True, _waiter=(loop, future))
+        self.submit(rollout_id, fields, cache=cache, done=done, urgent=urgent, _waiter=(loop, future))
         return future
 
     async def flush(self) -> None:

@@ -156,6 +156,30 @@ async def test_a_rollout_gets_its_task_when_a_policy_slot_frees_up(tmp_path: Pat
     assert policy.most_in_flight <= 2
 
 
+async def test_a_paid_answer_closes_its_batch_early_only_while_a_call_waits_for_its_slot(
+        tmp_path: Path, renderer: Renderer, monkeypatch) -> None:
+    """6 rollouts, 2 policy slots, 10 judge slots: the first four policy answers are committed urgently (a queued
+    rollout takes each one's slot), the last two and every verdict (a judge slot is always free) in the window, as
+    any change; each slot is still handed on only from its commit's callback (the crash suite checks what that
+    guarantees)."""
+    seen: list[tuple[str, bool]] = []
+    real = RolloutWriter.commit_soon
+
+    def recording(self: RolloutWriter, rollout_id: str, fields: dict[str, Any], **kwargs: Any) -> Any:
+        seen.append(("judge" if "png" in fields else "policy", kwargs.get("urgent", True)))
+        return real(self, rollout_id, fields, **kwargs)
+
+    monkeypatch.setattr(RolloutWriter, "commit_soon", recording)
+    with Simulator(policy_latency_s=0.02) as sim:
+        settings = settings_for(sim.base_url, tmp_path, rows=2, samples=3, concurrency=2, judge_concurrency=10)
+        with Store(settings.store_path()) as store:
+            async with Engine(settings, store, renderer=renderer) as engine:
+                summary = await engine.run(engine.create_run(load_dataset("builtin")))
+    assert summary.done == 6
+    assert [urgent for what, urgent in seen if what == "policy"] == [True] * 4 + [False] * 2
+    assert [urgent for what, urgent in seen if what == "judge"] == [False] * summary.scored
+
+
 async def test_no_event_is_built_when_nobody_subscribes_and_every_change_is_published_when_one_does(
         tmp_path: Path, renderer: Renderer, monkeypatch) -> None:
     """A headless run without a follower does not build a RolloutUpdate per state change; with a subscriber, every
