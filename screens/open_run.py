@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 SUMMARY_EVERY_BATCH_ROWS = 2_000  # up to this many rows every live batch refreshes the summary
 SUMMARY_MIN_INTERVAL_S = 0.5  # above it, at most this often
 BACKGROUND_RELOAD_ROWS = 2_000  # from this many rows a reload reads the store in a thread
+HOLD_FRAMES = 3  # a live batch waits at most this many frames for keys to be shown (a held key repeats)
 NO_RUN = "no run open: press o to open one or r to start one"
 
 
@@ -113,7 +114,13 @@ class OpenRun:
 
     def apply_batch(self, batch: LiveBatch) -> None:
         """A live batch from the feed (at most ~10 a second): the table, the preview if its rollout changed, and
-        the summary — on a big run at most twice a second (the once-a-second tick adds one)."""
+        the summary — on a big run at most twice a second (the once-a-second tick adds one). While a key is on its
+        way to the screen the batch waits for the frame that shows it (at most ``HOLD_FRAMES`` frames): that frame
+        then draws the key's change alone, not the batch's rows too."""
+        if batch.held < HOLD_FRAMES and self.services.input_on_its_way() and self.feed.is_current(batch):
+            batch.held += 1
+            self.screen.call_after_refresh(self.apply_batch, batch)
+            return
         try:
             if batch.run_id != self.run_id or not self.feed.is_current(batch):
                 return

@@ -11,6 +11,10 @@ has travelled its whole path (focused widget → its ancestors → screen → ap
 message left queued on that path, focus and screen unchanged over a whole round — and only then hands over the next
 one, to whatever has focus by then. Without a burst nothing waits: a key that arrives after the last one settled
 goes straight through, as in plain Textual.
+
+It also knows when a key's effect is on the screen: :meth:`InOrderInput.input_on_its_way` is true from a key's
+arrival until the first frame composed after it settled — the live table holds its next batch until then, so the
+frame that answers a key is no bigger than the key made it.
 """
 
 from __future__ import annotations
@@ -52,11 +56,22 @@ class InOrderInput(App[Any]):  # type: ignore[misc]
         self._typing_into: object | None = None  # the field the last key was typed into
         self._input_idle = asyncio.Event()
         self._input_idle.set()
+        self._inputs = 0  # keys and pastes that arrived
+        self._inputs_drawn = 0  # of those, how many a composed frame has shown (all handled before it)
+
+    def input_on_its_way(self) -> bool:
+        """A key or paste is being handled, or the frame that shows what it did is not composed yet."""
+        return not self._input_idle.is_set() or self._inputs_drawn != self._inputs
+
+    def _drawn(self, inputs: int) -> None:
+        self._inputs_drawn = max(self._inputs_drawn, inputs)
 
     async def on_event(self, event: events.Event) -> None:
         if not isinstance(event, (events.Key, events.Paste)) or event.is_forwarded:
             await super().on_event(event)
             return
+        if not (self._released and event is self._released[0]):  # a held event coming back is not a new one
+            self._inputs += 1
         if self._released and event is self._released[0]:
             self._released.popleft()
             await self._handle(event, last=not self._released)
@@ -139,6 +154,7 @@ class InOrderInput(App[Any]):  # type: ignore[misc]
             self._held.clear()
             self._settling = None
             self._input_idle.set()
+            self.call_after_refresh(self._drawn, self._inputs)  # after the next frame: what they did is shown
 
     def on_unmount(self) -> None:
         if self._settling is not None:

@@ -39,6 +39,7 @@ class LiveBatch(Message):
     def __init__(self, run_id: str, records: list[RolloutRecord], generation: int) -> None:
         super().__init__()
         self.run_id, self.records, self.generation = run_id, records, generation
+        self.held = 0  # frames it waited for a key to be shown first (the screen's count)
         self._applied = threading.Event()
 
     def done(self) -> None:

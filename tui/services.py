@@ -39,4 +39,6 @@ class AppServices(Protocol):
 
     def after_first_frame(self, callback: Callable[[], object]) -> None: ...  # once that frame is on the terminal
 
+    def input_on_its_way(self) -> bool: ...  # a key or paste is handled, or its frame is not composed yet
+
     def open_compare(self, run_a: str, run_b: str) -> bool: ...
