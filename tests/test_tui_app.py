@@ -107,6 +107,36 @@ async def test_the_first_frame_is_rendered_once_and_written_before_the_later_pan
     assert events.count("mount_panes") == events.count("after_first_frame") == 1
 
 
+async def test_the_dashboards_widgets_are_styled_once_before_its_first_frame(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mounting styles each widget; the screen's first resume (as it is first shown) restyled all of them again
+    before the first frame (≈0.02 – 0.03 s of CPU). Counted on widgets that neither focus nor change state then."""
+    from textual.css.stylesheet import Stylesheet
+
+    styled: dict[str, int] = {}
+    frames: list[dict[str, int]] = []
+    apply = Stylesheet.apply
+
+    def counting_apply(self: Stylesheet, node, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if node.id in ("banner", "summary", "preview"):
+            styled[node.id] = styled.get(node.id, 0) + 1
+        return apply(self, node, *args, **kwargs)
+
+    monkeypatch.setattr(Stylesheet, "apply", counting_apply)
+    app = make_app(store)
+    display = app._display
+
+    def recording_display(screen, renderable):  # type: ignore[no-untyped-def]
+        if renderable is not None and not app._batch_count and not frames:
+            frames.append(dict(styled))
+        display(screen, renderable)
+
+    app._display = recording_display  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+    assert frames == [{"banner": 1, "summary": 1, "preview": 1}]
+
+
 async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
