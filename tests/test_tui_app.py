@@ -8,7 +8,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Tabs
 from tui_support import (make_app, notifications, picture_colours, plain, preview_of, rows, settings_for, settle,
-                         summary_lines, table_of)
+                         summary_lines, table_of, wait_until)
 
 from svgagent.core.store import Store
 from svgagent.screens.help import HelpScreen
@@ -470,8 +470,9 @@ async def test_panes_are_tabs_at_80x24_and_side_by_side_at_120x40(store: Store) 
         assert "No RFT jobs in this account yet" in plain(dash.query_one("#jobs-detail"))
         assert isinstance(app.focused, RolloutTable)
         await pilot.resize_terminal(120, 40)
-        await pilot.pause()
-        assert dash.has_class("-wide")
+        # Textual hands a resize to the screens from a 1/120 s timer: one pause may end before it fires (under load)
+        await wait_until(pilot, lambda: dash.has_class("-wide"))
+        await pilot.pause()  # the layout the new classes call for
         assert shown() == ["rollouts", "preview", "config", "secrets", "jobs"]
 
 
