@@ -35,6 +35,7 @@ _MODEL_EPOCH = re.compile(r"(?:^|[^a-z0-9])epoch[-_]?(\d{1,6})(?![0-9])", re.IGN
 # A row's samples (every attempt) in a run, as the rollouts_by_run index (run_id, is_current, row_index, sample_index)
 # finds them: without the is_current term SQLite reads every rollout of the run, once per stored rollout.
 _SAMPLES_OF_ROW = "run_id = ? AND is_current IN (0, 1) AND row_index = ?"
+NEXT_SAMPLES_KEPT = 65_536  # rows whose next sample index is remembered (the least recently stored are read again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +220,12 @@ class TrainingStore:
             for one in batch:
                 self._next_samples.pop((one.place.run_id, one.place.row_index), None)
         else:
-            self._next_samples.update(taken)
+            known = self._next_samples
+            for row, next_index in taken.items():  # the rows stored last at the end; the oldest go first
+                known.pop(row, None)
+                known[row] = next_index
+            while len(known) > NEXT_SAMPLES_KEPT:
+                del known[next(iter(known))]
             return refs
         outcomes: list[ServedRef | StoreError] = []
         with self.store.transaction() as db:

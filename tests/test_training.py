@@ -183,3 +183,23 @@ def test_another_writer_taking_a_rows_next_sample_index_costs_no_rollout(tmp_pat
         assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
             ("row_0", 0), ("row_0", 1), ("row_0", 2), ("row_0", 3)]
         assert all(mine.served(name) is not None for name in ("m0", "t0", "m1", "m2"))
+
+
+def test_the_remembered_sample_indexes_are_bounded_and_a_forgotten_row_is_read_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long training stores rollouts of ever new (step run, row) pairs: the next indexes kept are capped, the least
+    recently stored row is forgotten first, and a forgotten row's next index comes from the database again."""
+    import svgagent.core.training as training_module
+
+    monkeypatch.setattr(training_module, "NEXT_SAMPLES_KEPT", 2)
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        for name, row in (("a0", "row_a"), ("b0", "row_b"), ("a1", "row_a"), ("c0", "row_c")):
+            store_one(training, ids(name, "run", row))
+        # row_b (row index 1), stored least recently, was forgotten; row_a was stored again after it
+        assert [row for _, row in training._next_samples] == [0, 2]  # noqa: SLF001
+        again = store_one(training, ids("b1", "run", "row_b"))
+        assert again.sample_index == 1  # type: ignore[attr-defined]
+        (step,) = training.steps("exp")
+        assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
+            ("row_a", 0), ("row_a", 1), ("row_b", 0), ("row_b", 1), ("row_c", 0)]
