@@ -114,8 +114,10 @@ async def test_cache_avoids_paying_twice(sim: Simulator, tmp_path: Path, rendere
 
 
 async def test_faults_end_every_rollout_terminal_within_limits(tmp_path: Path, renderer: Renderer) -> None:
+    # Every judge answer that no numbered fault replaces is garbage (judge_garbage_every=1): with a sparser rate the
+    # interleaving of policy and judge requests decided whether any garbage was sent at all (0 in about one run in 4).
     knobs = dict(rate_limit_every=4, retry_after_s=0.01, error_5xx_every=7, empty_choices_every=9,
-                 judge_garbage_every=3, timeout_every=13, timeout_hang_s=3.0, reset_every=17)
+                 judge_garbage_every=1, timeout_every=13, timeout_hang_s=3.0, reset_every=17)
     with Simulator(**knobs) as sim:
         settings, store = make(sim, tmp_path, rows=12, samples=2, concurrency=4, judge_concurrency=3,
                                request_timeout_s=0.8, max_retries=1)
@@ -129,6 +131,7 @@ async def test_faults_end_every_rollout_terminal_within_limits(tmp_path: Path, r
     assert stats["max_in_flight"]["judge"] <= 3
     assert stats["faults"]["rate_limit"] > 0
     assert stats["faults"]["judge_garbage"] > 0
+    assert any("no usable answer" in r.reason for r in rollouts if r.status is RolloutStatus.FAILED)
     # retries are bounded: at most (1 + max_retries) attempts per call, judge format retry at most doubles it
     assert stats["requests"]["policy"] <= 24 * 2
     assert stats["requests"]["judge"] <= 24 * 2 * 2
