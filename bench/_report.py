@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import compileall
-import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from source_bytecode import compile_sources  # noqa: E402,F401 - one home (tests/source_bytecode.py); the benchmarks re-export it
 
 PREFIX = "RESULT "
 
@@ -19,22 +21,6 @@ def cpu_seconds(pid: int) -> float:
 
 def report(figures: dict[str, float]) -> None:
     print(PREFIX + json.dumps(figures), flush=True)
-
-
-def compile_sources() -> int:
-    """Write up-to-date bytecode for svgagent's sources, as installing a wheel does, and return how many files were
-    stale. A start-up measured with stale bytecode compiles those modules from source in every process (this
-    machine sets PYTHONDONTWRITEBYTECODE, so nothing ever refreshes them): 0.15 - 0.3 s of CPU that no installed
-    svgagent pays."""
-    root = Path(__file__).resolve().parent.parent
-    stale = 0
-    for package in ("core", "tui", "screens"):
-        for source in (root / package).rglob("*.py"):
-            cached = Path(importlib.util.cache_from_source(str(source)))
-            if not cached.exists() or cached.stat().st_mtime < source.stat().st_mtime:
-                stale += 1
-        compileall.compile_dir(str(root / package), quiet=1)
-    return stale
 
 
 def children_of(pid: int) -> list[int]:
