@@ -2,16 +2,17 @@
 
 A full (generation 2) collection walks every tracked object that is not frozen and holds the GIL meanwhile: the
 loop, the key it is handling and the frame it is drawing wait. With a live run that was the longest stall of the
-UI (bench/tui.py's real-engine part: 45 – 65 ms of CPU per collection, 150 – 290 ms of wall time at load 4 – 8,
+UI (bench/tui.py's real-engine part: 45 – 90 ms of CPU per collection, 150 – 290 ms of wall time at load 4 – 10,
 one or two every 10 s), and no key has to wait for one. So :class:`HeapPolicy`:
 
 - freezes what start-up built once the first frame is out (``gc.freeze``: modules, Textual's widgets and styles,
   ≈150k objects) and, a second later, again after importing in a thread what the panes import on first use
   (Pillow, term-image and its HTTP stack, Pygments' XML lexer, the Fireworks client: ≈30k objects, 240 modules
   that were otherwise walked by every full collection);
-- raises the threshold of full collections while the app runs (``FULL_EVERY_GEN1``: about every 4 minutes of a
-  streaming run instead of every 2 s) and runs the one that is due itself, at the first check after
-  ``IDLE_S`` without a key or a click (:meth:`collect_if_idle`, once a second);
+- raises the threshold of full collections while the app runs (``FULL_EVERY_GEN1``: with ≈45 young collections a
+  second while a run streams, an automatic one after ≈4 minutes instead of every 5 – 10 s) and runs the one that
+  is due itself, at the first check after ``IDLE_S`` without a key or a click (:meth:`collect_if_idle`, once a
+  second);
 - hands everything back on exit (the thresholds as they were, ``gc.unfreeze``).
 
 Young collections (generations 0 and 1) run as before: reference counting and they free what dies young; only
