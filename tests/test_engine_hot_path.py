@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,8 +227,17 @@ async def test_an_engine_run_leaves_the_collector_as_it_found_it(tmp_path: Path,
     assert _collector() == before == (0, before[1])
 
 
+@pytest.fixture
+def python_default_thresholds() -> Iterator[None]:
+    """The collector as a fresh `svgagent eval` process has it (the test processes run with their own, conftest)."""
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*saved)
+
+
 async def test_the_eval_command_runs_the_engine_with_what_exists_out_of_the_collectors_sight(
-        tmp_path: Path, renderer: Renderer) -> None:
+        tmp_path: Path, renderer: Renderer, python_default_thresholds: None) -> None:
     """`svgagent eval` owns its process: while its run goes, what existed when it started is frozen and young
     collections are rarer; afterwards the collector is as it was."""
     from svgagent.core.startup_gc import YOUNG_THRESHOLD
