@@ -7,9 +7,10 @@ the app hands it back when its first frame is composed (:func:`resume_collection
 what exists by then out of its sight). Reference counting frees acyclic objects all along; the few cycles start-up
 leaves are collected once it is over. (`svgagent eval` runs no full collection before its first request.)
 
-:func:`long_run_heap` is the collector's setting for a process's one long job, an engine run (`svgagent eval`, the
-engine's own process): a process-wide choice, so its owner makes it (not the engine, which may share a process
-with an app), and undoes it when the job ends.
+:func:`long_run_heap` is the collector's setting for a process's one long job: an engine run (`svgagent eval`, the
+engine's own process) or serving rollouts (`svgagent serve`). It is a process-wide choice, so the process's owner
+makes it (not the engine or the server, which may share a process with an app or a test), and undoes it when the
+job ends.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def resume_collection() -> None:
 
 @contextlib.contextmanager
 def long_run_heap() -> Iterator[None]:
-    """While an engine run is the process's job: what exists when it starts (modules, settings, the dataset, the
-    clients) is out of the cyclic collector's sight (``gc.freeze``), so no full collection walks it again (≈40 ms
+    """While an engine run (or serving) is the process's job: what exists when it starts (modules, settings, the
+    dataset, the clients) is out of the cyclic collector's sight (``gc.freeze``), so no full collection walks it again (≈40 ms
     per 1,000 rollouts at C=256), and the youngest generation is collected every :data:`YOUNG_THRESHOLD`
     allocations: a rollout in flight holds a few hundred objects, so at 700 most young collections found them
     alive and moved them on to older generations, whose collections cost more (BENCHMARKS.md "Engine CPU, sixth

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import gc
 import json
 import logging
 import os
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.serve.security import DEFAULT_ALLOWED_HOSTS
+from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.urls import is_loopback_host
 
 from svgagent.tui.cli.exit_codes import EXIT_OK
@@ -205,16 +205,6 @@ def _configure_logging(access: StderrLines) -> None:
         logger.propagate = False
 
 
-def _tune_gc() -> None:
-    """The server's cyclic GC, tuned for a process whose objects are its modules (kept for good) and each rollout's
-    short-lived ones: what start-up made is frozen out of the collections, and the youngest generation is collected
-    after 5,000 allocations, not 700 — a rollout in flight holds a few hundred objects, so at 700 most collections
-    found them still alive and moved them on to an older generation, whose collections cost more
-    (bench/serve.py, C=64: 40 – 60 ms of collections per 800 rollouts against ≈25 ms; BENCHMARKS.md "serve")."""
-    gc.freeze()
-    gc.set_threshold(5000, 10, 10)
-
-
 async def _serve(settings: Settings, store: Store, options: ServeOptions, args: argparse.Namespace,
                  demo: dict[str, str], access: StderrLines) -> int:
     import asyncio
@@ -235,24 +225,24 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
 
     async with rollout_server(settings, store, options, access=access) as server:
         holder["server"] = server
-        _tune_gc()
-        line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,
-                "event_loop": type(loop).__module__.partition(".")[0],
-                "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
-                **({"demo_model_base_url": demo["gateway"]} if demo else {})}
-        if args.json:
-            print(json.dumps(line), flush=True)
-        else:
-            print(f"svgagent serve listening on {server.url} (store {store.path})", flush=True)
-            if demo:
-                print(f"demo: point eval-protocol's model_base_url at {demo['gateway']}", flush=True)
-        if not is_loopback_host(options.host):
-            print(f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
-                  "URLs their requests name", file=sys.stderr, flush=True)
-        await stop.wait()
-        await server.stop()
-        stats = server.stats
-        access.flush()
-        print(json.dumps({"event": "stopped", "accepted": stats.accepted, "finished": stats.finished,
-                          "errors": stats.errors, "stopped_unfinished": stats.stopped}), file=sys.stderr, flush=True)
+        with long_run_heap():  # serving is this process's job: the collector set for it (core/startup_gc.py)
+            line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,
+                    "event_loop": type(loop).__module__.partition(".")[0],
+                    "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
+                    **({"demo_model_base_url": demo["gateway"]} if demo else {})}
+            if args.json:
+                print(json.dumps(line), flush=True)
+            else:
+                print(f"svgagent serve listening on {server.url} (store {store.path})", flush=True)
+                if demo:
+                    print(f"demo: point eval-protocol's model_base_url at {demo['gateway']}", flush=True)
+            if not is_loopback_host(options.host):
+                print(f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
+                      "URLs their requests name", file=sys.stderr, flush=True)
+            await stop.wait()
+            await server.stop()
+            stats = server.stats
+            access.flush()
+            print(json.dumps({"event": "stopped", "accepted": stats.accepted, "finished": stats.finished,
+                              "errors": stats.errors, "stopped_unfinished": stats.stopped}), file=sys.stderr, flush=True)
     return EXIT_OK
