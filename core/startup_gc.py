@@ -42,11 +42,12 @@ def resume_collection() -> None:
 @contextlib.contextmanager
 def long_run_heap() -> Iterator[None]:
     """While an engine run (or serving) is the process's job: what exists when it starts (modules, settings, the
-    dataset, the clients) is out of the cyclic collector's sight (``gc.freeze``), so no full collection walks it again (≈40 ms
-    per 1,000 rollouts at C=256), and the youngest generation is collected every :data:`YOUNG_THRESHOLD`
-    allocations: a rollout in flight holds a few hundred objects, so at 700 most young collections found them
-    alive and moved them on to older generations, whose collections cost more (BENCHMARKS.md "Engine CPU, sixth
-    pass"). Afterwards the thresholds are as they were and the frozen objects are the collector's again."""
+    dataset, the clients) is out of the cyclic collector's sight (``gc.freeze``), so no full collection walks it
+    again (≈40 ms per 1,000 rollouts at C=256), and the youngest generation is collected every
+    :data:`YOUNG_THRESHOLD` allocations: a rollout in flight holds a few hundred objects, so at 700 most young
+    collections found them alive and moved them on to older generations, whose collections cost more (BENCHMARKS.md
+    "Engine CPU, sixth pass"). Afterwards the thresholds are as they were and the frozen objects are the collector's
+    again."""
     before = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *before[1:])

@@ -226,7 +226,8 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
     async with rollout_server(settings, store, options, access=access) as server:
         holder["server"] = server
         with long_run_heap():  # serving is this process's job: the collector set for it (core/startup_gc.py)
-            line = {"event": "listening", "url": server.url, "store": str(store.path), "concurrency": options.concurrency,
+            line = {"event": "listening", "url": server.url, "store": str(store.path),
+                    "concurrency": options.concurrency,
                     "event_loop": type(loop).__module__.partition(".")[0],
                     "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
                     **({"demo_model_base_url": demo["gateway"]} if demo else {})}
@@ -244,5 +245,6 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
             stats = server.stats
             access.flush()
             print(json.dumps({"event": "stopped", "accepted": stats.accepted, "finished": stats.finished,
-                              "errors": stats.errors, "stopped_unfinished": stats.stopped}), file=sys.stderr, flush=True)
+                              "errors": stats.errors, "stopped_unfinished": stats.stopped}),
+                  file=sys.stderr, flush=True)
     return EXIT_OK
