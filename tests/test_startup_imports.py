@@ -37,6 +37,36 @@ def test_building_the_parser_for_a_command_imports_nothing_heavy() -> None:
     assert sorted(name for name in HEAVY if name in modules) == []
 
 
+OTHER_COMMANDS = ("svgagent.tui.cli.serve", "svgagent.tui.cli.rft", "svgagent.tui.cli.analysis")
+
+
+@pytest.mark.parametrize("argv", [["tui", "--demo"], ["eval", "--demo", "--rows", "2"]])
+def test_eval_and_tui_build_their_own_parser_alone(argv: list[str]) -> None:
+    """`svgagent eval` and `svgagent tui` (start-up targets) neither import nor build the other commands' parsers;
+    what they parse is what the whole parser gives."""
+    code = ("from svgagent.tui.cli.main import build_parser\n"
+            f"alone = vars(build_parser({argv[0]!r}).parse_args({argv!r}))\n"
+            "import sys\n"
+            "early = sorted(m for m in sys.modules if m.startswith('svgagent.tui.cli.'))\n"
+            f"whole = vars(build_parser().parse_args({argv!r}))\n"
+            "assert alone == whole, (alone, whole)\n"
+            "print(json.dumps(early))")
+    probe = f"import sys, json\n{code}"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    early = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "svgagent.tui.cli.main" in early
+    assert sorted(name for name in OTHER_COMMANDS if name in early) == []
+
+
+def test_the_whole_parser_still_lists_every_command() -> None:
+    from svgagent.tui.cli.main import build_parser
+
+    text = build_parser().format_help()
+    for command in ("eval", "runs", "export", "render", "tui", "serve", "rft", "import", "store", "trust"):
+        assert f"    {command} " in text or f"    {command}\n" in text, command
+
+
 def test_subcommand_help_still_lists_the_generated_flags() -> None:
     from svgagent.tui.cli.main import build_parser
 
@@ -109,7 +139,8 @@ def test_eval_sends_its_first_request_before_importing_the_display_or_the_render
     late = ("rich", "cairosvg", "cairocffi", "PIL", "openai", "fireworks", "textual", "term_image", "httpx",
             "aiohttp",  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
             "svgagent.core.scoring.render_draw",  # only the render workers draw
-            "svgagent.core.scoring.extract")  # its patterns compile once the first answer is in
+            "svgagent.core.scoring.extract",  # its patterns compile once the first answer is in
+            *OTHER_COMMANDS)  # the parser is eval's alone (tui/cli/main.ALONE)
     assert sorted(name for name in late if name in modules) == []
 
 

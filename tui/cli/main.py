@@ -34,11 +34,40 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Descriptions keep their line breaks; defaults are written into the help texts where they mean something."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands whose start-up has a target (BENCHMARKS.md, 4b and 4c): when argv begins with one of them, the
+# parser has that command alone. The other commands' modules (serve, rft, analysis: ≈0.02 s of imports) and
+# their parsers (≈0.02 s) are what `svgagent eval` and `svgagent tui` would otherwise build before they start.
+ALONE = ("eval", "tui")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or with ``only`` (one of :data:`ALONE`) that command's alone."""
     parser = argparse.ArgumentParser(prog="svgagent", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
     # subcommands add their heaviest flags when they are used (svgagent --help needs none of them)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyArgumentsParser)
+    if only in (None, "eval"):
+        _add_eval_parser(sub)
+    if only is None:
+        runs_sub = _add_runs_export_render_parsers(sub)
+    if only in (None, "tui"):
+        _add_tui_parser(sub)
+    if only is None:
+        from svgagent.tui.cli.serve import add_serve_parser
 
+        add_serve_parser(sub, _Formatter)
+
+        from svgagent.tui.cli.rft import add_rft_parser
+
+        add_rft_parser(sub)
+
+        from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
+
+        add_analysis_parsers(sub, runs_sub)
+        _add_store_and_trust_parsers(sub)
+    return parser
+
+
+def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
                        description="Generate, render and judge every row of a dataset; print a summary.\n\n"
                        "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
@@ -58,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", action="store_true", help="never reuse cached answers (the default)")
     add_json(p)
 
+
+def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """`runs list|show`, `export`, `render`; returns the `runs` actions (analysis adds `compare` and `stats`)."""
     runs = sub.add_parser("runs", help="list and inspect stored runs", formatter_class=_Formatter)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
     p = runs_sub.add_parser("list", help="all runs, newest first")
@@ -81,7 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT.png", required=True, help="the PNG to write (`-`: stdout)")
     p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 "
                    "(default 512)")
+    return runs_sub
 
+
+def _add_tui_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tui", help="open the terminal app", formatter_class=_Formatter)
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
     p.add_argument("--serve", action="store_true",
@@ -89,20 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--serve-port", type=int, default=3000, metavar="PORT", help="its port (default 3000)")
     p.add_argument("--run", metavar="RUN", help=f"open a stored run ({RUN_HELP})")
     add_store(p)
-
-    from svgagent.tui.cli.serve import add_serve_parser
-
-    add_serve_parser(sub, _Formatter)
-
-    from svgagent.tui.cli.rft import add_rft_parser
-
-    add_rft_parser(sub)
-
-    from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
-
-    add_analysis_parsers(sub, runs_sub)
-    _add_store_and_trust_parsers(sub)
-    return parser
 
 
 def _add_store_and_trust_parsers(sub: argparse._SubParsersAction) -> None:
@@ -135,7 +156,8 @@ user config file — need no confirmation.
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words[0] if words and words[0] in ALONE else None)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["tui", *([] if argv is None else argv)])
