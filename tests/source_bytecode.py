@@ -10,8 +10,8 @@ keeps every process on the cached code, or on the source again once a file is ed
 
 from __future__ import annotations
 
-import compileall
 import importlib.util
+import py_compile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,8 +38,10 @@ def stale_sources(root: Path = ROOT) -> list[Path]:
 
 
 def compile_sources(root: Path = ROOT) -> int:
-    """Write the missing or stale bytecode of svgagent's sources; return how many files needed it."""
+    """Write the missing or stale bytecode of svgagent's sources; return how many files needed it. Timestamp-based,
+    as the import system writes it (a ``SOURCE_DATE_EPOCH`` in the environment would make py_compile's default hash-
+    based, which :func:`stale_sources` counts as stale)."""
     stale = stale_sources(root)
-    for package in PACKAGES:
-        compileall.compile_dir(str(root / package), quiet=1)
+    for source in stale:
+        py_compile.compile(str(source), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
     return len(stale)
