@@ -369,19 +369,19 @@ class Store:
         has a handful of such shapes); a rollout named twice keeps its updates in order."""
         stamp = now_iso()  # one transaction, one time
         statements = [_rollout_update(rollout_id, fields, stamp) for rollout_id, fields in rollouts]
-        shapes: dict[str, list[tuple[Any, ...]]] = {}
+        groups: list[tuple[str, list[tuple[Any, ...]]]]
         if len({rollout_id for rollout_id, _ in rollouts}) == len(rollouts):
+            shapes: dict[str, list[tuple[Any, ...]]] = {}
             for sql, params in statements:
                 shapes.setdefault(sql, []).append(params)
+            groups = list(shapes.items())
+        else:  # a rollout named twice: its updates one at a time, in order
+            groups = [(sql, [params]) for sql, params in statements]
         entries = [(key, kind, text, stamp) for key, kind, text in
                    ((key, kind, json.dumps(value)) for key, kind, value in cache) if len(text) <= CACHE_VALUE_CAP]
         with self._tx() as db:
-            if shapes or not statements:
-                for sql, rows in shapes.items():
-                    db.executemany(sql, rows)
-            else:  # a rollout named twice: its updates in order
-                for sql, params in statements:
-                    db.execute(sql, params)
+            for sql, rows in groups:
+                db.executemany(sql, rows)
             if entries:
                 db.executemany("INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
                                entries)
