@@ -1,9 +1,9 @@
 """`svgagent serve`: the remote rollout server for Eval Protocol (headless; see svgagent.core.serve).
 
 Prints one startup line (``--json``: ``{"event": "listening", "url": …}``), one JSON access-log line per request on
-stderr (:class:`StderrLines`), and serves until SIGINT/SIGTERM; a second signal stops at once (in-flight rollouts are then logged as
-UNAVAILABLE). ``--demo`` starts the tracing-gateway and policy simulators too and prints the gateway URL to use
-as eval-protocol's ``model_base_url``.
+stderr (:class:`StderrLines`), and serves until SIGINT/SIGTERM; a second signal stops at once (in-flight rollouts
+are then logged as UNAVAILABLE). ``--demo`` starts the tracing-gateway and policy simulators too and prints the
+gateway URL to use as eval-protocol's ``model_base_url``.
 """
 
 from __future__ import annotations
