@@ -79,11 +79,8 @@ class HeapPolicy:
         from svgagent.tui.imaging import configure_term_image
 
         configure_term_image()  # term-image imported quietly, as the picture's worker does
-        for name in DEFERRED_IMPORTS:
-            try:
-                importlib.import_module(name)
-            except ImportError:  # an optional part missing: that pane reports it when it is used
-                continue
+        for name in DEFERRED_IMPORTS:  # all of them required: a broken install is reported as the worker's failure
+            importlib.import_module(name)
 
     def input(self) -> None:
         self.last_input = self.clock()
