@@ -30,10 +30,11 @@ from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.store import Store
 
 
-def start_simulator(latency: float) -> tuple[subprocess.Popen[str], str]:
+def start_simulator(latency: float, nice: int = 0) -> tuple[subprocess.Popen[str], str]:
+    """``nice``: as `tui --demo` starts its simulator (the engine process's priority), for the app's benchmarks."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--policy-latency", str(latency),
-         "--judge-latency", str(latency), "--judge-pixel-analysis", "false"],
+         "--judge-latency", str(latency), "--judge-pixel-analysis", "false", "--nice", str(nice)],
         stdout=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None

@@ -446,6 +446,9 @@ def main() -> int:
     parser.add_argument("--only-real-engine", action="store_true", help="run part 5 alone")
     parser.add_argument("--concurrency", type=int, default=64, help="part 5: policy and judge concurrency")
     parser.add_argument("--latency", type=float, default=0.2, help="part 5: simulated policy and judge latency (s)")
+    parser.add_argument("--sim-nice", type=int, default=None, metavar="N",
+                        help="part 5: the simulator's CPU priority below the app's (default: as `tui --demo` starts "
+                        "its simulator, the engine process's; 0: the app's)")
     args = parser.parse_args()
     print(f"bytecode: {compile_sources()} stale svgagent modules compiled first (an installed svgagent has them)")
     n = args.rollouts
@@ -520,7 +523,10 @@ def read_floor(proc: subprocess.Popen[str]) -> float:
 def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
     from engine import start_simulator  # bench/engine.py: the simulator in its own process
 
-    proc, url = start_simulator(args.latency)
+    from svgagent.core.engine_process import NICE
+
+    nice = NICE if args.sim_nice is None else args.sim_nice
+    proc, url = start_simulator(args.latency, nice)
     try:
         with Store(root / "real.db") as store:
             real_id = make_run(store, n, finished=False)
@@ -531,7 +537,7 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
         proc.terminate()
         proc.wait(timeout=10)
     print(f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
-          f"{args.latency:g} s, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
+          f"{args.latency:g} s at nice {nice}, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
           f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it (the loop's "
           f"thread ran {1000 * real['steady_cpu']:.0f} ms of it), "
           f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "

@@ -81,6 +81,8 @@ class SimulatorProcess:
         import sys
         import threading
 
+        from svgagent.core.engine_process import NICE
+
         if self._proc is not None or self._sock is None:
             return
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FIREWORKS_", "OPENAI_"))}
@@ -89,7 +91,7 @@ class SimulatorProcess:
             self._sock = None
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "svgagent.core.sim.simulator", "--listen-fd", str(sock.fileno()),
-                 "--exit-on-stdin-eof", "--policy-latency-s", str(policy_latency_s),
+                 "--exit-on-stdin-eof", "--nice", str(NICE), "--policy-latency-s", str(policy_latency_s),
                  "--judge-latency-s", str(judge_latency_s)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                 pass_fds=(sock.fileno(),), start_new_session=True)  # fmt: skip

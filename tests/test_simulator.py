@@ -375,13 +375,17 @@ def _ask_policy(base_url: str, *, timeout: float) -> str:
 
 
 def test_simulator_process_serves_and_stops_with_its_parent() -> None:
-    """`tui --demo` starts the simulator as a child; it answers the policy, and it exits when the process that
-    started it is gone (its stdin closes), not only when stopped."""
+    """`tui --demo` starts the simulator as a child; it answers the policy at the engine process's CPU priority
+    (it stands in for remote servers: on a busy machine the kernel runs the UI first), and it exits when the
+    process that started it is gone (its stdin closes), not only when stopped."""
     from svgagent.core.demo import SimulatorProcess
+    from svgagent.core.engine_process import NICE
 
     sim = SimulatorProcess(policy_latency_s=0.0, judge_latency_s=0.0)
     try:
         assert _ask_policy(sim.base_url, timeout=30)
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, sim._proc.pid) == min(19, ours + NICE)
         sim._proc.stdin.close()  # what the parent's death does to the pipe
         assert sim._proc.wait(timeout=30) == 0
     finally:

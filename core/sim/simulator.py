@@ -35,6 +35,7 @@ what they answer lives in :mod:`svgagent.core.sim.content`, the wire shapes in :
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import os
 import signal
@@ -425,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m svgagent.core.sim.simulator [--port P] [--policy-latency S] [--<knob> VALUE ...]``: prints
     ``svgagent simulator listening on <base url>`` once ready and serves until SIGINT/SIGTERM."""
     args = arg_parser().parse_args(argv)
+    if args.nice > 0:
+        with contextlib.suppress(OSError):
+            os.nice(args.nice)
     try:
         config = config_from_args(args)
         asyncio.run(_run(config, args.host, args.port, args.exit_on_stdin_eof, args.listen_fd))
