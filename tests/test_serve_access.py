@@ -63,3 +63,27 @@ def test_access_lines_off_a_loop_and_past_the_cap_are_written_at_once(capsys: py
     asyncio.run(many())
     assert len(capsys.readouterr().err.splitlines()) == lines.MAX_LINES
     assert lines.isEnabledFor(logging.INFO)
+
+
+def test_a_flush_on_another_thread_while_a_line_is_appended_loses_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """A record logged on another thread flushes the queue there (_FlushingHandler): if that happens between the
+    loop's `info` reading the queue and appending to it, the line must still be written, once, after the earlier
+    ones. The queue below hands the CPU to such a flush at exactly that moment (and waits for it at most 0.3 s)."""
+    import threading
+
+    lines = StderrLines()
+    lines.info('{"n": 1}')  # off a loop: written at once
+    flusher: list[threading.Thread] = []
+
+    class Preempted(list):  # type: ignore[type-arg]
+        def append(self, item: str) -> None:
+            flusher.append(threading.Thread(target=lines.flush))
+            flusher[0].start()
+            flusher[0].join(0.3)  # unguarded, the other thread swaps the queue and writes it without this line
+            super().append(item)
+
+    lines._lines = Preempted(['{"n": 2}'])
+    lines.info('{"n": 3}')
+    flusher[0].join(10)
+    lines.flush()
+    assert [json.loads(x)["n"] for x in capsys.readouterr().err.splitlines()] == [1, 2, 3]

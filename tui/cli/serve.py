@@ -136,15 +136,22 @@ class StderrLines:
     MAX_LINES = 256  # written at once past this many
 
     def __init__(self) -> None:
+        import threading
+
         self._lines: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
+        # flush() may run on another thread (a record logged there, _FlushingHandler): the queue and the writes
+        # change hands under this lock, so a line appended meanwhile is neither lost nor written out of order
+        self._lock = threading.Lock()
 
     def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - as logging.Logger (JsonAccessLogger asks)
         return True
 
     def info(self, line: str) -> None:
-        self._lines.append(line)
-        if len(self._lines) >= self.MAX_LINES:
+        with self._lock:
+            self._lines.append(line)
+            queued = len(self._lines)
+        if queued >= self.MAX_LINES:
             self.flush()
         elif self._timer is None:
             self._schedule()
@@ -163,13 +170,14 @@ class StderrLines:
 
     def flush(self) -> None:
         """Write what is queued (from any thread: the timer, once due, finds nothing or the lines since)."""
-        lines, self._lines = self._lines, []
-        if lines:
-            try:
-                sys.stderr.write("\n".join(lines) + "\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):  # stderr closed or gone: the server carries on, as logging's handler would
-                pass
+        with self._lock:
+            lines, self._lines = self._lines, []
+            if lines:
+                try:
+                    sys.stderr.write("\n".join(lines) + "\n")
+                    sys.stderr.flush()
+                except (OSError, ValueError):  # stderr closed or gone: the server carries on, as logging's would
+                    pass
 
 
 class _FlushingHandler(logging.StreamHandler):  # type: ignore[type-arg]
