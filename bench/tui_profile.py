@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from engine import start_simulator  # bench/engine.py: the simulator in its own process
+from engine import start_simulator  # bench/engine.py: the simulator in its own process (at the demo's priority)
+from svgagent.core.engine_process import NICE
 from tui import make_run, measure_real_engine
 
 from svgagent.core.store import Store
@@ -229,7 +230,7 @@ def main() -> int:
     threads = ThreadCPU()
     profile = cProfile.Profile()
     print(f"load average {os.getloadavg()[0]:.2f}")
-    proc, url = start_simulator(args.latency)
+    proc, url = start_simulator(args.latency, NICE)
     try:
         with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "real.db") as store, \
                 mock.patch.object(Widget, "refresh", counted_refresh), \
