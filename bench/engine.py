@@ -5,6 +5,13 @@
 The simulator runs in its own process (so it does not share this process's GIL) with a fixed policy and judge
 latency. With C rollouts in flight and each needing one policy and one judge call, no engine can beat
 ceil(N / C) * (policy latency + judge latency); the ratio wall / ideal shows the engine's overhead (target <= 1.10).
+
+Columns: `unavoid.` is issue 13's unavoidable wall, the larger of that ideal and the renders' CPU over the cores.
+`bound` is what this machine allows a run, however good its engine: the larger of `unavoid.`, the renders' CPU
+over the cores plus one policy and one judge latency (no SVG exists before the first answer, and the last verdict
+comes one judge call after the last render), and all the CPU of the run — engine, renders and the simulator, which
+shares these cores — over the cores. wall / bound near 1 says the run used the cores it had; wall / unavoid. far
+above it says the simulator's and the engine's CPU on the same cores is what the run waited for.
 """
 
 from __future__ import annotations
@@ -89,16 +96,29 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2, help="simulated policy and judge latency (s)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1],
                         help="engine processes per run to measure (1: the engine in this process)")
+    parser.add_argument("--simulator-cores", type=int, default=0, metavar="K",
+                        help="give the simulator K cores of its own and the engine (its renders, its workers) the "
+                        "others, as when the model and the judge run elsewhere; the unavoidable and the bound then "
+                        "count the engine's cores only (default 0: everything shares every core)")
     args = parser.parse_args()
     proc, url = start_simulator(args.latency)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            cores = os.cpu_count() or 1
+            cores = len(os.sched_getaffinity(0))
+            if args.simulator_cores:
+                every = sorted(os.sched_getaffinity(0))
+                if not 0 < args.simulator_cores < len(every):
+                    raise SystemExit(f"--simulator-cores: 1 to {len(every) - 1} on this machine")
+                os.sched_setaffinity(proc.pid, every[:args.simulator_cores])
+                os.sched_setaffinity(0, every[args.simulator_cores:])  # render workers and engine workers inherit it
+                cores = len(every) - args.simulator_cores
+                print(f"the simulator on core(s) {every[:args.simulator_cores]}, the engine on "
+                      f"{every[args.simulator_cores:]}")
             factory = loop_factory()
             print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {cores} CPUs, event loop "
                   f"{factory.__module__.partition('.')[0] if factory else 'asyncio'} (svgagent eval's)")
             print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'unavoid. s':>10} "
-                  f"{'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}")
+                  f"{'ratio':>6} {'bound s':>8} {'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}")
             figures: dict[str, float] = {}
             render_per_rollout: dict[int, float] = {}
             for c in args.concurrency:
@@ -113,12 +133,17 @@ def main() -> int:
                     unavoidable = max(ideal, render / cores)
                     tag = f"C={c}" + (f", {w} workers" if w > 1 else "")
                     engine_ms = 1000 * (r["cpu"] + r["workers_cpu"]) / n
+                    # all of the run's CPU: workers' figures include their renders, the one engine's do not
+                    everything = r["cpu"] + r["workers_cpu"] + (r["render"] if w == 1 else 0.0)
+                    everything += 0.0 if args.simulator_cores else r["sim"]  # on the engine's cores, or its own
+                    bound = max(unavoidable, 2 * args.latency + render / cores, everything / cores)
                     print(f"{n:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} {unavoidable:>10.2f} "
-                          f"{r['wall'] / unavoidable:>6.2f} {engine_ms:>11.2f} {1000 * render / n:>11.2f} "
+                          f"{r['wall'] / unavoidable:>6.2f} {bound:>8.2f} {r['wall'] / bound:>6.2f} {engine_ms:>11.2f} {1000 * render / n:>11.2f} "
                           f"{1000 * r['sim'] / n:>9.2f}  {tag}" + (f"; loop busy {r['loop'] / r['wall']:.0%}" if w == 1
                                                                  else " (engine ms/r: all workers, renders included)"))
                     figures[f"engine wall/ideal, {tag}"] = round(r["wall"] / ideal, 2)
                     figures[f"engine wall/unavoidable, {tag}"] = round(r["wall"] / unavoidable, 2)
+                    figures[f"engine wall/this machine's bound, {tag}"] = round(r["wall"] / bound, 2)
                     if w == 1:
                         figures[f"engine CPU ms/rollout, {tag}"] = round(1000 * r["cpu"] / n, 2)
                         figures[f"render CPU ms/rollout, {tag}"] = round(1000 * render / n, 2)
