@@ -50,26 +50,31 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         ("Stats screen", list(StatsScreen.BINDINGS)),
         ("Export dialog", list(ExportDialog.BINDINGS)),
     ]
-    try:
-        from svgagent.tui.widgets.config_form import ConfigForm
-
-        sections.append(("Config pane", [b for b in ConfigForm.BINDINGS if isinstance(b, Binding)]))
-    except ImportError:
-        pass
-    try:
-        from svgagent.tui.widgets.secrets_form import SecretsPane
-
-        sections.append(("Secrets pane", [b for b in SecretsPane.BINDINGS if isinstance(b, Binding)]))
-    except ImportError:
-        pass
+    # imported here, not at the top: the help screen is opened long after the first frame, and these modules are
+    # the later panes' and screens' (tui/app.py loads them after it)
+    from svgagent.screens.confirm import Confirm
+    from svgagent.screens.message_log import MessageLogScreen
+    from svgagent.screens.rft_launch import RftLaunchScreen
+    from svgagent.screens.rollout_actions import CopyMenu
+    from svgagent.screens.sort_picker import SortPicker
+    from svgagent.screens.training import TrainingScreen
+    from svgagent.tui.widgets.config_form import ConfigForm
     from svgagent.tui.widgets.job_panel import JobPanel
     from svgagent.tui.widgets.job_table import JobTable
-    from svgagent.screens.confirm import Confirm
-    from svgagent.screens.rft_launch import RftLaunchScreen
+    from svgagent.tui.widgets.secrets_form import SecretsPane
 
-    sections.append(("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)))
-    sections.append(("RFT launch screen", list(RftLaunchScreen.BINDINGS)))
-    sections.append(("Confirmation", list(Confirm.BINDINGS)))
+    sections += [
+        ("Config pane", [b for b in ConfigForm.BINDINGS if isinstance(b, Binding)]),
+        ("Secrets pane", [b for b in SecretsPane.BINDINGS if isinstance(b, Binding)]),
+        ("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)),
+        ("RFT launch screen", list(RftLaunchScreen.BINDINGS)),
+        ("Training screen", list(TrainingScreen.BINDINGS)),
+        ("Sort picker", list(SortPicker.BINDINGS)),
+        ("Copy menu", list(CopyMenu.BINDINGS)),
+        ("Message log", list(MessageLogScreen.BINDINGS)),
+        ("Help screen", list(HelpScreen.BINDINGS)),
+        ("Confirmation", list(Confirm.BINDINGS)),
+    ]
     return sections
 
 

@@ -545,6 +545,43 @@ async def test_unknown_keymap_ids_are_reported(store: Store) -> None:
         assert table_of(app).sort_column == "score"  # the known id is remapped all the same
 
 
+def _every_binding_id() -> set[str]:
+    """The ids of every Binding any class of the app's modules declares (screens, widgets, the app)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import svgagent.screens
+    import svgagent.tui.widgets
+    from textual.binding import Binding
+
+    names = ["svgagent.tui.app"] + [f"{package.__name__}.{info.name}" for package in (svgagent.screens, svgagent.tui.widgets)
+                                    for info in pkgutil.iter_modules(package.__path__)]
+    ids: set[str] = set()
+    for name in names:
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == name and "BINDINGS" in vars(cls):
+                ids |= {b.id for b in vars(cls)["BINDINGS"] if isinstance(b, Binding) and b.id}
+    return ids
+
+
+async def test_help_and_the_keymap_know_every_key_of_every_screen(store: Store) -> None:
+    """`?` lists every key id of the app (the training screen's, the copy menu's, the message log's…), and a keymap
+    naming any of them is not reported as unknown."""
+    from svgagent.screens.help import binding_sections, unknown_binding_ids
+
+    every = _every_binding_id()
+    assert {"training.refresh", "copy.s", "log.close", "sort.cancel", "help.down", "table.filter"} <= every
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        listed = {b.id for _, bindings in binding_sections(app) for b in bindings}
+        assert every - listed == set()
+        assert unknown_binding_ids(app, dict.fromkeys(every, "f12")) == []
+        assert unknown_binding_ids(app, {"training.refersh": "f5"}) == ["training.refersh"]
+
+
 async def test_command_palette_lists_the_actions(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
