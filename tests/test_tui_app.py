@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from factories import RUN_ID, Spec, build_run
 from textual.pilot import Pilot
@@ -616,11 +618,13 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        for pane in ("1", "2", "4", "5"):
+        for pane in ("1", "2", "3", "4", "5"):
             await pilot.press(pane)
             await settle(pilot)
             spans = app.screen.query_one(KeysFooter).key_spans()
             assert spans and max(end for _, end, _ in spans) <= 80, pane  # nothing cut at the edge
+            if pane == "3":  # out of the Config field that has the focus, before the next number
+                await pilot.press("escape")
         await pilot.press("1")
         await settle(pilot)
         footer = screen_text(app).splitlines()[23]  # the footer as the terminal shows it
@@ -797,6 +801,21 @@ async def test_config_field_shows_its_start_after_blur(store: Store) -> None:
         assert field.cursor_position == 0
         assert field.scroll_x == 0  # its start in view, not "…long-name"
         assert field.value == "simulated-policy-with-a-rather-long-name-for-the-box"
+
+
+async def test_config_pane_says_what_the_response_cache_is_for(store: Store) -> None:
+    """The cache field's hint: off, a rerun is a new sample; either way a resume never pays twice (README says the
+    same in its own words)."""
+    from svgagent.tui.widgets.text_box import TextBox
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        _, form = await config_pane_at_120x40(pilot)
+        hint = " ".join(str(form.query_one("#hint-cache", TextBox).render()).split())
+        assert "reuse earlier runs' answers to identical requests" in hint
+        assert "a resume never pays twice" in hint
+    readme = " ".join(Path(__file__).resolve().parents[1].joinpath("README.md").read_text().split())
+    assert "a resume never pays for it again. The response cache is something else, and off by default" in readme
 
 
 async def test_zoom_gives_the_pane_with_the_focus_the_whole_screen(store: Store) -> None:

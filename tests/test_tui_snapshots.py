@@ -39,5 +39,21 @@ def test_help(snap_compare, store: Store, size: tuple[int, int]) -> None:  # typ
     assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready("question_mark"))
 
 
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_preview_tab(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """The picture sized to the pane, the rationale beside it when there is room."""
+    assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready("2"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_config_pane(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready("3", "escape"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_config_pane_zoomed(snap_compare, store: Store, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(make_app(store, run_id=RUN_ID), terminal_size=size, run_before=ready("3", "ctrl+t"))
+
+
 def test_first_screen_in_demo_mode(snap_compare, store: Store) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(make_app(store, demo=True), terminal_size=(80, 24), run_before=ready())
