@@ -1,5 +1,5 @@
 """A real terminal: tmux runs `svgagent tui --demo` at 80×24; keys start a run, the screen shows scored rows, the
-half-block picture in 24-bit colour, the judge's rationale and the Footer; `q` exits 0 and leaves the alternate
+half-block picture in 24-bit colour, the judge's rationale and the Footer; `f` the picture as tall as the terminal and back; `q` exits 0 and leaves the alternate
 screen. Skipped only when tmux is missing (CI installs it)."""
 
 from __future__ import annotations
@@ -101,6 +101,15 @@ def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     assert "[simulated judge]" in plain
     assert "q Quit" in plain
 
+    tmux.keys("f")  # full size: the whole terminal but the caption line, then any key goes back
+    full = tmux.wait_for("the full-size picture", lambda s: "press any key to go back" in s)
+    assert "press any key to go back" in full.splitlines()[23], full  # the caption on the last line
+    drawn = tmux.capture(escapes=True).splitlines()[:23]
+    coloured = [line for line in drawn if re.search(r"\x1b\[[0-9;]*48;2;", line)]
+    assert len(coloured) >= 20, full  # a picture as tall as the terminal above it (the square fits by height)
+    tmux.keys("Space")
+    tmux.wait_for("the app again", lambda s: "Judge's rationale" in s and "press any key" not in s)
+
     tmux.keys("q")
     deadline = time.monotonic() + 30
     while not exit_file.exists() and time.monotonic() < deadline:
@@ -108,7 +117,9 @@ def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     assert exit_file.exists(), tmux.capture()
     assert exit_file.read_text().strip() == "0"
     assert tmux.run("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
-    assert "Rollouts" not in tmux.capture()  # the app's screen is gone with the alternate screen
+    shell = tmux.capture()
+    assert "Rollouts" not in shell  # the app's screen is gone with the alternate screen
+    assert "▀" not in shell and "▄" not in shell  # and no picture was left on the shell's
 
 
 def test_a_burst_of_keys_lands_where_each_key_sent_the_focus(tmux: Tmux, tmp_path: Path) -> None:

@@ -272,6 +272,29 @@ def test_full_resolution_view_fills_the_terminal_and_leaves_nothing(size: tuple[
     assert max(widths) <= columns
 
 
+@pytest.mark.parametrize(("name", "marker"), [("KittyImage", "\x1b_G"), ("ITerm2Image", "\x1b]1337;File=")])
+def test_full_resolution_view_uses_the_terminals_graphics_and_deletes_them(name: str, marker: str) -> None:
+    """In a terminal that speaks kitty's or iTerm2's graphics protocol (what term-image detects once queries are
+    on), `f` draws in it — as large as the terminal — and deletes the picture before leaving the alternate screen
+    (graphics live outside the text cells: clearing the screen alone would leave them)."""
+    from unittest import mock
+
+    import term_image.image as images
+
+    cls = getattr(images, name)
+    cleared: list[bool] = []
+    out = io.StringIO()
+    with mock.patch("term_image.image.auto_image_class", return_value=cls), \
+            mock.patch.object(cls, "is_supported", classmethod(lambda _cls: True)), \
+            mock.patch.object(cls, "clear", lambda *a, **k: cleared.append(True)):
+        style = show_full_resolution(render_png(SCENE_SVG), "cap", stdin=io.StringIO(), stdout=out, size=(80, 24))
+    written = out.getvalue()
+    assert style == name.removesuffix("Image").lower()
+    assert written.startswith("\x1b[?1049h") and written.endswith("\x1b[?1049l")
+    assert marker in written
+    assert cleared == [True]
+
+
 # --- configuration and the command -------------------------------------------------------------------------------
 def test_keymap_is_a_setting_read_by_the_settings_layers(tmp_path: Path) -> None:
     from svgagent.core.settings import user_config_file
