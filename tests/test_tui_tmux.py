@@ -1,6 +1,7 @@
 """A real terminal: tmux runs `svgagent tui --demo` at 80×24; keys start a run, the screen shows scored rows, the
-half-block picture in 24-bit colour, the judge's rationale and the Footer; `f` the picture as tall as the terminal and back; `q` exits 0 and leaves the alternate
-screen. Skipped only when tmux is missing (CI installs it)."""
+half-block picture in 24-bit colour, the judge's rationale and the Footer; `f` draws the picture as tall as the
+terminal and a key goes back; `q` exits 0 and leaves the alternate screen. Skipped only when tmux is missing (CI
+installs it)."""
 
 from __future__ import annotations
 
