@@ -225,8 +225,14 @@ async def test_many_concurrent_callers_get_their_own_results(renderer: Renderer)
 
 
 async def test_render_does_not_block_the_event_loop() -> None:
+    """While a render takes its whole timeout (the worker is stopped, so it cannot finish sooner on a fast
+    machine), the caller's loop keeps ticking."""
+    import signal
+
     async with Renderer(workers=1, timeout_s=1.0) as pool:
         await pool.render(solid_svg("#000"), size=16)
+        (worker,) = pool.worker_pids()
+        os.kill(worker, signal.SIGSTOP)  # the pool kills it at the timeout (SIGKILL ends a stopped process too)
         longest_gap = 0.0
 
         async def ticker() -> None:
@@ -238,8 +244,10 @@ async def test_render_does_not_block_the_event_loop() -> None:
                 longest_gap, last = max(longest_gap, now - last), now
 
         ticking = asyncio.create_task(ticker())
+        started = time.monotonic()
         with pytest.raises(RenderError, match="timed out"):
             await pool.render(SLOW_SVG)
+        assert time.monotonic() - started >= 0.9
         ticking.cancel()
         assert longest_gap < 0.5  # a blocked loop would stall for the whole 1 s render
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from factories import RUN_ID
 from textual.widgets import Input
-from tui_support import burst, make_app, notifications, settings_for, settle
+from tui_support import burst, make_app, notifications, settings_for, settle, wait_until
 
 from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.secrets import write_env_file
@@ -49,12 +49,27 @@ async def test_saving_config_in_demo_mode_writes_only_what_was_changed(store: St
     assert saved == {"temperature": 1.1}  # no simulator URL, no simulated model names
 
 
-async def test_nothing_changed_nothing_saved(store: Store, sim_url: str) -> None:
+async def test_nothing_changed_nothing_saved(store: Store, sim_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also while the form still checks the dataset it started with (a slow disk, a loaded machine): that check is
+    no change of the person's."""
+    import threading
+
+    from svgagent.tui.widgets import config_form
+
+    checked = threading.Event()
+    load = config_form.load_dataset
+    monkeypatch.setattr(config_form, "load_dataset", lambda source: (checked.wait(10), load(source))[1])
     app = demo_app(store, sim_url)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await burst(pilot, "3", "ctrl+s")
-        assert any("Nothing to save" in n for n in notifications(app))
+        await pilot.press("3")
+        await wait_until(pilot, lambda: bool(app.dashboard.query(ConfigForm)) and app.focused is not None
+                         and app.dashboard.query_one(ConfigForm) in app.focused.ancestors)
+        assert app.dashboard.query_one(ConfigForm)._dataset_pending is not None  # still checking
+        await pilot.press("ctrl+s")
+        checked.set()
+        await settle(pilot)
+        assert any("Nothing to save" in n for n in notifications(app)), notifications(app)
     assert not (Path.cwd() / "svgagent.toml").exists()
 
 

@@ -348,7 +348,8 @@ class ConfigForm(Widget):
             names = ", ".join(self._errors)
             self.notify(f"Not saved: fix {names} first", title="Config", severity="error")
             return
-        if self._dataset_pending is not None:
+        if self._dataset_pending is not None and self._dataset_pending != str(self._saved["dataset"]):
+            # a dataset the person chose is being read; the start value's check (from mount) is no change
             self.notify("Not saved: the dataset is still being checked", title="Config", severity="warning")
             return
         edited = self.edited()
