@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import math
 import os
 import resource
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _report import cpu_seconds, report
 from svgagent.core.dataset import load_dataset
@@ -34,6 +36,7 @@ from svgagent.core.engine import Engine
 from svgagent.core.event_loop import loop_factory, run
 from svgagent.core.settings import load_settings
 from svgagent.core.startup_gc import long_run_heap
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 
 
@@ -53,6 +56,34 @@ def start_simulator(latency: float, nice: int = 0) -> tuple[subprocess.Popen[str
     return proc, url
 
 
+BUSY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><path stroke="#000" d="M0 0 '
+            + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(20_000)) + '"/></svg>')
+
+
+async def warm_pool(renderer: Any) -> None:
+    """Every worker of the pool booted before the clock starts (the pool grows only while renders queue, so tiny
+    renders left the second worker to boot inside the timed run, its ≈0.45 s of boot CPU counted as rendering)."""
+    for _ in range(20):
+        if len(renderer.worker_pids()) >= renderer.workers:
+            break
+        await asyncio.gather(*(renderer.render(BUSY_SVG, size=64) for _ in range(renderer.workers)))
+    await asyncio.gather(*(renderer.render(BUSY_SVG, size=64) for _ in range(renderer.workers)))  # all booted
+
+
+async def forward_events(events: Any) -> None:
+    """What the app's engine process does with the engine's events (core/engine_process.py): every 20 ms, the
+    changes since as one JSON line. With nobody subscribed the engine builds no events at all."""
+    import json
+
+    from svgagent.core.engine_process import FORWARD_EVERY_S
+
+    while True:
+        await asyncio.sleep(FORWARD_EVERY_S)
+        batch = [[e.run_id, e.rollout_id, e.status.value] for e in events.drain()]
+        if batch:
+            json.dumps({"events": batch})
+
+
 async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: int,
                   workers: int = 1) -> dict[str, float]:
     dataset = load_dataset("builtin")
@@ -64,10 +95,11 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
     with Store(settings.store_path()) as store:
         async with Engine(settings, store) as engine:
             run_id = engine.create_run(dataset)
-            # warm the render pool so worker start-up is not billed to the run
-            await asyncio.gather(*[engine._renderer.render('<svg xmlns="http://www.w3.org/2000/svg" width="4" '
-                                                           'height="4"/>') for _ in range(4)])
+            if workers == 1:
+                await warm_pool(engine._renderer)
             renderers = engine._renderer.worker_pids()
+            events = engine.bus.subscribe()  # someone listens, as in `svgagent eval` and the app's engine process
+            forwarding = asyncio.create_task(forward_events(events))
             children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             loop0 = time.thread_time()
             cpu0 = time.process_time()
@@ -77,6 +109,7 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
             with long_run_heap():  # as `svgagent eval` and the engine's process run it (core/startup_gc.py)
                 summary = await engine.run(run_id)
             wall = time.perf_counter() - t0
+            forwarding.cancel()
             cpu = time.process_time() - cpu0
             loop = time.thread_time() - loop0
             children1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # worker engines (and their renderers), waited
@@ -84,9 +117,15 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
             # the pool grows on demand (a worker started during the run counts from 0, its boot included: ≈0.45 s)
             render = sum(cpu_seconds(pid) - render0.get(pid, 0.0) for pid in engine._renderer.worker_pids())
             sim = cpu_seconds(sim_pid) - sim0
+            failures = collections.Counter((r.error or "?").split(":")[0].split("(")[0].strip()[:40]
+                                           for r in store.list_rollouts(run_id) if r.status is RolloutStatus.FAILED)
     total = summary.rollouts
+    if summary.done != total:
+        raise SystemExit(f"only {summary.done} of {total} rollouts finished")
+    if sum(failures.values()) > total // 2:  # the simulator's bad answers are ≈1 in 4: more is the bench's fault
+        raise SystemExit(f"{sum(failures.values())} of {total} rollouts failed: {dict(failures.most_common(5))}")
     return {"n": total, "wall": wall, "cpu": cpu, "done": summary.done, "render": render, "sim": sim, "loop": loop,
-            "workers_cpu": workers_cpu}
+            "workers_cpu": workers_cpu, "failures": failures}
 
 
 def main() -> int:
