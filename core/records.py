@@ -304,6 +304,18 @@ def mean_and_stderr(scores: list[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(var / n)
 
 
+def mean_text(mean: float | None, threshold: float | None = None, digits: int = 3) -> str:
+    """``mean`` to ``digits`` decimals ("–" for none); next to a PASS/FAIL against ``threshold``, as many more as
+    it takes for the figure to sit on the same side of the threshold as the mean (0.4997 is not "0.500 FAIL")."""
+    if mean is None:
+        return "–"
+    text = f"{mean:.{digits}f}"
+    while threshold is not None and (float(text) >= threshold) != (mean >= threshold) and digits < 12:
+        digits += 1
+        text = f"{mean:.{digits}f}"
+    return text
+
+
 def summarize_rows(rows: Iterable[RolloutRecord], threshold: float) -> RunSummary:
     return RunTally(rows).summary(threshold)
 

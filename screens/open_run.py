@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from textual.screen import Screen
 
 from svgagent.core.dataset import load_dataset
+from svgagent.core.records import mean_text
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
 from svgagent.core.settings import Settings
 
@@ -284,6 +285,6 @@ class OpenRun:
             self.notify(event.error, title="Run failed", severity="error", timeout=10)
         elif event.summary is not None:
             s = event.summary
-            mean = "–" if s.mean_score is None else f"{s.mean_score:.3f}"
+            mean = mean_text(s.mean_score, s.threshold)
             self.notify(f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
                         title="Run finished", timeout=5)

@@ -218,6 +218,22 @@ def test_summary_line_has_every_figure(tmp_path: Path) -> None:
     assert format_summary(None).plain == "no run open"
 
 
+def test_a_mean_next_to_its_verdict_is_never_rounded_across_the_threshold() -> None:
+    """8 scores with a mean of 0.4997 read "mean 0.500 FAIL (≥0.5)": as many digits as it takes, no more."""
+    import dataclasses
+
+    from svgagent.core.records import RunSummary, mean_text
+
+    summary = RunSummary(rollouts=8, done=8, scored=8, failed=0, invalid=0, mean_score=0.4997, stderr=0.117,
+                         threshold=0.5, passed=False, prompt_tokens=0, completion_tokens=0)
+    assert "mean 0.4997 ± 0.117 FAIL (≥0.5)" in format_summary(summary).plain
+    close_pass = dataclasses.replace(summary, mean_score=0.5004, passed=True)
+    assert "mean 0.500 ± 0.117 PASS (≥0.5)" in format_summary(close_pass).plain
+    assert [mean_text(m, 0.5) for m in (0.49996, 0.5, 0.49949, 0.123456, None)] == \
+        ["0.49996", "0.500", "0.499", "0.123", "–"]
+    assert mean_text(0.4997) == "0.500"  # no verdict beside it: the usual three decimals
+
+
 def test_durations_and_eta() -> None:
     assert [format_duration(s) for s in (None, 0, 59.4, 61, 3_725)] == ["–", "0s", "59s", "1m01s", "1h02m"]
     assert estimate_eta(done_now=10, done_at_start=0, total=40, elapsed=20.0) == 60.0
