@@ -126,10 +126,30 @@ def unmatched_terms(query: Query, records: Iterable[RolloutRecord]) -> list[str]
         needle = word.lower()
         if any(needle in text for text in haystacks):
             continue
+        unfinished = _unfinished_term(needle)
+        if unfinished is not None:
+            notes.append(unfinished)
+            continue
         hint = suggest_term(word)
         notes.append(f"{word!r} is not a filter term and no prompt or row id contains it"
                      + (f" — did you mean {hint}?" if hint else ""))
     return notes
+
+
+def _unfinished_term(word: str) -> str | None:
+    """What a term still lacks when it is a field and an operator or a colon with nothing after (``score<``,
+    ``status:``, as the filter reads it while the person types); None when it is not such a term."""
+    comparison = re.match(r"^([a-z_]+)\s*(<=|>=|!=|==|=|<|>)$", word)
+    if comparison and comparison.group(1) in NUMERIC_FIELDS:
+        return f"{word!r} needs a number after it, e.g. {word}0.5"
+    pair = re.match(r"^([a-z_]+):$", word)
+    if pair and pair.group(1) in _PAIR_TERMS:
+        if pair.group(1) == "status":
+            return f"{word!r} needs a status: {', '.join(s.value for s in RolloutStatus)}"
+        return f"{word!r} needs a value after it"
+    if pair:
+        return f"{word!r}: no such field (known: {', '.join(f'{k}:' for k in _PAIR_TERMS)})"
+    return None
 
 
 def suggest_term(word: str) -> str | None:

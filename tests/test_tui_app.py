@@ -9,7 +9,7 @@ from factories import RUN_ID, Spec, build_run
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Tabs
-from tui_support import (make_app, notifications, picture_colours, plain, preview_of, rows, settings_for, settle,
+from tui_support import (burst, make_app, notifications, picture_colours, plain, preview_of, rows, settings_for, settle,
                          summary_lines, table_of, wait_until)
 
 from svgagent.core.store import Store
@@ -265,6 +265,26 @@ async def test_filter_says_when_a_word_matches_nothing(store: Store) -> None:
         assert ids(app) == ["2.0", "3.0"]
         assert bar.note == ""
         assert bar.query_one("#filter-note").has_class("-hidden")
+
+
+@pytest.mark.parametrize(("typed", "said"), [
+    ("score<abc", "'score<abc': 'abc' is not a number"),
+    ("status:bogus", "'status:bogus': no status starts with 'bogus'"),
+    ("bogus:xyz", "unknown field 'bogus' in 'bogus:xyz'"),
+    ("score<", "'score<' needs a number after it, e.g. score<0.5"),
+    ("status:", "'status:' needs a status: queued, generating"),
+])
+async def test_the_filter_says_what_is_wrong_with_the_text_as_typed(store: Store, typed: str, said: str) -> None:
+    """As you type `score<abc`, the line under the filter said "'score<' is not a filter term … did you mean
+    score<?" (the note of the text before the value, kept once the text became invalid)."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await burst(pilot, "slash", *typed)
+        bar = app.dashboard.query_one(FilterBar)
+        assert bar.input.value == typed
+        assert said in bar.note, bar.note
+        assert "did you mean" not in bar.note
 
 
 async def test_sort_column_is_picked_directly_and_reverses(store: Store) -> None:

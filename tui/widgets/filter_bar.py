@@ -92,6 +92,7 @@ class FilterBar(Vertical):
             self.table.set_filter(text)
         except QueryError as err:
             self.input.add_class("-error")
+            self._show_note(str(err))  # what is wrong with the text as typed, not the note of an earlier text
             if not quiet:
                 self.notify(str(err), title="Filter", severity="error")
             return False
