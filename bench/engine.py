@@ -170,7 +170,8 @@ def main() -> int:
                     # what no engine can beat: the latency ideal, or rendering those SVGs on every core
                     render = render_per_rollout.get(c, math.nan) * n
                     unavoidable = max(ideal, render / cores)
-                    tag = f"C={c}" + (f", {w} workers" if w > 1 else "")
+                    # the issue's targets are for 1,000 rollouts: a longer run's figures carry their size
+                    tag = f"C={c}" + (f", {w} workers" if w > 1 else "") + (f", {n} rollouts" if n != 1000 else "")
                     engine_ms = 1000 * (r["cpu"] + r["workers_cpu"]) / n
                     # all of the run's CPU: workers' figures include their renders, the one engine's do not
                     everything = r["cpu"] + r["workers_cpu"] + (r["render"] if w == 1 else 0.0)

@@ -17,7 +17,9 @@ of a real `svgagent tui` process and its memory with a big run open.
 5. The real engine (`--concurrency`, default 64): the app resumes the queued N-rollout run with the real engine
    against the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1, and the
    key-to-screen latency while it streams: a thread sends a cursor key through the app's driver 0.1 s after the last one showed (as
-   the terminal's input thread does) and waits for the screen to be composed with the cursor moved.
+   the terminal's input thread does; every 8th after a 1.3 s pause, as a person stops to look) and waits for the
+   screen to be composed and written with the cursor moved. Frames are turned into escape sequences and written
+   through Textual's writer thread (to /dev/null), as on a terminal: headless Textual skips that work.
    Also the CPU the loop's thread used a second after the first (what it did, not what it waited for: it reads
    about the same on a loaded machine) and the full garbage collections meanwhile (each holds the GIL).
 
@@ -35,6 +37,7 @@ import errno
 import fcntl
 import functools
 import gc
+import math
 import os
 import pty
 import re
@@ -251,17 +254,54 @@ class FullCollections:
         gc.callbacks.remove(self._callback)
 
 
+def terminal_like_driver() -> type:
+    """Textual's headless driver as a terminal's: `run_test(headless=True)` skips turning each frame into the
+    terminal's escape sequences and writing them (App._display does nothing when the driver is headless); this one
+    says it is not headless and writes every frame, as Linux's driver does, through Textual's writer thread (to
+    /dev/null), so a frame's whole cost is in the measurement."""
+    from textual.drivers._writer_thread import WriterThread
+    from textual.drivers.headless_driver import HeadlessDriver
+
+    class TerminalLikeDriver(HeadlessDriver):
+        written = 0  # characters of frames written (a check that frames are drawn at all)
+
+        @property
+        def is_headless(self) -> bool:
+            return False
+
+        def start_application_mode(self) -> None:
+            self._sink = open(os.devnull, "w")  # noqa: SIM115 - closed in stop_application_mode
+            self._writer = WriterThread(self._sink)
+            self._writer.start()
+            super().start_application_mode()
+
+        def write(self, data: str) -> None:
+            TerminalLikeDriver.written += len(data)
+            self._writer.write(data)
+
+        def stop_application_mode(self) -> None:
+            super().stop_application_mode()
+            self._writer.stop()
+            self._sink.close()
+
+    return TerminalLikeDriver
+
+
 class KeyProbe:
     """Key-to-screen latency, as a person at the keyboard feels it: a thread of its own (like the terminal driver's
-    input thread) sends a cursor key through the app's driver `period` seconds after the last one showed, and the
-    time until the dashboard's screen is next composed with the table's cursor on the row the key moved it to is
-    one latency (a key not shown within `timeout` counts as lost). The cursor goes down and up between the first
-    two rows."""
+    input thread) sends a cursor key through the app's driver `period` seconds after the last one showed — every
+    `pause_every`-th key after `pause` seconds instead, as a person stops to look (the app runs its deferred full
+    collection after a second without keys: a key then may land in it) — and the time until the dashboard's
+    screen is next composed and written with the table's cursor on the row the key moved it to is one latency (a
+    key not shown within `timeout` counts as lost, and as `timeout` in the percentiles). The cursor goes down and
+    up between the first two rows."""
 
-    def __init__(self, app: Any, period: float = 0.1, timeout: float = 2.0) -> None:
+    def __init__(self, app: Any, period: float = 0.1, timeout: float = 2.0, pause: float = 1.3,
+                 pause_every: int = 8) -> None:
         import threading
 
         self.app, self.period, self.timeout = app, period, timeout
+        self.pause, self.pause_every = pause, pause_every
         self.latencies: list[float] = []
         self.lost = 0
         self._pending: tuple[float, str] | None = None  # (perf_counter() when sent, rollout id expected)
@@ -282,7 +322,8 @@ class KeyProbe:
     def _run(self) -> None:
         from textual.events import Key
 
-        while not self._stop.wait(self.period):
+        sent = 0
+        while not self._stop.wait(self.pause if sent and sent % self.pause_every == 0 else self.period):
             table = self.app.dashboard.query_one(RolloutTable)
             ids = table.visible_ids[:2]
             if len(ids) < 2:
@@ -291,6 +332,7 @@ class KeyProbe:
             self._shown.clear()
             self._pending = (time.perf_counter(), ids[1] if down else ids[0])
             self.app._driver.send_message(Key("down" if down else "up", None))
+            sent += 1
             if not self._shown.wait(self.timeout):
                 self.lost += 1
                 self._pending = None
@@ -324,7 +366,9 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
         probe.composed(screen)
 
     full = FullCollections()
-    with mock.patch.object(Screen, "_compositor_refresh", composed), full:
+    driver = terminal_like_driver()
+    with mock.patch.object(Screen, "_compositor_refresh", composed), full, \
+            mock.patch("textual.drivers.headless_driver.HeadlessDriver", driver):
         async with app.run_test(headless=True, size=SIZE) as pilot:
             await settle(app, pilot)
             ticker.start()
@@ -348,11 +392,13 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
 
     steady = [(a, b) for a, b in ticker.gaps if t0 + 1 <= a < t1]
     worst = max(steady, key=lambda gap: gap[1] - gap[0], default=(0.0, 0.0))
-    keys = sorted(probe.latencies) or [float("nan")]
+    if not driver.written:
+        raise SystemExit("no frame was written: the terminal-like driver is not in use")
+    keys = sorted(probe.latencies + [probe.timeout] * probe.lost) or [float("nan")]
     return {"start": longest(t0, t0 + 1), "steady": longest(t0 + 1, t1), "stop": longest(t1, t2), "done": done,
             "steady_cpu": ticker.cpu.get(worst, 0.0),
             "seconds": t1 - t0, "loop_cpu": (cpu1 - cpu0) / max(1e-9, t1 - t0 - 1.0),
-            "full_gc": full.cpu[full_at_1s:full_at_stop], "key_p50": statistics.median(keys), "key_p95": keys[int(0.95 * (len(keys) - 1))],
+            "full_gc": full.cpu[full_at_1s:full_at_stop], "key_p50": statistics.median(keys), "key_p95": keys[math.ceil(0.95 * len(keys)) - 1],
             "key_max": keys[-1], "keys": len(probe.latencies), "keys_lost": probe.lost}
 
 
