@@ -7,8 +7,8 @@ load of a shared machine stretches) it gives the process's CPU time (user + syst
 and, for `--help`, the import time `python -X importtime` reports and the slowest top-level imports.
 
 - `--help`: spawn to exit.
-- `eval`: spawn to the first byte of its first HTTP request, received by a socket this script listens on (a
-  policy endpoint that never answers: the process is stopped as soon as the request arrives, and so are the render
+- `eval`: spawn to the first byte of its first HTTPS request (the TLS ClientHello: the TLS context is made by
+  then), received by a socket this script listens on (a policy endpoint that never answers: the process is stopped as soon as the request arrives, and so are the render
   workers it started, so that their start-up does not run into the next measurement). Fake keys, a throw-away
   store, one row of the built-in dataset.
 - `tui`: spawn `svgagent tui --demo` on a 120x40 pseudo-terminal until the dashboard's text is on it (bench/tui.py's
@@ -116,7 +116,9 @@ def _kill_and_reap(pids: list[int]) -> None:
 
 def eval_once(env: dict[str, str], cwd: Path, store: Path) -> tuple[float, float]:
     listener = FirstRequest()
-    url = f"http://127.0.0.1:{listener.port}/v1"
+    # https, as the real endpoints are: the first bytes are the TLS ClientHello, so the TLS context (the CA
+    # certificates loaded) is made by then, as for a real first request; the handshake itself is not counted
+    url = f"https://127.0.0.1:{listener.port}/v1"
     env = {**env, "FIREWORKS_API_KEY": "fw-bench-not-a-key", "OPENAI_API_KEY": "oa-bench-not-a-key"}
     command = [*svgagent(), "eval", "--base-url", url, "--judge-base-url", url, "--rows", "1", "--store",
                str(store), "--max-retries", "0"]
@@ -142,7 +144,7 @@ def tui_once(root: Path) -> tuple[float, float]:
     from tui import FIRST_PAINT_MARKER, clean_env as tui_env, spawn_until
 
     work = root / "tui-work"
-    work.mkdir(exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     seen = spawn_until(["tui", "--demo"], FIRST_PAINT_MARKER, work, tui_env(root))
     return seen["seconds"], seen["cpu"]
 
@@ -172,13 +174,14 @@ def main() -> int:
         figures["startup --help wall s"] = round(_median([w for w, _ in helps]), 3)
         figures["startup --help CPU s"] = round(_median([c for _, c in helps]), 3)
         figures["startup --help imports s"] = round(total, 3)
-        evals = [eval_once(env, cwd, root / f"eval-{i}.db") for i in range(args.repeat)]
+        # each start in a home of its own: nothing a start wrote (config and data directories) helps the next
+        evals = [eval_once(clean_env(root / f"eval-home-{i}"), cwd, root / f"eval-{i}.db") for i in range(args.repeat)]
         print(f"svgagent eval, spawn to first request: wall {', '.join(f'{w:.2f}' for w, _ in evals)} s; CPU by "
               f"then {', '.join(f'{c:.2f}' for _, c in evals)} s")
         figures["startup eval to first request wall s"] = round(_median([w for w, _ in evals]), 3)
         figures["startup eval to first request CPU s"] = round(_median([c for _, c in evals]), 3)
         if not args.no_tui:
-            paints = [tui_once(root) for _ in range(args.repeat)]
+            paints = [tui_once(root / f"tui-home-{i}") for i in range(args.repeat)]
             print(f"svgagent tui --demo, spawn to first paint: wall {', '.join(f'{w:.2f}' for w, _ in paints)} s; "
                   f"CPU by then {', '.join(f'{c:.2f}' for _, c in paints)} s")
             figures["startup tui first paint wall s"] = round(_median([w for w, _ in paints]), 3)
