@@ -12,8 +12,9 @@ of a real `svgagent tui` process and its memory with a big run open.
    table holding every rollout of a finished N-rollout run.
 3. First paint (a real process under a pseudo-terminal, 120×40): from spawning `svgagent tui --demo` to the
    dashboard's first frame on the terminal (its welcome text), median of `--repeat` starts.
-4. The same real process opening the finished N-rollout run (`svgagent tui --run ID`): spawn until the summary
-   "N/N done" is on the terminal, then its resident memory (VmRSS).
+4. The same real process opening the finished N-rollout run (`svgagent tui --run ID`; each rollout with an answer,
+   SVG, PNG and judge's answer, as stored): spawn until the summary "N/N done" is on the terminal, then the cursor
+   over 40 rollouts, the Preview and back; its peak resident memory (VmHWM).
 5. The real engine (`--concurrency`, default 64): the app resumes the queued N-rollout run with the real engine
    against the simulator (its own process) for `--seconds`, then stops it; the longest gaps, as in 1, and the
    key-to-screen latency while it streams: a thread sends a cursor key through the app's driver 0.1 s after the last one showed (as
@@ -59,6 +60,7 @@ from unittest import mock
 from _report import compile_sources, cpu_seconds, report
 from svgagent.core.demo import demo_overrides
 from svgagent.core.scoring.models import DatasetRow
+from svgagent.core.scoring.render_worker import render_svg_to_png
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.app import SvgAgentApp
@@ -77,12 +79,20 @@ def make_run(store: Store, n: int, *, finished: bool) -> str:
     settings = {"model": "bench-policy", "judge_model": "bench-judge", "threshold": 0.5}
     run_id = store.create_run(name="bench", settings=settings, dataset={"name": "bench", "rows": n}, rows=rows,
                               samples=1)
-    if finished:
+    if finished:  # each with what a real finished rollout stores: answer, SVG, the PNG, the judge's answer
+        svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512">'
+               + "".join(f'<circle cx="{40 + 7 * k}" cy="{60 + 5 * k}" r="{10 + k}" fill="#{k:02x}80c0"/>'
+                         for k in range(40)) + "</svg>")
+        png = render_svg_to_png(svg, 512)
+        answer = f"Here is the picture.\n\n```svg\n{svg}\n```\n"
+        judge = '{"fulfilled": 3, "total": 6, "rationale": "' + "The picture shows most of it. " * 12 + '"}'
         with store._tx() as db:
             db.executemany(
                 "UPDATE rollouts SET status='scored', fulfilled=?, score=?, is_score_valid=1, generation_s=?,"
-                " judge_s=?, render_s=0.05, prompt_tokens=100, completion_tokens=?, reason='ok' WHERE rollout_id=?",
-                [(i % 7, (i % 7) / 6, 1 + i % 9, 0.5 + i % 3, 200 + i % 50, f"{run_id}.{i}.0") for i in range(n)],
+                " judge_s=?, render_s=0.05, prompt_tokens=100, completion_tokens=?, reason=?, raw_answer=?, svg=?,"
+                " png=?, judge_raw=? WHERE rollout_id=?",
+                [(i % 7, (i % 7) / 6, 1 + i % 9, 0.5 + i % 3, 200 + i % 50, "The picture shows most of it. " * 12,
+                  answer, svg, png, judge, f"{run_id}.{i}.0") for i in range(n)],
             )
         store.set_run_status(run_id, "completed", store.summarize(run_id, 0.5))
     return run_id
@@ -420,16 +430,17 @@ def clean_env(root: Path) -> dict[str, str]:
 
 
 def rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
 
 def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
-                timeout: float = 60.0) -> dict[str, float]:
+                timeout: float = 60.0, browse: bool = False) -> dict[str, float]:
     """Start `svgagent ARGS` on a fresh pseudo-terminal; seconds (and CPU seconds) until `marker` is on it, then
-    its RSS; quit."""
+    (``browse``: after moving the cursor over 40 rollouts and showing the Preview) its peak RSS; quit."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
     t0 = time.perf_counter()
@@ -460,6 +471,9 @@ def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
             text = ANSI.sub(b"", seen).decode(errors="replace")[-1500:]
             raise SystemExit(f"`svgagent {' '.join(args)}`: {marker!r} never appeared; the terminal showed:\n{text}")
         time.sleep(1.0)  # let the first frame's follow-up work finish before measuring memory
+        for keys in (b"j" * 30, b"2", b"k" * 10, b"1", b"G") if browse else ():  # the cursor over many rollouts
+            os.write(master, keys)
+            time.sleep(0.3)
         rss = rss_mb(proc.pid)
         os.write(master, b"q")
         end = time.perf_counter() + 15
@@ -613,12 +627,13 @@ def process_parts(root: Path, n: int, args: argparse.Namespace) -> dict[str, flo
     print(f"first paint of `svgagent tui --demo`: median {statistics.median(first):.2f} s "
           f"({', '.join(f'{x:.2f}' for x in first)})")
     opens = [spawn_until(["tui", "--store", str(root / "open.db"), "--run", finished_id],
-                         f"{n}/{n} done".encode(), work, env) for _ in range(args.repeat)]
+                         f"{n}/{n} done".encode(), work, env, browse=True) for _ in range(args.repeat)]
     open_s = [o["seconds"] for o in opens]
     rss = [o["rss"] for o in opens]
     print(f"`svgagent tui --run` with the finished {n:,}-rollout run: on screen after median "
           f"{statistics.median(open_s):.2f} s ({', '.join(f'{x:.2f}' for x in open_s)}), "
-          f"RSS {statistics.median(rss):.0f} MB ({', '.join(f'{x:.0f}' for x in rss)})")
+          f"peak RSS after moving over 40 rollouts and their pictures {statistics.median(rss):.0f} MB "
+          f"({', '.join(f'{x:.0f}' for x in rss)})")
     shutil.rmtree(root / "home", ignore_errors=True)
     return {
         "tui first paint s": round(statistics.median(first), 2),
