@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _report import cpu_seconds, report
+from _report import cpu_seconds, report, warm_pool
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
@@ -56,20 +56,6 @@ def start_simulator(latency: float, nice: int = 0) -> tuple[subprocess.Popen[str
         proc.kill()
         raise SystemExit(f"simulator did not start: {line!r}")
     return proc, url
-
-
-BUSY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><path stroke="#000" d="M0 0 '
-            + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(20_000)) + '"/></svg>')
-
-
-async def warm_pool(renderer: Any) -> None:
-    """Every worker of the pool booted before the clock starts (the pool grows only while renders queue, so tiny
-    renders left the second worker to boot inside the timed run, its ≈0.45 s of boot CPU counted as rendering)."""
-    for _ in range(20):
-        if len(renderer.worker_pids()) >= renderer.workers:
-            break
-        await asyncio.gather(*(renderer.render(BUSY_SVG, size=64) for _ in range(renderer.workers)))
-    await asyncio.gather(*(renderer.render(BUSY_SVG, size=64) for _ in range(renderer.workers)))  # all booted
 
 
 async def forward_events(events: Any) -> None:

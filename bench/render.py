@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from _report import cpu_seconds, report
+from _report import cpu_seconds, report, warm_pool
 from svgagent.core.scoring import render_draw
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.render import Renderer, render_svg_to_png
@@ -170,7 +170,7 @@ async def bench_pool(svgs: list[str], workers: int | None) -> tuple[float, int, 
     """(wall, failures, start-up, CPU seconds the workers used) for rendering ``svgs`` through the pool."""
     started = time.perf_counter()
     async with Renderer(workers=workers) as pool:
-        await asyncio.gather(*(pool.render(svg, size=16) for svg in svgs[: pool.workers * 2]))
+        await warm_pool(pool)  # every worker booted (the pool grows only while renders queue)
         startup = time.perf_counter() - started
         pids = pool.worker_pids()
         cpu0 = sum(cpu_seconds(pid) for pid in pids)
