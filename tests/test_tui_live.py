@@ -215,3 +215,25 @@ async def test_c_and_R_refuse_a_run_another_process_is_working_on(store: Store, 
         assert len(busy) == 2
     after = {r.rollout_id: (r.status, r.updated) for r in store.list_rollouts(RUN_ID, current_only=False)}
     assert after == before  # nothing reset, no new attempt queued
+
+
+async def test_r_s_in_one_burst_stores_the_run_interrupted(store: Store, sim_overrides: dict[str, Any]) -> None:
+    # a user test: `r s` in one read stored the run as `created` (the engine's process was stopped before it had
+    # marked the run running), while the toast said it was stopped and `c` resumed it; with a pause it said interrupted
+    from tui_support import burst
+
+    from svgagent.tui.widgets.summary_bar import SummaryBar
+
+    app = demo_app(store, sim_overrides, rows=5)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await burst(pilot, "r", "s")
+        run_id = app.dashboard.run_id
+        assert run_id is not None
+        assert not app.control.running
+        assert any("Run stopped" in n or "stopped:" in n for n in notifications(app))
+        assert store.get_run(run_id).status == "interrupted"
+        assert "interrupted" in app.dashboard.query_one(SummaryBar).plain
+        await pilot.press("c")
+        await settle(pilot)
+        assert store.get_run(run_id).status == "completed"

@@ -12,6 +12,7 @@ rollouts that were in flight go back to ``queued`` so the table shows what a res
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 
 from textual.app import App
@@ -21,8 +22,9 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 from svgagent.core.dataset import Dataset
 from svgagent.core.engine_process import ENGINE, EngineProcess
 from svgagent.core.events import EventBus
-from svgagent.core.records import RunSummary
+from svgagent.core.records import RunStatus, RunSummary
 from svgagent.core.run_setup import create_run
+from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
@@ -118,14 +120,26 @@ class RunControl:
             pass
         await asyncio.to_thread(self.engine_process.join)
         if self.run_id is not None:  # a write of up to every row: off the loop
-            await asyncio.to_thread(self.store.reset_unfinished, self.run_id)
+            await asyncio.to_thread(self._stopped, self.run_id)
         return True
+
+    def _stopped(self, run_id: str) -> None:
+        """The engine's process has ended after a stop: what was in flight goes back to ``queued``, and a run it
+        did not finish is ``interrupted`` — also one it never got to mark ``running`` (``r s`` in one burst: the
+        process was stopped while it started, and the run stayed ``created``) or could not mark on its way out."""
+        self.store.reset_unfinished(run_id)
+        run = self.store.get_run(run_id)
+        if run.status in (RunStatus.CREATED, RunStatus.RUNNING):
+            summary = self.store.summarize(run_id, float(run.settings.get("threshold", 0.5)))
+            self.store.set_run_status(run_id, RunStatus.INTERRUPTED, summary)
 
     def shutdown(self) -> None:
         """The app is closing: stop the engine's process and wait for it (bounded: then it is killed)."""
         if self.engine_process is not None and self.engine_process.thread.is_alive():
             self.engine_process.cancel()
             self.engine_process.join()
+            with contextlib.suppress(SvgAgentError):  # closing anyway: a resume resets and continues the run
+                self._stopped(self.engine_process.run_id)
 
     def _terminal(self, run_id: str) -> int:
         return sum(n for status, n in self.store.status_counts(run_id).items() if status.terminal)
