@@ -25,6 +25,8 @@ def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text
     summary = run.summary or {}
     mean = summary.get("mean_score")
     rollouts = summary.get("rollouts", run.dataset.get("rows", "?"))
+    done = summary.get("done")  # next to the mean: a stopped run's mean is of its finished rollouts only
+    count = f"{done}/{rollouts} done" if done is not None else f"{rollouts} rollouts"
     text = Text()
     text.append("▶ " if run.run_id == current else "  ")
     if mark:
@@ -34,7 +36,7 @@ def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text
     if run.name != run.run_id:
         text.append(f"  {run.run_id}", style="dim")
     text.append(f"\n    {run.created[:16].replace('T', ' ')} · {run.status} · {run.settings.get('model', '?')} · "
-                f"{run.dataset.get('name', '?')} · {rollouts} rollouts · mean "
+                f"{run.dataset.get('name', '?')} · {count} · mean "
                 + ("–" if mean is None else f"{mean:.3f}"), style="dim")
     return text
 

@@ -129,3 +129,23 @@ def test_filter_words_all_hold() -> None:
     assert [r.run_id for r in filter_runs(runs, "fixture-policy tuned")] == [NEW]  # model and name
     assert [r.run_id for r in filter_runs(runs, "ab12")] == [OLD]
     assert [r.run_id for r in filter_runs(runs, "")] == [NEW, OLD]
+
+
+def test_runs_list_and_the_picker_say_how_many_rollouts_the_mean_is_of(tmp_path: Path, capsys: Any) -> None:
+    # a user test: `interrupted · 33 rollouts · mean 0.429` read as the run's mean though 5 of 33 had finished
+    from svgagent.screens.run_picker import run_line
+
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store, run_id=NEW)  # the standard fixture: row 5 never ran
+        summary = store.summarize(NEW, 0.5)
+        assert 0 < summary.done < summary.rollouts
+        progress = f"{summary.done}/{summary.rollouts} done · mean {summary.mean_score:.3f}"
+        assert progress in run_line(store.get_run(NEW)).plain
+    assert main(["runs", "list", "--json", "--store", str(tmp_path / "runs.db")]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert (listed[0]["done"], listed[0]["rollouts"]) == (summary.done, summary.rollouts)
+    assert main(["runs", "list", "--store", str(tmp_path / "runs.db")]) == 0
+    assert f"{summary.done}/{summary.rollouts}" in capsys.readouterr().out
+    assert main(["runs", "show", NEW, "--store", str(tmp_path / "runs.db")]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # the console wraps at its width
+    assert f"{summary.done}/{summary.rollouts} done, mean {summary.mean_score:.3f}" in shown

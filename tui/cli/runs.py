@@ -37,16 +37,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 items.append({
                     "run_id": run.run_id, "name": run.name, "created": run.created, "status": run.status,
                     "model": run.settings.get("model"), "dataset": run.dataset.get("name"),
-                    "rollouts": summary["rollouts"], "mean_score": summary["mean_score"],
+                    "rollouts": summary["rollouts"], "done": summary["done"], "mean_score": summary["mean_score"],
                 })
             if args.json:
                 print(json.dumps(items, indent=2))
                 return EXIT_OK
-            table = Table("run", "name", "created", "status", "model", "rollouts", "mean")
+            # done/rollouts next to the mean: a stopped run's mean is of its finished rollouts only
+            table = Table("run", "name", "created", "status", "model", "done", "mean")
             table.columns[0].no_wrap = True
             for it in items:
                 table.add_row(it["run_id"], escape(it["name"]), it["created"][:19], it["status"], str(it["model"]),
-                              str(it["rollouts"]), _fmt(it["mean_score"]))
+                              f"{it['done']}/{it['rollouts']}", _fmt(it["mean_score"]))
             Console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
         run = resolve_run(store, args.run_id)
@@ -59,7 +60,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             return EXIT_OK
         console = Console()
         console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
-                      f"{escape(str(run.dataset.get('name')))}; mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
+                      f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
         table = Table("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason")
         for column, width in zip(table.columns, (7, 6, 6, 7, 5, 8, 5, 7, 10)):
             column.no_wrap = True
