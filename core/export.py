@@ -43,8 +43,10 @@ EXTRA_FORMAT = 1
 CSV_COLUMNS = (
     "run_id", "rollout_id", "row_id", "row_index", "sample_index", "attempt", "status", "score", "fulfilled", "total",
     "is_score_valid", "reason", "error", "generation_s", "render_s", "judge_s", "prompt_tokens", "completion_tokens",
-    "override_score", "prompt",
+    "override_score", "prompt", "rationale",
 )
+# ``reason`` is the rollout's one-line why (a judge's rationale: its first line, at most 200 characters, cut marked
+# with …); ``rationale`` is the judge's whole text, as JSONL and the app have it (quoting keeps its newlines).
 # A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection"): such text cells get a
 # leading apostrophe, which spreadsheets show as text and hide.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

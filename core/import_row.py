@@ -37,6 +37,7 @@ from svgagent.core.prompt import format_prompt
 from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.verdicts import first_line
 
 IMPORTED_FINISH_REASON = "imported"
 FINISHED, RUNNING = 100, 101
@@ -213,12 +214,12 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
     explanation = _str(result.get("reason")) or ""
     if not valid:
         return {"status": RolloutStatus.FAILED, "score": None, "is_score_valid": False,
-                "reason": _first_line(explanation) or message or "score invalid",
+                "reason": first_line(explanation) or message or "score invalid",
                 "error": rollout_error or "score invalid (is_score_valid is false)", "rationale": explanation or None,
                 "failure_kind": kind if rollout_error is not None else FailureKind.JUDGE_UNUSABLE}
     columns: dict[str, Any] = {
         "status": RolloutStatus.SCORED if rollout_error is None else RolloutStatus.FAILED,
-        "score": float(score), "is_score_valid": True, "reason": _first_line(explanation) or None,
+        "score": float(score), "is_score_valid": True, "reason": first_line(explanation) or None,
         "rationale": explanation or None, "error": rollout_error,
         "fulfilled": _fulfilled(result, float(score), total),
         "failure_kind": kind if rollout_error is not None else None,
@@ -333,11 +334,6 @@ def _last_assistant(messages: list[dict[str, Any]]) -> str | None:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    stripped = text.strip()
-    return stripped.splitlines()[0][:limit] if stripped else ""
 
 
 def kind_of(value: object) -> str:

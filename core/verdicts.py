@@ -57,13 +57,25 @@ def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatu
     )
     if verdict.valid:
         columns.update(score=verdict.score, fulfilled=verdict.fulfilled, is_score_valid=True,
-                       reason=_first_line(verdict.rationale), failure_kind=None)
+                       reason=first_line(verdict.rationale), failure_kind=None)
         return RolloutStatus.SCORED, columns
     columns.update(score=None, fulfilled=None, is_score_valid=False, reason=verdict.rationale,
                    error="judge gave no usable answer", failure_kind=FailureKind.JUDGE_UNUSABLE)
     return RolloutStatus.FAILED, columns
 
 
-def _first_line(text: str | None, limit: int = 200) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line[:limit]
+REASON_LINE = 200  # a scored rollout's reason: the rationale's first line, short enough for a table cell
+
+
+def first_line(text: str | None, limit: int = REASON_LINE) -> str:
+    """The first line of ``text`` as a rollout's short reason: at most ``limit`` characters, a longer line cut
+    between words and marked with "…" (the whole text stays in the rationale)."""
+    stripped = (text or "").strip()
+    line = stripped.splitlines()[0] if stripped else ""
+    if len(line) <= limit:
+        return line
+    cut = line[:limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip() + "…"

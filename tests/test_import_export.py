@@ -487,3 +487,29 @@ def test_strict_imports_nothing_when_a_line_is_unusable(store: Store, tmp_path: 
     assert "--strict" in capsys.readouterr().err
     assert {r.run_id for r in store.list_runs()} == before
     assert cli(store, "import", str(path)) == 0  # without it the bad line is skipped
+
+
+def test_csv_has_the_judges_whole_rationale_and_the_short_reason_marks_its_cut(tmp_path: Path) -> None:
+    # a user test: the CSV had the rationale only as `reason`, its first line cut at 200 characters mid-word with
+    # no marker, while JSONL and the app had all of it
+    import csv
+    import io
+
+    from factories import Spec, build_run
+
+    from svgagent.core.export import csv_text
+    from svgagent.core.scoring.models import JudgeVerdict, Usage
+    from svgagent.core.verdicts import verdict_columns
+
+    first = "The sun is present, round and yellow; " * 8  # one line of 304 characters
+    rationale = f'{first.strip()}\nThe grass, "green", is missing.\n=SUM(A1) is not a formula here.'
+    with Store(tmp_path / "runs.db") as store:
+        run = build_run(store, [Spec(0, rationale=rationale, reason="short reason")])
+        rows = list(csv.DictReader(io.StringIO(csv_text(store.iter_rollouts(run)))))
+    assert rows[0]["rationale"] == rationale
+
+    _, columns = verdict_columns(JudgeVerdict(total=4, fulfilled=3, score=0.75, valid=True, rationale=rationale,
+                                              verdicts=None, raw="", usage=Usage(0, 0)), 0.1)
+    reason = columns["reason"]
+    assert len(reason) <= 200 and reason.endswith("…")
+    assert first.startswith(reason[:-1]) and first[len(reason) - 1] == " "  # cut between words
