@@ -316,8 +316,9 @@ def mean_text(mean: float | None, threshold: float | None = None, digits: int = 
     return text
 
 
-def summarize_rows(rows: Iterable[RolloutRecord], threshold: float) -> RunSummary:
-    return RunTally(rows).summary(threshold)
+def summarize_rows(rows: Iterable[RolloutRecord], threshold: float,
+                   earlier_tokens: tuple[int, int] = (0, 0)) -> RunSummary:
+    return RunTally(rows).summary(threshold, earlier_tokens)
 
 
 class RunTally:
@@ -359,12 +360,15 @@ class RunTally:
             else:
                 del self.scores[bisect.bisect_left(self.scores, score)]
 
-    def summary(self, threshold: float) -> RunSummary:
+    def summary(self, threshold: float, earlier_tokens: tuple[int, int] = (0, 0)) -> RunSummary:
+        """The run's summary; its tokens are what the run spent: the current rollouts' and ``earlier_tokens``
+        (prompt, completion) of the attempts reruns replaced (``Store.earlier_attempt_tokens``) — paid for too."""
         mean, stderr = mean_and_stderr(self.scores)
         return RunSummary(
             rollouts=self.rollouts, done=self.done, scored=self.scored, failed=self.failed, invalid=self.invalid,
             mean_score=mean, stderr=stderr, threshold=threshold, passed=mean is not None and mean >= threshold,
-            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, overridden=self.overridden,
+            prompt_tokens=self.prompt_tokens + earlier_tokens[0],
+            completion_tokens=self.completion_tokens + earlier_tokens[1], overridden=self.overridden,
         )
 
     @property

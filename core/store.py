@@ -570,7 +570,16 @@ class Store:
                        (json.dumps(summary.to_dict()), run_id))
 
     def summarize(self, run_id: str, threshold: float) -> RunSummary:
-        return summarize_rows(self.list_rollouts(run_id), threshold)
+        """The summary of the run's current rollouts; its tokens count every attempt (what the run spent)."""
+        return summarize_rows(self.list_rollouts(run_id), threshold, self.earlier_attempt_tokens(run_id))
+
+    def earlier_attempt_tokens(self, run_id: str) -> tuple[int, int]:
+        """(prompt, completion) policy tokens of the run's attempts that reruns replaced (no longer current): they
+        were paid for, so the run's token total counts them; each rollout's own figure stays its attempt's."""
+        with self._read() as db:
+            row = db.execute("SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)"
+                             " FROM rollouts WHERE run_id = ? AND is_current = 0", (run_id,)).fetchone()
+        return int(row[0]), int(row[1])
 
     # --- cache ----------------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:

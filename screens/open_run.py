@@ -54,6 +54,7 @@ class OpenRun:
         self.changed = changed
         self.run_id: str | None = None
         self.threshold = 0.5
+        self.earlier_tokens = (0, 0)  # tokens of the open run's attempts reruns replaced: the run spent them too
         self.unfinished = 0
         self.feed = LiveFeed(screen, services.store, services.bus)
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
@@ -82,6 +83,7 @@ class OpenRun:
             return
         self.run_id = run_id
         self.threshold = float(run.settings.get("threshold", self.services.settings.threshold))
+        self.earlier_tokens = store.earlier_attempt_tokens(run_id)
         self.table.load(records)
         self.screen.sub_title = f"{run.name} ({run_id})"
         self.refresh_summary()
@@ -96,6 +98,7 @@ class OpenRun:
             self.feed.reload(self.run_id, table.records)
             return
         table.load(self.services.store.list_rollouts(self.run_id))
+        self.earlier_tokens = self.services.store.earlier_attempt_tokens(self.run_id)
         self.screen.query_one(Preview).reload()
         self.refresh_summary()
 
@@ -108,6 +111,7 @@ class OpenRun:
     def reloaded(self, message: RunReloaded) -> None:
         if message.run_id != self.run_id:
             return
+        self.earlier_tokens = self.services.store.earlier_attempt_tokens(self.run_id)
         with self.screen.app.batch_update():
             self.table.merge(message.changed, message.removed)
             self.screen.query_one(Preview).reload()
@@ -147,7 +151,7 @@ class OpenRun:
             self.changed()
             return
         control = self.services.control
-        summary = table.tally.summary(self.threshold)
+        summary = table.tally.summary(self.threshold, self.earlier_tokens)  # tokens: every attempt's
         elapsed = control.elapsed(self.run_id)
         eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts, elapsed) if self.live else None
         run = self.services.store.get_run(self.run_id)

@@ -237,3 +237,36 @@ async def test_r_s_in_one_burst_stores_the_run_interrupted(store: Store, sim_ove
         await pilot.press("c")
         await settle(pilot)
         assert store.get_run(run_id).status == "completed"
+
+
+async def test_a_rerun_adds_the_new_attempts_tokens_to_the_runs_total(store: Store, sim_overrides: dict[str, Any],
+                                                                       capsys: Any) -> None:
+    # a user test: marking two rollouts and pressing R took the status line from 16,830 to 16,577 tokens; the first
+    # attempts' tokens were paid for. The run's figure counts every attempt; a rollout's own stays its attempt's.
+    import json
+
+    from svgagent.tui.cli.main import main
+
+    build_run(store)  # every finished rollout of the fixture used 120 + 340 tokens
+    app = demo_app(store, sim_overrides)
+    app.initial_run_id = RUN_ID
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")  # the failed rows 2 and 3, and the queued row 5
+        await settle(pilot)
+        spent = sum(r.tokens for r in store.list_rollouts(RUN_ID, current_only=False))
+        current = sum(r.tokens for r in store.list_rollouts(RUN_ID))
+        assert spent > current  # the first attempts of rows 2 and 3 were paid for too
+        assert f"{spent:,} tokens" in app.dashboard.query_one(SummaryBar).plain
+        await pilot.press("g", "space", "space", "R")  # rows 0 and 1 again
+        await settle(pilot)
+        spent_now = sum(r.tokens for r in store.list_rollouts(RUN_ID, current_only=False))
+        assert spent_now > spent
+        assert f"{spent_now:,} tokens" in app.dashboard.query_one(SummaryBar).plain
+        assert store.summarize(RUN_ID, 0.5).prompt_tokens + store.summarize(RUN_ID, 0.5).completion_tokens == spent_now
+    summary = store.get_run(RUN_ID).summary
+    assert summary is not None and summary["prompt_tokens"] + summary["completion_tokens"] == spent_now
+    assert main(["runs", "show", RUN_ID, "--json", "--store", str(store.path)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["run"]["summary"]["prompt_tokens"] + shown["run"]["summary"]["completion_tokens"] == spent_now
+    assert shown["rollouts"][0]["prompt_tokens"] == store.list_rollouts(RUN_ID)[0].prompt_tokens  # per attempt
