@@ -146,9 +146,14 @@ class Engine:
             return await self._run_shard(run_id, self._shard)
         owner = LeaseOwner.this_process()
         self.store.acquire_lease(run_id, owner)
+        started = time.monotonic()
         try:
             return await self._run_leased(run_id, owner)
         finally:
+            try:  # the run's elapsed time is what its sessions worked, summed
+                self.store.add_worked(run_id, time.monotonic() - started)
+            except StoreError:
+                log.warning("could not store the time worked on run %s", run_id)
             try:
                 self.store.release_lease(run_id, owner)
             except StoreError:  # the store cannot be written: the lease ends with this process

@@ -246,6 +246,7 @@ class RunRecord:
     settings: dict[str, Any]
     dataset: dict[str, Any]
     summary: dict[str, Any] | None
+    worked_s: float | None = None  # seconds engines worked on the run, over all its sessions (None: not yet)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> RunRecord:
@@ -258,6 +259,7 @@ class RunRecord:
             settings=json.loads(row["settings_json"]),
             dataset=json.loads(row["dataset_json"]),
             summary=json.loads(row["summary_json"]) if row["summary_json"] else None,
+            worked_s=row["worked_s"],
         )
 
     def public_dict(self) -> dict[str, Any]:
@@ -270,6 +272,7 @@ class RunRecord:
             "settings": public_settings(self.settings),
             "dataset": self.dataset,
             "summary": self.summary,
+            "worked_s": self.worked_s,
         }
 
 

@@ -149,4 +149,8 @@ MIGRATIONS: list[str] = [
         ELSE 'other' END
     WHERE status = 'failed';
     """,
+    # v6: the seconds engines have worked on a run, summed over its sessions (start, resume, rerun); NULL: none yet
+    """
+    ALTER TABLE runs ADD COLUMN worked_s REAL;
+    """,
 ]

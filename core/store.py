@@ -303,6 +303,12 @@ class Store:
                     (status.value, now_iso(), json.dumps(summary.to_dict()), run_id),
                 )
 
+    def add_worked(self, run_id: str, seconds: float) -> None:
+        """An engine's session on the run lasted ``seconds``: add them to the run's ``worked_s``."""
+        with self._tx() as db:
+            db.execute("UPDATE runs SET worked_s = COALESCE(worked_s, 0) + ? WHERE run_id = ?",
+                       (max(0.0, seconds), run_id))
+
     def rename_run(self, run_id: str, name: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE runs SET name=?, updated=? WHERE run_id=?", (name, now_iso(), run_id))

@@ -152,9 +152,10 @@ class OpenRun:
             return
         control = self.services.control
         summary = table.tally.summary(self.threshold, self.earlier_tokens)  # tokens: every attempt's
-        elapsed = control.elapsed(self.run_id)
-        eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts, elapsed) if self.live else None
         run = self.services.store.get_run(self.run_id)
+        elapsed = control.elapsed(self.run_id, run.worked_s)  # every session's work on the run
+        eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts,
+                           control.session_elapsed(self.run_id)) if self.live else None  # this session's pace
         bar.show(format_summary(summary, run_label=run.name, elapsed=elapsed, eta=eta,
                                 shown=len(table.visible_ids), state="running" if self.live else run.status))
         self.unfinished = summary.rollouts - summary.done

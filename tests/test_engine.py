@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -143,7 +144,9 @@ async def test_stop_then_resume_keeps_finished_rollouts(tmp_path: Path, renderer
         settings, store = make(sim, tmp_path, rows=10, samples=2, concurrency=2, judge_concurrency=2)
         async with Engine(settings, store, renderer=renderer) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
+            assert store.get_run(run_id).worked_s is None
             sub = engine.bus.subscribe()
+            started = time.monotonic()
             task = asyncio.create_task(engine.run(run_id))
             finished = 0
             async for event in sub:
@@ -154,10 +157,14 @@ async def test_stop_then_resume_keeps_finished_rollouts(tmp_path: Path, renderer
             with pytest.raises(asyncio.CancelledError):
                 await task
         assert store.get_run(run_id).status == "interrupted"
+        first = store.get_run(run_id).worked_s  # the run's elapsed: what its sessions worked, summed
+        assert first is not None and 0 < first < time.monotonic() - started
         before = {r.rollout_id: r for r in store.list_rollouts(run_id) if r.status.terminal}
         assert 5 <= len(before) < 20
+        resumed = time.monotonic()
         async with Engine(settings, store, renderer=renderer) as engine:
             summary = await engine.run(run_id)
+        assert first < store.get_run(run_id).worked_s < first + time.monotonic() - resumed  # type: ignore[operator]
         after = store.list_rollouts(run_id)
         assert summary.done == 20
         assert len(after) == 20

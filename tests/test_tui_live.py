@@ -270,3 +270,21 @@ async def test_a_rerun_adds_the_new_attempts_tokens_to_the_runs_total(store: Sto
     shown = json.loads(capsys.readouterr().out)
     assert shown["run"]["summary"]["prompt_tokens"] + shown["run"]["summary"]["completion_tokens"] == spent_now
     assert shown["rollouts"][0]["prompt_tokens"] == store.list_rollouts(RUN_ID)[0].prompt_tokens  # per attempt
+
+
+async def test_elapsed_is_every_sessions_work_on_the_run(store: Store, sim_overrides: dict[str, Any]) -> None:
+    # a user test: elapsed restarted on every resume or rerun (9 s before the stop, 6 s at the end), and a run
+    # opened from the picker showed `elapsed –`
+    import re
+
+    build_run(store)
+    store.add_worked(RUN_ID, 75.0)  # earlier sessions (the app's, the CLI's) worked 75 s on it
+    app = demo_app(store, sim_overrides)
+    app.initial_run_id = RUN_ID
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "elapsed 1m15s" in app.dashboard.query_one(SummaryBar).plain
+        await pilot.press("R")
+        await settle(pilot)
+        assert re.search(r"elapsed 1m1[5-9]s", app.dashboard.query_one(SummaryBar).plain)
+    assert 75.0 < store.get_run(RUN_ID).worked_s < 80.0  # type: ignore[operator]

@@ -61,17 +61,25 @@ class RunControl:
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self.done_at_start = 0
+        self.worked_before = 0.0
 
     @property
     def running(self) -> bool:
         return self.worker is not None and self.worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
 
-    def elapsed(self, run_id: str | None) -> float | None:
-        """Seconds the engine has worked on ``run_id`` in this session (None if it has not)."""
+    def session_elapsed(self, run_id: str | None) -> float | None:
+        """Seconds the engine has worked on ``run_id`` in this session (None if it has not): the ETA's pace."""
         if run_id is None or run_id != self.run_id or self.started_at is None:
             return None
         end = self.finished_at if self.finished_at is not None else self.clock()
         return max(0.0, end - self.started_at)
+
+    def elapsed(self, run_id: str | None, stored: float | None) -> float | None:
+        """Seconds engines have worked on ``run_id`` over all its sessions (start, resumes, reruns, the CLI's):
+        the stored time of the sessions before this one plus this one's; for a run not worked on in this session,
+        ``stored`` (the run's ``worked_s``; None: never worked on)."""
+        session = self.session_elapsed(run_id)
+        return self.worked_before + session if session is not None else stored
 
     def start(self, settings: Settings, *, dataset: Dataset | None = None, run_id: str | None = None,
               name: str | None = None) -> str:
@@ -88,6 +96,7 @@ class RunControl:
         self.run_id = run_id
         self.started_at, self.finished_at = self.clock(), None
         self.done_at_start = self._terminal(run_id)
+        self.worked_before = self.store.get_run(run_id).worked_s or 0.0  # the engine adds this session's at its end
         child = EngineProcess(settings, str(self.store.path), self.bus, run_id, factory=self.engine_factory,
                               path=self.engine_path)
         self.engine_process = child
