@@ -5,7 +5,8 @@ start as the judge's and a toggle flips one. In count mode the judge gave only a
 start undecided and the count starts as the judge's; each decision changes one mark, and the count moves only when
 the marks no longer allow the judge's count: never fewer than the ✓ you gave, never more than ✓ plus undecided.
 So marking one requirement ✗ on a 6/8 keeps 6/8 (the judge's six may all be among the other seven), a third ✗
-makes it 5/8. Pure: no I/O.
+makes it 5/8. A count you set yourself must be one your marks allow (:func:`count_refusal`): it never takes a mark
+back. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ def counted(marks: Sequence[Mark], judge_fulfilled: int | None) -> int:
     undecided = sum(1 for m in marks if m is None)
     base = yes if judge_fulfilled is None else judge_fulfilled
     return max(yes, min(base, yes + undecided))
+
+
+def count_refusal(marks: Sequence[Mark], count: int) -> str | None:
+    """Why your count ``count`` contradicts your marks (they allow from the ✓ given to ✓ plus undecided), None
+    when they allow it."""
+    total = len(marks)
+    yes = sum(1 for m in marks if m is True)
+    no = sum(1 for m in marks if m is False)
+    if yes + no == total and count != yes:
+        return f"all {total} requirements are marked: your count is {yes}/{total}; change a mark (space) to change it"
+    if count > total - no:
+        return f"{_marked(no)} ✗: at most {total - no}/{total}; unmark one first"
+    if count < yes:
+        return f"{_marked(yes)} ✓: at least {yes}/{total}; unmark one first"
+    return None
+
+
+def _marked(n: int) -> str:
+    return f"{n} requirement{'s are' if n != 1 else ' is'} marked"
 
 
 def complete(marks: Sequence[Mark] | None) -> list[bool] | None:

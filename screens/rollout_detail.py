@@ -16,7 +16,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from svgagent.core.records import RolloutRecord
-from svgagent.core.review import Mark, counted, marks_of_judge, starting_marks, toggled
+from svgagent.core.review import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store import Store
 
 from svgagent.tui.widgets.picture import Picture
@@ -203,14 +203,15 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         self._save(fulfilled=counted(new, base), verdicts=new)
 
     def action_count(self, delta: int) -> None:
-        """Your count, one more or one less; your marks stay when they allow the new count."""
+        """Your count, one more or one less; a count your marks rule out is refused (it never drops a mark)."""
         rec = self.record
         count = max(0, min(rec.total, (rec.effective_fulfilled or 0) + delta))
         marks = rec.override_verdicts
-        if marks is not None and counted(marks, count) == count:
-            self._save(fulfilled=count, verdicts=list(marks))
+        refused = count_refusal(marks, count) if marks is not None else None
+        if refused:
+            self.notify(refused, severity="warning")
         else:
-            self._save(fulfilled=count)
+            self._save(fulfilled=count, verdicts=list(marks) if marks is not None else None)
 
     def action_clear_override(self) -> None:
         if self.record.overridden:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from factories import RUN_ID, Spec, build_run
 
-from svgagent.core.review import complete, counted, marks_of_judge, starting_marks, toggled
+from svgagent.core.review import complete, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store import Store
 
 EIGHT = tuple(f"requirement {i}" for i in range(1, 9))
@@ -44,6 +44,16 @@ def test_per_requirement_marks_start_as_the_judges_and_flip_one() -> None:
     assert counted(marks, 2) == 3
     assert complete(marks) == [True, True, True]
     assert complete([True, None, False]) is None
+
+
+def test_a_count_the_marks_rule_out_is_refused_with_the_reason() -> None:
+    marks = [True, True, False, None]
+    assert count_refusal(marks, 2) is None and count_refusal(marks, 3) is None  # ✓ given … ✓ plus undecided
+    assert count_refusal(marks, 1) == "2 requirements are marked ✓: at least 2/4; unmark one first"
+    assert count_refusal(marks, 4) == "1 requirement is marked ✗: at most 3/4; unmark one first"
+    assert count_refusal([True, False], 2) == ("all 2 requirements are marked: your count is 1/2; change a mark "
+                                              "(space) to change it")
+    assert count_refusal([True, False], 1) is None
 
 
 @pytest.fixture
