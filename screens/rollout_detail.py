@@ -197,8 +197,8 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         marks, judge = self._marks()
         base = self._base_count(marks)
         new = toggled(marks, index, judge)
-        if all(m is None for m in new) and base == self.record.fulfilled:
-            self._save(fulfilled=None)  # every decision taken back: the judge's verdict again
+        if new == judge and base == self.record.fulfilled:
+            self._save(fulfilled=None)  # every mark the judge's again (count mode: every decision taken back)
             return
         self._save(fulfilled=counted(new, base), verdicts=new)
 
@@ -210,6 +210,8 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         refused = count_refusal(marks, count) if marks is not None else None
         if refused:
             self.notify(refused, severity="warning")
+        elif count == rec.fulfilled and (marks is None or marks == marks_of_judge(rec.verdicts, rec.total)):
+            self._save(fulfilled=None)  # the judge's count, and no mark of yours: the judge's verdict again
         else:
             self._save(fulfilled=count, verdicts=list(marks) if marks is not None else None)
 

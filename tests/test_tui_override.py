@@ -70,3 +70,34 @@ async def test_per_requirement_count_keys_never_drop_the_marks(tmp_path: Path) -
             assert "you 5/8 = 0.62*" in header(detail)
             said = [n for n in notifications(app) if "marked" in n]
             assert said == ["all 8 requirements are marked: your count is 5/8; change a mark (space) to change it"] * 2
+
+
+async def test_per_requirement_marks_back_at_the_judges_are_no_override(tmp_path: Path) -> None:
+    verdicts = [[i, i <= 6, ""] for i in range(1, 9)]
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store, [Spec(0, fulfilled=6, requirements=EIGHT, verdicts=verdicts)], judge_mode="per-requirement")
+        app = make_app(store, run_id=RUN_ID)
+        async with app.run_test(size=(120, 40)) as pilot:
+            detail = await open_first(pilot)
+            await burst(pilot, *"jjjjjj", "space")  # requirement 7: the judge's ✗ becomes ✓
+            assert store.get_rollout(RID).override_fulfilled == 7
+            await burst(pilot, "space")  # and back to ✗: the judge's verdict again
+            rec = store.get_rollout(RID)
+            assert not rec.overridden
+            assert rec.override_verdicts is None
+            assert "you" not in header(detail)
+            await burst(pilot, "escape")
+            assert rows(app)[0][5] == "0.75"
+            assert "0 overridden" in app.dashboard.query_one(SummaryBar).plain
+
+
+async def test_count_keys_back_at_the_judges_count_are_no_override(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store, [Spec(0, fulfilled=4, requirements=EIGHT, verdicts=None)])
+        app = make_app(store, run_id=RUN_ID)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await open_first(pilot)
+            await burst(pilot, "plus")
+            assert store.get_rollout(RID).override_fulfilled == 5
+            await burst(pilot, "minus")
+            assert not store.get_rollout(RID).overridden
