@@ -21,7 +21,7 @@ from svgagent.core.store import Store
 
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
-from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, verdict_text
+from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, not_judged, verdict_text
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
@@ -46,9 +46,11 @@ def requirement_prompt(rec: RolloutRecord, index: int, human: list[Mark] | None)
 
 
 def count_mode_note(rec: RolloutRecord) -> Text | None:
-    """In count mode the judge said how many, not which: say so above the list."""
+    """In count mode the judge said how many, not which: say so above the list (or that the judge never saw it)."""
     if rec.verdicts or rec.fulfilled is None:
         return None
+    if not_judged(rec) is not None:
+        return Text("your marks start undecided (·) and each ✓ you give counts", style="italic dim")
     return Text(f"judge {rec.fulfilled}/{rec.total}: a count, not which ones — your marks start undecided (·) and "
                 "your count stays the judge's until your marks rule it out", style="italic dim")
 

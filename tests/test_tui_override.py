@@ -101,3 +101,22 @@ async def test_count_keys_back_at_the_judges_count_are_no_override(tmp_path: Pat
             assert store.get_rollout(RID).override_fulfilled == 5
             await burst(pilot, "minus")
             assert not store.get_rollout(RID).overridden
+
+
+async def test_a_rollout_without_svg_says_the_judge_did_not_see_it(tmp_path: Path) -> None:
+    nine = tuple(f"requirement {i}" for i in range(1, 10))
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store, [Spec(0, status=RolloutStatus.FAILED, fulfilled=0, requirements=nine, svg=None,
+                               rationale=None, reason="no SVG found in the answer", judge_s=None,
+                               extra={"failure_kind": FailureKind.NO_SVG})])
+        app = make_app(store, run_id=RUN_ID)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            preview = " ".join(plain(preview_of(app).picture, width=200).split())  # as wrapped in the pane
+            assert "the judge did not see it: no SVG in the answer" in preview
+            assert "judge 0/9" not in preview
+            assert "judge counted" not in preview
+            detail = await open_first(pilot)
+            shown = header(detail)
+            assert "the judge did not see it: no SVG in the answer" in shown
+            assert "judge 0/9" not in shown

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.records import RolloutRecord
 
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
@@ -34,11 +34,23 @@ def _mark(value: bool | None) -> tuple[str, str]:
     return ("✓", "green") if value else ("✗", "red")
 
 
+NOT_JUDGED = {FailureKind.NO_SVG: "no SVG in the answer", FailureKind.RENDER: "the SVG could not be rendered"}
+
+
+def not_judged(rec: RolloutRecord) -> str | None:
+    """Why the judge never saw ``rec``'s picture (its score is a valid 0 without a verdict), None when it did."""
+    return NOT_JUDGED.get(rec.failure_kind) if rec.failure_kind is not None else None
+
+
 def verdict_text(rec: RolloutRecord) -> Text:
     """``judge 3/4 = 0.75 · you 2/4 = 0.50*`` or what is missing."""
     text = Text()
     text.append(f"{STATUS_ICONS[rec.status]} {rec.status.value}", style="bold")
-    if rec.score is not None:
+    why = not_judged(rec)
+    if why is not None:
+        text.append(f"  score {rec.score:.2f}" if rec.score is not None else "")
+        text.append(f"  the judge did not see it: {why}", style="red")
+    elif rec.score is not None:
         text.append(f"  judge {rec.fulfilled if rec.fulfilled is not None else '–'}/{rec.total} = {rec.score:.2f}")
     elif rec.status.terminal:
         text.append("  no valid score", style="red")
@@ -54,7 +66,9 @@ def requirements_text(rec: RolloutRecord, human: list[bool] | None = None) -> Te
     marks = judge_marks(rec)
     human = human if human is not None else rec.override_verdicts
     text = Text()
-    if not marks and rec.fulfilled is not None:
+    if not_judged(rec) is not None:
+        text.append(f"not judged: the score is a valid 0 of {rec.total}\n", style="italic")
+    elif not marks and rec.fulfilled is not None:
         text.append(f"judge counted {rec.fulfilled} of {rec.total} fulfilled (count mode)\n", style="italic")
     if rec.override_fulfilled is not None and human is None:
         text.append(f"you counted {rec.override_fulfilled} of {rec.total}\n", style="yellow")
