@@ -46,6 +46,7 @@ class RowScores:
     requirements: tuple[str, ...]
     rollout_ids: tuple[str, ...]
     valid_scores: tuple[float, ...]
+    overridden: int = 0  # how many of the rollouts carry a person's override
 
     @property
     def samples(self) -> int:
@@ -194,6 +195,7 @@ def group_by_row(rollouts: Iterable[RolloutRecord]) -> dict[RowKey, RowScores]:
             requirements=tuple(recs[0].requirements),
             rollout_ids=tuple(r.rollout_id for r in recs),
             valid_scores=tuple(valid_scores(recs)),
+            overridden=sum(1 for r in recs if r.overridden),
         )
     return out
 

@@ -165,7 +165,7 @@ async def test_sides_show_both_rollouts_and_enter_opens_them(store: Store, runs:
         assert again.mean_b == pytest.approx((2 / 4 + 0) / 2)
         assert again.delta == pytest.approx(0.25 - 0.75)
         cells = table_rows(screen)[screen.rows.index(again)]
-        assert cells[2:4] == ("0.25", "-0.500")
+        assert cells[2:4] == ("0.25*", "-0.500")  # * : B has overrides (the one set here, and the 0/4)
 
 
 async def test_only_in_one_run_side_says_so(store: Store, runs: tuple[str, str]) -> None:

@@ -120,3 +120,19 @@ async def test_a_rollout_without_svg_says_the_judge_did_not_see_it(tmp_path: Pat
             shown = header(detail)
             assert "the judge did not see it: no SVG in the answer" in shown
             assert "judge 0/9" not in shown
+
+
+async def test_the_compare_table_marks_an_overridden_score(tmp_path: Path) -> None:
+    with Store(tmp_path / "runs.db") as store:
+        run_a, run_b = make_run(store, ROWS_A, name="baseline"), make_run(store, ROWS_B, name="candidate")
+        app = make_app(store, run_id=run_a)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert app.open_compare(run_a, run_b)
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, CompareScreen)
+            table = screen.query_one(CompareTable)
+            cells = {row.row_id: tuple(c.plain for c in table.get_row_at(i)) for i, row in enumerate(table.rows)}
+            assert cells["row_2"][1:3] == ("0.75", "0.12*")  # B: 1/4 and a sample a person set to 0/4
+            assert not any(c.endswith("*") for row_id, line in cells.items() if row_id != "row_2" for c in line[1:3])

@@ -75,8 +75,14 @@ def clip(text: str, width: int) -> str:
     return flat if cell_len(flat) <= width else set_cell_size(flat, max(0, width - 1)) + "…"
 
 
+def _mean(scores: RowScores | None) -> Text:
+    """A run's row mean, ``*`` when a person overrode one of its rollouts (as the rollout table marks a score)."""
+    mean = scores.mean if scores else None
+    return Text(fmt(mean, 2) + ("*" if scores and scores.overridden else ""), justify="right")
+
+
 def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
-    """Cells of one table line: row, A, B, Δ, valid samples A/B, prompt."""
+    """Cells of one table line: row, A, B (``*``: overridden), Δ, valid samples A/B, prompt."""
     delta = row.delta
     if delta is None:
         shown = Text(UNPAIRED.get(row.outcome, DASH), style="dim", justify="right")
@@ -85,8 +91,8 @@ def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
         shown = Text(fmt(delta, sign=True), style=style, justify="right")
     counts = f"{len(row.a.valid_scores) if row.a else DASH}/{len(row.b.valid_scores) if row.b else DASH}"
     prompt = row.prompt if row.same_requirements else "≠req " + row.prompt
-    return (Text(row.row_id), Text(fmt(row.mean_a, 2), justify="right"), Text(fmt(row.mean_b, 2), justify="right"),
-            shown, Text(counts, justify="right"), Text(clip(prompt, prompt_width)))
+    return (Text(row.row_id), _mean(row.a), _mean(row.b), shown, Text(counts, justify="right"),
+            Text(clip(prompt, prompt_width)))
 
 
 class CompareSide(Vertical):
