@@ -118,6 +118,32 @@ async def test_edit_saves_to_env_file_with_0600(env_file: Path) -> None:
     assert sorted(p.name for p in env_file.parent.iterdir()) == [".env"]
 
 
+async def test_j_and_k_move_the_selection(env_file: Path) -> None:
+    """j/k move through the keys as in every other list of the app; in the prompt they are only typed."""
+    app = SecretsPaneApp(env_file)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = _pane(app)
+        await _select(app, pilot, "FIREWORKS_API_KEY")
+        names = [entry.name for entry in pane.entries]
+        await pilot.press("j")
+        await pilot.pause()
+        assert pane.selected == names[1]
+        await pilot.press("j", "k", "k")
+        await pilot.pause()
+        assert pane.selected == names[0]
+        await pilot.press("e", "j", "k")
+        await pilot.pause()
+        assert app.query_one("#secrets-input", Input).value == "jk"
+        assert pane.selected == names[0]
+        await pilot.press("escape")
+        await _select(app, pilot, "EXTRA_TOKEN")
+        await pilot.press("d", "k")  # while it asks, the key it asks about stays selected
+        await pilot.pause()
+        assert pane.mode == "confirm"
+        assert pane.selected == "EXTRA_TOKEN"
+    assert env_file.read_text() == ENV_TEXT
+
+
 async def test_escape_cancels_an_edit(env_file: Path) -> None:
     app = SecretsPaneApp(env_file)
     async with app.run_test(size=(120, 40)) as pilot:

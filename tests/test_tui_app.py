@@ -447,7 +447,8 @@ async def test_help_lists_every_binding_id(store: Store) -> None:
         assert None not in every
         assert len(every) == len(set(every)) >= 30
         for ident in ("app.run", "app.stop", "app.resume", "app.rerun", "app.open_run", "table.filter",
-                      "table.sort", "table.mark", "detail.toggle", "preview.full", "pane.secrets"):
+                      "table.sort", "table.mark", "detail.toggle", "preview.full", "pane.secrets", "secrets.down",
+                      "secrets.up"):
             assert ident in every
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)

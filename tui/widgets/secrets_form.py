@@ -61,6 +61,9 @@ class SecretsPane(Widget):
     """
 
     BINDINGS: ClassVar[list[Binding]] = [
+        # the arrow keys are the table's own; j/k as in every other list of the app
+        Binding("j", "cursor(1)", "Down", show=False, id="secrets.down", tooltip="Select the next key"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="secrets.up", tooltip="Select the previous key"),
         Binding("e", "edit", "Edit", id="secrets.edit", tooltip="Type a new value for the selected key"),
         Binding("v", "reveal", "Reveal", id="secrets.reveal", tooltip="Show or hide the selected value"),
         Binding("t", "verify", "Test", id="secrets.verify", tooltip="Check the selected key against its endpoint"),
@@ -240,7 +243,7 @@ class SecretsPane(Widget):
             return self._mode == "confirm"
         if action == "cancel":
             return self._mode != "table"
-        if action in ("edit", "reveal", "verify", "add", "delete", "back"):
+        if action in ("cursor", "edit", "reveal", "verify", "add", "delete", "back"):
             return self._mode == "table"
         return True
 
@@ -324,6 +327,12 @@ class SecretsPane(Widget):
             table.move_cursor(row=table.get_row_index(name))
 
     # --- actions ----------------------------------------------------------------------------------------------
+    def action_cursor(self, step: int) -> None:
+        if self._mode != "table":
+            return
+        table = self.query_one(DataTable)
+        table.action_cursor_down() if step > 0 else table.action_cursor_up()
+
     def action_edit(self) -> None:
         if self._mode == "table" and (name := self.selected):
             self._set_mode("edit", name)
