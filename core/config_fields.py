@@ -2,8 +2,8 @@
 
 ``form_fields`` turns ``Settings.model_fields`` into field specs (an input, a select of choices, a switch, the
 dataset picker); ``validate_field`` checks one typed value through the model's own validators, exactly as when
-settings load; ``save_project_config`` writes what a person changed into ``svgagent.toml``, keeping the file's other
-keys. The Config pane (``svgagent.tui.widgets.config_form``) draws them.
+settings load; ``save_project_config`` writes what a person changed into ``svgagent.toml``, keeping the rest of the
+file as it was (comments included). The Config pane (``svgagent.tui.widgets.config_form``) draws them.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import Any, Literal
 
 from pydantic import SecretStr, ValidationError
 
-from svgagent.core.output import write_output
+from svgagent.core.output import TargetKind, resolve_target, write_output
 from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
+from svgagent.core.toml_edit import set_top_level_keys
 
 FieldKind = Literal["input", "select", "switch", "dataset"]
 DATASET_FILE = "file"
@@ -178,20 +179,47 @@ def dump_toml(data: dict[str, Any], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+PROJECT_CONFIG_MAX_BYTES = 1_000_000  # svgagent.toml comes with a cloned project: untrusted text, read capped
+_HEADER = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
+
+
+def _read_project_config(path: Path) -> tuple[str, int] | None:
+    """The text and permission bits of the regular file at ``path`` (None: it is a FIFO or a device, written
+    through and never read). Raises ``ValueError`` for a file too large or not TOML."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in meanwhile must not block the open
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        raw = handle.read(PROJECT_CONFIG_MAX_BYTES + 1)
+    if len(raw) > PROJECT_CONFIG_MAX_BYTES:
+        raise ValueError(f"{path.name} is too large for a config file (over {PROJECT_CONFIG_MAX_BYTES // 1000} kB); "
+                         "fix or remove it first")
+    try:
+        text = raw.decode("utf-8")
+        tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise ValueError(f"{path.name} is not valid TOML ({err}); fix or remove it first") from None
+    return text, stat.S_IMODE(info.st_mode)
+
+
 def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:
-    """Write ``values`` — the fields a person changed — into ``svgagent.toml`` (atomically), keeping every other
-    key of the existing file; a None value removes its key (TOML has no null). Raises ``ValueError`` if that file
-    is not TOML."""
+    """Write ``values`` — the fields a person changed — into ``svgagent.toml`` (atomically; a symlink is followed,
+    a FIFO or a device written through). Only those keys' lines change or are added; the file's comments, blank
+    lines, other keys and tables stay as they were (see ``core/toml_edit.py``; a layout it cannot edit line by
+    line is written anew with the same keys and values). A None value removes its key (TOML has no null). Raises
+    ``ValueError`` if that file is too large or not TOML, ``OSError`` if it cannot be read or written."""
     target = path or Path.cwd() / PROJECT_CONFIG_FILE
-    kept: dict[str, Any] = {}
-    mode = 0o644
-    if target.exists():
-        with target.open("rb") as handle:
-            try:
-                kept = {k: v for k, v in tomllib.load(handle).items() if k not in values}
-            except tomllib.TOMLDecodeError as err:
-                raise ValueError(f"{target.name} is not valid TOML ({err}); fix or remove it first") from None
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    header = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
-    write_output(target, dump_toml({**kept, **values}, header), mode=mode)
+    kind, real = resolve_target(target)
+    current = _read_project_config(real) if kind is TargetKind.FILE and real is not None else None
+    if current is None or not current[0].strip():
+        mode = current[1] if current else 0o644
+        write_output(target, dump_toml(values, _HEADER), mode=mode)
+        return target
+    text, mode = current
+    edited = set_top_level_keys(text, values, toml_value, toml_key)
+    if edited is None:
+        kept = {k: v for k, v in tomllib.loads(text).items() if k not in values}
+        edited = dump_toml({**kept, **values}, _HEADER)
+    write_output(target, edited, mode=mode)
     return target

@@ -110,6 +110,57 @@ def test_save_writes_what_changed_and_keeps_the_rest_of_the_file(isolated_env: P
                                                  "threshold": 0.75}  # rows: cleared in the form, gone
 
 
+def test_save_changes_only_the_lines_of_the_saved_keys(isolated_env: Path) -> None:
+    target = isolated_env / "svgagent.toml"
+    text = ('# project settings\r\n'
+            'model = "old"   # the small one\r\n'
+            '"rows" = 9\r\n'
+            'judge_model = """\r\nmulti\r\nline"""\r\n'
+            '\r\n'
+            '  # the keys I remap\r\n'
+            '[keymap]\r\n'
+            '"app.run" = "f5"  # mine\r\n')
+    target.write_bytes(text.encode())
+    save_project_config({"model": 'new "one"', "rows": None, "judge_model": "one line", "concurrency": 16}, target)
+    assert target.read_bytes().decode() == (
+        '# project settings\r\n'
+        'model = "new \\"one\\""   # the small one\r\n'
+        'judge_model = "one line"\r\n'
+        'concurrency = 16\r\n'
+        '\r\n'
+        '  # the keys I remap\r\n'
+        '[keymap]\r\n'
+        '"app.run" = "f5"  # mine\r\n')
+    assert tomllib.loads(target.read_text()) == {"model": 'new "one"', "judge_model": "one line", "concurrency": 16,
+                                                 "keymap": {"app.run": "f5"}}
+
+
+def test_save_does_not_take_a_line_inside_a_string_for_the_key(isolated_env: Path) -> None:
+    target = isolated_env / "svgagent.toml"
+    target.write_text('# mine\nsystem_prompt = """\nmodel = "in the text"\n"""\nmodel = "in the text"\n')
+    save_project_config({"model": "new"}, target)
+    assert tomllib.loads(target.read_text()) == {"system_prompt": 'model = "in the text"\n', "model": "new"}
+
+
+def test_save_refuses_a_file_too_large_to_be_a_config(isolated_env: Path) -> None:
+    from svgagent.core.config_fields import PROJECT_CONFIG_MAX_BYTES
+
+    target = isolated_env / "svgagent.toml"
+    big = "# " + "x" * PROJECT_CONFIG_MAX_BYTES + "\nrows = 1\n"
+    target.write_text(big)
+    with pytest.raises(ValueError, match="too large"):
+        save_project_config({"model": "x"}, target)
+    assert target.read_text() == big
+
+
+def test_save_refuses_a_file_that_is_not_utf8(isolated_env: Path) -> None:
+    target = isolated_env / "svgagent.toml"
+    target.write_bytes(b'model = "\xff"\n')
+    with pytest.raises(ValueError, match="not valid TOML"):
+        save_project_config({"model": "x"}, target)
+    assert target.read_bytes() == b'model = "\xff"\n'
+
+
 def test_save_refuses_to_overwrite_a_broken_file(isolated_env: Path) -> None:
     target = isolated_env / "svgagent.toml"
     target.write_text("model = \n")
@@ -230,6 +281,26 @@ async def test_ctrl_s_writes_toml_that_load_settings_reads(isolated_env: Path) -
     assert "key" not in text.lower()
     settings = load_settings()
     assert (settings.concurrency, settings.judge_model, settings.rows, settings.cache) == (8, 'gpt "4o"', 5, True)
+
+
+async def test_ctrl_s_keeps_what_the_person_wrote_in_the_file(isolated_env: Path) -> None:
+    """After a save, a comment and a key added by hand survive the next ctrl+s; only the saved key's line changes."""
+    target = isolated_env / "svgagent.toml"
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _type(app, pilot, "max_tokens", "900")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        first = target.read_text()
+        assert tomllib.loads(first) == {"max_tokens": 900}
+        by_hand = first.replace("max_tokens = 900\n", "max_tokens = 900  # was 900\n") + \
+            "\n# my note: keep this\nthreshold = 0.6\n"
+        target.write_text(by_hand)
+        await _type(app, pilot, "max_tokens", "1200")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert len([m for m in app.messages if isinstance(m, ConfigForm.Saved)]) == 2
+    assert target.read_text() == by_hand.replace("max_tokens = 900 ", "max_tokens = 1200 ")
 
 
 async def test_save_is_refused_while_a_field_is_invalid(isolated_env: Path) -> None:

@@ -138,6 +138,25 @@ def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Pa
         write_env_file(tmp_path, {"A": "1"})
 
 
+def test_a_toml_save_into_a_fifo_writes_through_it_without_reading_it(tmp_path: Path) -> None:
+    """svgagent.toml as a FIFO: the save writes the changed keys into it and never waits to read from it."""
+    from svgagent.core.config_fields import save_project_config
+
+    fifo = tmp_path / "svgagent.toml"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _read_fifo(fifo, got)
+    saver = threading.Thread(target=save_project_config, args=({"concurrency": 8}, fifo), daemon=True)
+    saver.start()
+    saver.join(timeout=30)
+    reader.join(timeout=30)
+    if saver.is_alive() or reader.is_alive():  # unblock both before failing (a writer ends the readers' open)
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the save read from the FIFO")
+    assert b"concurrency = 8\n" in got[0]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
 def test_a_failed_write_leaves_the_old_file_and_nothing_on_stdout(tmp_path: Path) -> None:
     from svgagent.core.output import open_output
 

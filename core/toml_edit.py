@@ -1,0 +1,126 @@
+"""Set a few top-level keys of a TOML text line by line, keeping every other byte as the person wrote it.
+
+``svgagent.toml`` is a file people edit by hand: a save from the Config pane must not drop their comments, blank
+lines, key order or tables. :func:`set_top_level_keys` changes only the lines of the keys it is given (a key's
+value may span lines; a comment after the value stays), removes the keys set to None and adds the new ones
+at the end of the top-level part (before the first table). It edits plain ``key = value`` lines only; for anything
+else — a key written as a dotted key or a table, a layout it cannot follow — it returns None, and so it does when
+the result, parsed again, is not exactly the old file with those keys changed: the caller then writes the file
+anew. No textual imports, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+_KEY = r"[A-Za-z0-9_-]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
+_ASSIGN = re.compile(rf"[ \t]*({_KEY})[ \t]*=[ \t]*")
+_TABLE_HEADER = re.compile(r"[ \t]*\[")  # [table] or [[array]] (or a line of a multi-line array: checked after)
+MAX_VALUE_LINES = 200  # a value written over more lines than this is beyond line-wise editing
+
+
+def _key_name(written: str) -> str | None:
+    if written[0] not in "\"'":
+        return written
+    try:
+        return str(tomllib.loads(f"k = {written}")["k"])
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def _value_end(lines: list[str], start: int, key: str, value: Any) -> int | None:
+    """The index after the last line of ``key``'s value, which starts on line ``start`` (None: not that value)."""
+    for end in range(start + 1, min(len(lines), start + MAX_VALUE_LINES) + 1):
+        try:
+            parsed = tomllib.loads("".join(lines[start:end]))
+        except tomllib.TOMLDecodeError:
+            continue
+        return end if parsed == {key: value} else None
+    return None
+
+
+def _trailing_comment(written: str, key: str, value: Any) -> str:
+    """The comment after a value (on its last line), with the spaces before it ('' when there is none)."""
+    body = written.rstrip("\r\n")
+    for hash_at in (m.start() for m in re.finditer("#", body)):
+        try:
+            if tomllib.loads(body[:hash_at]) == {key: value}:
+                return body[len(body[:hash_at].rstrip(" \t")):]
+        except tomllib.TOMLDecodeError:
+            continue
+    return ""
+
+
+def _ending(line: str) -> str:
+    return line[len(line.rstrip("\r\n")):]
+
+
+def set_top_level_keys(text: str, values: Mapping[str, Any], literal: Callable[[Any], str],
+                       key_text: Callable[[str], str]) -> str | None:
+    """``text`` with the top-level keys of ``values`` set to ``literal(value)`` (None: the key removed), every
+    other line unchanged; None when that cannot be done line by line. ``text`` must be valid TOML
+    (``tomllib.TOMLDecodeError`` otherwise)."""
+    data = tomllib.loads(text)
+    lines = text.splitlines(keepends=True)
+    newline = (_ending(lines[0]) if lines else "") or "\n"
+    top_end = next((n for n, line in enumerate(lines) if _TABLE_HEADER.match(line)), len(lines))
+
+    found: dict[int, tuple[str, int, str, str]] = {}  # first line -> (key, end, "key = ", trailing comment)
+    seen: set[str] = set()
+    for n in range(top_end):
+        match = _ASSIGN.match(lines[n])
+        name = _key_name(match.group(1)) if match else None
+        if match is None or name is None or name not in values or name in seen:
+            continue
+        if name not in data:
+            return None
+        end = _value_end(lines, n, name, data[name])
+        if end is None:
+            return None
+        comment = _trailing_comment("".join(lines[n:end]), name, data[name])
+        found[n] = (name, end, match.group(0), comment)
+        seen.add(name)
+    if any(name in data and name not in seen for name in values):
+        return None  # set some other way (a table, a dotted key, after a header we misread)
+
+    added = [f"{key_text(name)} = {literal(value)}{newline}" for name, value in values.items()
+             if value is not None and name not in seen]
+    insert_at = top_end
+    if top_end < len(lines):  # before the comment block of the first table and the blank lines above it
+        while insert_at > 0 and lines[insert_at - 1].lstrip().startswith("#"):
+            insert_at -= 1
+        while insert_at > 0 and not lines[insert_at - 1].strip():
+            insert_at -= 1
+
+    out: list[str] = []
+    n = 0
+    while n <= len(lines):
+        if n >= insert_at and added:
+            if out and not _ending(out[-1]):
+                out[-1] += newline
+            out += added
+            added = []
+        if n == len(lines):
+            break
+        if n in found:
+            name, end, prefix, comment = found[n]
+            if values[name] is not None:
+                out.append(f"{prefix}{literal(values[name])}{comment}{_ending(lines[end - 1])}")
+            n = end
+            continue
+        out.append(lines[n])
+        n += 1
+    result = "".join(out)
+
+    expected = {k: v for k, v in data.items() if k not in values}
+    expected.update(tomllib.loads("".join(f"{key_text(k)} = {literal(v)}\n" for k, v in values.items()
+                                          if v is not None)))
+    try:
+        if tomllib.loads(result) != expected:
+            return None
+    except tomllib.TOMLDecodeError:
+        return None
+    return result
