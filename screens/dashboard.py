@@ -55,6 +55,16 @@ LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``
 ON_DEMAND = ("config",)  # mounted when first shown (``ConfigSummary`` until then): ~110 widgets, 2/3 of the app's
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
+BANNER_WIDTH = 78  # 80 columns less the banner's padding
+
+
+def demo_banner(missing: list[str]) -> str:
+    """The demo banner naming the keys still missing (one line within 80 columns); none known: the general one."""
+    if not missing:
+        return DEMO_BANNER
+    names, pane = ", ".join(missing), f"Secrets pane ({PANES.index('secrets') + 1})"
+    text = f"demo mode: {names} missing — add {'it' if len(missing) == 1 else 'them'} in the {pane}"
+    return text if len(text) <= BANNER_WIDTH else f"demo mode: {names} missing — {pane}"
 WIDE = (120, 40)
 
 
@@ -113,7 +123,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         app = self.svg_app
         # choose the layout before the panes mount: switching it after restyles every widget (~0.2 s)
         self._layout(app.size.width, app.size.height)
-        yield Static(DEMO_BANNER, id="banner", classes="" if app.demo else "-hidden")
+        yield Static(demo_banner(app.missing_keys), id="banner", classes="" if app.demo else "-hidden")
         yield Tabs(*(Tab(f"{i} {PANE_TITLES[n]}", id=f"tab-{n}") for i, n in enumerate(PANES, start=1)),
                    id="pane-tabs")
         with Container(id="panes"):
@@ -306,6 +316,10 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
     @on(FilterBar.Applied)
     def _filter_applied(self) -> None:
         self.run.refresh_summary()
+
+    def keys_missing(self, missing: list[str]) -> None:
+        """Keys were saved, but demo mode goes on: the banner names the ones still missing."""
+        self.query_one("#banner", Static).update(demo_banner(missing))
 
     def demo_ended(self, settings: Settings) -> None:
         """Keys were saved: the endpoints are real now, so the demo banner goes and the Config pane shows the real

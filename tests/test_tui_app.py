@@ -542,6 +542,32 @@ async def test_demo_banner_and_full_image_needs_a_terminal(store: Store) -> None
         assert app.dashboard.query_one("#banner").has_class("-hidden")
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_demo_banner_names_the_keys_still_missing(store: Store, size: tuple[int, int]) -> None:
+    """Demo mode chosen because keys are missing: the banner names them, and after one is saved, the one left."""
+    from tui_support import burst
+
+    from svgagent.core.demo import demo_overrides
+    from svgagent.core.settings import load_settings
+
+    overrides = demo_overrides("http://127.0.0.1:9/v1")
+    app = make_app(store, run_id=RUN_ID, demo=True, settings=settings_for(store.path, **overrides),
+                   demo_overrides=overrides, settings_loader=lambda: load_settings(store=str(store.path)),
+                   missing_keys=["FIREWORKS_API_KEY", "OPENAI_API_KEY"])
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        banner = app.dashboard.query_one("#banner")
+        shown = lambda: plain(banner, width=size[0]).strip()  # noqa: E731 - one line, nothing cut
+        assert shown() == "demo mode: FIREWORKS_API_KEY, OPENAI_API_KEY missing — Secrets pane (4)"
+        await burst(pilot, "4", "e", *"fw-saved-in-the-pane-0123456789", "enter")
+        assert app.demo
+        assert shown() == "demo mode: OPENAI_API_KEY missing — add it in the Secrets pane (4)"
+        assert banner.region.height == 1 and len(shown()) <= 80 - 2  # the banner's padding
+        await burst(pilot, "j", "e", *"sk-saved-in-the-pane-0123456789", "enter")
+        assert not app.demo
+        assert banner.has_class("-hidden")
+
+
 async def test_keymap_from_config_remaps_by_id(store: Store) -> None:
     settings = settings_for(store.path, keymap={"app.help": "f1", "table.sort": "f6"})
     app = make_app(store, run_id=RUN_ID, settings=settings)

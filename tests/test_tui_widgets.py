@@ -344,7 +344,8 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
 
     def fake_run(self: SvgAgentApp, *args: Any, **kwargs: Any) -> None:
         seen.update(demo=self.demo, base_url=self.settings.base_url, model=self.settings.model,
-                    loader=self.settings_loader is not None, store=self.store.path, keymap=self.keymap)
+                    loader=self.settings_loader is not None, store=self.store.path, keymap=self.keymap,
+                    missing=self.missing_keys)
 
     monkeypatch.setattr(SvgAgentApp, "run", fake_run)
     from svgagent.core.settings import user_config_file
@@ -359,7 +360,11 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
     assert seen["loader"]
     assert seen["model"] == "simulated-policy"
     assert seen["store"] == tmp_path / "runs.db"
+    assert seen["missing"] == ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]  # the banner names them
     monkeypatch.setenv("FIREWORKS_API_KEY", "fw-key")
+    assert main(["tui", "--store", str(tmp_path)]) == 0
+    assert seen["demo"]
+    assert seen["missing"] == ["OPENAI_API_KEY"]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-key")
     assert main(["tui", "--store", str(tmp_path)]) == 0
     assert not seen["demo"]
@@ -367,3 +372,4 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
     assert main(["tui", "--store", str(tmp_path), "--demo"]) == 0
     assert seen["demo"]
     assert not seen["loader"]  # asked for: saving keys does not leave it
+    assert seen["missing"] == []  # the keys are there: the banner says demo mode, not that a key is missing

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ class SvgAgentApp(InOrderInput, App[int]):
     Config pane sends while in demo mode; ``settings_loader``: re-reads settings after keys are saved (given
     when demo mode was chosen only because keys were missing, so saving keys leaves it); ``job_source``: where
     the Jobs pane gets RFT jobs (a ``JobSource``; None: chosen from settings/demo), ``job_poll_s`` its poll
-    interval, ``wall_clock`` the time it shows ages against."""
+    interval, ``wall_clock`` the time it shows ages against; ``missing_keys``: the keys whose absence chose demo
+    mode (the banner names them until they are saved)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "svgagent"
@@ -77,6 +78,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         serve_url: str | None = None,
         cursor_blink: bool = True,
         after_first_frame: Callable[[], object] | None = None,
+        missing_keys: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.serve_url = serve_url  # `svgagent tui --serve`: the rollout server runs with the app; its view opens
@@ -88,6 +90,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.clock = clock
         self.demo_overrides = dict(demo_overrides or {})
         self.settings_loader = settings_loader
+        self.missing_keys = list(missing_keys)
         self.bus: EventBus[RolloutUpdate] = bus or EventBus()
         self.control = RunControl(self, store, self.bus, clock)
         self.keymap: dict[str, str] = dict(settings.keymap)  # binding id → keys, from the [keymap] table
@@ -209,7 +212,10 @@ class SvgAgentApp(InOrderInput, App[int]):
         except ConfigError as err:
             self.notify(str(err), severity="error")
             return
-        if self.demo and not fresh.missing_keys():
+        self.missing_keys = fresh.missing_keys()
+        if self.demo and self.missing_keys:
+            self.dashboard.keys_missing(self.missing_keys)
+        if self.demo and not self.missing_keys:
             self.demo = False
             self.settings = fresh
             self.dashboard.demo_ended(fresh)

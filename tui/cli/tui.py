@@ -107,6 +107,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             settings_loader=(lambda: trusted(load_settings(**overrides))) if implicit_demo else None,
             serve_url=serve_url,
             after_first_frame=sim.start if sim is not None else None,
+            missing_keys=real.missing_keys() if implicit_demo else (),
         )
         with _exit_on_sigterm(app):
             app.run()
