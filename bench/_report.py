@@ -38,8 +38,9 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+# a render that keeps a worker busy for a few tenths of a second (the pool grows when a render waits 0.1 s)
 BUSY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><path stroke="#000" d="M0 0 '
-            + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(20_000)) + '"/></svg>')
+            + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(100_000)) + '"/></svg>')
 
 
 async def warm_pool(renderer: Any) -> None:
@@ -50,3 +51,5 @@ async def warm_pool(renderer: Any) -> None:
             break
         await asyncio.gather(*(renderer.render(BUSY_SVG, size=64) for _ in range(renderer.workers)))
     await asyncio.gather(*(renderer.render(BUSY_SVG, size=64) for _ in range(renderer.workers)))  # all booted
+    if len(renderer.worker_pids()) < renderer.workers:
+        print(f"warning: the render pool has {len(renderer.worker_pids())} of its {renderer.workers} workers")

@@ -107,9 +107,16 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
             sim = cpu_seconds(sim_pid) - sim0
             # the render CPU of those SVGs again, in the idle pool once the run is over: during the run it shared
             # the cores with the engine and the simulator (caches, frequency), which makes it read higher
-            svgs = [r.svg for r in store.list_rollouts(run_id, heavy=True) if r.svg and r.png]
+            # (the SVG column alone, a few hundred at a time: the peak RSS below is the run's, not this check's)
+            peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            ids = [row[0] for row in store.query("SELECT rollout_id FROM rollouts WHERE run_id = ? AND is_current = 1"
+                                                 " AND png IS NOT NULL", (run_id,))]
             idle0 = {pid: cpu_seconds(pid) for pid in engine._renderer.worker_pids()}
-            await asyncio.gather(*(engine._renderer.render(svg) for svg in svgs))
+            for start in range(0, len(ids), 256):
+                chunk = ids[start:start + 256]
+                svgs = [row[0] for row in store.query(
+                    f"SELECT svg FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk)]
+                await asyncio.gather(*(engine._renderer.render(svg) for svg in svgs))
             render_idle = sum(cpu_seconds(pid) - idle0.get(pid, 0.0) for pid in engine._renderer.worker_pids())
             failures = collections.Counter((r.error or "?").split(":")[0].split("(")[0].strip()[:40]
                                            for r in store.list_rollouts(run_id) if r.status is RolloutStatus.FAILED)
@@ -119,7 +126,7 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
     if sum(failures.values()) > total // 2:  # the simulator's bad answers are ≈1 in 4: more is the bench's fault
         raise SystemExit(f"{sum(failures.values())} of {total} rollouts failed: {dict(failures.most_common(5))}")
     return {"n": total, "wall": wall, "cpu": cpu, "done": summary.done, "render": render, "sim": sim, "loop": loop,
-            "workers_cpu": workers_cpu, "failures": failures, "render_idle": render_idle}
+            "workers_cpu": workers_cpu, "failures": failures, "render_idle": render_idle, "peak_kb": peak_kb}
 
 
 def main() -> int:
@@ -154,9 +161,11 @@ def main() -> int:
                   f"{'ratio':>6} {'bound s':>8} {'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}")
             figures: dict[str, float] = {}
             render_per_rollout: dict[int, float] = {}
+            peak_kb_of_runs = 0
             for c in args.concurrency:
                 for w in args.workers:
                     r = run(one_run(url, args.n, c, Path(tmp), proc.pid, w))  # on svgagent eval's loop
+                    peak_kb_of_runs = max(peak_kb_of_runs, r["peak_kb"])
                     n = r["n"]
                     ideal = math.ceil(n / c) * 2 * args.latency
                     if w == 1:
@@ -188,7 +197,7 @@ def main() -> int:
                         figures[f"render CPU ms/rollout, {tag}"] = round(1000 * render / n, 2)
                         figures[f"engine loop busy share, {tag}"] = round(r["loop"] / r["wall"], 2)
             print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak_mb = peak_kb_of_runs / 1024  # the highest at the end of a run, before its SVGs were rendered again
         print(f"peak RSS of the engine process: {peak_mb:.0f} MB")
         figures[f"engine peak RSS MB, {args.n} rollouts"] = round(peak_mb)
         report(figures)

@@ -204,6 +204,42 @@ for svg in svgs[: int(sys.argv[2])]:
 """
 
 
+_CHILD_SCRIPT = """
+import sys, time
+sys.path.insert(0, {bench!r})
+import random
+from render import model_like_svg, render_as_before
+from svgagent.core.scoring.render import render_svg_to_png
+rng = random.Random({seed})
+svgs = [model_like_svg(rng) for _ in range({n})]
+render = render_svg_to_png if sys.argv[1] == "now" else render_as_before
+render(svgs[0])
+cpu = time.process_time()
+for svg in svgs:
+    render(svg)
+print((time.process_time() - cpu) / len(svgs))
+"""
+
+
+def cpu_per_svg_in_workers(n: int, seed: int, rounds: int = 2) -> dict[str, float]:
+    """CPU per SVG of each way in a fresh process with a render worker's environment as it was for that way: the
+    old walk with the old environment (no WORKER_MALLOC), the renderer with today's. Rounds alternate the two;
+    the median of each. The in-process figure compares the walks under one allocator; this one, the two renders
+    as the pool ran them."""
+    from svgagent.core.scoring.render import WORKER_MALLOC, worker_environment
+
+    script = _CHILD_SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), seed=seed, n=max(n, 1))
+    now_env = {**worker_environment(), "PYTHONPATH": os.pathsep.join(sys.path)}
+    before_env = {k: v for k, v in now_env.items() if k not in WORKER_MALLOC}
+    seconds: dict[str, list[float]] = {"before": [], "now": []}
+    for _ in range(rounds):
+        for way, env in (("before", before_env), ("now", now_env)):
+            out = subprocess.run([sys.executable, "-c", script, way], env=env, capture_output=True, text=True,
+                                 check=True)
+            seconds[way].append(float(out.stdout.strip().splitlines()[-1]))
+    return {way: statistics.median(values) for way, values in seconds.items()}
+
+
 def instructions_per_svg(n: int, seed: int) -> dict[str, float]:
     """Instructions per SVG both ways under valgrind's callgrind: (run with n renders) - (run with none), / n."""
     script = _CALLGRIND_SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), seed=seed, n=max(n, 1))
@@ -249,6 +285,12 @@ def main() -> None:
           f"  mean {statistics.fmean(times) * 1000:.1f} ms  -> {single:.0f} renders/s "
           f"(avg PNG {r['png_bytes'] / max(1, args.n - r['failures']) / 1000:.1f} kB, {r['failures']} failed)")
 
+    workers_way = cpu_per_svg_in_workers(args.n, args.seed)
+    worker_ratio = workers_way["now"] / workers_way["before"]
+    print(f"CPU per SVG, each way in a fresh process with a render worker's environment of its time (median of 2 "
+          f"alternating rounds): {workers_way['now'] * 1000:.1f} ms now, {workers_way['before'] * 1000:.1f} ms "
+          f"before  ->  now / before = {worker_ratio:.3f}")
+
     elapsed, failures, startup, worker_cpu = asyncio.run(bench_pool(svgs, args.workers))
     pooled = args.n / elapsed
     workers = args.workers or os.cpu_count() or 1
@@ -258,6 +300,7 @@ def main() -> None:
     figures = {"render CPU ms/SVG now (in process)": round(r["cpu_now"] * 1000, 1),
                "render CPU ms/SVG before (cairosvg walk)": round(r["cpu_before"] * 1000, 1),
                "render CPU now / before": round(ratio, 3),
+               "render CPU now / before, in a worker's environment": round(worker_ratio, 3),
                "render PSNR dB now vs before": round(r["psnr"], 1),
                "render p50 ms (model-like SVG)": round(percentile(times, 0.5) * 1000, 1),
                "render p95 ms (model-like SVG)": round(percentile(times, 0.95) * 1000, 1),
