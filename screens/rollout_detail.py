@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
+from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -126,7 +127,21 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self._show()
-        self.query_one("#requirements", OptionList).focus()
+        # the list takes the keys, but the screen opens at its top: the verdict first (scrolling the focused list into
+        # view pushed it off an 80×24 screen when the requirements are many)
+        self.query_one("#requirements", OptionList).focus(scroll_visible=False)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """The text column follows the highlighted requirement (the list is as tall as its requirements: it does
+        not scroll itself, the column does)."""
+        options = event.option_list
+        line = options._index_to_line.get(event.option_index)  # Textual 8.2's option layout (its scroll_to_highlight)
+        if line is None or options.id != "requirements":
+            return
+        column = self.query_one("#detail-right", VerticalScroll)
+        top = options.virtual_region.y + line
+        column.scroll_to_region(Region(0, top, 1, options._heights[event.option_index]), animate=False,
+                                immediate=True)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)

@@ -287,6 +287,25 @@ async def test_the_filter_says_what_is_wrong_with_the_text_as_typed(store: Store
         assert "did you mean" not in bar.note
 
 
+async def test_rollout_screen_opens_at_the_verdict_and_follows_the_highlighted_requirement(tmp_path: Path) -> None:
+    """At 80×24 with nine long requirements the rollout screen opened scrolled past the verdict (focusing the list
+    scrolled all of it into view); the text column now starts at the top and follows the highlight."""
+    from apps.settings_panes import screen_text
+
+    from svgagent.core.store import Store as RunStore
+
+    requirements = tuple(f"Requirement number {i} is a fairly long sentence about the picture." for i in range(1, 10))
+    with RunStore(tmp_path / "runs.db") as store:
+        build_run(store, [Spec(0, fulfilled=7, requirements=requirements)])
+        app = make_app(store, run_id=RUN_ID)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await burst(pilot, "enter")
+            assert "✓ scored  judge 7/9 = 0.78" in screen_text(app)
+            await burst(pilot, *"jjjjjjjj")
+            assert "9. Requirement number 9" in screen_text(app)
+
+
 async def test_sort_column_is_picked_directly_and_reverses(store: Store) -> None:
     from svgagent.screens.sort_picker import SortPicker
 
