@@ -138,6 +138,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
         self._set_format(FORMATS[(FORMATS.index(self.format) + 1) % len(FORMATS)])
 
     @on(Input.Changed, "#export-path")
+    @on(Input.Changed, "#export-assets")
     def _check_path(self) -> None:
         status = self.query_one("#export-status", Static)
         text = self.query_one("#export-path", Input).value.strip()
@@ -146,15 +147,19 @@ class ExportDialog(ModalScreen[ExportResult | None]):
             return
         path = resolve(text)
         if path.is_dir():
-            status.update(Text(f"{path} is a directory: add a file name", style="yellow"))
+            line = Text(f"{path} is a directory: add a file name", style="yellow")
         elif path.exists():
-            status.update(Text(f"{path} exists: it will be replaced", style="yellow"))
+            line = Text(f"{path} exists: it will be replaced", style="yellow")
         elif path.parent == self.directory and not path.parent.exists():
-            status.update(Text(f"writes {path} (makes the directory)", style="dim"))
+            line = Text(f"writes {path} (makes the directory)", style="dim")
         elif not path.parent.is_dir():
-            status.update(Text(f"no directory {path.parent}", style="yellow"))
+            line = Text(f"no directory {path.parent}", style="yellow")
         else:
-            status.update(Text(f"writes {path}", style="dim"))
+            line = Text(f"writes {path}", style="dim")
+        assets = self.query_one("#export-assets", Input).value.strip()
+        if assets:  # where the pictures go too (a relative directory is the working directory's, as the file's)
+            line.append(f"; PNGs and SVGs to {resolve(assets)}", style="dim")
+        status.update(line)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

@@ -302,6 +302,9 @@ async def test_export_dialog_csv_with_assets(store: Store, tmp_path: Path, capsy
         assert path.value.endswith(f"/exports/{RUN_ID}.csv")  # the extension follows the format
         path.value = str(tmp_path / "out.csv")
         dialog.query_one("#export-assets", Input).value = str(tmp_path / "pictures")
+        await settle(pilot)
+        status = str(dialog.query_one("#export-status").render())
+        assert f"writes {tmp_path / 'out.csv'}; PNGs and SVGs to {tmp_path / 'pictures'}" in status  # both places
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert app.screen is app.dashboard
