@@ -9,8 +9,6 @@ file as it was (comments included). The Config pane (``svgagent.tui.widgets.conf
 from __future__ import annotations
 
 import math
-import os
-import stat
 import tomllib
 import types
 import typing
@@ -22,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr, ValidationError
 
+from svgagent.core.config_file import CONFIG_MAX_BYTES, read_regular_capped
 from svgagent.core.output import TargetKind, resolve_target, write_output
 from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
 from svgagent.core.toml_edit import set_top_level_keys
@@ -179,28 +178,23 @@ def dump_toml(data: dict[str, Any], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-PROJECT_CONFIG_MAX_BYTES = 1_000_000  # svgagent.toml comes with a cloned project: untrusted text, read capped
+PROJECT_CONFIG_MAX_BYTES = CONFIG_MAX_BYTES  # svgagent.toml comes with a cloned project: untrusted text, read capped
 _HEADER = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
 
 
 def _read_project_config(path: Path) -> tuple[str, int] | None:
     """The text and permission bits of the regular file at ``path`` (None: it is a FIFO or a device, written
     through and never read). Raises ``ValueError`` for a file too large or not TOML."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in meanwhile must not block the open
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        raw = handle.read(PROJECT_CONFIG_MAX_BYTES + 1)
-    if len(raw) > PROJECT_CONFIG_MAX_BYTES:
-        raise ValueError(f"{path.name} is too large for a config file (over {PROJECT_CONFIG_MAX_BYTES // 1000} kB); "
-                         "fix or remove it first")
+    found = read_regular_capped(path)  # a FIFO swapped in meanwhile must not block the open
+    if found is None:
+        return None
+    raw, mode = found
     try:
         text = raw.decode("utf-8")
         tomllib.loads(text)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise ValueError(f"{path.name} is not valid TOML ({err}); fix or remove it first") from None
-    return text, stat.S_IMODE(info.st_mode)
+    return text, mode
 
 
 def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from svgagent.core.config_file import read_config_text
 from svgagent.core.output import write_output
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.urls import endpoint_host
@@ -92,7 +93,7 @@ def project_endpoints(effective: Mapping[str, str], defaults: Mapping[str, str],
     if not project_file.is_file():
         return []
     try:
-        data = tomllib.loads(project_file.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_config_text(project_file))
     except (OSError, ValueError):
         return []
     named = [name for name in ENDPOINTS if isinstance(data.get(name), str)]

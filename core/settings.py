@@ -9,6 +9,7 @@ the keys keep their usual names (``FIREWORKS_API_KEY``, ``OPENAI_API_KEY``, ``FI
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -23,6 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from svgagent.core.config_file import read_config_text
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.field_limits import numeric_range
 from svgagent.core.scoring.models import JudgeMode
@@ -49,6 +51,14 @@ def trust_file() -> Path:
     """Where the person's confirmations of project-file endpoints are kept (core/endpoint_trust.py)."""
     return user_config_file().parent / TRUST_FILE_NAME
 
+
+
+class CappedTomlSource(TomlConfigSettingsSource):
+    """pydantic-settings' TOML layer reading its file as untrusted text (core/config_file.py): capped, a regular
+    file only (a FIFO named svgagent.toml must not hang start-up), UTF-8."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return tomllib.loads(read_config_text(Path(file_path)))
 
 class Settings(BaseSettings):
     """Everything a run needs. Keys are ``SecretStr`` and never leave the process unmasked."""
@@ -157,13 +167,13 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cwd = Path.cwd()
-        project = [TomlConfigSettingsSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
+        project = [CappedTomlSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
         return (
             init_settings,
             EnvSettingsSource(settings_cls),
             DotEnvSettingsSource(settings_cls, env_file=cwd / ".env", env_file_encoding="utf-8"),
             *(project if getattr(settings_cls, "read_project_file", True) else []),
-            TomlConfigSettingsSource(settings_cls, toml_file=user_config_file()),
+            CappedTomlSource(settings_cls, toml_file=user_config_file()),
         )
 
     # --- derived -------------------------------------------------------------------------------------------
