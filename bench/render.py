@@ -189,22 +189,8 @@ async def bench_pool(svgs: list[str], workers: int | None) -> tuple[float, int, 
     return elapsed, failures, startup, worker_cpu
 
 
-_CALLGRIND_SCRIPT = """
-import sys
-sys.path.insert(0, {bench!r})
-import random
-from render import model_like_svg, render_as_before
-from svgagent.core.scoring.render import render_svg_to_png
-rng = random.Random({seed})
-svgs = [model_like_svg(rng) for _ in range({n})]
-render = render_svg_to_png if sys.argv[1] == "now" else render_as_before
-render(svgs[0])
-for svg in svgs[: int(sys.argv[2])]:
-    render(svg)
-"""
-
-
-_CHILD_SCRIPT = """
+# a child process that renders the corpus one way (argv[1]: now / before), after one render to warm up
+_CHILD_PREAMBLE = """
 import sys, time
 sys.path.insert(0, {bench!r})
 import random
@@ -214,6 +200,12 @@ rng = random.Random({seed})
 svgs = [model_like_svg(rng) for _ in range({n})]
 render = render_svg_to_png if sys.argv[1] == "now" else render_as_before
 render(svgs[0])
+"""
+_CALLGRIND_SCRIPT = _CHILD_PREAMBLE + """
+for svg in svgs[: int(sys.argv[2])]:
+    render(svg)
+"""
+_CHILD_SCRIPT = _CHILD_PREAMBLE + """
 cpu = time.process_time()
 for svg in svgs:
     render(svg)
