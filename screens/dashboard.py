@@ -54,7 +54,8 @@ PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
 ON_DEMAND = ("config",)  # mounted when first shown (``ConfigSummary`` until then): ~110 widgets, 2/3 of the app's
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
-DEMO_BANNER = "demo mode: simulated model and judge — add keys in the Secrets pane"
+# an explicit --demo stays a demo whatever keys are saved (the implicit one names the keys it lacks: demo_banner)
+DEMO_BANNER = "demo mode: simulated model and judge — start without --demo to use your keys"
 BANNER_WIDTH = 78  # 80 columns less the banner's padding
 
 

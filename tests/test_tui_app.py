@@ -552,7 +552,7 @@ async def test_demo_banner_and_full_image_needs_a_terminal(store: Store) -> None
         await settle(pilot)
         banner = app.dashboard.query_one("#banner")
         assert not banner.has_class("-hidden")
-        assert "demo mode: simulated model and judge — add keys in the Secrets pane" in plain(banner)
+        assert "demo mode: simulated model and judge — start without --demo to use your keys" in plain(banner)
         await pilot.press("f")
         assert any("needs a real terminal" in n for n in notifications(app))
     app = make_app(store, run_id=RUN_ID)
