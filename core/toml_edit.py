@@ -11,6 +11,7 @@ anew. No textual imports, no I/O.
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -42,10 +43,14 @@ def _value_end(lines: list[str], start: int, key: str, value: Any) -> int | None
     return None
 
 
+MAX_HASHES_TRIED = 64  # a '#' inside the value is tried as a comment's start too: a parse each, so a bounded few
+
+
 def _trailing_comment(written: str, key: str, value: Any) -> str:
-    """The comment after a value (on its last line), with the spaces before it ('' when there is none)."""
+    """The comment after a value (on its last line), with the spaces before it ('' when there is none, or when it
+    starts after more than MAX_HASHES_TRIED '#' of the value itself: the file is untrusted text, each try a parse)."""
     body = written.rstrip("\r\n")
-    for hash_at in (m.start() for m in re.finditer("#", body)):
+    for hash_at in itertools.islice((m.start() for m in re.finditer("#", body)), MAX_HASHES_TRIED):
         try:
             if tomllib.loads(body[:hash_at]) == {key: value}:
                 return body[len(body[:hash_at].rstrip(" \t")):]

@@ -135,6 +135,21 @@ def test_save_changes_only_the_lines_of_the_saved_keys(isolated_env: Path) -> No
                                                  "keymap": {"app.run": "f5"}}
 
 
+def test_a_value_full_of_hashes_costs_a_bounded_few_parses(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """svgagent.toml is untrusted: each '#' in a saved key's value line is tried as the start of a comment (a parse
+    each); 20,000 of them inside a string must not mean 20,000 parses of the line."""
+    from svgagent.core import toml_edit
+
+    target = isolated_env / "svgagent.toml"
+    target.write_text('model = "' + "#" * 20_000 + '"  # mine\nrows = 3\n')
+    parses = []
+    loads = toml_edit.tomllib.loads
+    monkeypatch.setattr(toml_edit.tomllib, "loads", lambda text: (parses.append(len(text)), loads(text))[1])
+    save_project_config({"model": "short"}, target)
+    assert len(parses) < 3 * toml_edit.MAX_HASHES_TRIED
+    assert tomllib.loads(target.read_text()) == {"model": "short", "rows": 3}
+
+
 def test_save_does_not_take_a_line_inside_a_string_for_the_key(isolated_env: Path) -> None:
     target = isolated_env / "svgagent.toml"
     target.write_text('# mine\nsystem_prompt = """\nmodel = "in the text"\n"""\nmodel = "in the text"\n')
