@@ -21,6 +21,7 @@ _KEY = r"[A-Za-z0-9_-]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
 _ASSIGN = re.compile(rf"[ \t]*({_KEY})[ \t]*=[ \t]*")
 _TABLE_HEADER = re.compile(r"[ \t]*\[")  # [table] or [[array]] (or a line of a multi-line array: checked after)
 MAX_VALUE_LINES = 200  # a value written over more lines than this is beyond line-wise editing
+MAX_PARSED_CHARS = 4_000_000  # nor one that takes parsing more text than this to find its end
 
 
 def _key_name(written: str) -> str | None:
@@ -33,10 +34,16 @@ def _key_name(written: str) -> str | None:
 
 
 def _value_end(lines: list[str], start: int, key: str, value: Any) -> int | None:
-    """The index after the last line of ``key``'s value, which starts on line ``start`` (None: not that value)."""
+    """The index after the last line of ``key``'s value, which starts on line ``start`` (None: not that value, or
+    more text than MAX_PARSED_CHARS parsed to find it: each line more is a parse of all of them)."""
+    parsed_chars = 0
     for end in range(start + 1, min(len(lines), start + MAX_VALUE_LINES) + 1):
+        chunk = "".join(lines[start:end])
+        parsed_chars += len(chunk)
+        if parsed_chars > MAX_PARSED_CHARS:
+            return None
         try:
-            parsed = tomllib.loads("".join(lines[start:end]))
+            parsed = tomllib.loads(chunk)
         except tomllib.TOMLDecodeError:
             continue
         return end if parsed == {key: value} else None

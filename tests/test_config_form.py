@@ -148,6 +148,14 @@ def test_a_value_full_of_hashes_costs_a_bounded_few_parses(isolated_env: Path, m
     save_project_config({"model": "short"}, target)
     assert len(parses) < 3 * toml_edit.MAX_HASHES_TRIED
     assert tomllib.loads(target.read_text()) == {"model": "short", "rows": 3}
+    # and a value over 150 lines of 5,000 characters: no more than MAX_PARSED_CHARS parsed to find its end
+    long_text = 'model = """' + "\n".join("x" * 5_000 for _ in range(150)) + '"""\nrows = 3\n'
+    target.write_text(long_text)
+    parses.clear()
+    save_project_config({"model": "short"}, target)
+    # the whole file is parsed a few times (read, edit, check); line by line to the end it would be 56 MB
+    assert sum(parses) < toml_edit.MAX_PARSED_CHARS + 4 * len(long_text)
+    assert tomllib.loads(target.read_text()) == {"model": "short", "rows": 3}
 
 
 def test_save_does_not_take_a_line_inside_a_string_for_the_key(isolated_env: Path) -> None:
