@@ -578,11 +578,11 @@ async def test_demo_banner_names_the_keys_still_missing(store: Store, size: tupl
         banner = app.dashboard.query_one("#banner")
         shown = lambda: plain(banner, width=size[0]).strip()  # noqa: E731 - one line, nothing cut
         assert shown() == "demo mode: FIREWORKS_API_KEY, OPENAI_API_KEY missing — Secrets pane (4)"
-        await burst(pilot, "4", "e", *"fw-saved-in-the-pane-0123456789", "enter")
+        await burst(pilot, "4", "e", *"FAKEFW-saved-in-the-pane-0123456789", "enter")
         assert app.demo
         assert shown() == "demo mode: OPENAI_API_KEY missing — add it in the Secrets pane (4)"
         assert banner.region.height == 1 and len(shown()) <= 80 - 2  # the banner's padding
-        await burst(pilot, "j", "e", *"sk-saved-in-the-pane-0123456789", "enter")
+        await burst(pilot, "j", "e", *"FAKEOA-saved-in-the-pane-0123456789", "enter")
         assert not app.demo
         assert banner.has_class("-hidden")
 

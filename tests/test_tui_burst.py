@@ -93,15 +93,15 @@ async def test_j_in_the_secrets_pane_picks_the_key_the_e_after_it_edits(store: S
     """j/k move the key table's cursor as in every list of the app: `4je…` edits the second key, not the first
     (it overwrote FIREWORKS_API_KEY, and OPENAI_API_KEY stayed unset)."""
     env = Path.cwd() / ".env"
-    env.write_text("FIREWORKS_API_KEY=fw-saved-earlier-0123456789\n")
+    env.write_text("FIREWORKS_API_KEY=FAKEFW-saved-earlier-0123456789\n")
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await burst(pilot, "4", "j", "e", *SECRET, "enter")
-        assert read_env_file(env) == {"FIREWORKS_API_KEY": "fw-saved-earlier-0123456789", "OPENAI_API_KEY": SECRET}
+        assert read_env_file(env) == {"FIREWORKS_API_KEY": "FAKEFW-saved-earlier-0123456789", "OPENAI_API_KEY": SECRET}
         assert isinstance(app.focused, DataTable)
-        await burst(pilot, "k", "e", *"fw-typed-after-k-9876543210", "enter")
-        assert read_env_file(env) == {"FIREWORKS_API_KEY": "fw-typed-after-k-9876543210", "OPENAI_API_KEY": SECRET}
+        await burst(pilot, "k", "e", *"FAKEFW-typed-after-k-9876543210", "enter")
+        assert read_env_file(env) == {"FIREWORKS_API_KEY": "FAKEFW-typed-after-k-9876543210", "OPENAI_API_KEY": SECRET}
         assert not app.control.running
 
 
