@@ -12,8 +12,8 @@ a run, however good its engine: the largest of the latency bound with the policy
 policy latencies and one judge latency: up to 2C calls are in flight, so the wall can beat the ideal above), the
 renders' CPU over the cores plus one policy and one judge latency (no SVG exists before the first answer, and the
 last verdict comes one judge call after the last render), and all the CPU of the run — engine, renders as they ran
-and the simulator, which shares these cores — over the cores. wall / bound near 1 says the run used the cores it had; wall / unavoid. far
-above it says the simulator's and the engine's CPU on the same cores is what the run waited for.
+and the simulator, which shares these cores — over the cores. wall / bound near 1 says the run used the cores it
+had; wall / unavoid. far above it says the simulator's and the engine's CPU on the same cores is what it waited for.
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ async def forward_events(events: Any) -> None:
     changes since as one JSON line. With nobody subscribed the engine builds no events at all."""
     import json
 
-    from svgagent.core.engine_process import FORWARD_EVERY_S
+    from svgagent.core.engine_process import FORWARD_EVERY_S, event_batch
 
     while True:
         await asyncio.sleep(FORWARD_EVERY_S)
-        batch = [[e.run_id, e.rollout_id, e.status.value] for e in events.drain()]
+        batch = event_batch(events)
         if batch:
             json.dumps({"events": batch})
 
@@ -184,11 +184,15 @@ def main() -> int:
                     # ceil(N/C) policy latencies and one judge latency, which the issue's ideal is above
                     pipelined = math.ceil(n / c) * args.latency + args.latency
                     bound = max(pipelined, 2 * args.latency + render / cores, everything / cores)
-                    print(f"{n:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} {unavoidable:>10.2f} "
-                          f"{r['wall'] / unavoidable:>6.2f} {bound:>8.2f} {r['wall'] / bound:>6.2f} {engine_ms:>11.2f} {1000 * render / n:>11.2f} "
-                          f"{1000 * r['sim'] / n:>9.2f}  {tag}" + (f"; loop busy {r['loop'] / r['wall']:.0%}; renders "
-                                                                 f"{1000 * r['render'] / n:.2f} ms/r during the run" if w == 1
-                                                                 else " (engine ms/r: all workers, renders included)"))
+                    if w == 1:
+                        note = (f"; loop busy {r['loop'] / r['wall']:.0%}; "
+                                f"renders {1000 * r['render'] / n:.2f} ms/r during the run")
+                    else:
+                        note = " (engine ms/r: all workers, renders included)"
+                    print(f"{n:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} "
+                          f"{unavoidable:>10.2f} {r['wall'] / unavoidable:>6.2f} {bound:>8.2f} "
+                          f"{r['wall'] / bound:>6.2f} "
+                          f"{engine_ms:>11.2f} {1000 * render / n:>11.2f} {1000 * r['sim'] / n:>9.2f}  {tag}{note}")
                     figures[f"engine wall/ideal, {tag}"] = round(r["wall"] / ideal, 2)
                     figures[f"engine wall/unavoidable, {tag}"] = round(r["wall"] / unavoidable, 2)
                     figures[f"engine wall/this machine's bound, {tag}"] = round(r["wall"] / bound, 2)

@@ -188,6 +188,11 @@ def _read_request() -> tuple[dict[str, Any], bytes]:
     return json.loads(line), rest
 
 
+def event_batch(events: Any) -> list[list[str]]:
+    """The changes a subscription holds, drained, as the ``{"events": …}`` line carries them."""
+    return [[e.run_id, e.rollout_id, e.status.value] for e in events.drain()]
+
+
 async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> None:
     from svgagent.core.store import Store
 
@@ -197,7 +202,7 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
     events = bus.subscribe()
 
     def forward() -> None:
-        batch = [[e.run_id, e.rollout_id, e.status.value] for e in events.drain()]
+        batch = event_batch(events)
         if batch:
             _write(out, {"events": batch})
 
