@@ -111,7 +111,7 @@ class OpenRun:
     def reloaded(self, message: RunReloaded) -> None:
         if message.run_id != self.run_id:
             return
-        self.earlier_tokens = self.services.store.earlier_attempt_tokens(self.run_id)
+        self.earlier_tokens = message.earlier_tokens
         with self.screen.app.batch_update():
             self.table.merge(message.changed, message.removed)
             self.screen.query_one(Preview).reload()

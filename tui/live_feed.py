@@ -52,9 +52,12 @@ class LiveBatch(Message):
 class RunReloaded(Message):
     """A big run read again in a thread: the rows that differ from what the table showed, and those now gone."""
 
-    def __init__(self, run_id: str, changed: list[RolloutRecord], removed: list[str]) -> None:
+    def __init__(self, run_id: str, changed: list[RolloutRecord], removed: list[str],
+                 earlier_tokens: tuple[int, int] = (0, 0)) -> None:
+        """``earlier_tokens``: the run's replaced attempts' (prompt, completion) tokens, read in the same thread."""
         super().__init__()
         self.run_id, self.changed, self.removed = run_id, changed, removed
+        self.earlier_tokens = earlier_tokens
 
 
 class LiveFeed:
@@ -136,6 +139,7 @@ class LiveFeed:
         # wait for this read to release the shared connection
         with self.store.reader() as reader:
             records = reader.list_rollouts(run_id)
+            earlier = reader.earlier_attempt_tokens(run_id)
         current = {r.rollout_id for r in records}
         changed = [r for r in records if shown.get(r.rollout_id) != r]
-        target.post_message(RunReloaded(run_id, changed, [rid for rid in shown if rid not in current]))
+        target.post_message(RunReloaded(run_id, changed, [rid for rid in shown if rid not in current], earlier))
