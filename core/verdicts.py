@@ -59,7 +59,7 @@ def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatu
         columns.update(score=verdict.score, fulfilled=verdict.fulfilled, is_score_valid=True,
                        reason=first_line(verdict.rationale), failure_kind=None)
         return RolloutStatus.SCORED, columns
-    columns.update(score=None, fulfilled=None, is_score_valid=False, reason=verdict.rationale,
+    columns.update(score=None, fulfilled=None, is_score_valid=False, reason=first_line(verdict.rationale) or None,
                    error="judge gave no usable answer", failure_kind=FailureKind.JUDGE_UNUSABLE)
     return RolloutStatus.FAILED, columns
 
