@@ -14,7 +14,7 @@ from textual import on
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from svgagent.core.records import RunRecord
+from svgagent.core.records import RunRecord, mean_text
 from svgagent.core.run_ref import filter_runs
 from svgagent.core.store import Store
 from svgagent.tui.widgets.keys_footer import KeysFooter
@@ -37,7 +37,7 @@ def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text
         text.append(f"  {run.run_id}", style="dim")
     text.append(f"\n    {run.created[:16].replace('T', ' ')} · {run.status} · {run.settings.get('model', '?')} · "
                 f"{run.dataset.get('name', '?')} · {count} · mean "
-                + ("–" if mean is None else f"{mean:.3f}"), style="dim")
+                + mean_text(mean), style="dim")
     return text
 
 

@@ -206,17 +206,13 @@ async def _with_progress(engine: Engine, run_id: str, header: str, *,
     live = LiveRows(engine.store.list_rollouts(run_id))
     follower = RunFollower(engine.store, engine.bus.subscribe(), run_id)
 
-    def mean_text() -> str:
-        mean = live.tally.mean
-        return "–" if mean is None else f"{mean:.3f}"
-
-    display = _ProgressDisplay(header, always_header, live.tally.rollouts, live.tally.done, mean_text())
+    display = _ProgressDisplay(header, always_header, live.tally.rollouts, live.tally.done, mean_text(live.tally.mean))
 
     def refresh() -> None:
         changed = follower.changed()
         if changed:
             live.apply(changed)
-            display.update(live.tally.done, mean_text())
+            display.update(live.tally.done, mean_text(live.tally.mean))
 
     async def follow() -> None:
         while True:

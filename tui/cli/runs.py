@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.export import export_run
+from svgagent.core.records import mean_text
 from svgagent.core.run_ref import resolve_run
 from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
@@ -23,8 +24,7 @@ from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.store_cmd import open_store
 
 
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+_fmt = mean_text  # "–" for none, else the given decimals
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -60,7 +60,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             return EXIT_OK
         console = Console()
         console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
-                      f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
+                      f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
+                      f"mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
         table = Table("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason")
         for column, width in zip(table.columns, (7, 6, 6, 7, 5, 8, 5, 7, 10)):
             column.no_wrap = True
