@@ -71,8 +71,11 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     ">": operator.gt,
 }
-_COMPARISON = re.compile(r"^([a-z_]+)\s*(<=|>=|!=|==|=|<|>)\s*(.+)$")
+_OPERATORS = r"(<=|>=|!=|==|=|<|>)"
+_COMPARISON = re.compile(rf"^([a-z_]+)\s*{_OPERATORS}\s*(.+)$")
 _PAIR = re.compile(r"^([a-z_]+):(.+)$")
+_OPEN_COMPARISON = re.compile(rf"^([a-z_]+)\s*{_OPERATORS}$")  # as typed so far: the value still to come
+_OPEN_PAIR = re.compile(r"^([a-z_]+):$")
 
 
 @dataclass(frozen=True)
@@ -139,10 +142,10 @@ def unmatched_terms(query: Query, records: Iterable[RolloutRecord]) -> list[str]
 def _unfinished_term(word: str) -> str | None:
     """What a term still lacks when it is a field and an operator or a colon with nothing after (``score<``,
     ``status:``, as the filter reads it while the person types); None when it is not such a term."""
-    comparison = re.match(r"^([a-z_]+)\s*(<=|>=|!=|==|=|<|>)$", word)
+    comparison = _OPEN_COMPARISON.match(word)
     if comparison and comparison.group(1) in NUMERIC_FIELDS:
         return f"{word!r} needs a number after it, e.g. {word}0.5"
-    pair = re.match(r"^([a-z_]+):$", word)
+    pair = _OPEN_PAIR.match(word)
     if pair and pair.group(1) in _PAIR_TERMS:
         if pair.group(1) == "status":
             return f"{word!r} needs a status: {', '.join(s.value for s in RolloutStatus)}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -131,12 +132,13 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         # view pushed it off an 80×24 screen when the requirements are many)
         self.query_one("#requirements", OptionList).focus(scroll_visible=False)
 
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    @on(OptionList.OptionHighlighted, "#requirements")
+    def _follow_highlight(self, event: OptionList.OptionHighlighted) -> None:
         """The text column follows the highlighted requirement (the list is as tall as its requirements: it does
         not scroll itself, the column does)."""
         options = event.option_list
         line = options._index_to_line.get(event.option_index)  # Textual 8.2's option layout (its scroll_to_highlight)
-        if line is None or options.id != "requirements":
+        if line is None:
             return
         column = self.query_one("#detail-right", VerticalScroll)
         top = options.virtual_region.y + line

@@ -213,9 +213,11 @@ class SvgAgentApp(InOrderInput, App[int]):
             self.notify(str(err), severity="error")
             return
         self.missing_keys = fresh.missing_keys()
-        if self.demo and self.missing_keys:
+        if not self.demo:
+            return
+        if self.missing_keys:
             self.dashboard.keys_missing(self.missing_keys)
-        if self.demo and not self.missing_keys:
+        else:
             self.demo = False
             self.settings = fresh
             self.dashboard.demo_ended(fresh)

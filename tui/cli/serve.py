@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
@@ -136,8 +137,6 @@ class StderrLines:
     MAX_LINES = 256  # written at once past this many
 
     def __init__(self) -> None:
-        import threading
-
         self._lines: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
         # flush() may run on another thread (a record logged there, _FlushingHandler): the queue and the writes

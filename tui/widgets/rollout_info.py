@@ -39,7 +39,7 @@ NOT_JUDGED = {FailureKind.NO_SVG: "no SVG in the answer", FailureKind.RENDER: "t
 
 def not_judged(rec: RolloutRecord) -> str | None:
     """Why the judge never saw ``rec``'s picture (its score is a valid 0 without a verdict), None when it did."""
-    return NOT_JUDGED.get(rec.failure_kind) if rec.failure_kind is not None else None
+    return NOT_JUDGED.get(rec.failure_kind)
 
 
 def verdict_text(rec: RolloutRecord) -> Text:
@@ -48,7 +48,8 @@ def verdict_text(rec: RolloutRecord) -> Text:
     text.append(f"{STATUS_ICONS[rec.status]} {rec.status.value}", style="bold")
     why = not_judged(rec)
     if why is not None:
-        text.append(f"  score {rec.score:.2f}" if rec.score is not None else "")
+        if rec.score is not None:
+            text.append(f"  score {rec.score:.2f}")
         text.append(f"  the judge did not see it: {why}", style="red")
     elif rec.score is not None:
         text.append(f"  judge {rec.fulfilled if rec.fulfilled is not None else '–'}/{rec.total} = {rec.score:.2f}")
