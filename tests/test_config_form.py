@@ -287,6 +287,20 @@ async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
         assert _hint(app, "dataset") == "svgbench: 3 rows"
 
 
+async def test_a_dataset_check_that_ends_while_the_form_is_taken_down_is_dropped(isolated_env: Path) -> None:
+    """Quitting while the dataset file is read: Textual removes the form's fields before its own queue is done; the
+    check's result then met no hint to show itself in (NoMatches, a traceback at exit)."""
+    app = ConfigFormApp(load_settings())
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = _form(app)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        form._dataset_pending = "questions.json"
+        await form.query_one("#hint-dataset").remove()
+        form.on_config_form__dataset_checked(ConfigForm._DatasetChecked("questions.json", "questions.json", "", None))
+        assert form.values()["dataset"] == "builtin"  # nothing taken from a check nobody can see
+
+
 async def test_ctrl_s_writes_toml_that_load_settings_reads(isolated_env: Path) -> None:
     app = ConfigFormApp(load_settings())
     async with app.run_test(size=(120, 40)) as pilot:

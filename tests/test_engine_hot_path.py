@@ -160,7 +160,7 @@ async def test_a_rollout_gets_its_task_when_a_policy_slot_frees_up(tmp_path: Pat
 async def test_a_paid_answer_closes_its_batch_early_only_while_a_call_waits_for_its_slot(
         tmp_path: Path, renderer: Renderer, monkeypatch) -> None:
     """6 rollouts, 2 policy slots, 10 judge slots: the first four policy answers are committed urgently (a queued
-    rollout takes each one's slot), the last two and every verdict (a judge slot is always free) in the window, as
+    rollout takes each one's slot), the last (and the fifth when the fourth's commit is back) and every verdict (a judge slot is always free) in the window, as
     any change; each slot is still handed on only from its commit's callback (the crash suite checks what that
     guarantees)."""
     seen: list[tuple[str, bool]] = []
@@ -177,7 +177,11 @@ async def test_a_paid_answer_closes_its_batch_early_only_while_a_call_waits_for_
             async with Engine(settings, store, renderer=renderer) as engine:
                 summary = await engine.run(engine.create_run(load_dataset("builtin")))
     assert summary.done == 6
-    assert [urgent for what, urgent in seen if what == "policy"] == [True] * 4 + [False] * 2
+    policy = [urgent for what, urgent in seen if what == "policy"]
+    # Answers 1-4 always find a rollout queued (2 slots + at most 3 handed on < 6), the 6th never (all 6 have
+    # started). The 5th finds rollout 6 still queued when the 4th answer's commit has not come back yet: a slow
+    # commit (a loaded machine) makes it urgent too, which is right, so either is correct there.
+    assert len(policy) == 6 and policy[:4] == [True] * 4 and policy[5] is False
     assert [urgent for what, urgent in seen if what == "judge"] == [False] * summary.scored
 
 

@@ -159,6 +159,24 @@ async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> N
         assert "no <svg> element" in (preview.picture.record.reason or "")
 
 
+async def test_a_picture_that_arrives_while_the_preview_is_taken_down_is_dropped(store: Store) -> None:
+    """Quitting while a picture loads: Textual removes the preview's title before the picture's own queue is done,
+    and the loaded picture's handler then met no title (NoMatches, the app's traceback at exit; seen in CI)."""
+    from svgagent.tui.widgets.picture import PictureLoaded
+    from svgagent.tui.widgets.text_box import TextBox
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        preview = preview_of(app)
+        picture = preview.picture
+        request, record, image = picture._pending, picture.record, picture.image
+        assert request is not None and record is not None and image is not None
+        await preview.query_one("#preview-title", TextBox).remove()
+        picture.on_picture_loaded(PictureLoaded(request, record, image, ""))
+        assert picture.record is record  # the picture itself still took it; only the title is gone
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_preview_picture_uses_the_space_it_has(store: Store, size: tuple[int, int]) -> None:
     """The picture fills the pane's height (80×24, rationale beside it) or its width (the 120×40 grid's narrow

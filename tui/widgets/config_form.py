@@ -327,6 +327,8 @@ class ConfigForm(Widget):
         message.stop()
         if message.source != self._dataset_pending:
             return  # the field changed while this file was being read
+        if not self.query("#hint-dataset"):
+            return  # the app is closing: Textual removed the fields before this form's queue was done
         self._dataset_pending = None
         if message.error is not None:
             self._show("dataset", message.error)

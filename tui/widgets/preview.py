@@ -97,7 +97,9 @@ class Preview(Vertical):
     def _shown(self, message: PictureShown) -> None:
         """The picture was drawn (called where it is: the text changes in the same frame)."""
         rec = message.record
-        title = self.query_one("#preview-title", TextBox)
+        title = next(iter(self.query("#preview-title").results(TextBox)), None)
+        if title is None:  # the app is closing: Textual removed the title before the picture's queue was done
+            return
         if rec is None:
             title.show(Text(message.error, style="red"))
             self.picture.show_text([])
