@@ -122,10 +122,10 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def render_as_before(svg: str | bytes, size: int = 512) -> bytes:
     """The renderer's core as it was before the lean walk: cairosvg's tree and walk on the opaque surface, no cost
-    checks."""
+    checks, the PNG's pixels compressed by zlib (level 1)."""
     with render_draw.cairosvg_as_shipped():
         return render_svg_to_png(svg, size, surface=render_draw.opaque_surface_class(), check_cost=False,
-                                 fast_tree=False)
+                                 fast_tree=False, deflate=render_draw.zlib_deflate)
 
 
 def _difference(a: bytes, b: bytes, counts: list[int]) -> None:
