@@ -42,11 +42,13 @@ from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 
 
-def start_simulator(latency: float, nice: int = 0) -> tuple[subprocess.Popen[str], str]:
-    """``nice``: as `tui --demo` starts its simulator (the engine process's priority), for the app's benchmarks."""
+def start_simulator(latency: float, nice: int = 0, svg_file: str = "") -> tuple[subprocess.Popen[str], str]:
+    """``nice``: as `tui --demo` starts its simulator (the engine process's priority), for the app's benchmarks;
+    ``svg_file``: the policy answers these SVGs in turn (SimConfig.policy_svg_file)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--policy-latency", str(latency),
-         "--judge-latency", str(latency), "--judge-pixel-analysis", "false", "--nice", str(nice)],
+         "--judge-latency", str(latency), "--judge-pixel-analysis", "false", "--nice", str(nice),
+         "--policy-svg-file", svg_file],
         stdout=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None
@@ -129,6 +131,18 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
             "workers_cpu": workers_cpu, "failures": failures, "render_idle": render_idle, "peak_kb": peak_kb}
 
 
+def write_model_like_svgs(path: Path, count: int) -> str:
+    """``count`` SVGs of bench/render.py's corpus (its seed) in ``path``, one JSON string a line."""
+    import json
+    import random
+
+    from render import model_like_svg
+
+    rng = random.Random(7)
+    path.write_text("".join(json.dumps(model_like_svg(rng)) + "\n" for _ in range(count)), encoding="utf-8")
+    return str(path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1000, help="rollouts per measurement")
@@ -140,10 +154,18 @@ def main() -> int:
                         help="give the simulator K cores of its own and the engine (its renders, its workers) the "
                         "others, as when the model and the judge run elsewhere; the unavoidable and the bound then "
                         "count the engine's cores only (default 0: everything shares every core)")
+    parser.add_argument("--svgs", choices=("simulator", "model-like"), default="simulator",
+                        help="what the policy draws: the simulator's small SVGs (≈0.9 kB, 2 – 3 ms of render CPU) "
+                        "or bench/render.py's model-like corpus (50 – 300 elements, ≈40 ms each), as a model's "
+                        "drawings cost in real use (default simulator)")
     args = parser.parse_args()
-    proc, url = start_simulator(args.latency)
+    tmp_dir = tempfile.TemporaryDirectory()
+    svg_file = ""
+    if args.svgs == "model-like":
+        svg_file = write_model_like_svgs(Path(tmp_dir.name) / "svgs.jsonl", min(args.n, 200))
+    proc, url = start_simulator(args.latency, svg_file=svg_file)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tmp_dir as tmp:
             cores = len(os.sched_getaffinity(0))
             if args.simulator_cores:
                 every = sorted(os.sched_getaffinity(0))
@@ -175,7 +197,8 @@ def main() -> int:
                     render = render_per_rollout.get(c, math.nan) * n
                     unavoidable = max(ideal, render / cores)
                     # the issue's targets are for 1,000 rollouts: a longer run's figures carry their size
-                    tag = f"C={c}" + (f", {w} workers" if w > 1 else "") + (f", {n} rollouts" if n != 1000 else "")
+                    tag = (f"C={c}" + (f", {w} workers" if w > 1 else "") + (f", {n} rollouts" if n != 1000 else "")
+                           + (", model-like SVGs" if svg_file else ""))
                     engine_ms = 1000 * (r["cpu"] + r["workers_cpu"]) / n
                     # all of the run's CPU: workers' figures include their renders, the one engine's do not
                     everything = r["cpu"] + r["workers_cpu"] + (r["render"] if w == 1 else 0.0)

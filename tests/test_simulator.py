@@ -442,3 +442,22 @@ def test_simulator_process_started_later_answers_what_waited_for_it() -> None:
     finally:
         sim.stop()
     assert sim._proc.returncode is not None
+
+
+async def test_policy_answers_draw_the_given_svgs_in_turn(tmp_path: Any) -> None:
+    """SimConfig.policy_svg_file (bench/engine.py --svgs model-like): every answer is the next SVG of the file."""
+    import json
+
+    svgs = [f'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="{i}" height="3"/></svg>'
+            for i in (1, 2, 3)]
+    path = tmp_path / "svgs.jsonl"
+    path.write_text("".join(json.dumps(svg) + "\n" for svg in svgs))
+    with Simulator(SimConfig(seed=3, policy_svg_file=str(path))) as server:
+        api = openai.AsyncOpenAI(base_url=server.base_url, api_key="FAKEOA-sim", max_retries=0)
+        texts = [(await ask(api, make_prompt(i))).choices[0].message.content or "" for i in range(4)]
+        await api.close()
+    assert [text.split("```svg\n", 1)[1].split("\n```", 1)[0] for text in texts] == svgs + svgs[:1]
+    path.write_text("not json\n")
+    with pytest.raises(ValueError, match="JSON"):
+        from svgagent.core.sim.content import svgs_of_file
+        svgs_of_file(str(path))

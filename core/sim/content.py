@@ -173,6 +173,25 @@ def _break_xml(svg: str, rng: random.Random) -> str:
     return svg.replace("<title>simulated drawing</title>", "<title>simulated drawing & friends</title>", 1)
 
 
+SVG_FILE_CAP = 256 << 20
+
+
+def svgs_of_file(path: str) -> list[str]:
+    """The SVGs of a file with one JSON string a line (SimConfig.policy_svg_file): at least one, the file at most
+    :data:`SVG_FILE_CAP` bytes."""
+    with open(path, "rb") as file:
+        data = file.read(SVG_FILE_CAP + 1)
+    if len(data) > SVG_FILE_CAP:
+        raise ValueError(f"{path}: over {SVG_FILE_CAP >> 20} MB")
+    try:
+        svgs = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    except ValueError:  # not UTF-8, or a line that is not JSON
+        svgs = []
+    if not svgs or not all(isinstance(svg, str) for svg in svgs):
+        raise ValueError(f"{path}: not one JSON string a line")
+    return svgs
+
+
 def policy_answer(seed: int, prompt: str, nth: int, huge_bytes: int = 0) -> tuple[Quality, str, bool]:
     """(quality, answer text, cut short) for the policy's ``nth`` answer to ``prompt``.
 

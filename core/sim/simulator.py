@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import itertools
 import os
 import signal
 import socket
@@ -51,7 +52,7 @@ from pydantic import ValidationError
 from svgagent.core.listen import listen
 from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
-from svgagent.core.sim.content import judge_answer, parse_requirements, policy_answer, prompt_key
+from svgagent.core.sim.content import Quality, judge_answer, parse_requirements, policy_answer, prompt_key, svgs_of_file
 from svgagent.core.sim.wire import (
     FAULT_KINDS,
     SimConfig,
@@ -85,6 +86,7 @@ class Simulator(BackgroundServer):
         self._chat_count = 0
         self._kind_count = {"policy": 0, "judge": 0}
         self._prompt_seq: dict[str, int] = {}
+        self._svg_file: tuple[str, list[str], itertools.count] | None = None  # SimConfig.policy_svg_file, read
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -339,12 +341,24 @@ class Simulator(BackgroundServer):
                 self._prompt_seq[key] = seq + 1
             nth = 0 if temperature == 0 else seq
             huge = config.huge_answer_bytes if fault == "policy_huge" else 0
-            quality, text, cut = policy_answer(config.seed, prompt, nth, huge_bytes=huge)
+            if config.policy_svg_file and not huge:
+                quality, text, cut = self._given_svg(config.policy_svg_file)
+            else:
+                quality, text, cut = policy_answer(config.seed, prompt, nth, huge_bytes=huge)
             with self._lock:
                 self._stats["policy_quality"][quality] += 1
             contents.append(text)
             finish.append("length" if cut else "stop")
         return contents, finish
+
+    def _given_svg(self, path: str) -> tuple[Quality, str, bool]:
+        """The next SVG of ``path`` (SimConfig.policy_svg_file) as a good answer."""
+        with self._lock:
+            if self._svg_file is None or self._svg_file[0] != path:
+                self._svg_file = (path, svgs_of_file(path), itertools.count())
+            _, svgs, turn = self._svg_file
+            svg = svgs[next(turn) % len(svgs)]
+        return "good", f"Here is the SVG (simulated).\n\n```svg\n{svg}\n```\n", False
 
     async def _judge_contents(
         self, body: dict[str, Any], config: SimConfig, prompt: str, fault: str | None

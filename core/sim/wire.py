@@ -48,6 +48,9 @@ class SimConfig(BaseModel):
     judge_garbage_kinds: tuple[GarbageKind, ...] = Field(GARBAGE_KINDS, min_length=1)  # cycled in this order
     policy_huge_every: int = Field(0, ge=0)  # counts policy requests only
     huge_answer_bytes: int = Field(1_048_576, ge=1)
+    # A file of SVGs, one JSON string a line: every policy answer draws the next of them, in turn (a model's larger
+    # drawings in place of the simulator's small ones; bench/engine.py --svgs model-like). "" for the simulator's own.
+    policy_svg_file: str = ""
     rejected_key: str = "rejected-key"
     policy_model: str = "simulated-policy"
     judge_model: str = "simulated-judge"
