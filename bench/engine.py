@@ -198,7 +198,9 @@ def main() -> int:
                     unavoidable = max(ideal, render / cores)
                     # the issue's targets are for 1,000 rollouts: a longer run's figures carry their size
                     tag = (f"C={c}" + (f", {w} workers" if w > 1 else "") + (f", {n} rollouts" if n != 1000 else "")
-                           + (", model-like SVGs" if svg_file else ""))
+                           + (", model-like SVGs" if svg_file else "")
+                           + (f", simulator on {args.simulator_cores} core(s) of its own"
+                              if args.simulator_cores else ""))
                     engine_ms = 1000 * (r["cpu"] + r["workers_cpu"]) / n
                     # all of the run's CPU: workers' figures include their renders, the one engine's do not
                     everything = r["cpu"] + r["workers_cpu"] + (r["render"] if w == 1 else 0.0)
