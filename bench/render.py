@@ -122,10 +122,10 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def render_as_before(svg: str | bytes, size: int = 512) -> bytes:
     """The renderer's core as it was before the lean walk: cairosvg's tree and walk on the opaque surface, no cost
-    checks, the PNG's pixels compressed by zlib (level 1)."""
+    checks, the PNG encoded as it was (rows joined one by one, zlib's level 1)."""
     with render_draw.cairosvg_as_shipped():
         return render_svg_to_png(svg, size, surface=render_draw.opaque_surface_class(), check_cost=False,
-                                 fast_tree=False, deflate=render_draw.zlib_deflate)
+                                 fast_tree=False, encode=render_draw.surface_to_png_as_before)
 
 
 def _difference(a: bytes, b: bytes, counts: list[int]) -> None:

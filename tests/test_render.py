@@ -448,7 +448,7 @@ def test_the_png_holds_the_same_pixels_whichever_compressor_wrote_it() -> None:
     from svgagent.core.scoring import render_draw
 
     fast = render_svg_to_png(_BUSY)
-    before = render_svg_to_png(_BUSY, deflate=render_draw.zlib_deflate)
+    before = render_svg_to_png(_BUSY, encode=render_draw.surface_to_png_as_before)
     assert render_draw.fastest_deflate() is not render_draw.zlib_deflate  # isal is a dependency
     assert fast != before
     assert image_of(fast).tobytes() == image_of(before).tobytes()
@@ -463,6 +463,37 @@ def test_without_isal_the_png_is_compressed_by_zlib(monkeypatch: pytest.MonkeyPa
     try:
         monkeypatch.setitem(sys.modules, "isal", None)  # import isal raises ImportError
         assert render_draw.fastest_deflate() is render_draw.zlib_deflate
-        assert render_svg_to_png(_BUSY) == render_svg_to_png(_BUSY, deflate=render_draw.zlib_deflate)
+        assert render_svg_to_png(_BUSY) == render_svg_to_png(_BUSY, encode=render_draw.surface_to_png_as_before)
     finally:
         render_draw.fastest_deflate.cache_clear()
+
+
+def _drawn_surface():
+    from svgagent.core.scoring import render_draw, render_worker
+
+    data = _BUSY.encode()
+    tree = render_worker._parse_tree(data, render_worker._make_fetcher(len(data) + 1))
+    return render_draw.surface_class()(tree, None, 96, output_width=300, output_height=200, background_color="white")
+
+
+def test_the_scanlines_from_pillows_padded_rows_are_pngs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """surface_to_png takes PNG's scanlines from Pillow's rows padded with a zero byte; should a Pillow ever pad
+    with anything else, it builds them row by row instead: the same PNG either way."""
+    from PIL import Image as PILImage
+
+    from svgagent.core.scoring import render_draw
+
+    surface = _drawn_surface()
+    by_rows = render_draw.surface_to_png_as_before(surface)
+    assert render_draw.surface_to_png(surface, render_draw.zlib_deflate) == by_rows
+    real = PILImage.Image.tobytes
+
+    def dirty_padding(self, encoder_name="raw", *args):  # noqa: ANN001, ANN202
+        data = real(self, encoder_name, *args)
+        if len(args) < 2:
+            return data
+        stride = args[1]
+        return b"".join(data[i : i + stride - 1] + b"\xff" for i in range(0, len(data), stride))
+
+    monkeypatch.setattr(PILImage.Image, "tobytes", dirty_padding)
+    assert render_draw.surface_to_png(surface, render_draw.zlib_deflate) == by_rows

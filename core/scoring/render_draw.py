@@ -82,13 +82,7 @@ def fastest_deflate() -> Callable[[bytes], bytes]:
     return functools.partial(isal_zlib.compress, level=1)
 
 
-def encode_png_rgb(width: int, height: int, rgb: bytes, deflate: Callable[[bytes], bytes] | None = None) -> bytes:
-    """A plain 8-bit RGB PNG (no row filters; the pixels compressed by ``deflate``, by default
-    :func:`fastest_deflate`'s)."""
-    deflate = deflate or fastest_deflate()
-    row = width * 3
-    scanlines = b"".join(b"\x00" + rgb[start : start + row] for start in range(0, row * height, row))
-
+def _png(width: int, height: int, scanlines: bytes, deflate: Callable[[bytes], bytes]) -> bytes:
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
@@ -96,9 +90,21 @@ def encode_png_rgb(width: int, height: int, rgb: bytes, deflate: Callable[[bytes
     return _PNG_MAGIC + chunk(b"IHDR", header) + chunk(b"IDAT", deflate(scanlines)) + chunk(b"IEND", b"")
 
 
+def encode_png_rgb(width: int, height: int, rgb: bytes, deflate: Callable[[bytes], bytes] | None = None) -> bytes:
+    """A plain 8-bit RGB PNG of packed RGB rows (no row filters; the pixels compressed by ``deflate``, by default
+    :func:`fastest_deflate`'s)."""
+    row = width * 3
+    scanlines = b"".join(b"\x00" + rgb[start : start + row] for start in range(0, row * height, row))
+    return _png(width, height, scanlines, deflate or fastest_deflate())
+
+
 def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> bytes:
     """The PNG of a drawn surface (of :func:`surface_class` or :func:`opaque_surface_class`); ``deflate`` as for
-    :func:`encode_png_rgb`."""
+    :func:`encode_png_rgb`.
+
+    Pillow turns cairo's 32-bit pixels into RGB rows each followed by a zero byte (its raw packer pads a row to the
+    stride it is given), which is PNG's scanlines (a zero filter byte before each row) shifted by one byte: no
+    Python loop over the rows, and one copy of the picture fewer."""
     from PIL import Image
 
     check = getattr(surface, "check_status", None)
@@ -110,7 +116,25 @@ def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> 
     data = cairo_surface.get_data()  # 32 bits per pixel, native-endian xRGB
     raw_mode = "BGRX" if sys.byteorder == "little" else "XRGB"
     image = Image.frombuffer("RGB", (width, height), data, "raw", raw_mode, cairo_surface.get_stride(), 1)
-    return encode_png_rgb(width, height, image.tobytes(), deflate)
+    row = width * 3
+    padded = image.tobytes("raw", "RGB", row + 1)
+    if padded[row :: row + 1].count(0) != height:  # a packer that did not zero its padding: the sure way
+        return encode_png_rgb(width, height, image.tobytes(), deflate)
+    return _png(width, height, b"\x00" + memoryview(padded)[:-1], deflate or fastest_deflate())
+
+
+def surface_to_png_as_before(surface) -> bytes:
+    """:func:`surface_to_png` as it was before python-isal and the padded rows (packed rows joined one by one, zlib's
+    level 1), for comparisons (tests, bench/render.py)."""
+    from PIL import Image
+
+    surface.cairo.flush()
+    cairo_surface = surface.cairo
+    width, height = cairo_surface.get_width(), cairo_surface.get_height()
+    raw_mode = "BGRX" if sys.byteorder == "little" else "XRGB"
+    image = Image.frombuffer("RGB", (width, height), cairo_surface.get_data(), "raw", raw_mode,
+                             cairo_surface.get_stride(), 1)
+    return encode_png_rgb(width, height, image.tobytes(), zlib_deflate)
 
 
 @functools.cache

@@ -276,13 +276,14 @@ def _check_root(tree) -> None:
 
 
 def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                      surface=None, check_cost: bool = True, fast_tree: bool = True, deflate=None) -> bytes:
+                      surface=None, check_cost: bool = True, fast_tree: bool = True, encode=None) -> bytes:
     """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
 
     Raises :class:`RenderError` (one-line reason) for anything that cannot be rendered safely. It has no timeout
     and no memory limit of its own: use :class:`Renderer` for untrusted input. ``surface`` (a cairosvg surface
-    class), ``check_cost``, ``fast_tree`` (False: cairosvg builds the tree) and ``deflate`` (the PNG's compressor,
-    see render_draw.encode_png_rgb) exist for comparisons (tests, bench/render.py): the renderer uses the defaults.
+    class), ``check_cost``, ``fast_tree`` (False: cairosvg builds the tree) and ``encode`` (the drawn surface to PNG
+    bytes, default render_draw.surface_to_png) exist for comparisons (tests, bench/render.py): the renderer uses the
+    defaults.
     """
     if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
         raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
@@ -303,7 +304,7 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
         cut_path_data_at_closepath_errors()  # cairosvg loops for ever on "Z 5 5"; SVG draws up to the Z
         surface = (surface or surface_class())(tree, None, _DPI, output_width=out_w, output_height=out_h,
                                                background_color="white")
-        png = surface_to_png(surface, deflate)
+        png = (encode or surface_to_png)(surface)
         surface.finish()
         return png
     except RenderError:
