@@ -75,13 +75,13 @@ async def forward_events(events: Any) -> None:
 
 
 async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: int,
-                  workers: int = 1) -> dict[str, float]:
+                  workers: int = 1, max_tokens: int = 4096) -> dict[str, float]:
     dataset = load_dataset("builtin")
     rows = min(len(dataset.rows), 25)
     runs = math.ceil(n / rows)
     settings = load_settings(**demo_overrides(url), store=store_dir / f"bench-{concurrency}-{workers}.db", rows=rows,
                              samples=runs, concurrency=concurrency, judge_concurrency=concurrency, cache=False,
-                             max_retries=0, request_timeout_s=60, workers=workers)
+                             max_retries=0, request_timeout_s=60, workers=workers, max_tokens=max_tokens)
     with Store(settings.store_path()) as store:
         async with Engine(settings, store) as engine:
             run_id = engine.create_run(dataset)
@@ -186,7 +186,8 @@ def main() -> int:
             peak_kb_of_runs = 0
             for c in args.concurrency:
                 for w in args.workers:
-                    r = run(one_run(url, args.n, c, Path(tmp), proc.pid, w))  # on svgagent eval's loop
+                    # (the corpus's SVGs are up to ≈45 kB: a token limit that lets every one of them through)
+                    r = run(one_run(url, args.n, c, Path(tmp), proc.pid, w, 16384 if svg_file else 4096))
                     peak_kb_of_runs = max(peak_kb_of_runs, r["peak_kb"])
                     n = r["n"]
                     ideal = math.ceil(n / c) * 2 * args.latency
