@@ -9,7 +9,7 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
                              judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
-    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ... (each with a floor)
+    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, isal, ... (each with a floor)
     Dockerfile               the system libraries pip cannot install: libcairo2 and fonts (what `ep local-test` builds)
     README.md
 
@@ -71,6 +71,10 @@ REQUIREMENTS = (
     "defusedxml>=0.7",
     "pillow>=9.1",
     "pydantic>=2.7",
+    # the PNG's compressor (render_draw.fastest_deflate): without it the evaluator still renders, with zlib, the same
+    # pixels in other bytes than `svgagent eval` writes (and the simulated judge, which hashes the bytes, scores them
+    # apart)
+    "isal>=1.6",
 )
 DOCKERFILE = """\
 # The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and fonts
