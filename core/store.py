@@ -165,6 +165,23 @@ class Store:
             except sqlite3.Error as err:
                 raise store_failure(err, self.path) from None
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Store]:
+        """One read transaction: every read inside it (this thread) sees the file as it was at its first read,
+        whatever other connections commit meanwhile — e.g. a summary's current rollouts and the tokens of the
+        attempts reruns replaced, which a rerun committed between two separate reads would count twice or not at
+        all. Inside a write transaction (or another snapshot) it simply joins that one."""
+        with self._read() as db:
+            if db.in_transaction:
+                yield self
+                return
+            db.execute("BEGIN")  # deferred: WAL takes the snapshot at the first read, and writers are not blocked
+            try:
+                yield self
+            finally:
+                if db.in_transaction:
+                    db.execute("COMMIT")  # nothing written: it only ends the read
+
     def _check_version(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version != len(MIGRATIONS):
@@ -577,7 +594,8 @@ class Store:
 
     def summarize(self, run_id: str, threshold: float) -> RunSummary:
         """The summary of the run's current rollouts; its tokens count every attempt (what the run spent)."""
-        return summarize_rows(self.list_rollouts(run_id), threshold, self.earlier_attempt_tokens(run_id))
+        with self.snapshot():  # both reads from one state of the file: a rerun is counted once, never twice
+            return summarize_rows(self.list_rollouts(run_id), threshold, self.earlier_attempt_tokens(run_id))
 
     def earlier_attempt_tokens(self, run_id: str) -> tuple[int, int]:
         """(prompt, completion) policy tokens of the run's attempts that reruns replaced (no longer current): they

@@ -170,3 +170,34 @@ def test_v1_store_is_migrated(tmp_path: Path) -> None:
         assert s.schema_version == len(MIGRATIONS)
         cols = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(rollouts)")}
         assert "override_score" in cols
+
+
+def test_summary_reads_one_snapshot_when_a_rerun_commits_between_its_reads(store: Store) -> None:
+    """A rerun committed by another connection between the summary's two reads (current rollouts, then the
+    replaced attempts' tokens) must not count the replaced attempt twice (or not at all): one snapshot."""
+    run_id = _run(store, samples=1)
+    first, second = store.list_rollouts(run_id)
+    store.update_rollout(first.rollout_id, status=RolloutStatus.FAILED, is_score_valid=False, error="boom",
+                         prompt_tokens=100, completion_tokens=40)
+    store.update_rollout(second.rollout_id, status=RolloutStatus.SCORED, score=1.0, is_score_valid=True,
+                         prompt_tokens=10, completion_tokens=4)
+    paid = (110, 44)
+    other = Store(store.path)  # another process's connection (the app's `R` while `runs show` summarizes)
+    read_current = store.list_rollouts
+
+    def list_then_rerun(*args: object, **kwargs: object) -> list:
+        rows = read_current(*args, **kwargs)
+        other.new_attempts(run_id, [first.rollout_id])  # commits: `first` is no longer current
+        return rows
+
+    store.list_rollouts = list_then_rerun  # type: ignore[method-assign]
+    try:
+        s = store.summarize(run_id, 0.5)
+    finally:
+        del store.list_rollouts
+        other.close()
+    assert (s.prompt_tokens, s.completion_tokens) == paid  # the failed attempt's tokens counted exactly once
+    assert s.rollouts == 2 and s.failed == 1  # the state before the rerun, whole
+    after = store.summarize(run_id, 0.5)  # and the state after it, whole: same money spent, one rollout queued
+    assert (after.prompt_tokens, after.completion_tokens) == paid
+    assert after.failed == 0
