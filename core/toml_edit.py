@@ -3,10 +3,11 @@
 ``svgagent.toml`` is a file people edit by hand: a save from the Config pane must not drop their comments, blank
 lines, key order or tables. :func:`set_top_level_keys` changes only the lines of the keys it is given (a key's
 value may span lines; a comment after the value stays), removes the keys set to None and adds the new ones
-at the end of the top-level part (before the first table). It edits plain ``key = value`` lines only; for anything
-else — a key written as a dotted key or a table, a layout it cannot follow — it returns None, and so it does when
-the result, parsed again, is not exactly the old file with those keys changed: the caller then writes the file
-anew. No textual imports, no I/O.
+at the end of the top-level part (before the first table). A small lexer tells the line a statement starts on
+from a line inside another key's multi-line string or array (which may read ``key = …`` or ``[table]``). It edits
+plain ``key = value`` lines only; for anything else — a key written as a dotted key or a table, a layout it
+cannot follow — it returns None, and so it does when the result, parsed again, is not exactly the old file with
+those keys changed: the caller then writes the file anew. No textual imports, no I/O.
 """
 
 from __future__ import annotations
@@ -66,23 +67,97 @@ def _trailing_comment(written: str, key: str, value: Any) -> str:
     return ""
 
 
+def _close_multiline(line: str, at: int, quote: str) -> int | None:
+    """The index after the delimiter that closes the multi-line string ``quote`` (three double or three single
+    quotes) from ``at`` of ``line`` on; None: it stays open past the line. Up to two quotes before it are text."""
+    at_end = len(line)
+    while at < at_end:
+        if quote[0] == '"' and line[at] == "\\":
+            at += 2
+            continue
+        if line[at] == quote[0]:
+            run_end = at
+            while run_end < at_end and line[run_end] == quote[0]:
+                run_end += 1
+            if run_end - at >= 3:
+                return min(run_end, at + 5)
+            at = run_end
+            continue
+        at += 1
+    return None
+
+
+def _close_single(line: str, at: int) -> int:
+    """The index after the quote closing the one-line string that opens at ``at`` (the line's end: unclosed)."""
+    quote, at = line[at], at + 1
+    while at < len(line):
+        if quote == '"' and line[at] == "\\":
+            at += 2
+        elif line[at] == quote:
+            return at + 1
+        else:
+            at += 1
+    return len(line)
+
+
+def _lex_line(line: str, quote: str, depth: int) -> tuple[str, int]:
+    """The multi-line string still open (its delimiter, '' for none) and the brackets still open after ``line``,
+    given those before it. Only strings, comments and brackets are told apart: enough to know where a line is."""
+    at = 0
+    while at < len(line):
+        if quote:
+            closed = _close_multiline(line, at, quote)
+            if closed is None:
+                return quote, depth
+            at, quote = closed, ""
+            continue
+        char = line[at]
+        if char == "#":
+            break
+        if line.startswith(('"""', "'''"), at):
+            quote, at = line[at:at + 3], at + 3
+        elif char in "\"'":
+            at = _close_single(line, at)
+        else:
+            depth += (char in "[{") - (char in "]}")
+            depth = max(depth, 0)
+            at += 1
+    return quote, depth
+
+
+def _top_level_layout(lines: list[str]) -> tuple[list[int], int]:
+    """The lines of the top-level part on which a statement may start — not inside another key's multi-line
+    string or array, where a line may well read ``key = …`` or ``[table]`` — and the index of the first table
+    header (``len(lines)``: none). One pass of a small lexer, linear in the text: no parse."""
+    starts: list[int] = []
+    quote, depth = "", 0
+    for n, line in enumerate(lines):
+        if not quote and depth == 0:
+            if _TABLE_HEADER.match(line):
+                return starts, n
+            starts.append(n)
+        quote, depth = _lex_line(line, quote, depth)
+    return starts, len(lines)
+
+
 def _ending(line: str) -> str:
     return line[len(line.rstrip("\r\n")):]
 
 
 def set_top_level_keys(text: str, values: Mapping[str, Any], literal: Callable[[Any], str],
-                       key_text: Callable[[str], str]) -> str | None:
+                       key_text: Callable[[str], str], data: Mapping[str, Any] | None = None) -> str | None:
     """``text`` with the top-level keys of ``values`` set to ``literal(value)`` (None: the key removed), every
     other line unchanged; None when that cannot be done line by line. ``text`` must be valid TOML
-    (``tomllib.TOMLDecodeError`` otherwise)."""
-    data = tomllib.loads(text)
+    (``tomllib.TOMLDecodeError`` otherwise); ``data`` is ``text`` parsed, when the caller has it already."""
+    if data is None:
+        data = tomllib.loads(text)
     lines = text.splitlines(keepends=True)
     newline = (_ending(lines[0]) if lines else "") or "\n"
-    top_end = next((n for n, line in enumerate(lines) if _TABLE_HEADER.match(line)), len(lines))
+    starts, top_end = _top_level_layout(lines)
 
     found: dict[int, tuple[str, int, str, str]] = {}  # first line -> (key, end, "key = ", trailing comment)
     seen: set[str] = set()
-    for n in range(top_end):
+    for n in starts:
         match = _ASSIGN.match(lines[n])
         name = _key_name(match.group(1)) if match else None
         if match is None or name is None or name not in values or name in seen:
@@ -102,7 +177,8 @@ def set_top_level_keys(text: str, values: Mapping[str, Any], literal: Callable[[
              if value is not None and name not in seen]
     insert_at = top_end
     if top_end < len(lines):  # before the comment block of the first table and the blank lines above it
-        while insert_at > 0 and lines[insert_at - 1].lstrip().startswith("#"):
+        at_start = set(starts)  # a comment line, not a line of a string that starts with '#'
+        while insert_at > 0 and insert_at - 1 in at_start and lines[insert_at - 1].lstrip().startswith("#"):
             insert_at -= 1
         while insert_at > 0 and not lines[insert_at - 1].strip():
             insert_at -= 1

@@ -165,6 +165,19 @@ def test_save_does_not_take_a_line_inside_a_string_for_the_key(isolated_env: Pat
     assert tomllib.loads(target.read_text()) == {"system_prompt": 'model = "in the text"\n', "model": "new"}
 
 
+def test_save_keeps_comments_and_another_keys_multiline_string_that_reads_like_the_key(isolated_env: Path) -> None:
+    """A line inside another key's multi-line string that reads ``model = …`` (or ``[table]``) is text, not the
+    key: the save changes the real ``model`` line only, every comment and both strings stay byte for byte."""
+    target = isolated_env / "svgagent.toml"
+    strings = ('system_prompt = """\nmodel = "x"  # not a comment either\n[not_a_table]\n"""  # after the string\n'
+               "notes = \'\'\'\nmodel = 'y'\n\'\'\'\n")
+    before = '# my project\n' + strings + 'model = "old"  # the small one\n\n# the keys I remap\n[keymap]\n"app.run" = "f5"\n'
+    target.write_text(before)
+    save_project_config({"model": "new"}, target)
+    assert target.read_text() == before.replace('model = "old"', 'model = "new"')
+    assert tomllib.loads(target.read_text())["system_prompt"] == 'model = "x"  # not a comment either\n[not_a_table]\n'
+
+
 def test_save_refuses_a_file_too_large_to_be_a_config(isolated_env: Path) -> None:
     from svgagent.core.config_fields import PROJECT_CONFIG_MAX_BYTES
 
