@@ -182,19 +182,19 @@ PROJECT_CONFIG_MAX_BYTES = CONFIG_MAX_BYTES  # svgagent.toml comes with a cloned
 _HEADER = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
 
 
-def _read_project_config(path: Path) -> tuple[str, int] | None:
-    """The text and permission bits of the regular file at ``path`` (None: it is a FIFO or a device, written
-    through and never read). Raises ``ValueError`` for a file too large or not TOML."""
+def _read_project_config(path: Path) -> tuple[str, dict[str, Any], int] | None:
+    """The text, its parsed TOML and the permission bits of the regular file at ``path`` (None: it is a FIFO or
+    a device, written through and never read). Raises ``ValueError`` for a file too large or not TOML."""
     found = read_regular_capped(path)  # a FIFO swapped in meanwhile must not block the open
     if found is None:
         return None
     raw, mode = found
     try:
         text = raw.decode("utf-8")
-        tomllib.loads(text)
+        data = tomllib.loads(text)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise ValueError(f"{path.name} is not valid TOML ({err}); fix or remove it first") from None
-    return text, mode
+    return text, data, mode
 
 
 def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:
@@ -205,15 +205,17 @@ def save_project_config(values: dict[str, Any], path: Path | None = None) -> Pat
     ``ValueError`` if that file is too large or not TOML, ``OSError`` if it cannot be read or written."""
     target = path or Path.cwd() / PROJECT_CONFIG_FILE
     kind, real = resolve_target(target)
+    # the file read is the file written: the path resolved once (a symlink followed), not again by name
+    written = real if real is not None else target
     current = _read_project_config(real) if kind is TargetKind.FILE and real is not None else None
     if current is None or not current[0].strip():
-        mode = current[1] if current else 0o644
-        write_output(target, dump_toml(values, _HEADER), mode=mode)
+        mode = current[2] if current else 0o644
+        write_output(written, dump_toml(values, _HEADER), mode=mode)
         return target
-    text, mode = current
-    edited = set_top_level_keys(text, values, toml_value, toml_key)
+    text, data, mode = current  # parsed once, when read; the edit and the fallback reuse it
+    edited = set_top_level_keys(text, values, toml_value, toml_key, data)
     if edited is None:
-        kept = {k: v for k, v in tomllib.loads(text).items() if k not in values}
+        kept = {k: v for k, v in data.items() if k not in values}
         edited = dump_toml({**kept, **values}, _HEADER)
-    write_output(target, edited, mode=mode)
+    write_output(written, edited, mode=mode)
     return target

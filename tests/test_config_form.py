@@ -178,6 +178,35 @@ def test_save_keeps_comments_and_another_keys_multiline_string_that_reads_like_t
     assert tomllib.loads(target.read_text())["system_prompt"] == 'model = "x"  # not a comment either\n[not_a_table]\n'
 
 
+def test_save_parses_the_file_once_and_writes_the_file_it_read(isolated_env: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The save parses svgagent.toml once (the check when it is read; the edit and the fallback reuse that), and
+    writes the file it read: a symlink repointed between the read and the write gets none of the first's text."""
+    from svgagent.core import config_fields, toml_edit
+
+    first, second = isolated_env / "first.toml", isolated_env / "second.toml"
+    first.write_text('# mine\nmodel = "old"\nrows = 3\n')
+    second.write_text('model = "other"\n')
+    target = isolated_env / "svgagent.toml"
+    target.symlink_to(first)
+    read = config_fields.read_regular_capped
+
+    def read_then_repoint(path: Path):  # noqa: ANN202
+        found = read(path)
+        target.unlink()
+        target.symlink_to(second)
+        return found
+
+    parsed = []
+    loads = tomllib.loads
+    monkeypatch.setattr(config_fields, "read_regular_capped", read_then_repoint)
+    monkeypatch.setattr(toml_edit.tomllib, "loads", lambda text: (parsed.append(text), loads(text))[1])
+    save_project_config({"model": "new"}, target)
+    assert first.read_text() == '# mine\nmodel = "new"\nrows = 3\n'
+    assert second.read_text() == 'model = "other"\n'
+    assert parsed.count('# mine\nmodel = "old"\nrows = 3\n') == 1
+
+
 def test_save_refuses_a_file_too_large_to_be_a_config(isolated_env: Path) -> None:
     from svgagent.core.config_fields import PROJECT_CONFIG_MAX_BYTES
 
