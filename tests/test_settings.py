@@ -92,6 +92,53 @@ def test_a_project_config_is_read_as_untrusted_text(isolated_env: Path) -> None:
         load_settings()
 
 
+def test_the_capped_reader_is_the_one_pydantic_settings_calls(isolated_env: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """CappedTomlSource overrides pydantic-settings' private ``_read_file``: if a release renamed it, both TOML
+    layers would silently go back to a plain uncapped read. Through the public path (load_settings): each file is
+    read by the capped reader, an oversized user config file is refused with one line too, and a FIFO named
+    svgagent.toml is never opened for reading (start-up does not wait on it)."""
+    import threading
+
+    from svgagent.core import settings as settings_module
+    from svgagent.core.config_file import CONFIG_MAX_BYTES
+
+    project, user = isolated_env / "svgagent.toml", user_config_file()
+    project.write_text("concurrency = 3\n")
+    user.parent.mkdir(parents=True)
+    user.write_text('judge_model = "from-user"\n')
+    read = []
+    capped = settings_module.read_config_text
+    monkeypatch.setattr(settings_module, "read_config_text", lambda path: (read.append(path), capped(path))[1])
+    settings = load_settings()
+    assert (settings.concurrency, settings.judge_model) == (3, "from-user")
+    assert sorted(read) == sorted([project, user])
+
+    user.write_bytes(b"# " + b"x" * CONFIG_MAX_BYTES + b"\n")
+    with pytest.raises(ConfigError, match=r"^cannot read configuration: config.toml is too large for a config file"):
+        load_settings()
+
+    user.unlink()
+    project.unlink()
+    os.mkfifo(project)
+
+    def unblock_a_reader() -> None:  # a blocking open for reading would hang the test: the writer's end frees it
+        try:
+            os.close(os.open(project, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # no reader waiting: nothing to free
+            pass
+
+    unblock = threading.Timer(10, unblock_a_reader)
+    unblock.daemon = True
+    unblock.start()
+    try:
+        read.clear()
+        assert load_settings().concurrency == Settings.model_fields["concurrency"].default
+    finally:
+        unblock.cancel()
+    assert read == []  # pydantic-settings skips what is not a regular file; the capped reader would refuse it
+
+
 def test_store_path_home_and_override(isolated_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     default = load_settings().store_path()
     assert str(default).startswith(os.environ["XDG_DATA_HOME"])
