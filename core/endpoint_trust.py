@@ -16,13 +16,11 @@ host other than the default, running svgagent in that directory would send ``FIR
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.config_file import read_config_text
 from svgagent.core.output import write_output
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.urls import endpoint_host
@@ -87,21 +85,17 @@ def forget(file: Path, target: Path) -> int:
 
 def project_endpoints(effective: Mapping[str, str], defaults: Mapping[str, str], without: Callable[[], Any],
                       project_file: Path) -> list[ProjectEndpoint]:
-    """The endpoints in ``effective`` (setting -> URL) that come from ``project_file`` alone and differ from
-    ``defaults``: compared with ``without()``, the settings the same layers give without that file (only built
-    when the file sets an endpoint)."""
-    if not project_file.is_file():
-        return []
-    try:
-        data = tomllib.loads(read_config_text(project_file))
-    except (OSError, ValueError):
-        return []
-    named = [name for name in ENDPOINTS if isinstance(data.get(name), str)]
-    if not named:
+    """The endpoints in ``effective`` (setting -> URL) that differ from ``defaults`` and that ``project_file``
+    alone decides: ``without()`` — the settings the same layers give without that file, built only when an
+    endpoint is not the default — gives another. Decided by that comparison, never by reading the file again: a
+    second read can fail (the file replaced, grown past the cap, broken meanwhile) or spell the key otherwise
+    (pydantic-settings matches ``BASE_URL`` too), and either way it let a key go to an unconfirmed endpoint."""
+    changed = [name for name in ENDPOINTS if effective[name] != defaults[name]]
+    if not changed:
         return []
     other = without()
-    return [ProjectEndpoint(name, effective[name], project_file.resolve()) for name in named
-            if effective[name] != defaults[name] and effective[name] != getattr(other, name)]
+    return [ProjectEndpoint(name, effective[name], project_file.resolve()) for name in changed
+            if effective[name] != getattr(other, name)]
 
 
 def require_trusted(settings: object, fields: tuple[str, ...] = tuple(ENDPOINTS)) -> None:

@@ -167,12 +167,14 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cwd = Path.cwd()
-        project = [CappedTomlSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
+        # a source reads its file when made: made only when used (the settings without it must not read it)
+        project = ([CappedTomlSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
+                   if getattr(settings_cls, "read_project_file", True) else [])
         return (
             init_settings,
             EnvSettingsSource(settings_cls),
             DotEnvSettingsSource(settings_cls, env_file=cwd / ".env", env_file_encoding="utf-8"),
-            *(project if getattr(settings_cls, "read_project_file", True) else []),
+            *project,
             CappedTomlSource(settings_cls, toml_file=user_config_file()),
         )
 
@@ -243,13 +245,15 @@ def load_settings(**overrides: Any) -> Settings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         settings = Settings(**clean)
+        # the layers read again without ./svgagent.toml (when an endpoint is not the default): a layer that fails
+        # now fails the load, as it would have the first time
+        found = project_endpoints({name: getattr(settings, name) for name in ENDPOINTS},
+                                  {name: Settings.model_fields[name].default for name in ENDPOINTS},
+                                  lambda: settings_without_project_file(clean), Path.cwd() / PROJECT_CONFIG_FILE)
     except ValidationError as err:
         raise ConfigError(format_validation_error(err)) from None
     except (OSError, ValueError) as err:  # unreadable or malformed toml / .env
         raise ConfigError(f"cannot read configuration: {err}") from None
-    found = project_endpoints({name: getattr(settings, name) for name in ENDPOINTS},
-                              {name: Settings.model_fields[name].default for name in ENDPOINTS},
-                              lambda: settings_without_project_file(clean), Path.cwd() / PROJECT_CONFIG_FILE)
     settings._untrusted = tuple(e for e in found if not is_trusted(e, trust_file()))
     return settings
 

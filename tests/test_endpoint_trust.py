@@ -124,3 +124,53 @@ def test_rft_and_import_judging_check_the_judge_endpoint_too(isolated_env: Path,
     with pytest.raises(ConfigError, match="elsewhere.example:8080"):
         require_trusted(settings, (field,))
     require_trusted(settings, tuple({"base_url", "judge_base_url"} - {field}))  # the other one is fine
+
+
+@pytest.mark.parametrize("written", ["BASE_URL", "Base_Url"])
+def test_a_project_endpoint_spelled_in_another_case_still_needs_confirming(isolated_env: Path, written: str) -> None:
+    """pydantic-settings matches the file's keys case-insensitively: ``BASE_URL = …`` in svgagent.toml is the
+    endpoint keys go to, so the endpoint check must see it too (it looked for ``base_url`` alone, and let it by)."""
+    from svgagent.core.endpoint_trust import require_trusted
+    from svgagent.core.scoring.errors import ConfigError
+    from svgagent.core.settings import load_settings
+
+    toml = isolated_env / "svgagent.toml"
+    toml.write_text(f'{written} = "http://elsewhere.example:8080/v1"\n')
+    settings = load_settings()
+    assert settings.base_url == "http://elsewhere.example:8080/v1"
+    with pytest.raises(ConfigError, match=r"svgagent trust") as refused:
+        require_trusted(settings)
+    assert "\n" not in str(refused.value) and str(toml) in str(refused.value)
+    assert "elsewhere.example:8080" in str(refused.value)
+
+
+@pytest.mark.parametrize("meanwhile", ["deleted", "too large", "not TOML", "no endpoint"])
+def test_a_project_file_changed_after_settings_read_it_fails_closed(isolated_env: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    meanwhile: str) -> None:
+    """Settings took the endpoint from svgagent.toml; the file then changes before the endpoint check looks at it
+    (deleted, grown past the cap, broken, the key gone). The endpoint Settings took still needs confirming: the
+    check is decided by what Settings read, not by a second read of the file, which failed open."""
+    from svgagent.core import settings as settings_module
+    from svgagent.core.config_file import CONFIG_MAX_BYTES
+    from svgagent.core.endpoint_trust import require_trusted
+    from svgagent.core.scoring.errors import ConfigError
+
+    toml = isolated_env / "svgagent.toml"
+    toml.write_text('base_url = "http://elsewhere.example:8080/v1"\n')
+    built = settings_module.Settings.__init__
+
+    def build_then_change(self, **kwargs: object) -> None:  # noqa: ANN001
+        built(self, **kwargs)
+        if type(self) is settings_module.Settings and toml.exists():  # the first build read the file: change it
+            if meanwhile == "deleted":
+                toml.unlink()
+            else:
+                toml.write_bytes({"too large": b"# " + b"x" * CONFIG_MAX_BYTES + b"\n", "not TOML": b"base_url = \n",
+                                  "no endpoint": b'model = "m"\n'}[meanwhile])
+
+    monkeypatch.setattr(settings_module.Settings, "__init__", build_then_change)
+    settings = settings_module.load_settings()
+    assert settings.base_url == "http://elsewhere.example:8080/v1"
+    with pytest.raises(ConfigError, match=r"elsewhere\.example:8080.*svgagent trust"):
+        require_trusted(settings)
