@@ -25,7 +25,7 @@ from svgagent.core.import_row import (
     parse_evaluation_row,
     parse_formatted_prompt,
 )
-from svgagent.core.records import RunSummary
+from svgagent.core.records import RunSummary, run_threshold
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
@@ -226,7 +226,7 @@ def import_file(store: Store, path: Path | str, *, name: str | None = None,
                "format": FORMAT_EVALUATED}
     run_id = store.insert_run(name=name or f"import of {path.name}", settings=run_settings, dataset=dataset,
                               rollouts=rollouts, status="imported")
-    threshold = float(run_settings.get("threshold", 0.5))
+    threshold = run_threshold(run_settings)
     store.set_run_status(run_id, "imported", store.summarize(run_id, threshold))
     statuses = [p.status for p in parsed]
     return ImportResult(

@@ -9,7 +9,7 @@ import gc
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any
@@ -231,6 +231,19 @@ class RolloutRecord:
         }
 
 
+DEFAULT_THRESHOLD = 0.5  # the mean score a run needs to pass when nothing says otherwise (Settings' default too)
+
+
+def run_threshold(settings: Mapping[str, Any]) -> float:
+    """The pass threshold of a run with these stored settings: its own, else :data:`DEFAULT_THRESHOLD` — the one
+    fallback for every place that summarizes a stored run (the store, a stop, `runs`, the statistics, the
+    dashboard), never the session's configured threshold, so each of them judges the run alike."""
+    value = settings.get("threshold")
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+        return float(value)
+    return DEFAULT_THRESHOLD
+
+
 def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """A run's stored settings fit to print: credentials in any URL (older stores kept them) removed."""
     return {k: strip_userinfo(v) if isinstance(v, str) and has_userinfo(v) else v for k, v in settings.items()}
@@ -261,6 +274,11 @@ class RunRecord:
             summary=json.loads(row["summary_json"]) if row["summary_json"] else None,
             worked_s=row["worked_s"],
         )
+
+    @property
+    def threshold(self) -> float:
+        """The run's pass threshold (:func:`run_threshold`)."""
+        return run_threshold(self.settings)
 
     def public_dict(self) -> dict[str, Any]:
         return {

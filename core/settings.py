@@ -29,6 +29,7 @@ from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.field_limits import numeric_range
 from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.endpoint_trust import ENDPOINTS, TRUST_FILE_NAME, is_trusted, project_endpoints
+from svgagent.core.records import DEFAULT_THRESHOLD
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
 APP_NAME = "svgagent"
@@ -93,7 +94,7 @@ class Settings(BaseSettings):
     render_size: int = Field(512, ge=32, le=4096, description="longest side of the PNG the judge sees")
     render_timeout_s: float = Field(20.0, gt=0, le=600, description="wall-clock limit per render")
     render_memory_mb: int = Field(1024, ge=128, le=16384, description="memory limit of a render worker")
-    threshold: float = Field(0.5, ge=0.0, le=1.0, description="mean score needed to pass")
+    threshold: float = Field(DEFAULT_THRESHOLD, ge=0.0, le=1.0, description="mean score needed to pass")
     # data
     dataset: str = Field("builtin", min_length=1, description="'builtin' or a path (questions.json / EP JSONL)")
     rows: int | None = Field(None, ge=1, le=1_000_000, description="use the first N rows")

@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.records import RolloutRecord, mean_and_stderr
+from svgagent.core.records import DEFAULT_THRESHOLD, RolloutRecord, mean_and_stderr
 from svgagent.core.review import complete, marks_of_judge
 from svgagent.core.store import Store
 
@@ -261,7 +261,7 @@ class RunStats:
         return data
 
 
-def compute_stats(rollouts: Sequence[RolloutRecord], *, run_id: str = "", threshold: float = 0.5,
+def compute_stats(rollouts: Sequence[RolloutRecord], *, run_id: str = "", threshold: float = DEFAULT_THRESHOLD,
                   bins: int = DEFAULT_BINS, verdicts: Mapping[str, Sequence[Sequence[Any]]] | None = None,
                   top: int = 10) -> RunStats:
     """Statistics of a run's current rollouts (pure; ``verdicts`` maps rollout id → judge verdicts)."""
@@ -301,9 +301,9 @@ def compute_stats(rollouts: Sequence[RolloutRecord], *, run_id: str = "", thresh
 
 def run_stats(store: Store, run_id: str, *, threshold: float | None = None, bins: int = DEFAULT_BINS,
               top: int = 10) -> RunStats:
-    """:func:`compute_stats` for a stored run; ``threshold`` defaults to the run's own setting (else 0.5)."""
+    """:func:`compute_stats` for a stored run; ``threshold`` defaults to the run's own (``RunRecord.threshold``)."""
     run = store.get_run(run_id)
     if threshold is None:
-        threshold = float(run.settings.get("threshold", 0.5))
+        threshold = run.threshold
     return compute_stats(store.list_rollouts(run.run_id), run_id=run.run_id, threshold=threshold, bins=bins,
                          verdicts=store.rollout_verdicts(run.run_id), top=top)

@@ -587,7 +587,7 @@ class Store:
         run = self.get_run(run_id)
         if run.summary is None:
             return
-        summary = self.summarize(run_id, float(run.settings.get("threshold", 0.5)))
+        summary = self.summarize(run_id, run.threshold)
         with self._tx() as db:
             db.execute("UPDATE runs SET summary_json=? WHERE run_id=? AND summary_json IS NOT NULL",
                        (json.dumps(summary.to_dict()), run_id))

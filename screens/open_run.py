@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from textual.screen import Screen
 
 from svgagent.core.dataset import load_dataset
-from svgagent.core.records import mean_text
+from svgagent.core.records import DEFAULT_THRESHOLD, mean_text
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
 from svgagent.core.settings import Settings
 
@@ -53,7 +53,7 @@ class OpenRun:
         self.show_pane = show_pane
         self.changed = changed
         self.run_id: str | None = None
-        self.threshold = 0.5
+        self.threshold = DEFAULT_THRESHOLD
         self.earlier_tokens = (0, 0)  # tokens of the open run's attempts reruns replaced: the run spent them too
         self.unfinished = 0
         self.feed = LiveFeed(screen, services.store, services.bus)
@@ -82,7 +82,7 @@ class OpenRun:
             self.notify(str(err), title="Run store", severity="error", timeout=15)
             return
         self.run_id = run_id
-        self.threshold = float(run.settings.get("threshold", self.services.settings.threshold))
+        self.threshold = run.threshold  # the run's own, else the one default: as `runs show` and a stop judge it
         self.earlier_tokens = store.earlier_attempt_tokens(run_id)
         self.table.load(records)
         self.screen.sub_title = f"{run.name} ({run_id})"

@@ -21,6 +21,7 @@ from textual.worker import Worker, WorkerState
 
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.events import EventBus
+from svgagent.core.records import run_threshold
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
 from svgagent.core.store import Store
@@ -195,10 +196,12 @@ class SvgAgentApp(InOrderInput, App[int]):
 
     def settings_for_run(self, stored: Mapping[str, Any]) -> Settings:
         """Settings to resume a stored run: what it was started with, plus this session's keys / demo endpoints."""
+        threshold = run_threshold(stored)  # the run's, else the default every summary of it uses: not this session's
         try:
-            base = load_settings(**{k: v for k, v in stored.items() if k in Settings.model_fields})
+            base = load_settings(**{**{k: v for k, v in stored.items() if k in Settings.model_fields},
+                                    "threshold": threshold})
         except ConfigError:
-            base = self.settings
+            base = self.settings.model_copy(update={"threshold": threshold})
         return self._with_demo(base)
 
     def on_config_form_changed(self, message: Any) -> None:

@@ -139,7 +139,7 @@ class RunControl:
         self.store.reset_unfinished(run_id)
         run = self.store.get_run(run_id)
         if run.status in (RunStatus.CREATED, RunStatus.RUNNING):
-            summary = self.store.summarize(run_id, float(run.settings.get("threshold", 0.5)))
+            summary = self.store.summarize(run_id, run.threshold)
             self.store.set_run_status(run_id, RunStatus.INTERRUPTED, summary)
 
     def shutdown(self) -> None:

@@ -58,7 +58,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             run = resolve_run(store, args.resume)
             store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
             refuse_other_cache_choice(run.run_id, run.settings, overrides)
-            settings = load_settings(**{**run.settings, **overrides})
+            # a run stored without a threshold keeps the one every summary of it uses (a flag still wins)
+            settings = load_settings(**{**run.settings, "threshold": run.threshold, **overrides})
             run_id, dataset = run.run_id, None
             require_keys(settings)
             require_trusted(settings)

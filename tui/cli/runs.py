@@ -33,7 +33,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             runs = store.list_runs()
             items = []
             for run in runs:
-                summary = run.summary or store.summarize(run.run_id, run.settings.get("threshold", 0.5)).to_dict()
+                summary = run.summary or store.summarize(run.run_id, run.threshold).to_dict()
                 items.append({
                     "run_id": run.run_id, "name": run.name, "created": run.created, "status": run.status,
                     "model": run.settings.get("model"), "dataset": run.dataset.get("name"),
@@ -52,7 +52,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             return EXIT_OK
         run = resolve_run(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
-        summary = store.summarize(run.run_id, run.settings.get("threshold", 0.5))
+        summary = store.summarize(run.run_id, run.threshold)
         if args.json:
             data = {"run": {**run.public_dict(), "summary": summary.to_dict()},
                     "rollouts": [r.public_dict() for r in rollouts]}
