@@ -594,8 +594,14 @@ class Store:
 
     def summarize(self, run_id: str, threshold: float) -> RunSummary:
         """The summary of the run's current rollouts; its tokens count every attempt (what the run spent)."""
-        with self.snapshot():  # both reads from one state of the file: a rerun is counted once, never twice
-            return summarize_rows(self.list_rollouts(run_id), threshold, self.earlier_attempt_tokens(run_id))
+        rows, earlier = self.current_and_earlier_tokens(run_id)  # one snapshot: a rerun is counted once
+        return summarize_rows(rows, threshold, earlier)
+
+    def current_and_earlier_tokens(self, run_id: str) -> tuple[list[RolloutRecord], tuple[int, int]]:
+        """The run's current rollouts (light) and the tokens of the attempts reruns replaced, read in one snapshot:
+        a rerun committed meanwhile is in both or in neither, so what the run paid is counted once."""
+        with self.snapshot():
+            return self.list_rollouts(run_id), self.earlier_attempt_tokens(run_id)
 
     def earlier_attempt_tokens(self, run_id: str) -> tuple[int, int]:
         """(prompt, completion) policy tokens of the run's attempts that reruns replaced (no longer current): they

@@ -77,13 +77,13 @@ class OpenRun:
         store = self.services.store
         try:
             run = store.get_run(run_id)
-            records = store.list_rollouts(run_id)
+            records, earlier = store.current_and_earlier_tokens(run_id)  # one snapshot: a rerun counted once
         except StoreError as err:
             self.notify(str(err), title="Run store", severity="error", timeout=15)
             return
         self.run_id = run_id
         self.threshold = run.threshold  # the run's own, else the one default: as `runs show` and a stop judge it
-        self.earlier_tokens = store.earlier_attempt_tokens(run_id)
+        self.earlier_tokens = earlier
         self.table.load(records)
         self.screen.sub_title = f"{run.name} ({run_id})"
         self.refresh_summary()
@@ -97,8 +97,8 @@ class OpenRun:
         if len(table.records) >= BACKGROUND_RELOAD_ROWS:
             self.feed.reload(self.run_id, table.records)
             return
-        table.load(self.services.store.list_rollouts(self.run_id))
-        self.earlier_tokens = self.services.store.earlier_attempt_tokens(self.run_id)
+        records, self.earlier_tokens = self.services.store.current_and_earlier_tokens(self.run_id)
+        table.load(records)
         self.screen.query_one(Preview).reload()
         self.refresh_summary()
 

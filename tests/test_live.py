@@ -274,3 +274,65 @@ async def test_an_engine_that_dies_is_reported_and_its_run_interrupted(store: St
         assert any("ModuleNotFoundError" in n or "no_such_module" in n for n in notifications(app)), \
             notifications(app)
         assert store.get_run(RUN_ID).status == "interrupted"
+
+
+# --- reloads read one snapshot ------------------------------------------------------------------------------------
+def _paid(store: Store) -> int:
+    return sum(r.tokens for r in store.list_rollouts(RUN_ID, current_only=False))
+
+
+@pytest.fixture
+def rerun_after_next_read(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``arm()``: the next read of the run's current rollouts, on any connection, is followed at once by a rerun of
+    row 0 that another connection commits (the app's `R` while a reload reads) — before the replaced attempts'
+    tokens are read. Returns the new attempts' ids (filled once the rerun landed)."""
+    other = Store(store.path)
+    read = Store.list_rollouts
+
+    def arm() -> list[str]:
+        done: list[str] = []
+
+        def read_then_rerun(self: Store, *args: Any, **kwargs: Any) -> list:
+            rows = read(self, *args, **kwargs)
+            if not done and kwargs.get("current_only", True):
+                done.extend(other.new_attempts(RUN_ID, [f"{RUN_ID}.0.0"]))
+                monkeypatch.setattr(Store, "list_rollouts", read)
+            return rows
+
+        monkeypatch.setattr(Store, "list_rollouts", read_then_rerun)
+        return done
+
+    yield arm
+    other.close()
+
+
+def test_a_big_runs_reload_counts_a_rerun_committed_meanwhile_once(store: Store, rerun_after_next_read: Any) -> None:
+    paid = _paid(store)
+    posted: list[Any] = []
+
+    class Target:
+        def post_message(self, message: Any) -> None:
+            posted.append(message)
+
+    rerun = rerun_after_next_read()
+    LiveFeed(None, store, EventBus())._reload(RUN_ID, {}, Target())  # type: ignore[arg-type]
+    assert rerun
+    (reloaded,) = posted
+    assert sum(r.tokens for r in reloaded.changed) + sum(reloaded.earlier_tokens) == paid
+
+
+@pytest.mark.parametrize("when", ["open", "reload"])
+async def test_the_open_runs_tokens_count_a_rerun_committed_meanwhile_once(store: Store, rerun_after_next_read: Any,
+                                                                          when: str) -> None:
+    paid = _paid(store)
+    app = make_app(store, run_id=RUN_ID)
+    rerun = rerun_after_next_read() if when == "open" else []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        opened = app.dashboard.run
+        if when == "reload":
+            rerun = rerun_after_next_read()
+            opened.reload()
+        assert rerun
+        summary = opened.table.tally.summary(opened.threshold, opened.earlier_tokens)  # what the summary bar shows
+        assert summary.prompt_tokens + summary.completion_tokens == paid

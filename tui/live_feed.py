@@ -138,8 +138,7 @@ class LiveFeed:
         # its own read-only connection: WAL lets it read while the engine writes, and the engine's writes never
         # wait for this read to release the shared connection
         with self.store.reader() as reader:
-            records = reader.list_rollouts(run_id)
-            earlier = reader.earlier_attempt_tokens(run_id)
+            records, earlier = reader.current_and_earlier_tokens(run_id)  # one snapshot: a rerun counted once
         current = {r.rollout_id for r in records}
         changed = [r for r in records if shown.get(r.rollout_id) != r]
         target.post_message(RunReloaded(run_id, changed, [rid for rid in shown if rid not in current], earlier))
