@@ -67,36 +67,40 @@ def _trailing_comment(written: str, key: str, value: Any) -> str:
     return ""
 
 
+_SIGNIFICANT = re.compile(r"""[#"'\[\]{}]""")  # outside a string, only these change where a line is
+_BASIC_STOP = re.compile(r'[\\"]')  # in a basic string: an escape or a quote
+_LITERAL_STOP = re.compile("'")  # in a literal string: a quote (no escapes)
+
+
 def _close_multiline(line: str, at: int, quote: str) -> int | None:
     """The index after the delimiter that closes the multi-line string ``quote`` (three double or three single
     quotes) from ``at`` of ``line`` on; None: it stays open past the line. Up to two quotes before it are text."""
-    at_end = len(line)
-    while at < at_end:
-        if quote[0] == '"' and line[at] == "\\":
-            at += 2
+    mark = quote[0]
+    stop = _BASIC_STOP if mark == '"' else _LITERAL_STOP
+    while found := stop.search(line, at):
+        hit = found.start()
+        if found.group() == "\\":
+            at = hit + 2
             continue
-        if line[at] == quote[0]:
-            run_end = at
-            while run_end < at_end and line[run_end] == quote[0]:
-                run_end += 1
-            if run_end - at >= 3:
-                return min(run_end, at + 5)
-            at = run_end
-            continue
-        at += 1
+        run_end = hit
+        while run_end < len(line) and line[run_end] == mark:
+            run_end += 1
+        if run_end - hit >= 3:
+            return min(run_end, hit + 5)
+        at = run_end
     return None
 
 
 def _close_single(line: str, at: int) -> int:
     """The index after the quote closing the one-line string that opens at ``at`` (the line's end: unclosed)."""
-    quote, at = line[at], at + 1
-    while at < len(line):
-        if quote == '"' and line[at] == "\\":
-            at += 2
-        elif line[at] == quote:
-            return at + 1
-        else:
-            at += 1
+    if line[at] == "'":
+        end = line.find("'", at + 1)
+        return len(line) if end < 0 else end + 1
+    at += 1
+    while found := _BASIC_STOP.search(line, at):
+        if found.group() == '"':
+            return found.end()
+        at = found.start() + 2
     return len(line)
 
 
@@ -111,16 +115,16 @@ def _lex_line(line: str, quote: str, depth: int) -> tuple[str, int]:
                 return quote, depth
             at, quote = closed, ""
             continue
-        char = line[at]
-        if char == "#":
+        found = _SIGNIFICANT.search(line, at)
+        if found is None or found.group() == "#":
             break
-        if line.startswith(('"""', "'''"), at):
+        at = found.start()
+        if line.startswith(('"""', "\'\'\'"), at):
             quote, at = line[at:at + 3], at + 3
-        elif char in "\"'":
+        elif found.group() in "\"'":
             at = _close_single(line, at)
         else:
-            depth += (char in "[{") - (char in "]}")
-            depth = max(depth, 0)
+            depth = max(depth + (1 if found.group() in "[{" else -1), 0)
             at += 1
     return quote, depth
 
