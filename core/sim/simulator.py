@@ -49,6 +49,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
+from svgagent.core.event_loop import run as run_on_fast_loop
 from svgagent.core.listen import listen
 from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
@@ -445,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
             os.nice(args.nice)
     try:
         config = config_from_args(args)
-        asyncio.run(_run(config, args.host, args.port, args.exit_on_stdin_eof, args.listen_fd))
+        # on uvloop where it is installed, as svgagent eval and serve run: the simulator stands in for remote
+        # servers, and on the app's own cores its CPU is what the engine's runs share them with
+        run_on_fast_loop(_run(config, args.host, args.port, args.exit_on_stdin_eof, args.listen_fd))
     except KeyboardInterrupt:
         pass
     except ValidationError as exc:
