@@ -140,11 +140,10 @@ def _clip(text: str, width: int) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from svgagent.core.compare import compare_runs
     from svgagent.core.run_ref import resolve_run
 
+    from svgagent.tui.cli.console import cli_console
     from svgagent.tui.cli.store_cmd import open_store
 
     with open_store(args) as store:
@@ -154,7 +153,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(comparison.to_dict(rows), indent=2, ensure_ascii=False))
         return EXIT_OK
-    print_comparison(Console(), comparison, rows)
+    print_comparison(cli_console(), comparison, rows)
     return EXIT_OK
 
 
@@ -203,12 +202,11 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.run_ref import resolve_run
     from svgagent.core.stats import run_stats
 
+    from svgagent.tui.cli.console import cli_console
     from svgagent.tui.cli.store_cmd import open_store
 
     if args.threshold is not None and not 0 <= args.threshold <= 1:
@@ -219,7 +217,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"name": run.name, **stats.to_dict()}, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print_stats(Console(), stats, run.name, width=args.width)
+    print_stats(cli_console(), stats, run.name, width=args.width)
     return EXIT_OK
 
 

@@ -126,11 +126,15 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
               f"then continue with: {resume_command(args, holder['run_id'])}", file=sys.stderr)
         return EXIT_USAGE
     duration = time.monotonic() - started
-    if args.json:
-        print(json.dumps(summary_json(run_id, summary, duration)))
-    from rich.console import Console
+    from svgagent.tui.cli.console import cli_console, stdout_gone
 
-    _print_summary(Console(stderr=True) if args.json else Console(), run_id, summary, duration)
+    try:
+        if args.json:
+            print(json.dumps(summary_json(run_id, summary, duration)))
+        _print_summary(cli_console(stderr=args.json), run_id, summary, duration)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader of stdout left (`| head -1`): the exit status still gives the verdict
+        stdout_gone()
     unreachable = connectivity_lines(store, run_id)
     for line in unreachable:
         print(line, file=sys.stderr)

@@ -214,9 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"svgagent: stopped ({stop}); everything finished so far is saved", file=sys.stderr)
         return stop.exit_code
     except BrokenPipeError:  # e.g. `svgagent export RUN | head`: the reader left; not an error
-        import os
+        from svgagent.tui.cli.console import stdout_gone
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_gone()
         return EXIT_OK
     finally:
         resume_collection()  # a command that stopped before its start-up was over

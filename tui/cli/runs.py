@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -20,6 +19,7 @@ from svgagent.core.scoring.render import Renderer
 from svgagent.core.settings import Settings
 from svgagent.core.field_limits import bounds, numeric_range
 
+from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.store_cmd import open_store
 
@@ -48,7 +48,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             for it in items:
                 table.add_row(it["run_id"], escape(it["name"]), it["created"][:19], it["status"], str(it["model"]),
                               f"{it['done']}/{it['rollouts']}", _fmt(it["mean_score"]))
-            Console().print(table if items else "no runs yet: try `svgagent eval --demo`")
+            cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
         run = resolve_run(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
@@ -58,7 +58,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                     "rollouts": [r.public_dict() for r in rollouts]}
             print(json.dumps(data, indent=2))
             return EXIT_OK
-        console = Console()
+        console = cli_console()
         console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
                       f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
                       f"mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")

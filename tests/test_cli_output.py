@@ -1,0 +1,66 @@
+"""What the headless commands print, as a user's shell sees it: a reader that leaves early (`| head -1`), output
+that is not a terminal, text from outside the program, and the files a command is asked to write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_process import svgagent_argv
+
+
+def svgagent(*args: str, closed_stdout: bool = False, fresh: bool = False, env: dict[str, str] | None = None,
+             timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``svgagent ARGS``; with ``closed_stdout`` its standard output is a pipe nobody reads any more (the reader
+    of `svgagent … | head -1` after its first line), so every write to it fails with EPIPE. ``fresh``: in an
+    interpreter of its own, whose last flush of a buffered stdout decides as a user's does (a warm child's is the
+    fork server's)."""
+    full_env = {**os.environ, **(env or {})}
+    argv = [sys.executable, "-m", "svgagent.tui.cli.main", *args] if fresh else svgagent_argv(*args)
+    if not closed_stdout:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                              env=full_env)
+    finally:
+        os.close(write_end)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "svghome"
+    monkeypatch.setenv("SVGAGENT_HOME", str(h))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    return h
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_eval_exit_status_is_the_verdict_when_the_reader_of_stdout_left(home: Path, as_json: bool) -> None:
+    # rich ended a broken pipe with SystemExit(1): `eval | head -1` of a passing run exited 1, "below the
+    # threshold"; and a --json run below it exited 0 (main's broken-pipe handler)
+    extra = ["--json"] if as_json else []
+    env = {"PYTHONUNBUFFERED": ""}  # stdout block-buffered, as usual for a pipe: the one line is written at exit
+    passing = svgagent("eval", "--demo", "--rows", "2", "--threshold", "0", *extra, closed_stdout=True,
+                       fresh=as_json, env=env)
+    assert passing.returncode == 0, passing.stderr
+    failing = svgagent("eval", "--demo", "--rows", "2", "--threshold", "1", *extra, closed_stdout=True,
+                       fresh=as_json, env=env)
+    assert failing.returncode == 1, failing.stderr
+    for done in (passing, failing):
+        assert "Traceback" not in done.stderr
+        assert "Broken pipe" not in done.stderr
+
+
+def test_tables_to_a_reader_that_left_exit_0_like_their_json(home: Path) -> None:
+    run_id = json.loads(svgagent("eval", "--demo", "--rows", "2", "--json").stdout)["run_id"]
+    for command in (["runs", "list"], ["runs", "show", run_id], ["runs", "stats", run_id],
+                    ["runs", "compare", run_id, run_id], ["runs", "show", run_id, "--json"]):
+        done = svgagent(*command, closed_stdout=True)
+        assert done.returncode == 0, (command, done.stderr)
+        assert "Traceback" not in done.stderr, command
