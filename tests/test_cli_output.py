@@ -64,3 +64,46 @@ def test_tables_to_a_reader_that_left_exit_0_like_their_json(home: Path) -> None
         done = svgagent(*command, closed_stdout=True)
         assert done.returncode == 0, (command, done.stderr)
         assert "Traceback" not in done.stderr, command
+
+
+def _demo_run(name: str = "baseline for the long-named experiment") -> tuple[str, list[dict]]:
+    run_id = json.loads(svgagent("eval", "--demo", "--rows", "3", "--name", name, "--json").stdout)["run_id"]
+    return run_id, json.loads(svgagent("runs", "show", run_id, "--json").stdout)["rollouts"]
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("│┃").split("│" if "│" in line else "┃")]
+            for line in text.splitlines() if line.startswith(("│", "┃"))]
+
+
+def test_runs_show_keeps_every_column_whole_in_a_pipe_and_at_80_columns(home: Path) -> None:
+    # at rich's 80 columns (its width for a pipe, and a common terminal) the score column was squeezed to nothing
+    run_id, rollouts = _demo_run()
+    scores = [f"{r['score']:.3f}" for r in rollouts]
+    piped = svgagent("runs", "show", run_id)
+    assert piped.returncode == 0, piped.stderr
+    header, *rows = _table_rows(piped.stdout)
+    assert header == ["rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason"]
+    assert [row[4] for row in rows] == scores
+    assert [row[8] for row in rows] == [" ".join(r["reason"].split())[:60] for r in rollouts]
+    narrow = svgagent("runs", "show", run_id, env={"COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    header, *rows = _table_rows(narrow.stdout)
+    assert header[:8] == ["rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s"]
+    assert [row[4] for row in rows] == scores
+    assert [row[3] for row in rows] == [r["status"] for r in rollouts]
+    assert all(len(line) <= 80 for line in narrow.stdout.splitlines())
+    assert "--json" in narrow.stdout  # where the reasons it had no room for are
+    wider = svgagent("runs", "show", run_id, env={"COLUMNS": "110"})
+    header, *rows = _table_rows(wider.stdout)
+    assert header[-1] == "reason" and [row[4] for row in rows] == scores
+    assert all(len(line) <= 110 for line in wider.stdout.splitlines())
+
+
+def test_runs_list_in_a_pipe_is_not_cut_to_80_columns(home: Path) -> None:
+    run_id, _ = _demo_run()
+    listed = svgagent("runs", "list")
+    assert listed.returncode == 0, listed.stderr
+    header, row = _table_rows(listed.stdout)
+    assert row[:4] == [run_id, "baseline for the long-named experiment", row[2], "completed"]
+    assert row[4] == "simulated-policy"

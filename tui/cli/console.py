@@ -23,6 +23,16 @@ class CliConsole(Console):
         raise BrokenPipeError
 
 
+WIDE = 10_000  # "no width": a table written to a pipe or a file keeps every column whole
+
+
 def cli_console(*, stderr: bool = False) -> CliConsole:
-    """The console a command prints its tables with."""
-    return CliConsole(stderr=stderr)
+    """The console a command prints its tables with: the terminal's width on a terminal; written to a pipe or a
+    file (unless ``COLUMNS`` gives a width), no width limit, so no column is cut to rich's default of 80."""
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    wide = not terminal and not os.environ.get("COLUMNS")
+    return CliConsole(stderr=stderr, width=WIDE if wide else None)

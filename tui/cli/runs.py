@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
@@ -46,7 +47,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             table = Table("run", "name", "created", "status", "model", "done", "mean")
             table.columns[0].no_wrap = True
             for it in items:
-                table.add_row(it["run_id"], escape(it["name"]), it["created"][:19], it["status"], str(it["model"]),
+                table.add_row(it["run_id"], escape(it["name"]), it["created"][:19], it["status"], escape(str(it["model"])),
                               f"{it['done']}/{it['rollouts']}", _fmt(it["mean_score"]))
             cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
@@ -59,20 +60,40 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print(json.dumps(data, indent=2))
             return EXIT_OK
         console = cli_console()
-        console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {run.settings.get('model')} on "
+        console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
                       f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
                       f"mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
-        table = Table("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason")
-        for column, width in zip(table.columns, (7, 6, 6, 7, 5, 8, 5, 7, 10)):
+        cells = [(r.rollout_id.removeprefix(run.run_id + "."), r.row_id, str(r.sample_index), r.status.value,
+                  _fmt(r.score), f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
+                  _fmt(r.generation_s, 1), _fmt(r.judge_s, 1)) for r in rollouts]
+        reasons = [" ".join((r.reason or "").split())[:REASON_CHARS] for r in rollouts]
+        table = Table(*ROLLOUT_COLUMNS)
+        for column in table.columns:
             column.no_wrap = True
-            column.min_width = width
-        table.columns[-1].overflow = "ellipsis"
-        for r in rollouts:
-            table.add_row(r.rollout_id.removeprefix(run.run_id + "."), r.row_id, str(r.sample_index), r.status.value, _fmt(r.score),
-                          f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}", _fmt(r.generation_s, 1),
-                          _fmt(r.judge_s, 1), escape((r.reason or "")[:60]))
+        room = reason_room(console.width, ROLLOUT_COLUMNS, cells)
+        if room is not None:  # else there is no room for it: every other column stays whole (the score above all)
+            table.add_column("reason", no_wrap=True, overflow="ellipsis", max_width=room)
+        for row, reason in zip(cells, reasons):
+            table.add_row(*(escape(cell) for cell in row), *([escape(reason)] if room is not None else []))
         console.print(table)
+        if room is None and any(reasons):
+            console.print("(no room for the reasons: see them in a wider terminal or with --json)")
         return EXIT_OK
+
+
+ROLLOUT_COLUMNS = ("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s")
+REASON_CHARS = 60  # a reason's first characters (its whole text: --json)
+MIN_REASON = 10
+
+
+def reason_room(width: int, header: tuple[str, ...], cells: list[tuple[str, ...]]) -> int | None:
+    """The cells a last column (the reason) can have in a rich Table of ``width`` whose other columns keep their
+    whole ``header`` and ``cells``; None below :data:`MIN_REASON` (rich would squeeze every column to fit it,
+    down to nothing)."""
+    natural = [max([cell_len(h), *(cell_len(row[i]) for row in cells)]) for i, h in enumerate(header)]
+    columns = len(header) + 1
+    room = width - sum(natural) - 2 * columns - (columns + 1)  # a space each side of a cell, a border between
+    return room if room >= MIN_REASON else None
 
 
 def cmd_export(args: argparse.Namespace) -> int:
