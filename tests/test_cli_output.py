@@ -107,3 +107,29 @@ def test_runs_list_in_a_pipe_is_not_cut_to_80_columns(home: Path) -> None:
     header, row = _table_rows(listed.stdout)
     assert row[:4] == [run_id, "baseline for the long-named experiment", row[2], "completed"]
     assert row[4] == "simulated-policy"
+
+
+HOSTILE_ROW = "row\x1b[2J\x1b]52;c;cHduZWQ=\x07[/x]"  # clear the screen, write the clipboard (OSC 52), bad markup
+HOSTILE_REASON = "fine \x1b]0;retitled\x07\x9b31m\x1b[31mred"
+
+
+def test_text_from_an_imported_file_cannot_drive_the_terminal(home: Path, tmp_path: Path) -> None:
+    run_id, _ = _demo_run()
+    line = json.loads(svgagent("export", run_id).stdout.splitlines()[0])
+    line["input_metadata"]["row_id"] = HOSTILE_ROW
+    line["evaluation_result"]["reason"] = HOSTILE_REASON
+    line["execution_metadata"]["extra"]["svgagent"]["reason"] = HOSTILE_REASON
+    bad = tmp_path / "hostile.jsonl"
+    bad.write_text(json.dumps(line) + "\n" + "{\x1b[2J\n")
+    imported = svgagent("import", str(bad), "--name", "imported \x1b[2J run")
+    assert imported.returncode == 0, imported.stderr
+    new = imported.stdout.strip()
+    for command in (["runs", "show", new], ["runs", "list"], ["runs", "stats", new], ["runs", "compare", new, new],
+                    ["runs", "show", "\x1b[2Jnope"]):
+        shown = svgagent(*command, env={"COLUMNS": "200"})
+        assert shown.returncode == (2 if "nope" in command[-1] else 0), shown.stderr
+        for stream in (shown.stdout, shown.stderr):
+            assert not any(c in stream for c in "\x1b\x07\x9b"), (command, stream)
+        assert "Traceback" not in shown.stderr
+        assert "\\x1b[2J" in shown.stdout + shown.stderr, command  # shown, not obeyed
+    assert "\\x1b[2J" in svgagent("runs", "show", new, env={"COLUMNS": "200"}).stdout.split(new, 1)[1]

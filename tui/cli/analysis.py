@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.run_ref import RUN_HELP
+from svgagent.core.terminal_text import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -343,6 +344,6 @@ SHOW_SKIPPED = 5
 def _report_skipped(skipped: Any, count: int, out: Any) -> None:
     """The first few skipped lines and how many more: a bad file never floods the terminal."""
     for item in skipped[:SHOW_SKIPPED]:
-        print(f"line {item.line}: skipped: {item.reason}", file=out)
+        print(f"line {item.line}: skipped: {visible(item.reason)}", file=out)
     if count > SHOW_SKIPPED:
         print(f"… and {count - SHOW_SKIPPED} more skipped lines (--json lists up to 1000)", file=out)

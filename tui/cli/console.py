@@ -1,11 +1,17 @@
-"""How the headless commands print: rich consoles that leave a reader that went away to the command."""
+"""How the headless commands print: rich consoles that leave a reader that went away to the command, and show
+text from outside (imported files, a judge's rationale, an endpoint's error) without letting it drive the
+terminal."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from rich.console import Console
+from rich.text import Text
+
+from svgagent.core.terminal_text import visible
 
 
 def stdout_gone() -> None:
@@ -16,11 +22,15 @@ def stdout_gone() -> None:
 
 class CliConsole(Console):
     """A rich console whose broken pipe is a ``BrokenPipeError`` for the command to handle (rich's own handling
-    exits with status 1, which for `eval` means "below the threshold")."""
+    exits with status 1, which for `eval` means "below the threshold"), and whose strings (lines, table cells)
+    are shown with :func:`visible` (rich keeps ESC: an imported row id could clear the screen)."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
+
+    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
+        return super().render_str(visible(text), *args, **kwargs)
 
 
 WIDE = 10_000  # "no width": a table written to a pipe or a file keeps every column whole

@@ -21,6 +21,7 @@ from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
 from svgagent.core.records import RunSummary, mean_text
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.startup_gc import long_run_heap
+from svgagent.core.terminal_text import visible
 from svgagent.core.store import Store
 
 from svgagent.tui.cli.flags import explicit_settings
@@ -149,7 +150,7 @@ def connectivity_lines(store: Store, run_id: str) -> list[str]:
     for kind, (count, reason) in sorted(store.failure_kinds(run_id).items()):
         if kind.is_connectivity:
             noun = "rollout" if count == 1 else "rollouts"
-            lines.append(f"cannot reach an endpoint: {count} {noun} failed ({kind.value}): {reason}")
+            lines.append(f"cannot reach an endpoint: {count} {noun} failed ({kind.value}): {visible(reason)}")
     return lines
 
 

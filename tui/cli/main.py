@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.startup_gc import pause_collection, resume_collection
+from svgagent.core.terminal_text import visible
 
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_json, add_settings, add_store
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return cmd_tui(args)
     except SvgAgentError as err:
-        print(f"svgagent: error: {err}", file=sys.stderr)
+        print(f"svgagent: error: {visible(str(err))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("svgagent: interrupted", file=sys.stderr)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
 from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.flags import add_settings, add_store, defer
 
 # Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
@@ -143,6 +144,7 @@ class _Out:
         self.demo = demo
 
     def _tag(self, text: str) -> str:
+        text = visible(text)  # job names, states and errors come from the control plane
         return "\n".join(TAG + line for line in text.splitlines()) if self.demo else text
 
     def err(self, text: str = "") -> None:
@@ -381,12 +383,13 @@ def _show_view(view: JobView, out: _Out) -> None:
 
 
 def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Store, *, as_json: bool) -> int:
-    from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn
 
     from svgagent.core.rft.job_states import COMPLETED_OK
     from svgagent.core.rft.monitor import JobPoller, PollOutcome, format_duration, watch_job
+
+    from svgagent.tui.cli.console import CliConsole
 
     jobs: dict[str, Any] = {}
 
@@ -395,7 +398,7 @@ def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Store, 
         return jobs["last"]
 
     poller = JobPoller(fetch_and_keep, base_url, interval=interval, max_interval=max(60.0, interval))
-    console = Console(stderr=True, highlight=False)
+    console = CliConsole(stderr=True, highlight=False)  # job names and errors from the control plane: shown inert
     prefix = escape(TAG) if out.demo else ""
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                         TextColumn("{task.fields[detail]}"), console=console, transient=False)
