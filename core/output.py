@@ -9,6 +9,8 @@ What a path *is* decides how it is written, and nothing is ever half-written:
 - a symlink: followed — what it points to is written by these rules, and the link stays a link.
 - a FIFO or a device (``/dev/null``, ``/dev/stdout``, a terminal): written through, never replaced.
 - a directory, a socket, or a path whose directory does not exist: refused with one line (:class:`OutputError`).
+- a SQLite database or its write-ahead log (a run store, a backup of one): refused too, never replaced by an
+  export or a picture (`export RUN -o runs.db` in the data directory would have replaced every run there).
 
 Streams (standard output, FIFOs, devices) receive the content only once all of it was produced (it is spooled in
 a temporary file meanwhile), so an error half-way writes nothing there either.
@@ -71,6 +73,22 @@ def resolve_target(target: str | Path) -> tuple[TargetKind, Path | None]:
     raise OutputError(f"cannot write {given}: it is not a file, a FIFO or a device")
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_WAL_MAGIC = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+
+
+def _refuse_database(path: Path, target: str | Path) -> None:
+    """An :class:`OutputError` when the regular file at ``path`` is a SQLite database or write-ahead log."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(_SQLITE_HEADER))
+    except OSError:
+        return  # not readable: the write says what is wrong with it
+    if head.startswith(_SQLITE_HEADER) or head[:4] in _WAL_MAGIC:
+        raise OutputError(f"cannot write {target}: it is a SQLite database (a run store or its backup?), which an "
+                          "output never replaces; name another file")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -83,6 +101,9 @@ def open_output(target: str | Path, *, binary: bool = False, mode: int | None = 
     """A stream to write ``target`` (see the module docstring); the content lands when the block ends without an
     exception. Text is UTF-8 with line endings as written. ``stdout`` replaces ``sys.stdout`` for ``-``."""
     kind, path = resolve_target(target)
+    if kind is TargetKind.FILE:
+        assert path is not None
+        _refuse_database(path, target)
     if kind in (TargetKind.NEW, TargetKind.FILE):
         assert path is not None
         keep = stat.S_IMODE(path.stat().st_mode) if kind is TargetKind.FILE else 0o666 & ~_umask()

@@ -133,3 +133,32 @@ def test_text_from_an_imported_file_cannot_drive_the_terminal(home: Path, tmp_pa
         assert "Traceback" not in shown.stderr
         assert "\\x1b[2J" in shown.stdout + shown.stderr, command  # shown, not obeyed
     assert "\\x1b[2J" in svgagent("runs", "show", new, env={"COLUMNS": "200"}).stdout.split(new, 1)[1]
+
+
+def test_an_export_or_render_never_replaces_the_run_store(home: Path, tmp_path: Path) -> None:
+    # `export RUN -o runs.db` in the data directory replaced the store with JSONL: every run gone
+    run_id, _ = _demo_run()
+    store = home / "runs.db"
+    before = store.read_bytes()[:16]
+    picture = tmp_path / "in.svg"
+    picture.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
+    link = tmp_path / "link.db"
+    link.symlink_to(store)
+    for command in (["export", run_id, "-o", str(store)], ["export", run_id, "--format", "csv", "-o", str(link)],
+                    ["render", str(picture), "-o", str(store)]):
+        refused = svgagent(*command)
+        assert refused.returncode == 2, (command, refused.stderr)
+        assert "SQLite database" in refused.stderr and "Traceback" not in refused.stderr
+    backup = svgagent("store", "backup", str(store))
+    assert backup.returncode == 2 and "the run store itself" in backup.stderr
+    assert store.read_bytes()[:16] == before
+    assert link.is_symlink()
+    assert json.loads(svgagent("runs", "show", run_id, "--json").stdout)["run"]["run_id"] == run_id
+    # a backup file is replaced by a newer backup, as before; a plain file by an export
+    copy = tmp_path / "copy.db"
+    assert svgagent("store", "backup", str(copy)).returncode == 0
+    assert svgagent("store", "backup", str(copy)).returncode == 0
+    plain = tmp_path / "rows.jsonl"
+    plain.write_text("old\n")
+    assert svgagent("export", run_id, "-o", str(plain)).returncode == 0
+    assert plain.read_text().startswith("{")

@@ -90,6 +90,13 @@ def cmd_store(args: argparse.Namespace) -> int:
     return _backup(path, target)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _backup(path: Path, target: Path) -> int:
     from svgagent.core.store import FILE_MODE, Store
 
@@ -102,6 +109,9 @@ def _backup(path: Path, target: Path) -> int:
         raise OutputError(f"cannot back up to {target}: a backup is a regular file (not standard output, a FIFO "
                           "or a device)")
     target = resolved
+    if kind is TargetKind.FILE and any(_same_file(target, Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-shm")):
+        raise OutputError(f"cannot back up to {target}: it is the run store itself (name a new file, or omit FILE "
+                          "for one in backups/)")
     with Store(path, readonly=True) as store:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.close(fd)
