@@ -59,7 +59,10 @@ class CappedTomlSource(TomlConfigSettingsSource):
     file only (a FIFO named svgagent.toml must not hang start-up), UTF-8."""
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        return tomllib.loads(read_config_text(Path(file_path)))
+        try:
+            return tomllib.loads(read_config_text(Path(file_path)))
+        except tomllib.TOMLDecodeError as err:  # which of the config files: its own text does not say
+            raise ValueError(f"{file_path} is not valid TOML: {err}") from None
 
 class Settings(BaseSettings):
     """Everything a run needs. Keys are ``SecretStr`` and never leave the process unmasked."""

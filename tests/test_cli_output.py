@@ -14,7 +14,7 @@ from cli_process import svgagent_argv
 
 
 def svgagent(*args: str, closed_stdout: bool = False, fresh: bool = False, env: dict[str, str] | None = None,
-             timeout: float = 180) -> subprocess.CompletedProcess[str]:
+             cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """``svgagent ARGS``; with ``closed_stdout`` its standard output is a pipe nobody reads any more (the reader
     of `svgagent … | head -1` after its first line), so every write to it fails with EPIPE. ``fresh``: in an
     interpreter of its own, whose last flush of a buffered stdout decides as a user's does (a warm child's is the
@@ -22,12 +22,12 @@ def svgagent(*args: str, closed_stdout: bool = False, fresh: bool = False, env: 
     full_env = {**os.environ, **(env or {})}
     argv = [sys.executable, "-m", "svgagent.tui.cli.main", *args] if fresh else svgagent_argv(*args)
     if not closed_stdout:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd)
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=timeout,
-                              env=full_env)
+                              env=full_env, cwd=cwd)
     finally:
         os.close(write_end)
 
@@ -162,3 +162,21 @@ def test_an_export_or_render_never_replaces_the_run_store(home: Path, tmp_path: 
     plain.write_text("old\n")
     assert svgagent("export", run_id, "-o", str(plain)).returncode == 0
     assert plain.read_text().startswith("{")
+
+
+def test_a_malformed_config_file_is_named_in_its_error(home: Path, tmp_path: Path) -> None:
+    # "cannot read configuration: Invalid value (at line 1, column 15)" left the user to guess which file
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "svgagent.toml").write_text("concurrency = \n")
+    done = svgagent("eval", "--demo", "--rows", "1", cwd=project)
+    assert done.returncode == 2
+    assert str(project / "svgagent.toml") in done.stderr and "line 1" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    config = tmp_path / "xdg"
+    (config / "svgagent").mkdir(parents=True)
+    (config / "svgagent" / "config.toml").write_text("[oops\n")
+    (project / "svgagent.toml").write_text("concurrency = 2\n")
+    done = svgagent("runs", "list", cwd=project, env={"XDG_CONFIG_HOME": str(config)})
+    assert done.returncode == 2
+    assert str(config / "svgagent" / "config.toml") in done.stderr
