@@ -180,3 +180,28 @@ def test_a_malformed_config_file_is_named_in_its_error(home: Path, tmp_path: Pat
     done = svgagent("runs", "list", cwd=project, env={"XDG_CONFIG_HOME": str(config)})
     assert done.returncode == 2
     assert str(config / "svgagent" / "config.toml") in done.stderr
+
+
+def test_a_demo_run_resumed_without_demo_is_refused_before_a_key_is_sent(home: Path) -> None:
+    # the run keeps the simulator's loopback address: without --demo, FIREWORKS_API_KEY and OPENAI_API_KEY went to
+    # whatever listened on that port since, and every unfinished rollout failed as "unreachable"
+    from svgagent.core.scoring.models import DatasetRow
+    from svgagent.core.sim.simulator import Simulator
+    from svgagent.core.store import Store
+
+    with Simulator() as squatter:  # what listens on the old simulator's port now
+        home.mkdir()
+        with Store(home / "runs.db") as store:
+            run_id = store.create_run(
+                name="demo", samples=1, dataset={"name": "builtin", "source": "builtin", "rows": 1},
+                settings={"model": "simulated-policy", "judge_model": "simulated-judge",
+                          "base_url": squatter.base_url, "judge_base_url": squatter.base_url},
+                rows=[DatasetRow(0, "row_0", "Draw a red circle.", ("a red circle",))])
+            store.set_run_status(run_id, "interrupted", store.summarize(run_id, 0.5))
+        done = svgagent("eval", "--resume", run_id, "--max-retries", "0",
+                        env={"FIREWORKS_API_KEY": "fw-real-key-0123456789", "OPENAI_API_KEY": "sk-real-key-987654"})
+        assert done.returncode == 2, done.stderr
+        assert f"svgagent eval --demo --resume {run_id}" in done.stderr
+        assert squatter.stats()["total_requests"] == 0
+    with Store(home / "runs.db") as store:
+        assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued"]

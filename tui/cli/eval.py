@@ -59,6 +59,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             run = resolve_run(store, args.resume)
             store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
             refuse_other_cache_choice(run.run_id, run.settings, overrides)
+            if not args.demo:
+                refuse_demo_run_without_demo(run.run_id, run.settings, overrides, args)
             # a run stored without a threshold keeps the one every summary of it uses (a flag still wins)
             settings = load_settings(**{**run.settings, "threshold": run.threshold, **overrides})
             run_id, dataset = run.run_id, None
@@ -80,6 +82,28 @@ def refuse_other_cache_choice(run_id: str, stored: dict[str, Any], overrides: di
     if "cache" in overrides and isinstance(chosen, bool) and overrides["cache"] is not chosen:
         raise ConfigError(f"run {run_id} was started {'with' if chosen else 'without'} the response cache and a "
                           f"resume keeps that choice: drop --{'no-' if chosen else ''}cache (or start a new run)")
+
+
+def refuse_demo_run_without_demo(run_id: str, stored: dict[str, Any], overrides: dict[str, Any],
+                                 args: argparse.Namespace) -> None:
+    """A run made with --demo keeps the simulator's loopback address, long gone: resumed without --demo, your keys
+    went to whatever listens on that port now, and every unfinished rollout failed as unreachable."""
+    from urllib.parse import urlsplit
+
+    from svgagent.core.demo import DEMO_JUDGE_MODEL, DEMO_POLICY_MODEL
+    from svgagent.core.urls import is_loopback_host
+
+    def simulated(model: str, url: str) -> bool:
+        if stored.get(model) not in (DEMO_POLICY_MODEL, DEMO_JUDGE_MODEL) or url in overrides:
+            return False
+        try:
+            return is_loopback_host(urlsplit(str(stored.get(url))).hostname or "")
+        except ValueError:
+            return False
+
+    if simulated("model", "base_url") or simulated("judge_model", "judge_base_url"):
+        words = resume_command(args, run_id).replace("svgagent eval ", "svgagent eval --demo ", 1)
+        raise ConfigError(f"run {run_id} was made with the built-in simulator (--demo); continue it with: {words}")
 
 
 def resume_command(args: argparse.Namespace, run_id: str) -> str:
