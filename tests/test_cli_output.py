@@ -205,3 +205,17 @@ def test_a_demo_run_resumed_without_demo_is_refused_before_a_key_is_sent(home: P
         assert squatter.stats()["total_requests"] == 0
     with Store(home / "runs.db") as store:
         assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued"]
+
+
+def test_serve_on_a_port_in_use_is_one_line(home: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = svgagent("serve", "--port", str(port), timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = [text for text in done.stderr.splitlines() if "error" in text]
+    assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line

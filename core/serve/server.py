@@ -20,6 +20,7 @@ to the ``svgagent.serve.access`` logger as one JSON line (no bodies, so no keys)
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import sqlite3
 import time
@@ -34,7 +35,7 @@ from aiohttp.abc import AbstractAccessLogger
 from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.import_row import parse_formatted_prompt
 from svgagent.core.listen import listen
-from svgagent.core.scoring.errors import StoreError
+from svgagent.core.scoring.errors import ConfigError, StoreError
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.serve.protocol import RequestError, parse_init_body
 from svgagent.core.serve.rollout import Job, ServeContext, conclude, log_status, serve_rollout
@@ -136,7 +137,12 @@ class RolloutServer:
                                access_log=self.access,  # type: ignore[arg-type]
                                handler_cancellation=True, shutdown_timeout=2.0)
         await runner.setup()
-        bound = await listen(runner, host, port)
+        try:
+            bound = await listen(runner, host, port)
+        except OSError as err:  # a port in use, an address not of this machine: one line, not a traceback
+            raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror or err}"
+                              + (" (another server is there: choose another --port, or 0 for a free one)"
+                                 if err.errno == errno.EADDRINUSE else "")) from None
         self._runner = runner
         self._accepting = True
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
