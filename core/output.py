@@ -2,7 +2,10 @@
 
 What a path *is* decides how it is written, and nothing is ever half-written:
 
-- ``-``: standard output.
+- ``-``: standard output; and so is any name of the very file standard output is (``/dev/stdout``,
+  ``/proc/self/fd/1``, the file it was redirected to), as the standard error's names are standard error: those
+  names lead through ``/proc`` to a pipe that cannot be opened by its resolved name, or to a regular file that must
+  not be replaced (``-o /dev/stdout >> log`` would have replaced the log).
 - a new path, or an existing regular file: a temporary file in the same directory, fsynced, then renamed over the
   target (a reader sees the old file or the new one; a failure leaves the old one as it was). An existing file
   keeps its permission bits unless ``mode`` says otherwise; a new one gets ``mode`` or ``0666 & ~umask``.
@@ -43,6 +46,7 @@ class OutputError(SvgAgentError, OSError):
 
 class TargetKind(StrEnum):
     STDOUT = "stdout"
+    STDERR = "stderr"  # a name of the file standard error is (/dev/stderr): written to it, as standard output
     NEW = "new"  # no such file yet (its directory exists)
     FILE = "file"  # an existing regular file: replaced atomically
     STREAM = "stream"  # a FIFO or a device: written through
@@ -54,6 +58,9 @@ def resolve_target(target: str | Path) -> tuple[TargetKind, Path | None]:
     if str(target) == STDOUT:
         return TargetKind.STDOUT, None
     given = Path(target).expanduser()
+    stream = _standard_stream(given)
+    if stream is not None:
+        return stream, None
     path = Path(os.path.realpath(given)) if given.is_symlink() else given
     try:
         info = path.stat()
@@ -89,6 +96,23 @@ def _refuse_database(path: Path, target: str | Path) -> None:
                           "output never replaces; name another file")
 
 
+def _standard_stream(path: Path) -> TargetKind | None:
+    """STDOUT or STDERR when ``path`` (its links followed, /proc's too) is the file this process's standard output
+    or error is; None otherwise."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    for fd, kind in ((1, TargetKind.STDOUT), (2, TargetKind.STDERR)):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (info.st_dev, info.st_ino):
+            return kind
+    return None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -116,6 +140,8 @@ def open_output(target: str | Path, *, binary: bool = False, mode: int | None = 
         spool.seek(0)
         if kind is TargetKind.STDOUT:
             _copy_to_stdout(spool, stdout if stdout is not None else sys.stdout, binary)
+        elif kind is TargetKind.STDERR:
+            _copy_to_stdout(spool, sys.stderr, binary)
         else:
             assert path is not None
             _copy_to_stream(spool, path)

@@ -219,3 +219,30 @@ def test_serve_on_a_port_in_use_is_one_line(home: Path) -> None:
     assert "Traceback" not in done.stderr
     (line,) = [text for text in done.stderr.splitlines() if "error" in text]
     assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
+
+
+def test_dev_stdout_is_written_through_a_pipe_and_appended_to_a_file(home: Path, tmp_path: Path) -> None:
+    # README: /dev/stdout is written through. Into a pipe it resolved to /proc/PID/fd/pipe:[N] ("cannot write …: No
+    # such file or directory", exit 2); into a file (`>> log`) the file behind fd 1 was replaced, the log's lines lost
+    run_id, rollouts = _demo_run()
+    piped = svgagent("export", run_id, "-o", "/dev/stdout")
+    assert piped.returncode == 0, piped.stderr
+    assert [json.loads(line)["execution_metadata"]["rollout_id"] for line in piped.stdout.splitlines()] == [
+        r["rollout_id"] for r in rollouts]
+    log = tmp_path / "log.txt"
+    log.write_text("an earlier line\n")
+    picture = tmp_path / "in.svg"
+    picture.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
+    for command in (["export", run_id, "-o", "/dev/stdout"], ["render", str(picture), "-o", "/dev/stdout"],
+                    ["export", run_id, "--format", "csv", "-o", "/proc/self/fd/1"]):
+        with log.open("ab") as appended:
+            done = subprocess.run(svgagent_argv(*command), stdout=appended, stderr=subprocess.PIPE, timeout=120)
+        assert done.returncode == 0, done.stderr
+    data = log.read_bytes()
+    assert data.startswith(b"an earlier line\n{")
+    jsonl, rest = data.removeprefix(b"an earlier line\n").split(b"\x89PNG", 1)
+    assert len(jsonl.splitlines()) == len(rollouts)  # appended in order: the lines, the picture, the CSV
+    assert b"IEND" in rest and rest.split(b"IEND", 1)[1][4:].startswith(b"run_id,rollout_id,")
+    stderr_target = svgagent("export", run_id, "-o", "/dev/stderr")
+    assert stderr_target.returncode == 0 and stderr_target.stdout == ""
+    assert stderr_target.stderr.count('"messages"') == len(rollouts)
