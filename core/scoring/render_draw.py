@@ -73,8 +73,8 @@ def zlib_deflate(data: bytes) -> bytes:
 def fastest_deflate() -> Callable[[bytes], bytes]:
     """The zlib stream compressor for the PNG's pixels: ISA-L's level 1 (python-isal) when it is installed, else
     zlib's level 1. Both write a standard zlib stream (every PNG decoder reads either); on the renders of
-    bench/render.py's corpus ISA-L takes about a fifth of zlib's CPU for a stream ~3 % larger. The evaluator bundle
-    does not require isal: a remote evaluator without it encodes with zlib, the same pixels."""
+    bench/render.py's corpus ISA-L takes about a fifth of zlib's CPU for a stream ~3 % larger. The app and the
+    evaluator bundle require isal (so both write the same bytes); without it the pixels are the same, the bytes not."""
     try:
         from isal import isal_zlib
     except ImportError:
@@ -98,13 +98,8 @@ def encode_png_rgb(width: int, height: int, rgb: bytes, deflate: Callable[[bytes
     return _png(width, height, scanlines, deflate or fastest_deflate())
 
 
-def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> bytes:
-    """The PNG of a drawn surface (of :func:`surface_class` or :func:`opaque_surface_class`); ``deflate`` as for
-    :func:`encode_png_rgb`.
-
-    Pillow turns cairo's 32-bit pixels into RGB rows each followed by a zero byte (its raw packer pads a row to the
-    stride it is given), which is PNG's scanlines (a zero filter byte before each row) shifted by one byte: no
-    Python loop over the rows, and one copy of the picture fewer."""
+def _rgb_image(surface):
+    """(width, height, Pillow RGB image) of a drawn surface's pixels (cairo's sticky errors raised first)."""
     from PIL import Image
 
     check = getattr(surface, "check_status", None)
@@ -115,7 +110,18 @@ def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> 
     width, height = cairo_surface.get_width(), cairo_surface.get_height()
     data = cairo_surface.get_data()  # 32 bits per pixel, native-endian xRGB
     raw_mode = "BGRX" if sys.byteorder == "little" else "XRGB"
-    image = Image.frombuffer("RGB", (width, height), data, "raw", raw_mode, cairo_surface.get_stride(), 1)
+    return width, height, Image.frombuffer("RGB", (width, height), data, "raw", raw_mode, cairo_surface.get_stride(),
+                                           1)
+
+
+def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> bytes:
+    """The PNG of a drawn surface (of :func:`surface_class` or :func:`opaque_surface_class`); ``deflate`` as for
+    :func:`encode_png_rgb`.
+
+    Pillow turns cairo's 32-bit pixels into RGB rows each followed by a zero byte (its raw packer pads a row to the
+    stride it is given), which is PNG's scanlines (a zero filter byte before each row) shifted by one byte: no
+    Python loop over the rows, and one copy of the picture fewer."""
+    width, height, image = _rgb_image(surface)
     row = width * 3
     padded = image.tobytes("raw", "RGB", row + 1)
     if padded[row :: row + 1].count(0) != height:  # a packer that did not zero its padding: the sure way
@@ -126,14 +132,7 @@ def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> 
 def surface_to_png_as_before(surface) -> bytes:
     """:func:`surface_to_png` as it was before python-isal and the padded rows (packed rows joined one by one, zlib's
     level 1), for comparisons (tests, bench/render.py)."""
-    from PIL import Image
-
-    surface.cairo.flush()
-    cairo_surface = surface.cairo
-    width, height = cairo_surface.get_width(), cairo_surface.get_height()
-    raw_mode = "BGRX" if sys.byteorder == "little" else "XRGB"
-    image = Image.frombuffer("RGB", (width, height), cairo_surface.get_data(), "raw", raw_mode,
-                             cairo_surface.get_stride(), 1)
+    width, height, image = _rgb_image(surface)
     return encode_png_rgb(width, height, image.tobytes(), zlib_deflate)
 
 
