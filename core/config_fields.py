@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr, ValidationError
 
-from svgagent.core.config_file import CONFIG_MAX_BYTES, read_regular_capped
+from svgagent.core.config_file import read_regular_capped
 from svgagent.core.output import TargetKind, resolve_target, write_output
 from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
 from svgagent.core.toml_edit import set_top_level_keys
@@ -178,7 +178,6 @@ def dump_toml(data: dict[str, Any], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-PROJECT_CONFIG_MAX_BYTES = CONFIG_MAX_BYTES  # svgagent.toml comes with a cloned project: untrusted text, read capped
 _HEADER = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
 
 

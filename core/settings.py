@@ -53,7 +53,6 @@ def trust_file() -> Path:
     return user_config_file().parent / TRUST_FILE_NAME
 
 
-
 class CappedTomlSource(TomlConfigSettingsSource):
     """pydantic-settings' TOML layer reading its file as untrusted text (core/config_file.py): capped, a regular
     file only (a FIFO named svgagent.toml must not hang start-up), UTF-8."""
@@ -63,6 +62,7 @@ class CappedTomlSource(TomlConfigSettingsSource):
             return tomllib.loads(read_config_text(Path(file_path)))
         except tomllib.TOMLDecodeError as err:  # which of the config files: its own text does not say
             raise ValueError(f"{file_path} is not valid TOML: {err}") from None
+
 
 class Settings(BaseSettings):
     """Everything a run needs. Keys are ``SecretStr`` and never leave the process unmasked."""

@@ -208,7 +208,7 @@ def test_save_parses_the_file_once_and_writes_the_file_it_read(isolated_env: Pat
 
 
 def test_save_refuses_a_file_too_large_to_be_a_config(isolated_env: Path) -> None:
-    from svgagent.core.config_fields import PROJECT_CONFIG_MAX_BYTES
+    from svgagent.core.config_file import CONFIG_MAX_BYTES as PROJECT_CONFIG_MAX_BYTES
 
     target = isolated_env / "svgagent.toml"
     big = "# " + "x" * PROJECT_CONFIG_MAX_BYTES + "\nrows = 1\n"
