@@ -39,6 +39,7 @@ from svgagent.core.event_loop import loop_factory, run
 from svgagent.core.settings import load_settings
 from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.render import usable_cpus
 from svgagent.core.store import Store
 
 
@@ -166,7 +167,7 @@ def main() -> int:
     proc, url = start_simulator(args.latency, svg_file=svg_file)
     try:
         with tmp_dir as tmp:
-            cores = len(os.sched_getaffinity(0))
+            cores = usable_cpus()  # what the render pool sizes itself to
             if args.simulator_cores:
                 every = sorted(os.sched_getaffinity(0))
                 if not 0 < args.simulator_cores < len(every):

@@ -32,7 +32,7 @@ import time
 from _report import cpu_seconds, report, warm_pool
 from svgagent.core.scoring import render_draw
 from svgagent.core.scoring.errors import RenderError
-from svgagent.core.scoring.render import Renderer, render_svg_to_png
+from svgagent.core.scoring.render import Renderer, render_svg_to_png, usable_cpus
 
 WORDS = ["sun", "tree", "house", "cat", "river", "moon", "boat", "hill", "bird", "cloud", "star", "road"]
 
@@ -285,7 +285,7 @@ def main() -> None:
 
     elapsed, failures, startup, worker_cpu = asyncio.run(bench_pool(svgs, args.workers))
     pooled = args.n / elapsed
-    workers = args.workers or os.cpu_count() or 1
+    workers = args.workers or usable_cpus()  # what the pool sizes itself to (Renderer)
     print(f"pool ({workers} workers): {pooled:.0f} renders/s ({args.n} in {elapsed:.2f} s, {failures} failed; "
           f"start-up {startup:.2f} s)  ratio pool/single = {pooled / single:.2f}; workers' CPU "
           f"{worker_cpu / args.n * 1000:.1f} ms per SVG")

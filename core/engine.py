@@ -19,7 +19,6 @@ import asyncio
 import hashlib
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -49,7 +48,7 @@ from svgagent.core.policy import (
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunStatus, RunSummary
 from svgagent.core.rollout_pool import RolloutPool
-from svgagent.core.scoring.render import Renderer
+from svgagent.core.scoring.render import Renderer, usable_cpus
 from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
@@ -73,7 +72,7 @@ def engine_workers(settings: Settings) -> int:
     (one per LOOP_CONCURRENCY calls in flight), at most half the CPUs (the render workers need the rest)."""
     if settings.workers is not None:
         return settings.workers
-    return max(1, min((os.cpu_count() or 1) // 2, math.ceil(settings.concurrency / LOOP_CONCURRENCY)))
+    return max(1, min(usable_cpus() // 2, math.ceil(settings.concurrency / LOOP_CONCURRENCY)))
 
 
 class Engine:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 from typing import Any
 
 from svgagent.core.engine_process import EngineProcess
 from svgagent.core.lease import LeaseOwner
 from svgagent.core.records import RunStatus, RunSummary
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.render import usable_cpus
 
 
 def shard(ids: list[str], count: int) -> list[list[str]]:
@@ -47,7 +47,7 @@ async def run_with_workers(engine: Any, run_id: str, owner: LeaseOwner, count: i
         "workers": 1,
         "cache": engine.use_cache,
     })
-    render_workers = max(1, (os.cpu_count() or 1) // max(1, len(shards)))
+    render_workers = max(1, usable_cpus() // max(1, len(shards)))
     children = [EngineProcess(child_settings, str(store.path), engine.bus, run_id, rollouts=ids,
                               render_workers=render_workers, nice=False) for ids in shards]
     for child in children:

@@ -221,10 +221,10 @@ def test_rollouts_are_dealt_round_robin_and_workers_follow_the_concurrency(monke
 
     assert shard(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
     assert sorted(sum(shard([str(i) for i in range(7)], 3), [])) == [str(i) for i in range(7)]
-    monkeypatch.setattr(engine_module.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(engine_module, "usable_cpus", lambda: 8)
     assert engine_workers(load_settings(concurrency=16)) == 1
     assert engine_workers(load_settings(concurrency=256)) == 2
     assert engine_workers(load_settings(concurrency=1024)) == 4  # half the CPUs at most
     assert engine_workers(load_settings(concurrency=1024, workers=6)) == 6
-    monkeypatch.setattr(engine_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(engine_module, "usable_cpus", lambda: 2)
     assert engine_workers(load_settings(concurrency=1024)) == 1

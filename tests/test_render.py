@@ -191,6 +191,22 @@ def test_pool_checks_size_before_sending(renderer: Renderer) -> None:
 # ------------------------------------------------------------------------------------------------ the pool
 
 
+def test_the_pool_is_sized_to_the_cpus_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(render_module.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(render_module.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert render_module.usable_cpus() == 1  # confined to one core (taskset, a cpuset): one worker, not eight
+    assert Renderer().workers == 1
+    monkeypatch.setattr(render_module.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert Renderer().workers == 3
+    assert Renderer(workers=5).workers == 5  # a size asked for is kept
+
+    def no_affinity(pid: int) -> set[int]:
+        raise OSError("not supported")
+
+    monkeypatch.setattr(render_module.os, "sched_getaffinity", no_affinity, raising=False)
+    assert render_module.usable_cpus() == 8
+
+
 async def test_workers_start_lazily_and_stop_on_close(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that
     pool = Renderer(workers=2)

@@ -37,7 +37,7 @@ from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import JudgeMode
-from svgagent.core.scoring.render import Renderer
+from svgagent.core.scoring.render import Renderer, usable_cpus
 
 PACKAGE = "svgagent.core.scoring"  # the bundle renames this package; see _worker_path()
 CONFIG_FILE = "svgagent_bundle.json"
@@ -126,7 +126,7 @@ def shared_renderer(config: JudgeConfig) -> Renderer:
         if _renderer is None or _renderer.closed:
             _worker_path()
             _renderer = Renderer(size=config.render_size, timeout_s=config.render_timeout_s,
-                                 memory_mb=config.render_memory_mb, workers=min(4, os.cpu_count() or 1))
+                                 memory_mb=config.render_memory_mb, workers=min(4, usable_cpus()))
         return _renderer
 
 

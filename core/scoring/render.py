@@ -66,6 +66,16 @@ _WORKER_BOOT = ("import runpy, sys; del sys.path[0]; "
 # the PNG's scanlines, ~3 MB at 512 px — were each a fresh mapping, unmapped again when freed, so every render
 # faulted in and zeroed ~1,000 new pages (≈1.5 ms of its ≈3.8 ms of CPU on a small SVG). From the heap and kept
 # there between renders, the next render reuses them. A worker keeps at most TRIM of freed memory (RLIMIT_AS: 1 GB).
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask (``taskset``, a container's cpuset), not the machine's
+    count -- a pool of one render worker per machine CPU, confined to one core, had its renders slice each other's
+    time and caches. At least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 
 
@@ -478,7 +488,7 @@ def _close_workers(workers: list[WorkerProcess]) -> None:
 class Renderer:
     """A pool of sandboxed worker processes rendering SVG to PNG, each render with a wall-clock timeout.
 
-    Up to ``workers`` worker processes (default: one per CPU) live until :meth:`close`. The first starts on the
+    Up to ``workers`` worker processes (default: one per CPU this process may use, :func:`usable_cpus`) live until :meth:`close`. The first starts on the
     first render (or :meth:`start`); another starts only when a render has waited ``GROW_AFTER_S`` for a busy one
     (not for a boot: that ends sooner than a second would), so a run whose renders never queue boots one interpreter, not one per CPU (each boot costs ≈0.45 s of CPU,
     half of it cffi parsing cairo's C declarations). A worker that times out, crashes or runs out of memory is
@@ -504,7 +514,7 @@ class Renderer:
         self.size = size
         self.timeout_s = float(timeout_s)
         self.memory_mb = memory_mb
-        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        self.workers = max(1, workers if workers is not None else usable_cpus())
         self.max_bytes = max_bytes
         self._pool_state = threading.Condition()
         self._all: list[WorkerProcess] = []
