@@ -286,3 +286,77 @@ def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, 
         (run,) = store.list_runs()
         assert run.status == "completed"
         assert len(store.list_rollouts(run.run_id)) == 6
+
+
+def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) -> str:
+    """An interrupted run of 2 rows × 1 sample, nothing done, stored with a real run's settings and ``settings``
+    (``without``: settings it stored no value for, as an older svgagent)."""
+    from svgagent.core.dataset import load_dataset
+    from svgagent.core.settings import Settings
+
+    base = {"model": "accounts/acme/models/policy-v1", "judge_model": "judge-v1", "rows": 2, "threshold": 0.6,
+            "base_url": "http://127.0.0.1:9", "judge_base_url": "http://127.0.0.1:9"}  # nothing leaves the machine
+    stored = {**Settings.model_validate({**base, **settings}).public_dict(), "cache": False}
+    for name in without:
+        del stored[name]
+    dataset = load_dataset("builtin")
+    ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": 2}
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Store(db) as store:
+        run_id = store.create_run(name=None, settings=stored, dataset=ref, rows=list(dataset.rows[:2]), samples=1)
+        store.set_run_status(run_id, "interrupted", store.summarize(run_id, 0.6))
+    return run_id
+
+
+@pytest.mark.parametrize(("flag", "stored", "why"), [
+    (["--model", "accounts/acme/models/policy-v2"], "model 'accounts/acme/models/policy-v1'", "measures"),
+    (["--judge-model", "judge-v2"], "judge_model 'judge-v1'", "measures"),
+    (["--judge-mode", "per-requirement"], "judge_mode 'count'", "measures"),
+    (["--render-size", "64"], "render_size 512", "measures"),
+    (["--rows", "3"], "rows 2", "measures"),
+    (["--samples", "2"], "samples 1", "measures"),
+    (["--dataset", "other.json"], "dataset 'builtin'", "measures"),
+    (["--threshold", "0.9"], "threshold 0.6", "the stored threshold is the run's"),
+])
+def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(home: Path, flag: list[str], stored: str,
+                                                                    why: str) -> None:
+    # such a flag was obeyed for the rest of the rollouts: one run, two models (or sizes, modes, thresholds)
+    run_id = _stored_run(home / "runs.db")
+    done = svgagent("eval", "--resume", run_id, *flag, "--max-retries", "0",
+                    env={"FIREWORKS_API_KEY": "fw-k", "OPENAI_API_KEY": "sk-k"})
+    assert done.returncode == 2
+    given = repr(float(flag[1]) if flag[0] == "--threshold" else int(flag[1]) if flag[1].isdigit() else flag[1])
+    assert done.stderr.strip().splitlines() == [
+        f"svgagent: error: {flag[0]} {given}: run {run_id} was stored with {stored} "
+        f"({'a resume keeps what the run ' + why if why == 'measures' else why}); drop {flag[0]} (or start a new run)"]
+    with Store(home / "runs.db", readonly=True) as store:
+        assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued", "queued"]
+
+
+def test_a_resume_takes_flags_equal_to_the_stored_values_and_a_threshold_for_a_run_without_one(home: Path) -> None:
+    from svgagent.core.demo import DEMO_JUDGE_MODEL, DEMO_POLICY_MODEL
+
+    db = home / "runs.db"
+    demo = {"model": DEMO_POLICY_MODEL, "judge_model": DEMO_JUDGE_MODEL}
+    run_id = _stored_run(db, **demo)
+    same = svgagent("eval", "--demo", "--resume", run_id, "--model", DEMO_POLICY_MODEL, "--rows", "2", "--samples",
+                    "1", "--threshold", "0.6", "--render-size", "512", "--judge-mode", "count", "--dataset",
+                    "builtin", "--json")
+    assert same.returncode in (0, 1), same.stderr
+    assert json.loads(same.stdout)["threshold"] == 0.6
+    run_id = _stored_run(db, without=("threshold",), **demo)  # as an older svgagent stored it
+    flagged = svgagent("eval", "--demo", "--resume", run_id, "--threshold", "0", "--json")
+    assert flagged.returncode == 0, flagged.stderr
+    assert json.loads(flagged.stdout)["threshold"] == 0.0
+
+
+def test_a_resume_with_demo_of_a_run_made_without_it_is_refused(home: Path) -> None:
+    # the simulator answered the rest of a real model's run: a run of two models, the second one made up
+    run_id = _stored_run(home / "runs.db")
+    done = svgagent("eval", "--demo", "--resume", run_id)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"svgagent: error: --demo: run {run_id} was not made with the built-in simulator (its policy is "
+        "'accounts/acme/models/policy-v1'): a resume keeps what the run measures; drop --demo"]
+    with Store(home / "runs.db", readonly=True) as store:
+        assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued", "queued"]

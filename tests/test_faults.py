@@ -193,7 +193,8 @@ def test_second_worker_on_the_same_run_is_refused(tmp_path: Path, keys: None) ->
 def test_two_resumes_of_one_run_at_once_one_is_refused(tmp_path: Path, keys: None) -> None:
     db = tmp_path / "runs.db"
     with Simulator() as sim:
-        settings = load_settings(base_url=sim.base_url, model="simulated-policy", rows=12)
+        settings = load_settings(base_url=sim.base_url, judge_base_url=sim.base_url, model="simulated-policy",
+                                 judge_model="simulated-judge", render_size=128, rows=12)  # as sim_args says
         with Store(db) as store:
             run_id = create_run(settings, store, load_dataset("builtin"))
         sim.hold()  # the winner's requests wait: it stays busy until the test lets them go
