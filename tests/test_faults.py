@@ -394,9 +394,12 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
             out = svgagent(*command, "--store", str(mnt / "runs.db"))
             assert out.returncode == 0, (command, out.stderr)
             assert out.stdout
-        writing = svgagent("runs", "list", "--store", str(mnt / "missing.db"))
+        writing = svgagent("runs", "show", "r", "--store", str(mnt / "missing.db"))
         assert writing.returncode == 2
         assert "no run store at" in writing.stderr
+        listed = svgagent("runs", "list", "--store", str(mnt / "missing.db"))  # nothing to list: no error either
+        assert listed.returncode == 0, listed.stderr
+        assert not (mnt / "missing.db").exists()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 

@@ -22,13 +22,16 @@ from svgagent.core.field_limits import bounds, numeric_range
 
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
-from svgagent.tui.cli.store_cmd import open_store
+from svgagent.tui.cli.store_cmd import open_store, store_path
 
 
 _fmt = mean_text  # "–" for none, else the given decimals
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.runs_command == "list" and not (path := store_path(args)).exists():  # a fresh machine: nothing to list,
+        print("[]" if args.json else f"no runs yet (the run store will be {path}): try `svgagent eval --demo`")
+        return EXIT_OK  # and no store made just to say so
     with open_store(args) as store:
         if args.runs_command == "list":
             runs = store.list_runs()
