@@ -57,6 +57,16 @@ def test_eval_demo_json_and_stored_run(home: Path) -> None:
     assert listed[0]["mean_score"] == pytest.approx(data["mean_score"])
 
 
+def test_rows_beyond_the_dataset_are_capped_with_a_note(home: Path) -> None:
+    # the cap was silent: `--rows 500` ran 33 rollouts and said nothing about the other 467
+    out = svgagent("eval", "--demo", "--rows", "500", "--json")
+    assert out.returncode in (0, 1), out.stderr
+    assert json.loads(out.stdout)["rollouts"] == 33
+    assert "svgagent: --rows 500: the dataset has 33 rows; running 33" in out.stderr.splitlines()
+    exact = svgagent("eval", "--demo", "--rows", "33", "--json")
+    assert "the dataset has" not in exact.stderr
+
+
 def test_eval_threshold_decides_exit_code(home: Path) -> None:
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "0").returncode == 0
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "1").returncode == 1

@@ -69,6 +69,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         else:
             run_id = None
             dataset = load_dataset(settings.dataset)  # bad data or keys: fail before anything is written
+            if settings.rows is not None and settings.rows > len(dataset.rows):  # capped, and said so
+                given = f"--rows {settings.rows}" if "rows" in flags else f"rows = {settings.rows} (from the settings)"
+                print(f"svgagent: {given}: the dataset has {len(dataset.rows)} rows; running {len(dataset.rows)}",
+                      file=sys.stderr)
             require_keys(settings)
             require_trusted(settings)
             store = stack.enter_context(open_store_for_writing(settings.store_path()))
