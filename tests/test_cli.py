@@ -67,6 +67,18 @@ def test_rows_beyond_the_dataset_are_capped_with_a_note(home: Path) -> None:
     assert "the dataset has" not in exact.stderr
 
 
+def test_help_says_what_an_option_left_out_does(home: Path) -> None:
+    # `--rows N  use the first N rows` left the default (all of them) to guess; so did a few others
+    shown = {command: " ".join(svgagent(*command, "--help").stdout.split())
+             for command in (("eval",), ("rft", "create"), ("runs", "compare"))}
+    assert "--rows N use the first N rows; an integer from 1 to 1000000 (default all rows)" in shown[("eval",)]
+    assert "reasoning models (default none: not sent)" in shown[("eval",)]
+    assert "(default 0.8)" in shown[("eval",)] and "(default 0.5)" in shown[("eval",)]  # as before
+    assert "--rows N use only the first N rows (default: all rows)" in shown[("rft", "create")]
+    assert "got worse/better (default: every row)" in shown[("runs", "compare")]
+    assert "show at most N rows (default: all)" in shown[("runs", "compare")]
+
+
 def test_eval_threshold_decides_exit_code(home: Path) -> None:
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "0").returncode == 0
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "1").returncode == 1

@@ -90,7 +90,7 @@ def add_rft_parser(subparsers: Any) -> None:
                                         "(required unless --demo)")
     g.add_argument("--dataset", help="'builtin', an SVGBench questions.json or an Eval Protocol JSONL file "
                                      "(default: the settings' dataset, builtin)")
-    g.add_argument("--rows", type=int, help="use only the first N rows")
+    g.add_argument("--rows", type=int, metavar="N", help="use only the first N rows (default: all rows)")
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
     defer(p, functools.partial(_hyperparameter_flags, p))  # defaults from the pydantic model in core.rft.params
