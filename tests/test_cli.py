@@ -182,6 +182,32 @@ def test_render_command(tmp_path: Path) -> None:
     assert not (tmp_path / "evil.png").exists()
 
 
+def test_render_reads_standard_input_for_a_dash_capped_as_a_file_is(tmp_path: Path) -> None:
+    # `render - -o out.png` said "cannot read -"; and no input was capped as it was read: a 50 MB file was read
+    # whole before the renderer refused it, /dev/zero ran out of memory
+    from PIL import Image
+
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10"/></svg>'
+    out_png = tmp_path / "out.png"
+    ok = subprocess.run(svgagent_argv("render", "-", "-o", str(out_png), "--size", "64"), input=svg.encode(),
+                        capture_output=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    with Image.open(out_png) as img:
+        assert img.size == (64, 32)
+    to_stdout = subprocess.run(svgagent_argv("render", "-", "-o", "-"), input=svg.encode(), capture_output=True,
+                               timeout=60)
+    assert to_stdout.returncode == 0 and to_stdout.stdout.startswith(b"\x89PNG")
+    for name, stdin in (("-", "/dev/zero"), ("/dev/zero", "/dev/null")):
+        with open(stdin, "rb") as source:
+            endless = subprocess.run(svgagent_argv("render", name, "-o", str(tmp_path / "z.png")), stdin=source,
+                                     capture_output=True, text=True, timeout=60)
+        shown = "standard input" if name == "-" else name
+        assert endless.returncode == 2
+        assert endless.stderr.strip().splitlines() == [
+            f"svgagent: error: {shown} is too large to render: over 1,000,000 bytes (the renderer's limit)"]
+    assert not (tmp_path / "z.png").exists()
+
+
 def _wait_for(predicate, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -112,7 +112,7 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
     add_store(p)
 
     p = sub.add_parser("render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter)
-    p.add_argument("input", metavar="IN.svg")
+    p.add_argument("input", metavar="IN.svg", help="the SVG file (`-`: standard input)")
     p.add_argument("-o", "--output", metavar="OUT.png", required=True, help="the PNG to write (`-`: stdout)")
     p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 "
                    "(default 512)")
