@@ -79,6 +79,20 @@ def test_help_says_what_an_option_left_out_does(home: Path) -> None:
     assert "show at most N rows (default: all)" in shown[("runs", "compare")]
 
 
+def test_a_one_score_summary_prints_no_spread(home: Path) -> None:
+    # "mean score │ 0.750 ± 0.000": one score has no standard error (None in --json, as for no score)
+    out = svgagent("eval", "--demo", "--rows", "1", "--threshold", "0", env={"COLUMNS": "100"})
+    assert out.returncode == 0, out.stderr
+    (line,) = [text for text in out.stdout.splitlines() if "mean score" in text]
+    assert "±" not in line and "PASS" in line
+    run_id = out.stdout.split("run ", 1)[1].split()[0]
+    assert json.loads(svgagent("runs", "show", run_id, "--json").stdout)["run"]["summary"]["stderr"] is None
+    shown = svgagent("runs", "show", run_id, env={"COLUMNS": "200"}).stdout.splitlines()[0]
+    assert "1/1 done, mean " in shown and "±" not in shown
+    stats = svgagent("runs", "stats", run_id, env={"COLUMNS": "200"}).stdout
+    assert "mean " in stats and "±" not in stats.split("· median", 1)[0]
+
+
 def test_eval_threshold_decides_exit_code(home: Path) -> None:
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "0").returncode == 0
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "1").returncode == 1

@@ -19,7 +19,7 @@ from svgagent.core.engine import Engine
 from svgagent.core.run_ref import resolve_run
 from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
-from svgagent.core.records import RunSummary, mean_text
+from svgagent.core.records import RunSummary, mean_text, spread_text
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.terminal_text import visible
@@ -328,7 +328,7 @@ def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float
     table = Table(title=f"run {run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    mean = "–" if s.mean_score is None else f"{mean_text(s.mean_score, s.threshold)} ± {s.stderr or 0:.3f}"
+    mean = "–" if s.mean_score is None else f"{mean_text(s.mean_score, s.threshold)}{spread_text(s.stderr)}"
     verdict = "[green]PASS[/]" if s.passed else "[red]FAIL[/]"
     table.add_row("rollouts", f"{s.done}/{s.rollouts} done")
     table.add_row("scored / failed", f"{s.scored} / {s.failed} ({s.invalid} without a valid score)")

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.export import export_run
-from svgagent.core.records import mean_text
+from svgagent.core.records import mean_text, spread_text
 from svgagent.core.run_ref import resolve_run
 from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
@@ -65,7 +65,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         console = cli_console()
         console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
                       f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
-                      f"mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
+                      f"mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}")
         cells = [(r.rollout_id.removeprefix(run.run_id + "."), r.row_id, str(r.sample_index), r.status.value,
                   _fmt(r.score), f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
                   _fmt(r.generation_s, 1), _fmt(r.judge_s, 1)) for r in rollouts]
