@@ -93,6 +93,28 @@ def test_a_one_score_summary_prints_no_spread(home: Path) -> None:
     assert "mean " in stats and "±" not in stats.split("· median", 1)[0]
 
 
+def test_a_pass_with_rollouts_failed_by_an_endpoint_exits_3(home: Path) -> None:
+    # half the requests answered HTTP 500: most rollouts failed without a score, the mean of the rest passed, and
+    # the exit status said 0, a clean success. A missing SVG (the model's valid 0) is no such failure.
+    from svgagent.core.sim.wire import SimConfig
+
+    keys = {"FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
+    with Simulator(SimConfig(error_5xx_every=2, seed=1)) as sim:
+        out = svgagent("eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model",
+                       "simulated-policy", "--judge-model", "simulated-judge", "--rows", "8", "--max-retries", "0",
+                       "--threshold", "0", "--json", env=keys)
+    summary = json.loads(out.stdout)
+    assert summary["passed"] and summary["invalid"] > 0
+    assert out.returncode == 3, out.stderr
+    assert (f"svgagent: {summary['invalid']} of 8 rollouts failed without a valid score (an endpoint or the judge; "
+            f"`svgagent runs stats {summary['run_id']}` says why): the mean is of the rest, so exit status 3, not a "
+            "pass") in out.stderr.splitlines()
+    clean = svgagent("eval", "--demo", "--rows", "8", "--threshold", "0", "--json")  # the demo's no-SVG answers too
+    clean_summary = json.loads(clean.stdout)
+    assert clean_summary["failed"] >= 1 and clean_summary["invalid"] == 0
+    assert clean.returncode == 0, clean.stderr
+
+
 def test_eval_threshold_decides_exit_code(home: Path) -> None:
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "0").returncode == 0
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "1").returncode == 1

@@ -26,7 +26,7 @@ from svgagent.core.terminal_text import visible
 from svgagent.core.store import Store
 
 from svgagent.tui.cli.flags import explicit_settings
-from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.interrupts import Stopped, run_stoppable
 from svgagent.tui.cli.store_cmd import open_store_for_writing
 
@@ -210,6 +210,11 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         print(line, file=sys.stderr)
     if summary.mean_score is None and unreachable:
         return EXIT_USAGE  # no verdict at all, because of the endpoints: not "below the threshold"
+    if summary.passed and summary.invalid:  # a pass of the rollouts that got through is not a clean success
+        print(f"svgagent: {summary.invalid} of {summary.rollouts} rollouts failed without a valid score (an endpoint "
+              f"or the judge; `svgagent runs stats {run_id}` says why): the mean is of the rest, so exit status "
+              f"{EXIT_INCOMPLETE}, not a pass", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_BELOW
 
 

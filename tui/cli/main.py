@@ -72,7 +72,9 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
                        description="Generate, render and judge every row of a dataset; print a summary.\n\n"
                        "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
-                       "reach an endpoint, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
+                       "reach an endpoint, 3 mean >= threshold but some rollouts failed without a valid score "
+                       "(endpoint or judge failures: the mean is of the rest; a missing or unrenderable SVG is a "
+                       "valid 0, not a failure here), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
                        epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
                        "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
                        "  svgagent eval --resume 20261130-101500-ab12")
