@@ -398,6 +398,7 @@ def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) 
     (["--judge-mode", "per-requirement"], "judge_mode 'count'", "measures"),
     (["--render-size", "64"], "render_size 512", "measures"),
     (["--rows", "3"], "rows 2", "measures"),
+    (["--rows", "33"], "rows unset (all of the dataset's)", "measures"),
     (["--samples", "2"], "samples 1", "measures"),
     (["--dataset", "other.json"], "dataset 'builtin'", "measures"),
     (["--threshold", "0.9"], "threshold 0.6", "the stored threshold is the run's"),
@@ -405,7 +406,7 @@ def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) 
 def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(home: Path, flag: list[str], stored: str,
                                                                     why: str) -> None:
     # such a flag was obeyed for the rest of the rollouts: one run, two models (or sizes, modes, thresholds)
-    run_id = _stored_run(home / "runs.db")
+    run_id = _stored_run(home / "runs.db", **({"rows": None} if "unset" in stored else {}))
     done = svgagent("eval", "--resume", run_id, *flag, "--max-retries", "0",
                     env={"FIREWORKS_API_KEY": "fw-k", "OPENAI_API_KEY": "sk-k"})
     assert done.returncode == 2

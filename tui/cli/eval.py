@@ -115,7 +115,7 @@ def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[
         new, old = flags[name], stored[name]
         if new == old or (name == "dataset" and _same_dataset_file(str(new), dataset)):
             continue
-        shown = "all its dataset's rows" if name == "rows" and old is None else repr(old)
+        shown = "unset (all of the dataset's)" if name == "rows" and old is None else repr(old)
         why = ("the stored threshold is the run's" if name == "threshold" else
                "a resume keeps what the run measures")
         raise ConfigError(f"{flag_name(name)} {new!r}: run {run_id} was stored with {name} {shown} ({why}); drop "
