@@ -314,13 +314,14 @@ class RunSummary:
 
 
 def mean_and_stderr(scores: list[float]) -> tuple[float | None, float | None]:
-    """Sample mean and its standard error (sample standard deviation / sqrt(n))."""
+    """Sample mean and its standard error (sample standard deviation / sqrt(n)); None for what is undefined: the
+    mean of no score, the spread of one (it was 0.0, printed as a certain "± 0.000")."""
     n = len(scores)
     if n == 0:
         return None, None
     mean = sum(scores) / n
     if n == 1:
-        return mean, 0.0
+        return mean, None
     var = sum((s - mean) ** 2 for s in scores) / (n - 1)
     return mean, math.sqrt(var / n)
 
@@ -335,6 +336,12 @@ def mean_text(mean: float | None, threshold: float | None = None, digits: int = 
         digits += 1
         text = f"{mean:.{digits}f}"
     return text
+
+
+def spread_text(stderr: float | None, digits: int = 3) -> str:
+    """The " ± 0.053" after a mean (every place that prints one: the CLI's summaries, the TUI's summary bar, compare
+    and stats); nothing when the standard error is undefined (one score, or none)."""
+    return "" if stderr is None else f" ± {stderr:.{digits}f}"
 
 
 def summarize_rows(rows: Iterable[RolloutRecord], threshold: float,

@@ -306,7 +306,7 @@ class Store:
 
     def list_runs(self) -> list[RunRecord]:
         with self._read() as db:
-            rows = db.execute("SELECT * FROM runs ORDER BY created DESC").fetchall()
+            rows = db.execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC").fetchall()  # ties: made later
             return [RunRecord.from_row(r) for r in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, summary: RunSummary | None = None) -> None:

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
+from svgagent.core.records import spread_text
 from svgagent.core.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
 from svgagent.core.store import Store
 
@@ -47,7 +48,7 @@ def summary_text(s: RunStats, name: str) -> Text:
         text.append("\nno valid scores yet", style="italic")
         return text
     text.append("\nmean ")
-    text.append(f"{_fmt(s.mean)} ± {_fmt(s.stderr)}", style="bold")
+    text.append(f"{_fmt(s.mean)}{spread_text(s.stderr)}", style="bold")
     text.append(f" · median {_fmt(s.median)}")
     rate = 100 * (s.pass_rate or 0.0)
     text.append(f"\npass rate (score ≥ {s.threshold:g}) ")

@@ -57,6 +57,64 @@ def test_eval_demo_json_and_stored_run(home: Path) -> None:
     assert listed[0]["mean_score"] == pytest.approx(data["mean_score"])
 
 
+def test_rows_beyond_the_dataset_are_capped_with_a_note(home: Path) -> None:
+    # the cap was silent: `--rows 500` ran 33 rollouts and said nothing about the other 467
+    out = svgagent("eval", "--demo", "--rows", "500", "--json")
+    assert out.returncode in (0, 1), out.stderr
+    assert json.loads(out.stdout)["rollouts"] == 33
+    assert "svgagent: --rows 500: the dataset has 33 rows; running 33" in out.stderr.splitlines()
+    exact = svgagent("eval", "--demo", "--rows", "33", "--json")
+    assert "the dataset has" not in exact.stderr
+
+
+def test_help_says_what_an_option_left_out_does(home: Path) -> None:
+    # `--rows N  use the first N rows` left the default (all of them) to guess; so did a few others
+    shown = {command: " ".join(svgagent(*command, "--help").stdout.split())
+             for command in (("eval",), ("rft", "create"), ("runs", "compare"))}
+    assert "--rows N use the first N rows; an integer from 1 to 1000000 (default all rows)" in shown[("eval",)]
+    assert "reasoning models (default none: not sent)" in shown[("eval",)]
+    assert "(default 0.8)" in shown[("eval",)] and "(default 0.5)" in shown[("eval",)]  # as before
+    assert "--rows N use only the first N rows (default: all rows)" in shown[("rft", "create")]
+    assert "got worse/better (default: every row)" in shown[("runs", "compare")]
+    assert "show at most N rows (default: all)" in shown[("runs", "compare")]
+
+
+def test_a_one_score_summary_prints_no_spread(home: Path) -> None:
+    # "mean score │ 0.750 ± 0.000": one score has no standard error (None in --json, as for no score)
+    out = svgagent("eval", "--demo", "--rows", "1", "--threshold", "0", env={"COLUMNS": "100"})
+    assert out.returncode == 0, out.stderr
+    (line,) = [text for text in out.stdout.splitlines() if "mean score" in text]
+    assert "±" not in line and "PASS" in line
+    run_id = out.stdout.split("run ", 1)[1].split()[0]
+    assert json.loads(svgagent("runs", "show", run_id, "--json").stdout)["run"]["summary"]["stderr"] is None
+    shown = svgagent("runs", "show", run_id, env={"COLUMNS": "200"}).stdout.splitlines()[0]
+    assert "1/1 done, mean " in shown and "±" not in shown
+    stats = svgagent("runs", "stats", run_id, env={"COLUMNS": "200"}).stdout
+    assert "mean " in stats and "±" not in stats.split("· median", 1)[0]
+
+
+def test_a_pass_with_rollouts_failed_by_an_endpoint_exits_3(home: Path) -> None:
+    # half the requests answered HTTP 500: most rollouts failed without a score, the mean of the rest passed, and
+    # the exit status said 0, a clean success. A missing SVG (the model's valid 0) is no such failure.
+    from svgagent.core.sim.wire import SimConfig
+
+    keys = {"FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
+    with Simulator(SimConfig(error_5xx_every=2, seed=1)) as sim:
+        out = svgagent("eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model",
+                       "simulated-policy", "--judge-model", "simulated-judge", "--rows", "8", "--max-retries", "0",
+                       "--threshold", "0", "--json", env=keys)
+    summary = json.loads(out.stdout)
+    assert summary["passed"] and summary["invalid"] > 0
+    assert out.returncode == 3, out.stderr
+    assert (f"svgagent: {summary['invalid']} of 8 rollouts failed without a valid score (an endpoint or the judge; "
+            f"`svgagent runs stats {summary['run_id']}` says why): the mean is of the rest, so exit status 3, not a "
+            "pass") in out.stderr.splitlines()
+    clean = svgagent("eval", "--demo", "--rows", "8", "--threshold", "0", "--json")  # the demo's no-SVG answers too
+    clean_summary = json.loads(clean.stdout)
+    assert clean_summary["failed"] >= 1 and clean_summary["invalid"] == 0
+    assert clean.returncode == 0, clean.stderr
+
+
 def test_eval_threshold_decides_exit_code(home: Path) -> None:
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "0").returncode == 0
     assert svgagent("eval", "--demo", "--rows", "2", "--threshold", "1").returncode == 1
@@ -158,6 +216,32 @@ def test_render_command(tmp_path: Path) -> None:
     assert bad.returncode != 0
     assert len(bad.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "evil.png").exists()
+
+
+def test_render_reads_standard_input_for_a_dash_capped_as_a_file_is(tmp_path: Path) -> None:
+    # `render - -o out.png` said "cannot read -"; and no input was capped as it was read: a 50 MB file was read
+    # whole before the renderer refused it, /dev/zero ran out of memory
+    from PIL import Image
+
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10"/></svg>'
+    out_png = tmp_path / "out.png"
+    ok = subprocess.run(svgagent_argv("render", "-", "-o", str(out_png), "--size", "64"), input=svg.encode(),
+                        capture_output=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    with Image.open(out_png) as img:
+        assert img.size == (64, 32)
+    to_stdout = subprocess.run(svgagent_argv("render", "-", "-o", "-"), input=svg.encode(), capture_output=True,
+                               timeout=60)
+    assert to_stdout.returncode == 0 and to_stdout.stdout.startswith(b"\x89PNG")
+    for name, stdin in (("-", "/dev/zero"), ("/dev/zero", "/dev/null")):
+        with open(stdin, "rb") as source:
+            endless = subprocess.run(svgagent_argv("render", name, "-o", str(tmp_path / "z.png")), stdin=source,
+                                     capture_output=True, text=True, timeout=60)
+        shown = "standard input" if name == "-" else name
+        assert endless.returncode == 2
+        assert endless.stderr.strip().splitlines() == [
+            f"svgagent: error: {shown} is too large to render: over 1,000,000 bytes (the renderer's limit)"]
+    assert not (tmp_path / "z.png").exists()
 
 
 def _wait_for(predicate, timeout: float = 60.0) -> None:
@@ -286,3 +370,78 @@ def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, 
         (run,) = store.list_runs()
         assert run.status == "completed"
         assert len(store.list_rollouts(run.run_id)) == 6
+
+
+def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) -> str:
+    """An interrupted run of 2 rows × 1 sample, nothing done, stored with a real run's settings and ``settings``
+    (``without``: settings it stored no value for, as an older svgagent)."""
+    from svgagent.core.dataset import load_dataset
+    from svgagent.core.settings import Settings
+
+    base = {"model": "accounts/acme/models/policy-v1", "judge_model": "judge-v1", "rows": 2, "threshold": 0.6,
+            "base_url": "http://127.0.0.1:9", "judge_base_url": "http://127.0.0.1:9"}  # nothing leaves the machine
+    stored = {**Settings.model_validate({**base, **settings}).public_dict(), "cache": False}
+    for name in without:
+        del stored[name]
+    dataset = load_dataset("builtin")
+    ref = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256, "rows": 2}
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Store(db) as store:
+        run_id = store.create_run(name=None, settings=stored, dataset=ref, rows=list(dataset.rows[:2]), samples=1)
+        store.set_run_status(run_id, "interrupted", store.summarize(run_id, 0.6))
+    return run_id
+
+
+@pytest.mark.parametrize(("flag", "stored", "why"), [
+    (["--model", "accounts/acme/models/policy-v2"], "model 'accounts/acme/models/policy-v1'", "measures"),
+    (["--judge-model", "judge-v2"], "judge_model 'judge-v1'", "measures"),
+    (["--judge-mode", "per-requirement"], "judge_mode 'count'", "measures"),
+    (["--render-size", "64"], "render_size 512", "measures"),
+    (["--rows", "3"], "rows 2", "measures"),
+    (["--rows", "33"], "rows unset (all of the dataset's)", "measures"),
+    (["--samples", "2"], "samples 1", "measures"),
+    (["--dataset", "other.json"], "dataset 'builtin'", "measures"),
+    (["--threshold", "0.9"], "threshold 0.6", "the stored threshold is the run's"),
+])
+def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(home: Path, flag: list[str], stored: str,
+                                                                    why: str) -> None:
+    # such a flag was obeyed for the rest of the rollouts: one run, two models (or sizes, modes, thresholds)
+    run_id = _stored_run(home / "runs.db", **({"rows": None} if "unset" in stored else {}))
+    done = svgagent("eval", "--resume", run_id, *flag, "--max-retries", "0",
+                    env={"FIREWORKS_API_KEY": "fw-k", "OPENAI_API_KEY": "sk-k"})
+    assert done.returncode == 2
+    given = repr(float(flag[1]) if flag[0] == "--threshold" else int(flag[1]) if flag[1].isdigit() else flag[1])
+    assert done.stderr.strip().splitlines() == [
+        f"svgagent: error: {flag[0]} {given}: run {run_id} was stored with {stored} "
+        f"({'a resume keeps what the run ' + why if why == 'measures' else why}); drop {flag[0]} (or start a new run)"]
+    with Store(home / "runs.db", readonly=True) as store:
+        assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued", "queued"]
+
+
+def test_a_resume_takes_flags_equal_to_the_stored_values_and_a_threshold_for_a_run_without_one(home: Path) -> None:
+    from svgagent.core.demo import DEMO_JUDGE_MODEL, DEMO_POLICY_MODEL
+
+    db = home / "runs.db"
+    demo = {"model": DEMO_POLICY_MODEL, "judge_model": DEMO_JUDGE_MODEL}
+    run_id = _stored_run(db, **demo)
+    same = svgagent("eval", "--demo", "--resume", run_id, "--model", DEMO_POLICY_MODEL, "--rows", "2", "--samples",
+                    "1", "--threshold", "0.6", "--render-size", "512", "--judge-mode", "count", "--dataset",
+                    "builtin", "--json")
+    assert same.returncode in (0, 1), same.stderr
+    assert json.loads(same.stdout)["threshold"] == 0.6
+    run_id = _stored_run(db, without=("threshold",), **demo)  # as an older svgagent stored it
+    flagged = svgagent("eval", "--demo", "--resume", run_id, "--threshold", "0", "--json")
+    assert flagged.returncode == 0, flagged.stderr
+    assert json.loads(flagged.stdout)["threshold"] == 0.0
+
+
+def test_a_resume_with_demo_of_a_run_made_without_it_is_refused(home: Path) -> None:
+    # the simulator answered the rest of a real model's run: a run of two models, the second one made up
+    run_id = _stored_run(home / "runs.db")
+    done = svgagent("eval", "--demo", "--resume", run_id)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"svgagent: error: --demo: run {run_id} was not made with the built-in simulator (its policy is "
+        "'accounts/acme/models/policy-v1'): a resume keeps what the run measures; drop --demo"]
+    with Store(home / "runs.db", readonly=True) as store:
+        assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued", "queued"]

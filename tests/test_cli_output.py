@@ -219,6 +219,9 @@ def test_serve_on_a_port_in_use_is_one_line(home: Path) -> None:
     assert "Traceback" not in done.stderr
     (line,) = [text for text in done.stderr.splitlines() if "error" in text]
     assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
+    # the bind comes first: a failed start made the run store (and its directory) all the same
+    assert "creating a new run store" not in done.stderr
+    assert not home.exists()
 
 
 def test_dev_stdout_is_written_through_a_pipe_and_appended_to_a_file(home: Path, tmp_path: Path) -> None:

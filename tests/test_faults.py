@@ -193,7 +193,8 @@ def test_second_worker_on_the_same_run_is_refused(tmp_path: Path, keys: None) ->
 def test_two_resumes_of_one_run_at_once_one_is_refused(tmp_path: Path, keys: None) -> None:
     db = tmp_path / "runs.db"
     with Simulator() as sim:
-        settings = load_settings(base_url=sim.base_url, model="simulated-policy", rows=12)
+        settings = load_settings(base_url=sim.base_url, judge_base_url=sim.base_url, model="simulated-policy",
+                                 judge_model="simulated-judge", render_size=128, rows=12)  # as sim_args says
         with Store(db) as store:
             run_id = create_run(settings, store, load_dataset("builtin"))
         sim.hold()  # the winner's requests wait: it stays busy until the test lets them go
@@ -393,9 +394,12 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
             out = svgagent(*command, "--store", str(mnt / "runs.db"))
             assert out.returncode == 0, (command, out.stderr)
             assert out.stdout
-        writing = svgagent("runs", "list", "--store", str(mnt / "missing.db"))
+        writing = svgagent("runs", "show", "r", "--store", str(mnt / "missing.db"))
         assert writing.returncode == 2
         assert "no run store at" in writing.stderr
+        listed = svgagent("runs", "list", "--store", str(mnt / "missing.db"))  # nothing to list: no error either
+        assert listed.returncode == 0, listed.stderr
+        assert not (mnt / "missing.db").exists()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import signal
 import stat
@@ -240,10 +241,16 @@ def test_env_save_keeps_crlf_line_endings(tmp_path: Path) -> None:
 
 def test_reading_commands_never_create_a_store(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "x.db"
-    for command in (["runs", "list"], ["runs", "show", "r"], ["export", "r"], ["runs", "stats", "r"],
-                    ["store", "check"], ["tui", "--run", "r"]):
+    for command in (["runs", "show", "r"], ["export", "r"], ["runs", "stats", "r"], ["store", "check"],
+                    ["tui", "--run", "r"]):
         out = svgagent(*command, "--store", str(missing))
         assert out.returncode == 2 and "no run store at" in out.stderr.decode(), command
+    # a fresh machine has no runs to list: said so, with where the store will be, and exit 0 (it was 2, an error)
+    out = svgagent("runs", "list", "--store", str(missing))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().strip() == f"no runs yet (the run store will be {missing}): try `svgagent eval --demo`"
+    out = svgagent("runs", "list", "--json", "--store", str(missing))
+    assert (out.returncode, json.loads(out.stdout)) == (0, [])
     assert not missing.parent.exists()
 
 

@@ -292,6 +292,35 @@ def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path,
     assert "ended FAILED: trainer crashed" in err
 
 
+def test_ctrl_c_while_watching_names_the_job_to_follow_again(sim: FireworksSim, env: Path,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # it said "svgagent rft status JOB --watch": the placeholder of the usage line, for a job the command knew
+    from svgagent.core.rft import monitor
+
+    code, out, _ = run(capsys, *CREATE, "--yes", "--json")
+    job_id = json.loads(out)["job"]["name"].rsplit("/", 1)[-1]
+
+    def ctrl_c(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(monitor, "watch_job", ctrl_c)
+    code, _, err = run(capsys, "rft", "status", job_id, "--watch")
+    assert code == 130
+    assert f"the job keeps running (svgagent rft status {job_id} --watch to follow it again)" in err
+    code, _, err = run(capsys, *CREATE, "--yes", "--watch")  # the same settings: the same job, reported
+    assert code == 130
+    assert f"(svgagent rft status {job_id} --watch to follow it again)" in err
+
+
+def test_poll_interval_says_its_unit_in_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    for action in ("status", "create"):
+        with pytest.raises(SystemExit):
+            main(["rft", action, "--help"])
+        usage = " ".join(capsys.readouterr().out.split())
+        assert "[--poll-interval SECONDS]" in usage and "POLL_INTERVAL" not in usage, action
+
+
 # ---- as a real process ----------------------------------------------------------------------------------------
 def svgagent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,

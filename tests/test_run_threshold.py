@@ -50,11 +50,14 @@ def test_a_resumed_run_stored_without_a_threshold_keeps_that_fallback(isolated_e
 
     from cli_process import svgagent_argv
 
+    from svgagent.core.demo import DEMO_JUDGE_MODEL, DEMO_POLICY_MODEL
     from svgagent.core.records import DEFAULT_THRESHOLD
 
     db = isolated_env / "runs.db"
     with Store(db) as store:
-        run_id = store.create_run(name="no threshold", settings={"model": "m"}, dataset={"name": "d"}, rows=ROWS[:1],
+        demo = {"model": DEMO_POLICY_MODEL, "judge_model": DEMO_JUDGE_MODEL, "base_url": "http://127.0.0.1:9",
+                "judge_base_url": "http://127.0.0.1:9"}  # a demo run: `--demo` may resume it
+        run_id = store.create_run(name="no threshold", settings=demo, dataset={"name": "d"}, rows=ROWS[:1],
                                   samples=1)
         app = make_app(store, settings=settings_for(store.path, threshold=0.8))
         assert app.settings_for_run(store.get_run(run_id).settings).threshold == DEFAULT_THRESHOLD

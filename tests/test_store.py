@@ -201,3 +201,15 @@ def test_summary_reads_one_snapshot_when_a_rerun_commits_between_its_reads(store
     after = store.summarize(run_id, 0.5)  # and the state after it, whole: same money spent, one rollout queued
     assert (after.prompt_tokens, after.completion_tokens) == paid
     assert after.failed == 0
+
+
+def test_runs_made_in_the_same_millisecond_list_the_later_one_first(tmp_path: Path) -> None:
+    # `created` has millisecond resolution: two runs made within one were listed oldest first, so `latest` (and the
+    # run picker, and tests/test_run_ref.py's fixture now and then) took the older one
+    from unittest import mock
+
+    with Store(tmp_path / "runs.db") as store, mock.patch("svgagent.core.store.now_iso",
+                                                          return_value="2026-01-01T00:00:00.000Z"):
+        first = store.create_run(name="first", settings={}, dataset={}, rows=[], samples=1)
+        second = store.create_run(name="second", settings={}, dataset={}, rows=[], samples=1)
+        assert [r.run_id for r in store.list_runs()] == [second, first]

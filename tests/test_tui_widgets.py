@@ -218,6 +218,21 @@ def test_summary_line_has_every_figure(tmp_path: Path) -> None:
     assert format_summary(None).plain == "no run open"
 
 
+def test_one_score_has_a_mean_and_no_spread(tmp_path: Path) -> None:
+    # one scored rollout read "mean 0.750 ± 0.000": a standard error of 0 from one score, undefined in fact
+    from factories import Spec
+
+    from svgagent.core.records import mean_and_stderr, spread_text
+
+    assert mean_and_stderr([0.75]) == (0.75, None)
+    assert mean_and_stderr([0.5, 1.0]) == pytest.approx((0.75, 0.25))
+    assert (spread_text(None), spread_text(0.0), spread_text(0.25)) == ("", " ± 0.000", " ± 0.250")
+    with Store(tmp_path / "runs.db") as store:
+        build_run(store, [Spec(row=0, fulfilled=3)])
+        with_one = format_summary(summarize_rows(store.list_rollouts(RUN_ID), 0.5)).plain
+    assert "mean 0.750 PASS (≥0.5)" in with_one and "±" not in with_one
+
+
 def test_a_mean_next_to_its_verdict_is_never_rounded_across_the_threshold() -> None:
     """8 scores with a mean of 0.4997 read "mean 0.500 FAIL (≥0.5)": as many digits as it takes, no more."""
     import dataclasses

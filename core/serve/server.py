@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import socket
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from svgagent.core.ep_status import StatusCode, status_dict
 from svgagent.core.import_row import parse_formatted_prompt
-from svgagent.core.listen import listen
+from svgagent.core.listen import listen, listening_socket
 from svgagent.core.scoring.errors import ConfigError, StoreError
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.serve.protocol import RequestError, parse_init_body
@@ -99,6 +100,18 @@ class ServerStats:
     by_code: dict[int, int] = field(default_factory=dict)
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """The server's listening socket on ``host:port`` (0: a free port); a port in use or an address not of this
+    machine is one line (ConfigError), not a traceback. `svgagent serve` binds it before it creates anything, so a
+    failed start leaves nothing behind."""
+    try:
+        return listening_socket(host, port)
+    except OSError as err:
+        raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror or err}"
+                          + (" (another server is there: choose another --port, or 0 for a free one)"
+                             if err.errno == errno.EADDRINUSE else "")) from None
+
+
 class RolloutServer:
     """Serve rollouts for eval-protocol (see the module docstring). ``await start()``, then ``await stop()``."""
 
@@ -132,17 +145,15 @@ class RolloutServer:
         app.router.add_get("/", self._handle_health)
         return app
 
-    async def start(self, host: str = "127.0.0.1", port: int = 3000) -> str:
+    async def start(self, host: str = "127.0.0.1", port: int = 3000, sock: socket.socket | None = None) -> str:
+        """Serve on ``host:port``, or on ``sock`` when given (bound already: :func:`bind_socket`)."""
+        if sock is None:
+            sock = bind_socket(host, port)
         runner = web.AppRunner(self.make_app(), access_log_class=JsonAccessLogger,
                                access_log=self.access,  # type: ignore[arg-type]
                                handler_cancellation=True, shutdown_timeout=2.0)
         await runner.setup()
-        try:
-            bound = await listen(runner, host, port)
-        except OSError as err:  # a port in use, an address not of this machine: one line, not a traceback
-            raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror or err}"
-                              + (" (another server is there: choose another --port, or 0 for a free one)"
-                                 if err.errno == errno.EADDRINUSE else "")) from None
+        bound = await listen(runner, host, port, sock)
         self._runner = runner
         self._accepting = True
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"

@@ -4,6 +4,7 @@ judge, the status logger, the training store — and closing what it made. Used 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -77,14 +78,16 @@ async def build_context(settings: Settings, store: Store, options: ServeOptions,
 async def rollout_server(settings: Settings, store: Store, options: ServeOptions, *,
                          bus: EventBus[RolloutUpdate] | None = None,
                          renderer: Renderer | None = None,
-                         access: AccessSink = access_log) -> AsyncIterator[RolloutServer]:
+                         access: AccessSink = access_log,
+                         sock: socket.socket | None = None) -> AsyncIterator[RolloutServer]:
     """A started server; on exit it stops (``options.grace_s``) and closes what it created. ``access``: where the
-    access-log lines go (the ``svgagent.serve.access`` logger)."""
+    access-log lines go (the ``svgagent.serve.access`` logger); ``sock``: the socket to serve on, bound already
+    (else ``options.host:port`` is bound)."""
     ctx = await build_context(settings, store, options, bus=bus, renderer=renderer)
     server = RolloutServer(ctx, concurrency=options.concurrency, queue_limit=options.queue_limit,
                            max_body_bytes=options.max_body_bytes, grace_s=options.grace_s, access=access)
     try:
-        await server.start(options.host, options.port)
+        await server.start(options.host, options.port, sock)
         yield server
     finally:
         try:

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from svgagent.core.records import spread_text
 from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.terminal_text import visible
 
@@ -63,11 +64,11 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
                             description="Compare run B against run A, row by row.", epilog=COMPARE_EPILOG)
     p.add_argument("run_a", metavar="RUN_A", help=f"the baseline: {RUN_HELP}")
     p.add_argument("run_b", metavar="RUN_B", help="the run compared with it (the same forms)")
-    p.add_argument("--only", choices=["regressions", "improvements"], help="show only rows where B got worse/better")
+    p.add_argument("--only", choices=["regressions", "improvements"], help="show only rows where B got worse/better (default: every row)")
     p.add_argument("--sort", choices=["delta", "abs", "row"], default="delta",
                    help="delta: worst first (default); abs: biggest change first; row: dataset order")
     p.add_argument("--reverse", action="store_true", help="reverse the order (delta: best first)")
-    p.add_argument("--limit", type=_positive_int, metavar="N", help="show at most N rows")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="show at most N rows (default: all)")
     add_json(p)
     add_store(p)
     p.set_defaults(analysis="compare")
@@ -164,11 +165,11 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
 
     name_a = "" if c.name_a in ("", c.run_a) else escape(c.name_a[:40]) + " "
     name_b = "" if c.name_b in ("", c.run_b) else escape(c.name_b[:40]) + " "
-    console.print(f"[bold]A[/] {c.run_a} {name_a} mean {_fmt(c.mean_a)} ± {_fmt(c.stderr_a)}")
-    console.print(f"[bold]B[/] {c.run_b} {name_b} mean {_fmt(c.mean_b)} ± {_fmt(c.stderr_b)}")
+    console.print(f"[bold]A[/] {c.run_a} {name_a} mean {_fmt(c.mean_a)}{spread_text(c.stderr_a)}")
+    console.print(f"[bold]B[/] {c.run_b} {name_b} mean {_fmt(c.mean_b)}{spread_text(c.stderr_b)}")
     if c.paired_rows:
-        console.print(f"paired rows {c.paired_rows}: B − A = [bold]{_fmt(c.mean_diff, sign=True)}[/] ± "
-                      f"{_fmt(c.diff_stderr)}  (A {_fmt(c.paired_mean_a)}, B {_fmt(c.paired_mean_b)})")
+        console.print(f"paired rows {c.paired_rows}: B − A = [bold]{_fmt(c.mean_diff, sign=True)}[/]"
+                      f"{spread_text(c.diff_stderr)}  (A {_fmt(c.paired_mean_a)}, B {_fmt(c.paired_mean_b)})")
     else:
         console.print("no row has a valid score in both runs: nothing to pair")
     notes = [f"wins [green]{c.wins}[/]", f"losses [red]{c.losses}[/]", f"ties {c.ties}", f"only in A: {c.only_a}",
@@ -230,7 +231,7 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
     console.print(f"{title}: {s.rollouts} rollouts, {s.terminal} finished, "
                   f"{s.valid} with a valid score")
     if s.valid:
-        console.print(f"mean {_fmt(s.mean)} ± {_fmt(s.stderr)} · median {_fmt(s.median)} · pass rate (score ≥ "
+        console.print(f"mean {_fmt(s.mean)}{spread_text(s.stderr)} · median {_fmt(s.median)} · pass rate (score ≥ "
                       f"{s.threshold:g}) {100 * (s.pass_rate or 0):.1f}% ({s.passed}/{s.valid})")
         console.print()
         for line in s.histogram_lines(width):
@@ -327,7 +328,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             print(f"judging {result.queued} rollouts with {settings.judge_model}…", file=err)
             summary = run_stoppable(lambda: judge_imported(store, result.run_id, settings))
             data["summary"] = summary.to_dict()
-            print(f"judged: mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)} over {summary.done} finished "
+            print(f"judged: mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)} over {summary.done} finished "
                   f"rollouts ({summary.invalid} without a valid score)", file=err)
         elif result.queued:
             print(f"{result.queued} rollouts have no score: import the file again with --judge to judge them", file=err)

@@ -10,6 +10,7 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.dataset import load_dataset
@@ -18,14 +19,14 @@ from svgagent.core.engine import Engine
 from svgagent.core.run_ref import resolve_run
 from svgagent.core.live import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
-from svgagent.core.records import RunSummary, mean_text
+from svgagent.core.records import RunSummary, mean_text, spread_text
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.terminal_text import visible
 from svgagent.core.store import Store
 
 from svgagent.tui.cli.flags import explicit_settings
-from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.interrupts import Stopped, run_stoppable
 from svgagent.tui.cli.store_cmd import open_store_for_writing
 
@@ -44,7 +45,8 @@ def require_keys(settings: Settings) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    overrides = explicit_settings(args)
+    flags = explicit_settings(args)  # what the person typed (demo mode adds its endpoints and models below)
+    overrides = dict(flags)
     with contextlib.ExitStack() as stack:
         if args.demo:
             from svgagent.core.demo import demo_overrides, demo_simulator  # the simulators: only for --demo
@@ -58,9 +60,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             store = stack.enter_context(Store(settings.store_path()))
             run = resolve_run(store, args.resume)
             store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
-            refuse_other_cache_choice(run.run_id, run.settings, overrides)
-            if not args.demo:
-                refuse_demo_run_without_demo(run.run_id, run.settings, overrides, args)
+            refuse_changes_on_resume(run.run_id, run.settings, run.dataset, flags, args)
             # a run stored without a threshold keeps the one every summary of it uses (a flag still wins)
             settings = load_settings(**{**run.settings, "threshold": run.threshold, **overrides})
             run_id, dataset = run.run_id, None
@@ -69,6 +69,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         else:
             run_id = None
             dataset = load_dataset(settings.dataset)  # bad data or keys: fail before anything is written
+            if settings.rows is not None and settings.rows > len(dataset.rows):  # capped, and said so
+                given = f"--rows {settings.rows}" if "rows" in flags else f"rows = {settings.rows} (from the settings)"
+                print(f"svgagent: {given}: the dataset has {len(dataset.rows)} rows; running {len(dataset.rows)}",
+                      file=sys.stderr)
             require_keys(settings)
             require_trusted(settings)
             store = stack.enter_context(open_store_for_writing(settings.store_path()))
@@ -84,10 +88,53 @@ def refuse_other_cache_choice(run_id: str, stored: dict[str, Any], overrides: di
                           f"resume keeps that choice: drop --{'no-' if chosen else ''}cache (or start a new run)")
 
 
-def refuse_demo_run_without_demo(run_id: str, stored: dict[str, Any], overrides: dict[str, Any],
-                                 args: argparse.Namespace) -> None:
-    """A run made with --demo keeps the simulator's loopback address, long gone: resumed without --demo, your keys
-    went to whatever listens on that port now, and every unfinished rollout failed as unreachable."""
+# The settings that decide what a run measures: a resume finishes the run as it was started, so a flag giving one
+# of them another value than the run stored is refused, not obeyed for the rest of the rollouts.
+MEASURED = ("model", "judge_model", "judge_mode", "render_size", "dataset", "rows", "samples")
+
+
+def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[str, Any], flags: dict[str, Any],
+                             args: argparse.Namespace) -> None:
+    """Everything a resume (``flags``: the settings the person typed) may not change about the run it continues,
+    ``stored`` its settings and ``dataset`` its dataset reference: demo mode either way, the cache choice, what the
+    run measures (:data:`MEASURED`), and a threshold it stored (a run stored without one takes the flag's)."""
+    refuse_other_cache_choice(run_id, stored, flags)
+    if not args.demo and made_with_demo(stored, flags):
+        # the simulator's loopback address is long gone: resumed without --demo, your keys went to whatever listens
+        # on that port now, and every unfinished rollout failed as unreachable
+        words = resume_command(args, run_id).replace("svgagent eval ", "svgagent eval --demo ", 1)
+        raise ConfigError(f"run {run_id} was made with the built-in simulator (--demo); continue it with: {words}")
+    if args.demo and not made_with_demo(stored):
+        raise ConfigError(f"--demo: run {run_id} was not made with the built-in simulator (its policy is "
+                          f"{stored.get('model')!r}): a resume keeps what the run measures; drop --demo")
+    from svgagent.tui.cli.flags import flag_name
+
+    for name in (*MEASURED, "threshold"):
+        if name not in flags or name not in stored or (stored[name] is None and name != "rows"):
+            continue  # not given, or the run stored no value: the flag's is the run's from now on
+        new, old = flags[name], stored[name]
+        if new == old or (name == "dataset" and _same_dataset_file(str(new), dataset)):
+            continue
+        shown = "unset (all of the dataset's)" if name == "rows" and old is None else repr(old)
+        why = ("the stored threshold is the run's" if name == "threshold" else
+               "a resume keeps what the run measures")
+        raise ConfigError(f"{flag_name(name)} {new!r}: run {run_id} was stored with {name} {shown} ({why}); drop "
+                          f"{flag_name(name)} (or start a new run)")
+
+
+def _same_dataset_file(given: str, dataset: dict[str, Any]) -> bool:
+    """``--dataset given`` names the file the run was made from (stored as an absolute path, core/dataset.py)."""
+    from pathlib import Path
+
+    try:
+        return str(Path(given).expanduser().resolve()) == str(dataset.get("source"))
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def made_with_demo(stored: dict[str, Any], overrides: Collection[str] = ()) -> bool:
+    """Whether a run with ``stored`` settings has the built-in simulator as its policy or judge, on a loopback
+    address that none of ``overrides`` (setting names given as flags) replaces."""
     from urllib.parse import urlsplit
 
     from svgagent.core.demo import DEMO_JUDGE_MODEL, DEMO_POLICY_MODEL
@@ -101,9 +148,7 @@ def refuse_demo_run_without_demo(run_id: str, stored: dict[str, Any], overrides:
         except ValueError:
             return False
 
-    if simulated("model", "base_url") or simulated("judge_model", "judge_base_url"):
-        words = resume_command(args, run_id).replace("svgagent eval ", "svgagent eval --demo ", 1)
-        raise ConfigError(f"run {run_id} was made with the built-in simulator (--demo); continue it with: {words}")
+    return simulated("model", "base_url") or simulated("judge_model", "judge_base_url")
 
 
 def resume_command(args: argparse.Namespace, run_id: str) -> str:
@@ -165,6 +210,11 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         print(line, file=sys.stderr)
     if summary.mean_score is None and unreachable:
         return EXIT_USAGE  # no verdict at all, because of the endpoints: not "below the threshold"
+    if summary.passed and summary.invalid:  # a pass of the rollouts that got through is not a clean success
+        print(f"svgagent: {summary.invalid} of {summary.rollouts} rollouts failed without a valid score (an endpoint "
+              f"or the judge; `svgagent runs stats {run_id}` says why): the mean is of the rest, so exit status "
+              f"{EXIT_INCOMPLETE}, not a pass", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_BELOW
 
 
@@ -283,7 +333,7 @@ def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float
     table = Table(title=f"run {run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    mean = "–" if s.mean_score is None else f"{mean_text(s.mean_score, s.threshold)} ± {s.stderr or 0:.3f}"
+    mean = "–" if s.mean_score is None else f"{mean_text(s.mean_score, s.threshold)}{spread_text(s.stderr)}"
     verdict = "[green]PASS[/]" if s.passed else "[red]FAIL[/]"
     table.add_row("rollouts", f"{s.done}/{s.rollouts} done")
     table.add_row("scored / failed", f"{s.scored} / {s.failed} ({s.invalid} without a valid score)")

@@ -28,6 +28,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 RUN_SETTINGS: tuple[str, ...] = tuple(name for names in GROUPS.values() for name in names)
 SPELLING = {"request_timeout_s": "--request-timeout"}
 ALIASES = {"samples": ("--runs",)}  # `--runs` came first; `samples` says what it is and clashes with nothing
+# What a setting whose default is None does when it is not given (said in its flag's help, like any default).
+NONE_DEFAULTS = {"rows": "all rows", "reasoning_effort": "none: not sent"}
 STORE_HELP = "run store: a .db file or a directory (default: $SVGAGENT_HOME or the user data dir)"
 
 
@@ -108,7 +110,7 @@ def setting_help(name: str) -> str:
     limits = describe_field_limits(name)
     if limits and limits != info.description and not limits.startswith("one of"):
         text += f"; {limits}"
-    default = _default_text(info.default)
+    default = _default_text(info.default) or NONE_DEFAULTS.get(name)
     return text + (f" (default {default})" if default is not None else "")
 
 

@@ -72,7 +72,9 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
                        description="Generate, render and judge every row of a dataset; print a summary.\n\n"
                        "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
-                       "reach an endpoint, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
+                       "reach an endpoint, 3 mean >= threshold but some rollouts failed without a valid score "
+                       "(endpoint or judge failures: the mean is of the rest; a missing or unrenderable SVG is a "
+                       "valid 0, not a failure here), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
                        epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
                        "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
                        "  svgagent eval --resume 20261130-101500-ab12")
@@ -80,7 +82,9 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     add_settings(p)
     add_store(p)
     p.add_argument("--name", help="a name for the run (default: its id)")
-    p.add_argument("--resume", metavar="RUN", help=f"continue an interrupted run ({RUN_HELP}): finished rollouts are kept")
+    p.add_argument("--resume", metavar="RUN", help=f"continue an interrupted run ({RUN_HELP}): finished rollouts are "
+                   "kept; a flag that would change what the run measures (model, judge, judge mode, render size, "
+                   "data, a stored threshold, --demo) is refused")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--cache", action="store_true",
                        help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
@@ -110,7 +114,7 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
     add_store(p)
 
     p = sub.add_parser("render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter)
-    p.add_argument("input", metavar="IN.svg")
+    p.add_argument("input", metavar="IN.svg", help="the SVG file (`-`: standard input)")
     p.add_argument("-o", "--output", metavar="OUT.png", required=True, help="the PNG to write (`-`: stdout)")
     p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 "
                    "(default 512)")

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -89,7 +90,7 @@ def add_rft_parser(subparsers: Any) -> None:
                                         "(required unless --demo)")
     g.add_argument("--dataset", help="'builtin', an SVGBench questions.json or an Eval Protocol JSONL file "
                                      "(default: the settings' dataset, builtin)")
-    g.add_argument("--rows", type=int, help="use only the first N rows")
+    g.add_argument("--rows", type=int, metavar="N", help="use only the first N rows (default: all rows)")
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
     defer(p, functools.partial(_hyperparameter_flags, p))  # defaults from the pydantic model in core.rft.params
@@ -106,7 +107,7 @@ def add_rft_parser(subparsers: Any) -> None:
     g.add_argument("--dry-run", action="store_true", help="print every request that would be sent; send nothing")
     g.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     g.add_argument("--watch", action="store_true", help="after the launch, follow the job until it ends")
-    g.add_argument("--poll-interval", type=float,
+    g.add_argument("--poll-interval", type=float, metavar="SECONDS",
                    help="seconds between polls of the evaluator build / the job (default: 10 / 5; demo 0.25)")
     _common(p, json_help="print {job, evaluator, dataset, links} (with --dry-run: the plan) as JSON")
 
@@ -118,7 +119,8 @@ def add_rft_parser(subparsers: Any) -> None:
                                                           "(optional with --demo)")
     p.add_argument("--watch", action="store_true", help="refresh until the job ends (or is paused: then it says "
                                                          "so and stops)")
-    p.add_argument("--poll-interval", type=float, help="seconds between polls (default: 5; demo 0.25)")
+    p.add_argument("--poll-interval", type=float, metavar="SECONDS",
+                   help="seconds between polls (default: 5; demo 0.25)")
     _common(p, json_help="print {name, display_name, state, status, percent, epoch, processed, failed, total, "
                          "created, completed, output_model, links}")
 
@@ -331,7 +333,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
                 out.out(f"follow it: svgagent rft status {result.job_id} --watch" + (" (the simulator stops when "
                         "this command ends)" if args.demo else ""))
         if args.watch:
-            return _watch(lambda: cp.get_job(result.job_name), cp.base_url, poll if args.demo else
+            return _watch(result.job_id, lambda: cp.get_job(result.job_name), cp.base_url, poll if args.demo else
                           (args.poll_interval or 5.0), out, None if args.demo else store, as_json=False)
         return EXIT_OK
 
@@ -382,7 +384,8 @@ def _show_view(view: JobView, out: _Out) -> None:
         out.out(f"  {kind:<9} {link}")
 
 
-def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Store, *, as_json: bool) -> int:
+def _watch(job: str, fetch: Any, base_url: str, interval: float, out: _Out, store: Store, *, as_json: bool) -> int:
+    """Follow ``job`` (its id or resource name, as the person gave it) until it ends."""
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, TextColumn
 
@@ -430,7 +433,11 @@ def _watch(fetch: Any, base_url: str, interval: float, out: _Out, store: Store, 
             task = progress.add_task(prefix + "waiting for the job", total=100, detail="")
             final = watch_job(poller, update)
     except KeyboardInterrupt:
-        out.err("stopped watching; the job keeps running (svgagent rft status JOB --watch to follow it again)")
+        if out.demo:
+            out.err("stopped watching; the simulated job ends with this command")
+        else:
+            again = shlex.join(["svgagent", "rft", "status", job, "--watch"])
+            out.err(f"stopped watching; the job keeps running ({again} to follow it again)")
         return EXIT_INTERRUPTED
     if final.fatal and final.error is not None:
         raise final.error
@@ -452,7 +459,7 @@ def _status(args: argparse.Namespace, out: _Out) -> int:
     with _monitor_plane(args, out) as (cp, job, store):
         if args.watch:
             interval = args.poll_interval or (DEMO_POLL_S if args.demo else 5.0)
-            return _watch(lambda: cp.get_job(job), cp.base_url, interval, out, store, as_json=args.json)
+            return _watch(job, lambda: cp.get_job(job), cp.base_url, interval, out, store, as_json=args.json)
         data = cp.get_job(job)
         view = JobView.from_job(data, cp.base_url)
         _remember_state(store, view, data)

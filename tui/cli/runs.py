@@ -12,23 +12,26 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.export import export_run
-from svgagent.core.records import mean_text
+from svgagent.core.records import mean_text, spread_text
 from svgagent.core.run_ref import resolve_run
 from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
-from svgagent.core.scoring.render import Renderer
+from svgagent.core.scoring.render import DEFAULT_MAX_BYTES, Renderer
 from svgagent.core.settings import Settings
 from svgagent.core.field_limits import bounds, numeric_range
 
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
-from svgagent.tui.cli.store_cmd import open_store
+from svgagent.tui.cli.store_cmd import open_store, store_path
 
 
 _fmt = mean_text  # "–" for none, else the given decimals
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.runs_command == "list" and not (path := store_path(args)).exists():  # a fresh machine: nothing to list,
+        print("[]" if args.json else f"no runs yet (the run store will be {path}): try `svgagent eval --demo`")
+        return EXIT_OK  # and no store made just to say so
     with open_store(args) as store:
         if args.runs_command == "list":
             runs = store.list_runs()
@@ -62,7 +65,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         console = cli_console()
         console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
                       f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
-                      f"mean {_fmt(summary.mean_score)} ± {_fmt(summary.stderr)}")
+                      f"mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}")
         cells = [(r.rollout_id.removeprefix(run.run_id + "."), r.row_id, str(r.sample_index), r.status.value,
                   _fmt(r.score), f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
                   _fmt(r.generation_s, 1), _fmt(r.judge_s, 1)) for r in rollouts]
@@ -119,15 +122,30 @@ def _render_size(size: int) -> int:
     return size
 
 
+def read_svg_input(name: str, limit: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The SVG file ``name`` or, for ``-``, standard input (as ``-o -`` is standard output), read up to the
+    renderer's ``limit``: a larger file or an endless stream is refused after ``limit + 1`` bytes, never read
+    whole (`render /dev/zero` ran out of memory)."""
+    shown = "standard input" if name == STDOUT else name
+    try:
+        if name == STDOUT:
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(name, "rb") as source:
+                data = source.read(limit + 1)
+    except OSError as err:
+        raise ConfigError(f"cannot read {shown}: {err.strerror or err}") from None
+    if len(data) > limit:
+        raise ConfigError(f"{shown} is too large to render: over {limit:,} bytes (the renderer's limit)")
+    return data
+
+
 def cmd_render(args: argparse.Namespace) -> int:
-    """Render one SVG file; every error is one line and exit status 2; ``-o -`` writes the PNG to stdout."""
+    """Render one SVG file (``-``: standard input); every error is one line and exit status 2; ``-o -`` writes the
+    PNG to stdout."""
     size = _render_size(args.size)
     kind, _ = resolve_target(args.output)  # refuse a directory / missing directory before rendering
-    source = Path(args.input)
-    try:
-        data = source.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"cannot read {source}: {err.strerror or err}") from None
+    data = read_svg_input(args.input)
     try:
         with Renderer(size=size, workers=1) as renderer:
             png = renderer.render_sync(data, size)

@@ -29,6 +29,7 @@ from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_setti
 
 if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `serve` runs, not for `svgagent --help`
     import asyncio
+    import socket
 
     from svgagent.core.settings import Settings
     from svgagent.core.serve.wiring import ServeOptions
@@ -105,13 +106,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("; ".join(problems))
         if args.judge and settings.openai_api_key is None:
             raise ConfigError("--judge needs OPENAI_API_KEY (the judge's key) in .env or the environment — or --demo")
+        from svgagent.core.serve.server import bind_socket
+
+        # bound before the store is made: a port in use leaves no new store behind
+        sock = stack.enter_context(contextlib.closing(bind_socket(options.host, options.port)))
         store = stack.enter_context(open_store_for_writing(settings.store_path(), announce=_log_line))
         access = StderrLines()
         _configure_logging(access)
         from svgagent.core.event_loop import run  # uvloop's loop where installed
 
         try:
-            return run(_serve(settings, store, options, args, demo, access))
+            return run(_serve(settings, store, options, args, demo, access, sock))
         finally:
             access.flush()
     return EXIT_OK  # pragma: no cover - the with block returns
@@ -213,7 +218,7 @@ def _configure_logging(access: StderrLines) -> None:
 
 
 async def _serve(settings: Settings, store: Store, options: ServeOptions, args: argparse.Namespace,
-                 demo: dict[str, str], access: StderrLines) -> int:
+                 demo: dict[str, str], access: StderrLines, sock: socket.socket) -> int:
     import asyncio
 
     stop = asyncio.Event()
@@ -230,7 +235,7 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
         loop.add_signal_handler(sig, on_signal)
     from svgagent.core.serve.wiring import rollout_server
 
-    async with rollout_server(settings, store, options, access=access) as server:
+    async with rollout_server(settings, store, options, access=access, sock=sock) as server:
         holder["server"] = server
         with long_run_heap():  # serving is this process's job: the collector set for it (core/startup_gc.py)
             line = {"event": "listening", "url": server.url, "store": str(store.path),

@@ -1,8 +1,9 @@
 """Opening the run store the same way in every command, and `svgagent store check|backup`.
 
 Commands that only read (`runs list|show|compare|stats`, `export`, `store check|backup`) open the store read-only
-(also on a read-only file system) and never create one: a missing store is one line saying so. Commands that write
-(`eval`, `import`, `tui`, `serve`, `rft`) create a missing store — a private 0700 directory and 0600 file — after saying where.
+(also on a read-only file system) and never create one: a missing store is one line saying so (for `runs list`,
+that there are no runs yet: exit 0). Commands that write (`eval`, `import`, `tui`, `serve`, `rft`) create a missing
+store — a private 0700 directory and 0600 file — after saying where.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from svgagent.core.compare import Comparison, RowComparison, RowScores
+from svgagent.core.records import spread_text
 from svgagent.core.store import Store
 
 from svgagent.tui.widgets.picture import Picture
@@ -45,14 +46,14 @@ def header_text(c: Comparison, view: str = "") -> Text:
         if side == "B":
             text.append("\n")
         text.append(f" {side} ", style="bold reverse")
-        text.append(f" mean {fmt(mean)} ± {fmt(stderr)}", style="bold")
+        text.append(f" mean {fmt(mean)}{spread_text(stderr)}", style="bold")
         text.append(f"  {_run_label(run_id, name)}", style="dim")
     text.append("\n")
     if c.paired_rows:
         diff_style = "bold green" if (c.mean_diff or 0) > c.tie_tolerance else \
             "bold red" if (c.mean_diff or 0) < -c.tie_tolerance else "bold"
         text.append(f"paired rows {c.paired_rows}: B − A = ")
-        text.append(f"{fmt(c.mean_diff, sign=True)} ± {fmt(c.diff_stderr)}", style=diff_style)
+        text.append(f"{fmt(c.mean_diff, sign=True)}{spread_text(c.diff_stderr)}", style=diff_style)
         text.append(f" (A {fmt(c.paired_mean_a)}, B {fmt(c.paired_mean_b)})", style="dim")
     else:
         text.append("no row has a valid score in both runs: nothing to pair", style="italic")
