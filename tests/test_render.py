@@ -402,6 +402,11 @@ def test_start_boots_the_first_worker_before_the_first_render() -> None:
 async def test_more_workers_start_only_when_renders_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """Renders that wait for the first worker's boot, or come one after another, never start a second interpreter;
     renders that wait GROW_AFTER_S for a busy worker do, and every caller gets its own picture."""
+    # A boot of at least 1 s, a growth delay well under it but well over what three tiny renders queued behind each
+    # other take on a loaded machine: only a wait for the boot counted as a wait for renders grows the pool here.
+    boot = render_module._WORKER_BOOT
+    monkeypatch.setattr(render_module, "_WORKER_BOOT", "import time; time.sleep(1.0); " + boot)
+    monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.4)
     async with Renderer(workers=2, timeout_s=30) as pool:
         pool.start()
         colours = [(i * 40, 90, 200) for i in range(3)]
@@ -409,6 +414,9 @@ async def test_more_workers_start_only_when_renders_queue(monkeypatch: pytest.Mo
         for colour in ("#000", "#fff", "#f00"):
             await pool.render(solid_svg(colour), size=8)
         assert len(pool.worker_pids()) == 1
+        while pool._grow_pending:  # a growth check the boot's wait scheduled, 0.4 s out: let it pass (it finds no waiter)
+            await asyncio.sleep(0.05)
+        monkeypatch.setattr(render_module, "_WORKER_BOOT", boot)
         monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that
         results = await asyncio.gather(pool.render(BUSY_SVG, size=16), pool.render(BUSY_SVG, size=16),
                                        *(pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours))
