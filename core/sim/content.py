@@ -6,6 +6,7 @@ n-th request for that prompt, the PNG bytes). The server around it lives in :mod
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -72,6 +73,11 @@ _NUMBERED_RE = re.compile(r"^\s*(\d{1,3})[.)]\s+(.*\S)\s*$")
 
 def parse_requirements(text: str) -> list[str]:
     """The numbered list ``1. … 2. …`` after the last "Requirements:" line (or the first such list at all)."""
+    return list(_requirements_of(text))
+
+
+@functools.lru_cache(maxsize=256)  # every policy and judge request of a prompt reads it again
+def _requirements_of(text: str) -> tuple[str, ...]:
     lines = text.splitlines()
     start = 0
     for i, line in enumerate(lines):
@@ -84,7 +90,7 @@ def parse_requirements(text: str) -> list[str]:
             found.append(match.group(2))
         elif found and line.strip():
             break
-    return found
+    return tuple(found)
 
 
 def _subject(prompt: str) -> str:

@@ -9,6 +9,7 @@ requirement, so a "partial" answer can draw the first few.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -299,6 +300,10 @@ def asked_for(prompt: str) -> str:
 
 def motif_for(prompt: str) -> Motif | None:
     """The motif for what ``prompt`` asks for, or None."""
-    first = asked_for(prompt)
+    return _motif_asked(asked_for(prompt))
+
+
+@functools.lru_cache(maxsize=4096)  # a run asks each of its prompts many times (a few hundred regex searches each)
+def _motif_asked(first: str) -> Motif | None:
     return next((motif for words, motif in MOTIFS
                  if any(re.search(rf"\b{re.escape(word)}", first) for word in words)), None)
