@@ -259,6 +259,42 @@ async def test_max_in_flight_is_recorded(sim: Simulator, client: openai.AsyncOpe
     assert stats["total_requests"] == 12
 
 
+async def test_answers_are_made_while_the_latency_elapses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A latency runs from the request, as a remote model's does: the answer is made first and sent when the
+    latency is over (made after it, a burst of answers due at once left late by the making of those before)."""
+    from svgagent.core.sim import simulator as simulator_module
+
+    judged: list[int] = []
+    real_judge = simulator_module.judge_answer
+
+    def judge_answer(*args: Any) -> str:
+        judged.append(1)
+        return real_judge(*args)
+
+    monkeypatch.setattr(simulator_module, "judge_answer", judge_answer)
+    png = base64.b64encode(b"not really a png").decode()
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}
+    judge_messages: Any = [{"role": "user", "content": [{"type": "text", "text": make_prompt(0)}, image]}]
+    with Simulator(SimConfig(seed=3, policy_latency_s=60, judge_latency_s=60, judge_pixel_analysis=False)) as server:
+        api = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        policy = asyncio.create_task(ask(api, make_prompt(1)))
+        judge = asyncio.create_task(api.chat.completions.create(model="j", messages=judge_messages))
+        deadline = time.monotonic() + 20
+        while (sum(server.stats()["policy_quality"].values()) < 1 or not judged) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert sum(server.stats()["policy_quality"].values()) == 1 and judged == [1]  # both made ...
+        assert not policy.done() and not judge.done()  # ... and neither sent: the latency has a minute to go
+        policy.cancel()
+        judge.cancel()
+        await asyncio.gather(policy, judge, return_exceptions=True)
+        server.configure(policy_latency_s=0.3, judge_latency_s=0.3)
+        started = time.monotonic()
+        await ask(api, make_prompt(2))
+        await api.chat.completions.create(model="j", messages=judge_messages)
+        assert time.monotonic() - started >= 0.6  # never sooner than the latency
+        await api.close()
+
+
 async def test_huge_answer(sim: Simulator, client: openai.AsyncOpenAI) -> None:
     sim.configure(policy_huge_every=1)
     answer = await ask(client, make_prompt(0))
