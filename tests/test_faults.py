@@ -312,10 +312,11 @@ def damaged(tmp_path: Path) -> tuple[Path, str]:
     db = tmp_path / "damaged.db"
     with Store(db) as store:
         run_id = build_run(store, [Spec(i, fulfilled=2) for i in range(30)])
-    size = db.stat().st_size
-    with db.open("r+b") as handle:  # garbage over two pages two thirds in: the later rollouts' rows
-        handle.seek(size * 2 // 3 // 4096 * 4096)
-        handle.write(os.urandom(8192))
+        page = store.query("PRAGMA page_size")[0][0]
+        root = store.query("SELECT rootpage FROM sqlite_master WHERE name = 'rollouts'")[0][0]
+    with db.open("r+b") as handle:  # garbage over the rollouts table's root page (the runs table stays sound)
+        handle.seek((root - 1) * page)
+        handle.write(os.urandom(page))
     return db, run_id
 
 

@@ -34,6 +34,24 @@ def test_schema_is_versioned_and_wal(store: Store) -> None:
     assert mode == "wal"
 
 
+def test_a_new_store_has_16_kib_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    """A rollout's answer, SVG and PNG (≈130 kB) span ~8 pages of 16 KiB instead of ~32 of 4 KiB: fewer WAL frames
+    per commit (bench/engine.py's writer thread) and fewer overflow pages to walk for a run's light view."""
+    with Store(tmp_path / "new.db") as new:
+        run_id = _run(new)
+        assert new.query("PRAGMA page_size")[0][0] == 16384
+    old_path = tmp_path / "old.db"
+    with sqlite3.connect(old_path) as db:  # a file made before: SQLite's default pages, in WAL already
+        db.execute("PRAGMA page_size = 4096")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("CREATE TABLE kept (x)")
+    with Store(old_path) as old:  # migrated in place; its page size only changes with a VACUUM, never silently
+        assert old.query("PRAGMA page_size")[0][0] == 4096
+        assert old.get_run(_run(old)).name == "t"
+    with Store(tmp_path / "new.db") as reopened:
+        assert reopened.get_run(run_id).name == "t" and reopened.query("PRAGMA page_size")[0][0] == 16384
+
+
 def test_create_run_queues_every_row_and_sample(store: Store) -> None:
     run_id = _run(store, samples=3)
     rollouts = store.list_rollouts(run_id)
