@@ -402,6 +402,8 @@ def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) 
     (["--samples", "2"], "samples 1", "measures"),
     (["--dataset", "other.json"], "dataset 'builtin'", "measures"),
     (["--threshold", "0.9"], "threshold 0.6", "the stored threshold is the run's"),
+    (["--temperature", "0.2"], "temperature 0.8", "measures"),
+    (["--max-tokens", "512"], "max_tokens 4096", "measures"),
 ])
 def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(home: Path, flag: list[str], stored: str,
                                                                     why: str) -> None:
@@ -410,7 +412,8 @@ def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(home: Path, 
     done = svgagent("eval", "--resume", run_id, *flag, "--max-retries", "0",
                     env={"FIREWORKS_API_KEY": "fw-k", "OPENAI_API_KEY": "sk-k"})
     assert done.returncode == 2
-    given = repr(float(flag[1]) if flag[0] == "--threshold" else int(flag[1]) if flag[1].isdigit() else flag[1])
+    given = repr(float(flag[1]) if flag[0] in ("--threshold", "--temperature") else int(flag[1]) if flag[1].isdigit()
+                 else flag[1])
     assert done.stderr.strip().splitlines() == [
         f"svgagent: error: {flag[0]} {given}: run {run_id} was stored with {stored} "
         f"({'a resume keeps what the run ' + why if why == 'measures' else why}); drop {flag[0]} (or start a new run)"]

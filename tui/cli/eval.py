@@ -90,7 +90,8 @@ def refuse_other_cache_choice(run_id: str, stored: dict[str, Any], overrides: di
 
 # The settings that decide what a run measures: a resume finishes the run as it was started, so a flag giving one
 # of them another value than the run stored is refused, not obeyed for the rest of the rollouts.
-MEASURED = ("model", "judge_model", "judge_mode", "render_size", "dataset", "rows", "samples")
+MEASURED = ("model", "judge_model", "judge_mode", "render_size", "dataset", "rows", "samples", "temperature",
+            "max_tokens")  # how the policy samples is part of what is measured
 
 
 def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[str, Any], flags: dict[str, Any],

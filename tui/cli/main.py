@@ -83,8 +83,8 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     add_store(p)
     p.add_argument("--name", help="a name for the run (default: its id)")
     p.add_argument("--resume", metavar="RUN", help=f"continue an interrupted run ({RUN_HELP}): finished rollouts are "
-                   "kept; a flag that would change what the run measures (model, judge, judge mode, render size, "
-                   "data, a stored threshold, --demo) is refused")
+                   "kept; a flag that would change what the run measures (model, sampling, judge, judge mode, "
+                   "render size, data, a stored threshold, --demo) is refused")
     cache = p.add_mutually_exclusive_group()
     cache.add_argument("--cache", action="store_true",
                        help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
