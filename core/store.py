@@ -587,12 +587,15 @@ class Store:
 
     def refresh_summary(self, run_id: str) -> None:
         """Recompute a finished run's stored summary (an override changed a score): `runs list`, the run picker
-        and the dashboard then show the same mean. A run without one yet gets it when it ends."""
-        run = self.get_run(run_id)
-        if run.summary is None:
-            return
-        summary = self.summarize(run_id, run.threshold)
+        and the dashboard then show the same mean. A run without one yet gets it when it ends.
+
+        Read and written in one write transaction: computed outside it, a summary could be stored over a newer one
+        that another process (a second app reviewing the same run) computed from a later override."""
         with self._tx() as db:
+            run = self.get_run(run_id)
+            if run.summary is None:
+                return
+            summary = self.summarize(run_id, run.threshold)  # its snapshot joins this transaction
             db.execute("UPDATE runs SET summary_json=? WHERE run_id=? AND summary_json IS NOT NULL",
                        (json.dumps(summary.to_dict()), run_id))
 

@@ -179,6 +179,44 @@ def test_override_is_kept_next_to_judge_and_used_in_summary(store: Store) -> Non
     assert store.get_rollout(a).override_score is None
 
 
+def test_two_reviewers_refreshing_a_summary_never_leave_the_older_one_stored(tmp_path: Path) -> None:
+    """Two apps review one run: the summary each stores is computed under the write lock, so the one stored last
+    is computed from every override committed before it (computed outside it, a slow refresh wrote a mean the
+    other's later override had already changed)."""
+    import threading
+
+    path = tmp_path / "runs.db"
+    with Store(path) as first, Store(path) as second:
+        run_id = _run(first, samples=1)
+        a, b = (r.rollout_id for r in first.list_rollouts(run_id))
+        for rollout_id in (a, b):
+            first.update_rollout(rollout_id, status=RolloutStatus.SCORED, score=0.0, fulfilled=0, is_score_valid=True)
+        first.set_run_status(run_id, "completed", first.summarize(run_id, 0.5))
+        computed, go_on = threading.Event(), threading.Event()
+        summarize = first.summarize
+
+        def slow_summarize(run: str, threshold: float):  # the first reviewer's refresh, held once it has computed
+            summary = summarize(run, threshold)
+            computed.set()
+            go_on.wait(10)
+            return summary
+
+        first.summarize = slow_summarize  # type: ignore[method-assign]
+        slow = threading.Thread(target=first.set_override, args=(a,), kwargs={"fulfilled": 2})
+        slow.start()
+        assert computed.wait(10)
+        later = threading.Thread(target=second.set_override, args=(b,), kwargs={"fulfilled": 3})
+        later.start()
+        later.join(1.0)  # with the refresh outside the lock this override and its refresh are done by now
+        go_on.set()
+        slow.join(10)
+        later.join(30)
+        assert not slow.is_alive() and not later.is_alive()
+        stored = second.get_run(run_id).summary
+        assert stored is not None
+        assert stored["mean_score"] == pytest.approx(1.0) == second.summarize(run_id, 0.5).mean_score
+
+
 def test_v1_store_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
