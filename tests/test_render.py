@@ -414,7 +414,7 @@ async def test_more_workers_start_only_when_renders_queue(monkeypatch: pytest.Mo
         for colour in ("#000", "#fff", "#f00"):
             await pool.render(solid_svg(colour), size=8)
         assert len(pool.worker_pids()) == 1
-        while pool._grow_pending:  # a growth check the boot's wait scheduled, 0.4 s out: let it pass (it finds no waiter)
+        while pool._grow_pending:  # the growth check the boot's wait scheduled, 0.4 s out: let it find no waiter
             await asyncio.sleep(0.05)
         monkeypatch.setattr(render_module, "_WORKER_BOOT", boot)
         monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that

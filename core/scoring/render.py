@@ -62,10 +62,6 @@ _WORKER_BOOT = ("import runpy, sys; del sys.path[0]; "
                 f"runpy.run_module({WORKER_MODULE!r}, run_name='__main__', alter_sys=True)")
 
 
-# glibc's malloc (mallopt(3); other C libraries ignore these): a render's big buffers — the surface, its RGB copy,
-# the PNG's scanlines, ~3 MB at 512 px — were each a fresh mapping, unmapped again when freed, so every render
-# faulted in and zeroed ~1,000 new pages (≈1.5 ms of its ≈3.8 ms of CPU on a small SVG). From the heap and kept
-# there between renders, the next render reuses them. A worker keeps at most TRIM of freed memory (RLIMIT_AS: 1 GB).
 def usable_cpus() -> int:
     """The CPUs this process may run on: its affinity mask (``taskset``, a container's cpuset), not the machine's
     count -- a pool of one render worker per machine CPU, confined to one core, had its renders slice each other's
@@ -76,6 +72,10 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# glibc's malloc (mallopt(3); other C libraries ignore these): a render's big buffers — the surface, its RGB copy,
+# the PNG's scanlines, ~3 MB at 512 px — were each a fresh mapping, unmapped again when freed, so every render
+# faulted in and zeroed ~1,000 new pages (≈1.5 ms of its ≈3.8 ms of CPU on a small SVG). From the heap and kept
+# there between renders, the next render reuses them. A worker keeps at most TRIM of freed memory (RLIMIT_AS: 1 GB).
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 
 
@@ -488,11 +488,12 @@ def _close_workers(workers: list[WorkerProcess]) -> None:
 class Renderer:
     """A pool of sandboxed worker processes rendering SVG to PNG, each render with a wall-clock timeout.
 
-    Up to ``workers`` worker processes (default: one per CPU this process may use, :func:`usable_cpus`) live until :meth:`close`. The first starts on the
-    first render (or :meth:`start`); another starts only when a render has waited ``GROW_AFTER_S`` for a busy one
-    (not for a boot: that ends sooner than a second would), so a run whose renders never queue boots one interpreter, not one per CPU (each boot costs ≈0.45 s of CPU,
-    half of it cffi parsing cairo's C declarations). A worker that times out, crashes or runs out of memory is
-    replaced; the caller gets :class:`RenderError` with a one-line reason.
+    Up to ``workers`` worker processes (default: one per CPU this process may use, :func:`usable_cpus`) live until
+    :meth:`close`. The first starts on the first render (or :meth:`start`); another starts only when a render has
+    waited ``GROW_AFTER_S`` for a busy one (not for a boot: that ends sooner than a second would), so a run whose
+    renders never queue boots one interpreter, not one per CPU (each boot costs ≈0.45 s of CPU, half of it cffi
+    parsing cairo's C declarations). A worker that times out, crashes or runs out of memory is replaced; the caller
+    gets :class:`RenderError` with a one-line reason.
     """
 
     def __init__(

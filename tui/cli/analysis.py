@@ -64,7 +64,8 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
                             description="Compare run B against run A, row by row.", epilog=COMPARE_EPILOG)
     p.add_argument("run_a", metavar="RUN_A", help=f"the baseline: {RUN_HELP}")
     p.add_argument("run_b", metavar="RUN_B", help="the run compared with it (the same forms)")
-    p.add_argument("--only", choices=["regressions", "improvements"], help="show only rows where B got worse/better (default: every row)")
+    p.add_argument("--only", choices=["regressions", "improvements"],
+                   help="show only rows where B got worse/better (default: every row)")
     p.add_argument("--sort", choices=["delta", "abs", "row"], default="delta",
                    help="delta: worst first (default); abs: biggest change first; row: dataset order")
     p.add_argument("--reverse", action="store_true", help="reverse the order (delta: best first)")
