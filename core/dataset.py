@@ -47,9 +47,19 @@ class Dataset:
         return len(self.rows)
 
 
+def is_builtin(source: str | Path | None) -> bool:
+    return source is None or (isinstance(source, str) and source.strip() == BUILTIN)
+
+
+def dataset_source(source: str | Path) -> str:
+    """What a run stores to find the dataset ``source`` names again (:attr:`Dataset.source`): ``"builtin"``, or the
+    file's absolute path."""
+    return BUILTIN if is_builtin(source) else str(Path(source).expanduser().resolve())
+
+
 def load_dataset(source: str | Path | None = None) -> Dataset:
     """Load the built-in dataset (``None`` or ``"builtin"``), an SVGBench ``questions.json`` or Eval Protocol JSONL."""
-    if source is None or (isinstance(source, str) and source.strip() == BUILTIN):
+    if is_builtin(source):
         return _load_builtin()
     if not str(source).strip():
         raise DatasetError("dataset path is empty")
@@ -60,7 +70,7 @@ def load_dataset(source: str | Path | None = None) -> Dataset:
     rows, fmt = _parse(text, label)
     return Dataset(
         name=path.name,
-        source=str(path.resolve()),
+        source=dataset_source(path),
         rows=rows,
         sha256=hashlib.sha256(data).hexdigest(),
         format=fmt,

@@ -124,12 +124,12 @@ def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[
 
 
 def _same_dataset_file(given: str, dataset: dict[str, Any]) -> bool:
-    """``--dataset given`` names the file the run was made from (stored as an absolute path, core/dataset.py)."""
-    from pathlib import Path
+    """``--dataset given`` names the dataset the run was made from (its stored ``source``)."""
+    from svgagent.core.dataset import dataset_source
 
     try:
-        return str(Path(given).expanduser().resolve()) == str(dataset.get("source"))
-    except (OSError, RuntimeError, ValueError):
+        return dataset_source(given) == str(dataset.get("source"))
+    except (OSError, RuntimeError, ValueError):  # a path that cannot be resolved names no stored file
         return False
 
 
