@@ -318,19 +318,22 @@ class Simulator(BackgroundServer):
         count = body.get("n") or 1
         if not isinstance(count, int) or not 1 <= count <= 16:
             return error_response(400, "'n' must be an integer from 1 to 16", "invalid_request_error")
+        # A model's latency runs from the request: the answer is made while it elapses and sent when it is over (made
+        # after it, a burst of answers due at the same moment went out one after another, each late by the making
+        # of those before it: ~75 ms for 256 at once, on the cores of the engine it answers).
+        loop = asyncio.get_running_loop()
         if kind == "judge":
+            due = loop.time() + config.judge_latency_s
             contents, finish = await self._judge_contents(body, config, prompt, fault)
-            return completion_response(number, config.judge_model, contents * count, finish * count, texts,
-                                       completion_limit(body), empty_choices=fault == "empty_choices")
-        # A model's latency runs from the request: the answer is made while it elapses, not after it (a burst of
-        # answers due at the same moment was made one after another, each late by the making of those before it:
-        # ~75 ms for 256 at once, on the cores of the engine it answers).
-        due = asyncio.get_running_loop().time() + config.policy_latency_s
-        contents, finish = self._policy_contents(body, config, prompt, fault, count)
-        response = completion_response(number, config.policy_model, contents, finish, texts, completion_limit(body),
+            contents, finish, model = contents * count, finish * count, config.judge_model
+        else:
+            due = loop.time() + config.policy_latency_s
+            contents, finish = self._policy_contents(body, config, prompt, fault, count)
+            model = config.policy_model
+        response = completion_response(number, model, contents, finish, texts, completion_limit(body),
                                        empty_choices=fault == "empty_choices")
-        if config.policy_latency_s:
-            await asyncio.sleep(max(0.0, due - asyncio.get_running_loop().time()))
+        if due > loop.time():
+            await asyncio.sleep(due - loop.time())
         return response
 
     def _policy_contents(
@@ -377,18 +380,11 @@ class Simulator(BackgroundServer):
                 garbage = kinds[(self._stats["faults"]["judge_garbage"] - 1) % len(kinds)]
         requirements = parse_requirements(prompt)
         png = image_bytes(body["messages"])
-        loop = asyncio.get_running_loop()
-        if not config.judge_pixel_analysis:  # an estimate from the PNG's header and size: tens of µs, no thread
-            due = loop.time() + config.judge_latency_s
+        if config.judge_pixel_analysis:  # decoding the image takes milliseconds: in a thread, not on the loop
+            text = await asyncio.get_running_loop().run_in_executor(
+                self._executor, judge_answer, config.seed, png, requirements, mode, garbage, True)
+        else:  # an estimate from the PNG's header and size: tens of µs
             text = judge_answer(config.seed, png, requirements, mode, garbage, False)
-            if config.judge_latency_s:
-                await asyncio.sleep(max(0.0, due - loop.time()))
-            return [text], ["stop"]
-        # The image is analysed in a worker thread while the simulated latency elapses.
-        work = loop.run_in_executor(self._executor, judge_answer, config.seed, png, requirements, mode, garbage, True)
-        if config.judge_latency_s:
-            await asyncio.sleep(config.judge_latency_s)
-        text = await work
         return [text], ["stop"]
 
     # ------------------------------------------------------------------------------------------ remote control
