@@ -25,7 +25,7 @@ from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.terminal_text import visible
 from svgagent.core.store import Store
 
-from svgagent.tui.cli.flags import explicit_settings
+from svgagent.tui.cli.flags import explicit_settings, flag_name
 from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.interrupts import Stopped, run_stoppable
 from svgagent.tui.cli.store_cmd import open_store_for_writing
@@ -108,8 +108,6 @@ def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[
     if args.demo and not made_with_demo(stored):
         raise ConfigError(f"--demo: run {run_id} was not made with the built-in simulator (its policy is "
                           f"{stored.get('model')!r}): a resume keeps what the run measures; drop --demo")
-    from svgagent.tui.cli.flags import flag_name
-
     for name in (*MEASURED, "threshold"):
         if name not in flags or name not in stored or (stored[name] is None and name != "rows"):
             continue  # not given, or the run stored no value: the flag's is the run's from now on
