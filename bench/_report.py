@@ -39,8 +39,11 @@ def children_of(pid: int) -> list[int]:
 
 
 # a render that keeps a worker busy for a few tenths of a second (the pool grows when a render waits 0.1 s)
-BUSY_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><path stroke="#000" d="M0 0 '
-            + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(100_000)) + '"/></svg>')
+BUSY_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><path stroke="#000" d="M0 0 '
+    + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(100_000))
+    + '"/></svg>'
+)
 
 
 async def warm_pool(renderer: Any) -> None:

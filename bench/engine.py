@@ -32,14 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from _report import cpu_seconds, report, warm_pool
+
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
 from svgagent.core.event_loop import loop_factory, run
-from svgagent.core.settings import load_settings
-from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import usable_cpus
+from svgagent.core.settings import load_settings
+from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.store import Store
 
 
@@ -47,10 +48,25 @@ def start_simulator(latency: float, nice: int = 0, svg_file: str = "") -> tuple[
     """``nice``: as `tui --demo` starts its simulator (the engine process's priority), for the app's benchmarks;
     ``svg_file``: the policy answers these SVGs in turn (SimConfig.policy_svg_file)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "svgagent.core.sim.simulator", "--port", "0", "--policy-latency", str(latency),
-         "--judge-latency", str(latency), "--judge-pixel-analysis", "false", "--nice", str(nice),
-         "--policy-svg-file", svg_file],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "svgagent.core.sim.simulator",
+            "--port",
+            "0",
+            "--policy-latency",
+            str(latency),
+            "--judge-latency",
+            str(latency),
+            "--judge-pixel-analysis",
+            "false",
+            "--nice",
+            str(nice),
+            "--policy-svg-file",
+            svg_file,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -75,14 +91,25 @@ async def forward_events(events: Any) -> None:
             json.dumps({"events": batch})
 
 
-async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: int,
-                  workers: int = 1, max_tokens: int = 4096) -> dict[str, float]:
+async def one_run(
+    url: str, n: int, concurrency: int, store_dir: Path, sim_pid: int, workers: int = 1, max_tokens: int = 4096
+) -> dict[str, float]:
     dataset = load_dataset("builtin")
     rows = min(len(dataset.rows), 25)
     runs = math.ceil(n / rows)
-    settings = load_settings(**demo_overrides(url), store=store_dir / f"bench-{concurrency}-{workers}.db", rows=rows,
-                             samples=runs, concurrency=concurrency, judge_concurrency=concurrency, cache=False,
-                             max_retries=0, request_timeout_s=60, workers=workers, max_tokens=max_tokens)
+    settings = load_settings(
+        **demo_overrides(url),
+        store=store_dir / f"bench-{concurrency}-{workers}.db",
+        rows=rows,
+        samples=runs,
+        concurrency=concurrency,
+        judge_concurrency=concurrency,
+        cache=False,
+        max_retries=0,
+        request_timeout_s=60,
+        workers=workers,
+        max_tokens=max_tokens,
+    )
     with Store(settings.store_path()) as store:
         async with Engine(settings, store) as engine:
             run_id = engine.create_run(dataset)
@@ -112,24 +139,46 @@ async def one_run(url: str, n: int, concurrency: int, store_dir: Path, sim_pid: 
             # the cores with the engine and the simulator (caches, frequency), which makes it read higher
             # (the SVG column alone, a few hundred at a time: the peak RSS below is the run's, not this check's)
             peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            ids = [row[0] for row in store.query("SELECT rollout_id FROM rollouts WHERE run_id = ? AND is_current = 1"
-                                                 " AND png IS NOT NULL", (run_id,))]
+            ids = [
+                row[0]
+                for row in store.query(
+                    "SELECT rollout_id FROM rollouts WHERE run_id = ? AND is_current = 1 AND png IS NOT NULL", (run_id,)
+                )
+            ]
             idle0 = {pid: cpu_seconds(pid) for pid in engine._renderer.worker_pids()}
             for start in range(0, len(ids), 256):
-                chunk = ids[start:start + 256]
-                svgs = [row[0] for row in store.query(
-                    f"SELECT svg FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk)]
+                chunk = ids[start : start + 256]
+                svgs = [
+                    row[0]
+                    for row in store.query(
+                        f"SELECT svg FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk
+                    )
+                ]
                 await asyncio.gather(*(engine._renderer.render(svg) for svg in svgs))
             render_idle = sum(cpu_seconds(pid) - idle0.get(pid, 0.0) for pid in engine._renderer.worker_pids())
-            failures = collections.Counter((r.error or "?").split(":")[0].split("(")[0].strip()[:40]
-                                           for r in store.list_rollouts(run_id) if r.status is RolloutStatus.FAILED)
+            failures = collections.Counter(
+                (r.error or "?").split(":")[0].split("(")[0].strip()[:40]
+                for r in store.list_rollouts(run_id)
+                if r.status is RolloutStatus.FAILED
+            )
     total = summary.rollouts
     if summary.done != total:
         raise SystemExit(f"only {summary.done} of {total} rollouts finished")
     if sum(failures.values()) > total // 2:  # the simulator's bad answers are ≈1 in 4: more is the bench's fault
         raise SystemExit(f"{sum(failures.values())} of {total} rollouts failed: {dict(failures.most_common(5))}")
-    return {"n": total, "wall": wall, "cpu": cpu, "done": summary.done, "render": render, "sim": sim, "loop": loop,
-            "workers_cpu": workers_cpu, "failures": failures, "render_idle": render_idle, "peak_kb": peak_kb}
+    return {
+        "n": total,
+        "wall": wall,
+        "cpu": cpu,
+        "done": summary.done,
+        "render": render,
+        "sim": sim,
+        "loop": loop,
+        "workers_cpu": workers_cpu,
+        "failures": failures,
+        "render_idle": render_idle,
+        "peak_kb": peak_kb,
+    }
 
 
 def write_model_like_svgs(path: Path, count: int) -> str:
@@ -149,16 +198,30 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=1000, help="rollouts per measurement")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--latency", type=float, default=0.2, help="simulated policy and judge latency (s)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1],
-                        help="engine processes per run to measure (1: the engine in this process)")
-    parser.add_argument("--simulator-cores", type=int, default=0, metavar="K",
-                        help="give the simulator K cores of its own and the engine (its renders, its workers) the "
-                        "others, as when the model and the judge run elsewhere; the unavoidable and the bound then "
-                        "count the engine's cores only (default 0: everything shares every core)")
-    parser.add_argument("--svgs", choices=("simulator", "model-like"), default="simulator",
-                        help="what the policy draws: the simulator's small SVGs (≈0.9 kB, 2 – 3 ms of render CPU) "
-                        "or bench/render.py's model-like corpus (50 – 300 elements, ≈40 ms each), as a model's "
-                        "drawings cost in real use (default simulator)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="engine processes per run to measure (1: the engine in this process)",
+    )
+    parser.add_argument(
+        "--simulator-cores",
+        type=int,
+        default=0,
+        metavar="K",
+        help="give the simulator K cores of its own and the engine (its renders, its workers) the "
+        "others, as when the model and the judge run elsewhere; the unavoidable and the bound then "
+        "count the engine's cores only (default 0: everything shares every core)",
+    )
+    parser.add_argument(
+        "--svgs",
+        choices=("simulator", "model-like"),
+        default="simulator",
+        help="what the policy draws: the simulator's small SVGs (≈0.9 kB, 2 – 3 ms of render CPU) "
+        "or bench/render.py's model-like corpus (50 – 300 elements, ≈40 ms each), as a model's "
+        "drawings cost in real use (default simulator)",
+    )
     args = parser.parse_args()
     tmp_dir = tempfile.TemporaryDirectory()
     svg_file = ""
@@ -172,16 +235,22 @@ def main() -> int:
                 every = sorted(os.sched_getaffinity(0))
                 if not 0 < args.simulator_cores < len(every):
                     raise SystemExit(f"--simulator-cores: 1 to {len(every) - 1} on this machine")
-                os.sched_setaffinity(proc.pid, every[:args.simulator_cores])
-                os.sched_setaffinity(0, every[args.simulator_cores:])  # render workers and engine workers inherit it
+                os.sched_setaffinity(proc.pid, every[: args.simulator_cores])
+                os.sched_setaffinity(0, every[args.simulator_cores :])  # render workers and engine workers inherit it
                 cores = len(every) - args.simulator_cores
-                print(f"the simulator on core(s) {every[:args.simulator_cores]}, the engine on "
-                      f"{every[args.simulator_cores:]}")
+                print(
+                    f"the simulator on core(s) {every[: args.simulator_cores]}, the engine on "
+                    f"{every[args.simulator_cores :]}"
+                )
             factory = loop_factory()
-            print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {cores} CPUs, event loop "
-                  f"{factory.__module__.partition('.')[0] if factory else 'asyncio'} (svgagent eval's)")
-            print(f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'unavoid. s':>10} "
-                  f"{'ratio':>6} {'bound s':>8} {'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}")
+            print(
+                f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, {cores} CPUs, event loop "
+                f"{factory.__module__.partition('.')[0] if factory else 'asyncio'} (svgagent eval's)"
+            )
+            print(
+                f"{'rollouts':>8} {'conc':>5} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'unavoid. s':>10} "
+                f"{'ratio':>6} {'bound s':>8} {'ratio':>6} {'engine ms/r':>11} {'render ms/r':>11} {'sim ms/r':>9}"
+            )
             figures: dict[str, float] = {}
             render_per_rollout: dict[int, float] = {}
             peak_kb_of_runs = 0
@@ -199,10 +268,13 @@ def main() -> int:
                     render = render_per_rollout.get(c, math.nan) * n
                     unavoidable = max(ideal, render / cores)
                     # the issue's targets are for 1,000 rollouts: a longer run's figures carry their size
-                    tag = (f"C={c}" + (f", {w} workers" if w > 1 else "") + (f", {n} rollouts" if n != 1000 else "")
-                           + (", model-like SVGs" if svg_file else "")
-                           + (f", simulator on {args.simulator_cores} core(s) of its own"
-                              if args.simulator_cores else ""))
+                    tag = (
+                        f"C={c}"
+                        + (f", {w} workers" if w > 1 else "")
+                        + (f", {n} rollouts" if n != 1000 else "")
+                        + (", model-like SVGs" if svg_file else "")
+                        + (f", simulator on {args.simulator_cores} core(s) of its own" if args.simulator_cores else "")
+                    )
                     engine_ms = 1000 * (r["cpu"] + r["workers_cpu"]) / n
                     # all of the run's CPU: workers' figures include their renders, the one engine's do not
                     everything = r["cpu"] + r["workers_cpu"] + (r["render"] if w == 1 else 0.0)
@@ -212,14 +284,18 @@ def main() -> int:
                     pipelined = math.ceil(n / c) * args.latency + args.latency
                     bound = max(pipelined, 2 * args.latency + render / cores, everything / cores)
                     if w == 1:
-                        note = (f"; loop busy {r['loop'] / r['wall']:.0%}; "
-                                f"renders {1000 * r['render'] / n:.2f} ms/r during the run")
+                        note = (
+                            f"; loop busy {r['loop'] / r['wall']:.0%}; "
+                            f"renders {1000 * r['render'] / n:.2f} ms/r during the run"
+                        )
                     else:
                         note = " (engine ms/r: all workers, renders included)"
-                    print(f"{n:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} "
-                          f"{unavoidable:>10.2f} {r['wall'] / unavoidable:>6.2f} {bound:>8.2f} "
-                          f"{r['wall'] / bound:>6.2f} "
-                          f"{engine_ms:>11.2f} {1000 * render / n:>11.2f} {1000 * r['sim'] / n:>9.2f}  {tag}{note}")
+                    print(
+                        f"{n:>8} {c:>5} {r['wall']:>8.2f} {ideal:>8.2f} {r['wall'] / ideal:>6.2f} "
+                        f"{unavoidable:>10.2f} {r['wall'] / unavoidable:>6.2f} {bound:>8.2f} "
+                        f"{r['wall'] / bound:>6.2f} "
+                        f"{engine_ms:>11.2f} {1000 * render / n:>11.2f} {1000 * r['sim'] / n:>9.2f}  {tag}{note}"
+                    )
                     figures[f"engine wall/ideal, {tag}"] = round(r["wall"] / ideal, 2)
                     figures[f"engine wall/unavoidable, {tag}"] = round(r["wall"] / unavoidable, 2)
                     figures[f"engine wall/this machine's bound, {tag}"] = round(r["wall"] / bound, 2)

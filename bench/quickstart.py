@@ -34,13 +34,23 @@ from pathlib import Path
 from _report import compile_sources, report
 from engine import start_simulator
 from render import percentile
+
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.store import Store
 
 DEFAULT_DATASET = "/work/shared/data/svgbench/questions.json"
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-dev-shm-usage", "--hide-scrollbars", "--disable-web-security",
-                  "--force-device-scale-factor=1", "--no-first-run", "--disable-extensions")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--disable-web-security",
+    "--force-device-scale-factor=1",
+    "--no-first-run",
+    "--disable-extensions",
+)
 
 
 def svgagent() -> list[str]:
@@ -58,13 +68,37 @@ def eval_once(url: str, args: argparse.Namespace, root: Path, index: int) -> tup
     by its own clock) of one `svgagent eval`."""
     home = root / f"home-{index}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SVGAGENT_", "FIREWORKS_", "OPENAI_"))}
-    env.update(FIREWORKS_API_KEY="fw-bench-not-a-key", OPENAI_API_KEY="oa-bench-not-a-key", HOME=str(home),
-               XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+    env.update(
+        FIREWORKS_API_KEY="fw-bench-not-a-key",
+        OPENAI_API_KEY="oa-bench-not-a-key",
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+    )
     store = root / f"quickstart-{index}.db"
-    command = [*svgagent(), "eval", "--dataset", args.dataset, "--rows", str(args.rows), "--base-url", url,
-               "--judge-base-url", url, "--model", "simulated-policy", "--judge-model", "simulated-judge",
-               "--concurrency", str(args.concurrency), "--judge-concurrency", str(args.concurrency),
-               "--store", str(store), "--json"]
+    command = [
+        *svgagent(),
+        "eval",
+        "--dataset",
+        args.dataset,
+        "--rows",
+        str(args.rows),
+        "--base-url",
+        url,
+        "--judge-base-url",
+        url,
+        "--model",
+        "simulated-policy",
+        "--judge-model",
+        "simulated-judge",
+        "--concurrency",
+        str(args.concurrency),
+        "--judge-concurrency",
+        str(args.concurrency),
+        "--store",
+        str(store),
+        "--json",
+    ]
     cpu0 = children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True)
@@ -98,6 +132,7 @@ async def cairosvg_times(svgs: list[str]) -> list[float]:
 
 def _svg_size(svg: str) -> tuple[int, int]:
     """The page size the quickstart gives an SVG: its width/height, else its viewBox, else 512 x 512."""
+
     def number(name: str) -> float | None:
         match = re.search(rf'\b{name}\s*=\s*["\']\s*([\d.]+)\s*(px)?\s*["\']', svg[:2000])
         return float(match.group(1)) if match else None
@@ -117,13 +152,25 @@ def chromium_times(binary: str, svgs: list[str], root: Path) -> tuple[list[float
     for index, svg in enumerate(svgs):
         width, height = _svg_size(svg)
         page = root / f"page-{index}.html"
-        page.write_text(f"<!DOCTYPE html><html><head><style>*{{margin:0;padding:0}}body{{background:white;"
-                        f"width:{width}px;height:{height}px;overflow:hidden}}svg{{display:block;width:{width}px "
-                        f"!important;height:{height}px !important}}</style></head><body>{svg}</body></html>")
+        page.write_text(
+            f"<!DOCTYPE html><html><head><style>*{{margin:0;padding:0}}body{{background:white;"
+            f"width:{width}px;height:{height}px;overflow:hidden}}svg{{display:block;width:{width}px "
+            f"!important;height:{height}px !important}}</style></head><body>{svg}</body></html>"
+        )
         shot = root / f"shot-{index}.png"
         t0 = time.perf_counter()
-        subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                        f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                binary,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                f"--screenshot={shot}",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            timeout=120,
+        )
         times.append(time.perf_counter() - t0)
     return times, children_cpu() - cpu0
 
@@ -150,26 +197,37 @@ def main() -> int:
             runs = [eval_once(url, args, root, i) for i in range(args.repeat)]
             walls = [run[0] for run in runs]
             wall = statistics.median(walls)
-            print(f"svgagent eval, {args.rows} SVGBench rows, {args.latency:g} s + {args.latency:g} s latency, "
-                  f"C={args.concurrency}: wall {', '.join(f'{w:.2f}' for w in walls)} s (ideal {ideal:.2f} s) -> "
-                  f"median / ideal = {wall / ideal:.2f}; CPU (process + render workers) "
-                  f"{', '.join(f'{run[1]:.2f}' for run in runs)} s; the run itself (its own clock) "
-                  f"{', '.join(f'{run[3]:.2f}' for run in runs)} s, the rest is start-up and exit")
-            figures.update({"quickstart eval wall s": round(wall, 2), "quickstart ideal s": round(ideal, 2),
-                            "quickstart wall/ideal": round(wall / ideal, 2),
-                            "quickstart eval CPU s": round(statistics.median(run[1] for run in runs), 2),
-                            "quickstart run alone s": round(statistics.median(run[3] for run in runs), 2)})
+            print(
+                f"svgagent eval, {args.rows} SVGBench rows, {args.latency:g} s + {args.latency:g} s latency, "
+                f"C={args.concurrency}: wall {', '.join(f'{w:.2f}' for w in walls)} s (ideal {ideal:.2f} s) -> "
+                f"median / ideal = {wall / ideal:.2f}; CPU (process + render workers) "
+                f"{', '.join(f'{run[1]:.2f}' for run in runs)} s; the run itself (its own clock) "
+                f"{', '.join(f'{run[3]:.2f}' for run in runs)} s, the rest is start-up and exit"
+            )
+            figures.update(
+                {
+                    "quickstart eval wall s": round(wall, 2),
+                    "quickstart ideal s": round(ideal, 2),
+                    "quickstart wall/ideal": round(wall / ideal, 2),
+                    "quickstart eval CPU s": round(statistics.median(run[1] for run in runs), 2),
+                    "quickstart run alone s": round(statistics.median(run[3] for run in runs), 2),
+                }
+            )
             svgs = stored_svgs(runs[-1][2])
             pool = asyncio.run(cairosvg_times(svgs))
-            print(f"render, the run's {len(svgs)} SVGs: cairosvg in the worker pool p50 "
-                  f"{percentile(pool, 0.5) * 1000:.0f} ms, p95 {percentile(pool, 0.95) * 1000:.0f} ms")
+            print(
+                f"render, the run's {len(svgs)} SVGs: cairosvg in the worker pool p50 "
+                f"{percentile(pool, 0.5) * 1000:.0f} ms, p95 {percentile(pool, 0.95) * 1000:.0f} ms"
+            )
             figures["render p50 ms, cairosvg pool"] = round(percentile(pool, 0.5) * 1000, 1)
             binary = shutil.which("chromium") or shutil.which("chromium-browser")
             if binary and not args.no_chromium:
                 chrome, cpu = chromium_times(binary, svgs, root)
-                print(f"render, the same SVGs: a fresh headless Chromium per SVG p50 "
-                      f"{percentile(chrome, 0.5) * 1000:.0f} ms, p95 {percentile(chrome, 0.95) * 1000:.0f} ms "
-                      f"(CPU {cpu / len(svgs) * 1000:.0f} ms per SVG)")
+                print(
+                    f"render, the same SVGs: a fresh headless Chromium per SVG p50 "
+                    f"{percentile(chrome, 0.5) * 1000:.0f} ms, p95 {percentile(chrome, 0.95) * 1000:.0f} ms "
+                    f"(CPU {cpu / len(svgs) * 1000:.0f} ms per SVG)"
+                )
                 figures["render p50 ms, headless chromium"] = round(percentile(chrome, 0.5) * 1000, 1)
             elif not args.no_chromium:
                 print("render: no chromium on PATH (apt-get install chromium) - the comparison is skipped")

@@ -55,7 +55,7 @@ def run(script: str, args: list[str]) -> dict[str, float]:
     figures: dict[str, float] = {}
     for line in proc.stdout.splitlines():
         if line.startswith(PREFIX):
-            figures.update(json.loads(line[len(PREFIX):]))
+            figures.update(json.loads(line[len(PREFIX) :]))
         else:
             print(line)
     print(f"(load average {_load()} at the end of {script})")
@@ -71,9 +71,23 @@ def main() -> int:
     args = parser.parse_args()
     plan = [
         ("engine.py", ["--n", "300", "--workers", "1", "2"] if args.quick else ["--workers", "1", "2"]),
-        ("engine.py", ["--n", "2000", "--concurrency", "256"] if args.quick else ["--n", "10000", "--concurrency", "256"]),
-        ("engine.py", ["--n", "300" if args.quick else "1000", "--concurrency", "256", "--svgs", "model-like",
-                       "--simulator-cores", "1"]),
+        (
+            "engine.py",
+            ["--n", "2000", "--concurrency", "256"] if args.quick else ["--n", "10000", "--concurrency", "256"],
+        ),
+        (
+            "engine.py",
+            [
+                "--n",
+                "300" if args.quick else "1000",
+                "--concurrency",
+                "256",
+                "--svgs",
+                "model-like",
+                "--simulator-cores",
+                "1",
+            ],
+        ),
         ("startup.py", ["--repeat", "3"] if args.quick else []),
         ("quickstart.py", ["--repeat", "1", "--rows", "16"] if args.quick else []),
         ("client.py", ["--n", "100"] if args.quick else []),

@@ -26,13 +26,10 @@ import time
 from pathlib import Path
 
 import aiohttp
-
 from _report import children_of, cpu_seconds, report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from serve_support import init_body  # noqa: E402 - the same /init bodies the tests send
-
-
 
 
 def start(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
@@ -57,8 +54,7 @@ async def drive(server: str, gateway: str, n: int, experiment: str) -> tuple[flo
         t0 = time.perf_counter()
 
         async def post(i: int) -> None:
-            body = init_body(gateway, f"{experiment}-{i}", row=i % 3, row_id=f"row_{i % 100}",
-                             experiment_id=experiment)
+            body = init_body(gateway, f"{experiment}-{i}", row=i % 3, row_id=f"row_{i % 100}", experiment_id=experiment)
             async with session.post(f"{server}/init", json=body) as resp:
                 assert resp.status == 200, await resp.text()
                 await resp.read()
@@ -74,15 +70,28 @@ async def drive(server: str, gateway: str, n: int, experiment: str) -> tuple[flo
         async with session.get(f"{server}/") as resp:
             health = await resp.json()
         assert health["errors"] == before["errors"] and health["finished"] - before["finished"] == n, health
-        batched = (health["stored"] - before["stored"]) / max(1, health["store_transactions"] - before["store_transactions"])
+        batched = (health["stored"] - before["stored"]) / max(
+            1, health["store_transactions"] - before["store_transactions"]
+        )
         return wall, batched
 
 
 def measure(concurrency: int, n: int, latency: float, gateway: str, tmp: Path) -> dict[str, float]:
     env = {**os.environ, "SVGAGENT_HOME": str(tmp / f"home-{concurrency}"), "XDG_CONFIG_HOME": str(tmp / "cfg")}
     env.pop("FIREWORKS_API_KEY", None)
-    cmd = [sys.executable, "-m", "svgagent.tui.cli.main", "serve", "--port", "0", "--json", "--concurrency",
-           str(concurrency), "--max-retries", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "svgagent.tui.cli.main",
+        "serve",
+        "--port",
+        "0",
+        "--json",
+        "--concurrency",
+        str(concurrency),
+        "--max-retries",
+        "0",
+    ]
     proc, line = start(cmd, env)
     try:
         url = line["url"]
@@ -95,9 +104,16 @@ def measure(concurrency: int, n: int, latency: float, gateway: str, tmp: Path) -
         proc.terminate()
         proc.wait(timeout=60)
     ideal = math.ceil(n / concurrency) * latency
-    return {"wall": wall, "ideal": ideal, "rate": n / wall, "ideal_rate": n / ideal,
-            "cpu_ms": 1000 * cpu / n, "render_cpu_ms": 1000 * wcpu / n, "batched": batched,
-            "load": os.getloadavg()[0]}
+    return {
+        "wall": wall,
+        "ideal": ideal,
+        "rate": n / wall,
+        "ideal_rate": n / ideal,
+        "cpu_ms": 1000 * cpu / n,
+        "render_cpu_ms": 1000 * wcpu / n,
+        "batched": batched,
+        "load": os.getloadavg()[0],
+    }
 
 
 def main() -> int:
@@ -106,18 +122,24 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--latency", type=float, default=0.2, help="simulated policy latency (s)")
     args = parser.parse_args()
-    gateway_proc, urls = start([sys.executable, "-m", "svgagent.core.sim.tracing_gateway", "--policy-latency",
-                                str(args.latency)], dict(os.environ))
+    gateway_proc, urls = start(
+        [sys.executable, "-m", "svgagent.core.sim.tracing_gateway", "--policy-latency", str(args.latency)],
+        dict(os.environ),
+    )
     figures: dict[str, float] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            print(f"{'rollouts':>8} {'conc':>5} {'wall s':>7} {'ideal s':>7} {'ratio':>6} {'rollouts/s':>10} "
-                  f"{'ideal/s':>8} {'server CPU ms':>13} {'render CPU ms':>13} {'per store tx':>12} {'load':>5}")
+            print(
+                f"{'rollouts':>8} {'conc':>5} {'wall s':>7} {'ideal s':>7} {'ratio':>6} {'rollouts/s':>10} "
+                f"{'ideal/s':>8} {'server CPU ms':>13} {'render CPU ms':>13} {'per store tx':>12} {'load':>5}"
+            )
             for c in args.concurrency:
                 r = measure(c, args.n, args.latency, urls["gateway"], Path(tmp))
-                print(f"{args.n:>8} {c:>5} {r['wall']:>7.2f} {r['ideal']:>7.2f} {r['wall'] / r['ideal']:>6.2f} "
-                      f"{r['rate']:>10.1f} {r['ideal_rate']:>8.1f} {r['cpu_ms']:>13.2f} {r['render_cpu_ms']:>13.2f} "
-                      f"{r['batched']:>12.1f} {r['load']:>5.1f}")
+                print(
+                    f"{args.n:>8} {c:>5} {r['wall']:>7.2f} {r['ideal']:>7.2f} {r['wall'] / r['ideal']:>6.2f} "
+                    f"{r['rate']:>10.1f} {r['ideal_rate']:>8.1f} {r['cpu_ms']:>13.2f} {r['render_cpu_ms']:>13.2f} "
+                    f"{r['batched']:>12.1f} {r['load']:>5.1f}"
+                )
                 figures[f"serve wall/ideal, C={c}"] = round(r["wall"] / r["ideal"], 2)
                 figures[f"serve rollouts/s, C={c}"] = round(r["rate"], 1)
                 figures[f"serve CPU ms/rollout, C={c}"] = round(r["cpu_ms"], 2)

@@ -33,7 +33,6 @@ from pathlib import Path
 from _report import children_of, compile_sources, cpu_seconds, report
 
 
-
 def svgagent() -> list[str]:
     script = Path(sys.executable).with_name("svgagent")
     return [str(script)] if script.exists() else [sys.executable, "-m", "svgagent.tui.cli.main"]
@@ -42,9 +41,14 @@ def svgagent() -> list[str]:
 def clean_env(root: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SVGAGENT_", "FIREWORKS_", "OPENAI_"))}
     home = root / "home"
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
-               XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"),
-               SVGAGENT_HOME=str(root / "svgagent-home"))
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_STATE_HOME=str(home / "state"),
+        SVGAGENT_HOME=str(root / "svgagent-home"),
+    )
     return env
 
 
@@ -62,8 +66,14 @@ def help_once(env: dict[str, str], cwd: Path) -> tuple[float, float]:
 
 def import_profile(env: dict[str, str], cwd: Path) -> tuple[float, list[tuple[float, str]]]:
     """Total import time of the `svgagent` entry module and its slowest direct imports (seconds, name)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import svgagent.tui.cli.main"], env=env,
-                          cwd=cwd, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import svgagent.tui.cli.main"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rows = []
     for line in proc.stderr.splitlines():
         match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
@@ -101,7 +111,6 @@ class FirstRequest:
         self.sock.close()
 
 
-
 def _kill_and_reap(pids: list[int]) -> None:
     """SIGKILL ``pids`` (not our children: their parent is gone) and wait until they have left /proc."""
     for pid in pids:
@@ -120,8 +129,20 @@ def eval_once(env: dict[str, str], cwd: Path, store: Path) -> tuple[float, float
     # certificates loaded) is made by then, as for a real first request; the handshake itself is not counted
     url = f"https://127.0.0.1:{listener.port}/v1"
     env = {**env, "FIREWORKS_API_KEY": "fw-bench-not-a-key", "OPENAI_API_KEY": "oa-bench-not-a-key"}
-    command = [*svgagent(), "eval", "--base-url", url, "--judge-base-url", url, "--rows", "1", "--store",
-               str(store), "--max-retries", "0"]
+    command = [
+        *svgagent(),
+        "eval",
+        "--base-url",
+        url,
+        "--judge-base-url",
+        url,
+        "--rows",
+        "1",
+        "--store",
+        str(store),
+        "--max-retries",
+        "0",
+    ]
     t0 = time.perf_counter()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -141,7 +162,8 @@ def eval_once(env: dict[str, str], cwd: Path, store: Path) -> tuple[float, float
 
 
 def tui_once(root: Path) -> tuple[float, float]:
-    from tui import FIRST_PAINT_MARKER, clean_env as tui_env, spawn_until
+    from tui import FIRST_PAINT_MARKER, spawn_until
+    from tui import clean_env as tui_env
 
     work = root / "tui-work"
     work.mkdir(parents=True, exist_ok=True)
@@ -168,22 +190,28 @@ def main() -> int:
         cwd.mkdir()
         helps = [help_once(env, cwd) for _ in range(args.repeat)]
         total, top = import_profile(env, cwd)
-        print(f"svgagent --help: wall {', '.join(f'{w:.2f}' for w, _ in helps)} s; CPU "
-              f"{', '.join(f'{c:.2f}' for _, c in helps)} s; imports of the entry module {total:.3f} s "
-              f"(slowest: {', '.join(f'{name} {seconds:.3f}' for seconds, name in top[:5])})")
+        print(
+            f"svgagent --help: wall {', '.join(f'{w:.2f}' for w, _ in helps)} s; CPU "
+            f"{', '.join(f'{c:.2f}' for _, c in helps)} s; imports of the entry module {total:.3f} s "
+            f"(slowest: {', '.join(f'{name} {seconds:.3f}' for seconds, name in top[:5])})"
+        )
         figures["startup --help wall s"] = round(_median([w for w, _ in helps]), 3)
         figures["startup --help CPU s"] = round(_median([c for _, c in helps]), 3)
         figures["startup --help imports s"] = round(total, 3)
         # each start in a home of its own: nothing a start wrote (config and data directories) helps the next
         evals = [eval_once(clean_env(root / f"eval-home-{i}"), cwd, root / f"eval-{i}.db") for i in range(args.repeat)]
-        print(f"svgagent eval, spawn to first request: wall {', '.join(f'{w:.2f}' for w, _ in evals)} s; CPU by "
-              f"then {', '.join(f'{c:.2f}' for _, c in evals)} s")
+        print(
+            f"svgagent eval, spawn to first request: wall {', '.join(f'{w:.2f}' for w, _ in evals)} s; CPU by "
+            f"then {', '.join(f'{c:.2f}' for _, c in evals)} s"
+        )
         figures["startup eval to first request wall s"] = round(_median([w for w, _ in evals]), 3)
         figures["startup eval to first request CPU s"] = round(_median([c for _, c in evals]), 3)
         if not args.no_tui:
             paints = [tui_once(root / f"tui-home-{i}") for i in range(args.repeat)]
-            print(f"svgagent tui --demo, spawn to first paint: wall {', '.join(f'{w:.2f}' for w, _ in paints)} s; "
-                  f"CPU by then {', '.join(f'{c:.2f}' for _, c in paints)} s")
+            print(
+                f"svgagent tui --demo, spawn to first paint: wall {', '.join(f'{w:.2f}' for w, _ in paints)} s; "
+                f"CPU by then {', '.join(f'{c:.2f}' for _, c in paints)} s"
+            )
             figures["startup tui first paint wall s"] = round(_median([w for w, _ in paints]), 3)
             figures["startup tui first paint CPU s"] = round(_median([c for _, c in paints]), 3)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

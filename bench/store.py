@@ -19,13 +19,16 @@ import time
 from pathlib import Path
 
 from _report import report
+
 from svgagent.core.scoring.models import DatasetRow, RolloutStatus
 from svgagent.core.store import Store
 
 
 def make_run(path: Path, n: int) -> tuple[str, list[str]]:
-    rows = [DatasetRow(i, f"row_{i}", f"Draw picture number {i}.", tuple(f"Requirement {j}." for j in range(8)))
-            for i in range(n)]
+    rows = [
+        DatasetRow(i, f"row_{i}", f"Draw picture number {i}.", tuple(f"Requirement {j}." for j in range(8)))
+        for i in range(n)
+    ]
     with Store(path) as store:
         run_id = store.create_run(name="bench", settings={}, dataset={"name": "bench"}, rows=rows, samples=1)
         ids = [r.rollout_id for r in store.list_rollouts(run_id)]
@@ -80,13 +83,21 @@ def main() -> int:
         light, heavy = results.get(timeout=60)
         proc.join(timeout=30)
     print(f"writes: {writes / elapsed:,.0f} state changes/s ({i / elapsed:,.0f} rollouts/s) over {elapsed:.1f} s")
-    print(f"reader, light view of {args.rollouts:,} rollouts: p50 {1000 * statistics.median(light):.1f} ms, "
-          f"p95 {1000 * pct(light, 0.95):.1f} ms, max {1000 * max(light):.1f} ms ({len(light)} reads)")
-    print(f"reader, one heavy rollout: p50 {1000 * statistics.median(heavy):.2f} ms, "
-          f"p95 {1000 * pct(heavy, 0.95):.2f} ms, max {1000 * max(heavy):.1f} ms")
-    report({"store state changes/s": round(writes / elapsed),
+    print(
+        f"reader, light view of {args.rollouts:,} rollouts: p50 {1000 * statistics.median(light):.1f} ms, "
+        f"p95 {1000 * pct(light, 0.95):.1f} ms, max {1000 * max(light):.1f} ms ({len(light)} reads)"
+    )
+    print(
+        f"reader, one heavy rollout: p50 {1000 * statistics.median(heavy):.2f} ms, "
+        f"p95 {1000 * pct(heavy, 0.95):.2f} ms, max {1000 * max(heavy):.1f} ms"
+    )
+    report(
+        {
+            "store state changes/s": round(writes / elapsed),
             f"store reader p95 ms, light view of {args.rollouts} rollouts": round(1000 * pct(light, 0.95), 1),
-            "store reader p95 ms, one heavy rollout": round(1000 * pct(heavy, 0.95), 2)})
+            "store reader p95 ms, one heavy rollout": round(1000 * pct(heavy, 0.95), 2),
+        }
+    )
     return 0
 
 

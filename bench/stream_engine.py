@@ -19,9 +19,11 @@ IN_FLIGHT = 64
 def sample_png() -> bytes:
     import cairosvg
 
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><rect width="100" height="100" '
-           'fill="#87ceeb"/><circle cx="70" cy="30" r="15" fill="#fc0"/><rect y="70" width="100" height="30" '
-           'fill="#228b22"/></svg>')
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><rect width="100" height="100" '
+        'fill="#87ceeb"/><circle cx="70" cy="30" r="15" fill="#fc0"/><rect y="70" width="100" height="30" '
+        'fill="#228b22"/></svg>'
+    )
     return cairosvg.svg2png(bytestring=svg.encode(), output_width=512)
 
 
@@ -46,21 +48,37 @@ class StreamingEngine:
         if stage == 0:
             self._emit(rec, RolloutStatus.GENERATING)
         elif stage == 1:
-            self._emit(rec, RolloutStatus.RENDERING, svg="<svg/>", raw_answer="```svg\n<svg/>\n```",
-                       finish_reason="stop", prompt_tokens=120, completion_tokens=rng.randint(100, 900),
-                       generation_s=rng.uniform(0.5, 3))
+            self._emit(
+                rec,
+                RolloutStatus.RENDERING,
+                svg="<svg/>",
+                raw_answer="```svg\n<svg/>\n```",
+                finish_reason="stop",
+                prompt_tokens=120,
+                completion_tokens=rng.randint(100, 900),
+                generation_s=rng.uniform(0.5, 3),
+            )
         elif stage == 2:
             self._emit(rec, RolloutStatus.JUDGING, png=self.png, render_s=0.05)
         else:
             fulfilled = rng.randint(0, rec.total)
-            self._emit(rec, RolloutStatus.SCORED, score=fulfilled / rec.total, fulfilled=fulfilled,
-                       is_score_valid=True, reason="bench", judge_s=rng.uniform(0.3, 1.5), judge_raw=str(fulfilled),
-                       rationale="bench rationale")
+            self._emit(
+                rec,
+                RolloutStatus.SCORED,
+                score=fulfilled / rec.total,
+                fulfilled=fulfilled,
+                is_score_valid=True,
+                reason="bench",
+                judge_s=rng.uniform(0.3, 1.5),
+                judge_raw=str(fulfilled),
+                rationale="bench rationale",
+            )
 
     async def run(self, run_id: str) -> Any:
         self.store.reset_unfinished(run_id)  # as core.engine.Engine.run does: big reads in a thread, own connection
-        pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
-            run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
+        pending = await asyncio.to_thread(
+            self._read, lambda store: store.list_rollouts(run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value])
+        )
         self.store.set_run_status(run_id, "running")
         rng = random.Random(7)
         flight: list[list[Any]] = []  # [record, next stage]
@@ -90,5 +108,3 @@ class StreamingEngine:
 
     async def aclose(self) -> None:
         pass
-
-

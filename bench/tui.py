@@ -58,6 +58,7 @@ from typing import Any
 from unittest import mock
 
 from _report import compile_sources, cpu_seconds, report
+
 from svgagent.core.demo import demo_overrides
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.scoring.render_worker import render_svg_to_png
@@ -74,15 +75,24 @@ FIRST_PAINT_MARKER = b"press r to start a run"
 
 # --- fixtures ------------------------------------------------------------------------------------------------
 def make_run(store: Store, n: int, *, finished: bool) -> str:
-    rows = [DatasetRow(i, f"row_{i}", f"Draw picture number {i}.",
-                       tuple(f"Requirement {j} of picture {i}." for j in range(6))) for i in range(n)]
+    rows = [
+        DatasetRow(
+            i, f"row_{i}", f"Draw picture number {i}.", tuple(f"Requirement {j} of picture {i}." for j in range(6))
+        )
+        for i in range(n)
+    ]
     settings = {"model": "bench-policy", "judge_model": "bench-judge", "threshold": 0.5}
-    run_id = store.create_run(name="bench", settings=settings, dataset={"name": "bench", "rows": n}, rows=rows,
-                              samples=1)
+    run_id = store.create_run(
+        name="bench", settings=settings, dataset={"name": "bench", "rows": n}, rows=rows, samples=1
+    )
     if finished:  # each with what a real finished rollout stores: answer, SVG, the PNG, the judge's answer
-        svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512">'
-               + "".join(f'<circle cx="{40 + 7 * k}" cy="{60 + 5 * k}" r="{10 + k}" fill="#{k:02x}80c0"/>'
-                         for k in range(40)) + "</svg>")
+        svg = (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512">'
+            + "".join(
+                f'<circle cx="{40 + 7 * k}" cy="{60 + 5 * k}" r="{10 + k}" fill="#{k:02x}80c0"/>' for k in range(40)
+            )
+            + "</svg>"
+        )
         png = render_svg_to_png(svg, 512)
         answer = f"Here is the picture.\n\n```svg\n{svg}\n```\n"
         judge = '{"fulfilled": 3, "total": 6, "rationale": "' + "The picture shows most of it. " * 12 + '"}'
@@ -91,8 +101,22 @@ def make_run(store: Store, n: int, *, finished: bool) -> str:
                 "UPDATE rollouts SET status='scored', fulfilled=?, score=?, is_score_valid=1, generation_s=?,"
                 " judge_s=?, render_s=0.05, prompt_tokens=100, completion_tokens=?, reason=?, raw_answer=?, svg=?,"
                 " png=?, judge_raw=? WHERE rollout_id=?",
-                [(i % 7, (i % 7) / 6, 1 + i % 9, 0.5 + i % 3, 200 + i % 50, "The picture shows most of it. " * 12,
-                  answer, svg, png, judge, f"{run_id}.{i}.0") for i in range(n)],
+                [
+                    (
+                        i % 7,
+                        (i % 7) / 6,
+                        1 + i % 9,
+                        0.5 + i % 3,
+                        200 + i % 50,
+                        "The picture shows most of it. " * 12,
+                        answer,
+                        svg,
+                        png,
+                        judge,
+                        f"{run_id}.{i}.0",
+                    )
+                    for i in range(n)
+                ],
             )
         store.set_run_status(run_id, "completed", store.summarize(run_id, 0.5))
     return run_id
@@ -134,14 +158,16 @@ class Ticker:
 def headless_app(store: Store, run_id: str | None, env_file: Path) -> Any:
     extra = demo_overrides("http://127.0.0.1:9/v1")  # never called: the stand-in engine makes no requests
     settings = load_settings(store=str(store.path), **extra)
-    return SvgAgentApp(settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file,
-                       demo_overrides=extra)
+    return SvgAgentApp(
+        settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file, demo_overrides=extra
+    )
 
 
 # --- 2. open a finished run ----------------------------------------------------------------------------------
 @contextlib.contextmanager
-def stamp_after(cls: type, name: str, stamps: dict[str, float], key: str,
-                when: Callable[[Any], bool] = lambda self: True) -> Iterator[None]:
+def stamp_after(
+    cls: type, name: str, stamps: dict[str, float], key: str, when: Callable[[Any], bool] = lambda self: True
+) -> Iterator[None]:
     """Record in ``stamps[key]`` when ``cls.name`` first returns for an object ``when`` accepts (instrumentation
     only: the original runs as before)."""
     original = getattr(cls, name)
@@ -165,8 +191,10 @@ async def measure_open(store: Store, run_id: str, n: int, env_file: Path) -> dic
     from svgagent.screens.dashboard import Dashboard
 
     stamps: dict[str, float] = {}
-    with stamp_after(RolloutTable, "load", stamps, "loaded"), \
-            stamp_after(Screen, "_compositor_refresh", stamps, "frame", lambda screen: isinstance(screen, Dashboard)):
+    with (
+        stamp_after(RolloutTable, "load", stamps, "loaded"),
+        stamp_after(Screen, "_compositor_refresh", stamps, "frame", lambda screen: isinstance(screen, Dashboard)),
+    ):
         t0 = time.perf_counter()
         app = headless_app(store, run_id, env_file)
         async with app.run_test(headless=True, size=SIZE) as pilot:
@@ -233,11 +261,20 @@ async def measure_streaming(store: Store, run_id: str, env_file: Path, seconds: 
     worst = max(inside, key=lambda gap: gap[1] - gap[0])
     resume = [end - start for start, end in ticker.gaps if end > t0 and start < first]
     ending = [end - start for start, end in ticker.gaps if end > last]
-    return {"max": streaming[-1], "max_cpu": ticker.cpu.get(worst, worst[1] - worst[0]),
-            "p99": streaming[int(0.99 * (len(streaming) - 1))],
-            "p50": statistics.median(streaming), "resume": max(resume), "end": max(ending, default=0.0),
-            "idle": idle, "wall": wall, "streamed": last - first, "events": len(arrivals),
-            "batches": batches, "ticks": len(streaming)}
+    return {
+        "max": streaming[-1],
+        "max_cpu": ticker.cpu.get(worst, worst[1] - worst[0]),
+        "p99": streaming[int(0.99 * (len(streaming) - 1))],
+        "p50": statistics.median(streaming),
+        "resume": max(resume),
+        "end": max(ending, default=0.0),
+        "idle": idle,
+        "wall": wall,
+        "streamed": last - first,
+        "events": len(arrivals),
+        "batches": batches,
+        "ticks": len(streaming),
+    }
 
 
 # --- 5. the real engine ----------------------------------------------------------------------------------------
@@ -306,8 +343,9 @@ class KeyProbe:
     key not shown within `timeout` counts as lost, and as `timeout` in the percentiles). The cursor goes down and
     up between the first two rows."""
 
-    def __init__(self, app: Any, period: float = 0.1, timeout: float = 2.0, pause: float = 1.3,
-                 pause_every: int = 8) -> None:
+    def __init__(
+        self, app: Any, period: float = 0.1, timeout: float = 2.0, pause: float = 1.3, pause_every: int = 8
+    ) -> None:
         import threading
 
         self.app, self.period, self.timeout = app, period, timeout
@@ -355,18 +393,19 @@ class KeyProbe:
         self._thread.join()
 
 
-async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: str, seconds: float,
-                              concurrency: int) -> dict[str, Any]:
+async def measure_real_engine(
+    store: Store, run_id: str, env_file: Path, url: str, seconds: float, concurrency: int
+) -> dict[str, Any]:
     """Resume the N-rollout run with the real engine against the simulator (another process) for `seconds`, then
     stop it: the longest event-loop gaps that began in the first second (the key press, the engine starting and
     queueing every rollout), later, and from the stop on; and key-to-screen latencies while it streams."""
     from textual.screen import Screen
 
     extra = demo_overrides(url)
-    settings = load_settings(store=str(store.path), concurrency=concurrency, judge_concurrency=concurrency,
-                             max_retries=0, **extra)
-    app = SvgAgentApp(settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file,
-                      demo_overrides=extra)
+    settings = load_settings(
+        store=str(store.path), concurrency=concurrency, judge_concurrency=concurrency, max_retries=0, **extra
+    )
+    app = SvgAgentApp(settings=settings, store=store, demo=True, run_id=run_id, env_file=env_file, demo_overrides=extra)
     ticker = Ticker()
     probe = KeyProbe(app)
     original = Screen._compositor_refresh
@@ -377,8 +416,11 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
 
     full = FullCollections()
     driver = terminal_like_driver()
-    with mock.patch.object(Screen, "_compositor_refresh", composed), full, \
-            mock.patch("textual.drivers.headless_driver.HeadlessDriver", driver):
+    with (
+        mock.patch.object(Screen, "_compositor_refresh", composed),
+        full,
+        mock.patch("textual.drivers.headless_driver.HeadlessDriver", driver),
+    ):
         async with app.run_test(headless=True, size=SIZE) as pilot:
             await settle(app, pilot)
             ticker.start()
@@ -405,12 +447,21 @@ async def measure_real_engine(store: Store, run_id: str, env_file: Path, url: st
     if not driver.written:
         raise SystemExit("no frame was written: the terminal-like driver is not in use")
     keys = sorted(probe.latencies + [probe.timeout] * probe.lost) or [float("nan")]
-    return {"start": longest(t0, t0 + 1), "steady": longest(t0 + 1, t1), "stop": longest(t1, t2), "done": done,
-            "steady_cpu": ticker.cpu.get(worst, 0.0),
-            "seconds": t1 - t0, "loop_cpu": (cpu1 - cpu0) / max(1e-9, t1 - t0 - 1.0),
-            "full_gc": full.cpu[full_at_1s:full_at_stop], "key_p50": statistics.median(keys),
-            "key_p95": keys[math.ceil(0.95 * len(keys)) - 1],  # nearest rank
-            "key_max": keys[-1], "keys": len(probe.latencies), "keys_lost": probe.lost}
+    return {
+        "start": longest(t0, t0 + 1),
+        "steady": longest(t0 + 1, t1),
+        "stop": longest(t1, t2),
+        "done": done,
+        "steady_cpu": ticker.cpu.get(worst, 0.0),
+        "seconds": t1 - t0,
+        "loop_cpu": (cpu1 - cpu0) / max(1e-9, t1 - t0 - 1.0),
+        "full_gc": full.cpu[full_at_1s:full_at_stop],
+        "key_p50": statistics.median(keys),
+        "key_p95": keys[math.ceil(0.95 * len(keys)) - 1],  # nearest rank
+        "key_max": keys[-1],
+        "keys": len(probe.latencies),
+        "keys_lost": probe.lost,
+    }
 
 
 # --- 3 and 4: a real process under a pseudo-terminal ----------------------------------------------------------
@@ -420,13 +471,22 @@ def svgagent_command() -> list[str]:
 
 
 def clean_env(root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SVGAGENT_", "TMUX", "FIREWORKS_", "OPENAI_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SVGAGENT_", "TMUX", "FIREWORKS_", "OPENAI_"))}
     home = root / "home"
-    env.update(TERM="xterm-256color", COLORTERM="truecolor", LANG="C.UTF-8", LC_ALL="C.UTF-8", HOME=str(home),
-               XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
-               XDG_CACHE_HOME=str(home / "cache"), XDG_STATE_HOME=str(home / "state"),
-               SVGAGENT_HOME=str(root / "svgagent-home"), COLUMNS=str(SIZE[0]), LINES=str(SIZE[1]))
+    env.update(
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+        LANG="C.UTF-8",
+        LC_ALL="C.UTF-8",
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_STATE_HOME=str(home / "state"),
+        SVGAGENT_HOME=str(root / "svgagent-home"),
+        COLUMNS=str(SIZE[0]),
+        LINES=str(SIZE[1]),
+    )
     return env
 
 
@@ -438,15 +498,24 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def spawn_until(args: list[str], marker: bytes, cwd: Path, env: dict[str, str],
-                timeout: float = 60.0, browse: bool = False) -> dict[str, float]:
+def spawn_until(
+    args: list[str], marker: bytes, cwd: Path, env: dict[str, str], timeout: float = 60.0, browse: bool = False
+) -> dict[str, float]:
     """Start `svgagent ARGS` on a fresh pseudo-terminal; seconds (and CPU seconds) until `marker` is on it, then
     (``browse``: after moving the cursor over 40 rollouts and showing the Preview) its peak RSS; quit."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*svgagent_command(), *args], stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-                            start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(
+        [*svgagent_command(), *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(slave)
     seen = b""
     found = None
@@ -502,14 +571,23 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="how long the run streams")
     parser.add_argument("--rate", type=float, default=100.0, help="state changes per second while streaming")
     parser.add_argument("--repeat", type=int, default=5, help="real-process starts per measurement (median)")
-    parser.add_argument("--no-real-engine", dest="real_engine", action="store_false",
-                        help="skip part 5, the real engine against the simulator")
+    parser.add_argument(
+        "--no-real-engine",
+        dest="real_engine",
+        action="store_false",
+        help="skip part 5, the real engine against the simulator",
+    )
     parser.add_argument("--only-real-engine", action="store_true", help="run part 5 alone")
     parser.add_argument("--concurrency", type=int, default=64, help="part 5: policy and judge concurrency")
     parser.add_argument("--latency", type=float, default=0.2, help="part 5: simulated policy and judge latency (s)")
-    parser.add_argument("--sim-nice", type=int, default=None, metavar="N",
-                        help="part 5: the simulator's CPU priority below the app's (default: as `tui --demo` starts "
-                        "its simulator, the engine process's; 0: the app's)")
+    parser.add_argument(
+        "--sim-nice",
+        type=int,
+        default=None,
+        metavar="N",
+        help="part 5: the simulator's CPU priority below the app's (default: as `tui --demo` starts "
+        "its simulator, the engine process's; 0: the app's)",
+    )
     args = parser.parse_args()
     print(f"bytecode: {compile_sources()} stale svgagent modules compiled first (an installed svgagent has them)")
     n = args.rollouts
@@ -533,19 +611,23 @@ def headless_parts(root: Path, env_file: Path, n: int, args: argparse.Namespace)
         finished_id = make_run(store, n, finished=True)
         opened = asyncio.run(measure_open(store, finished_id, n, env_file))
     (root / "open.id").write_text(finished_id)
-    print(f"open a finished {n:,}-rollout run (headless): every row in the table {opened['loaded']:.3f} s, "
-          f"first frame {opened['painted']:.3f} s after SvgAgentApp(run_id=…)")
+    print(
+        f"open a finished {n:,}-rollout run (headless): every row in the table {opened['loaded']:.3f} s, "
+        f"first frame {opened['painted']:.3f} s after SvgAgentApp(run_id=…)"
+    )
 
     with Store(root / "stream.db") as store:
         live_id = make_run(store, n, finished=False)
         s = asyncio.run(measure_streaming(store, live_id, env_file, args.seconds, args.rate))
-    print(f"streaming {s['events']} state changes over {s['streamed']:.1f} s "
-          f"({s['events'] / s['streamed']:.0f}/s) into a {n:,}-rollout run, {s['batches']} table updates: "
-          f"event-loop gap max {1000 * s['max']:.1f} ms (the loop's thread ran {1000 * s['max_cpu']:.0f} ms of "
-          f"it), p99 {1000 * s['p99']:.1f} ms, median "
-          f"{1000 * s['p50']:.2f} ms ({s['ticks']} ticks; idle baseline max {1000 * s['idle']:.1f} ms); "
-          f"around the resume key press and engine start {1000 * s['resume']:.0f} ms, at the run's end "
-          f"{1000 * s['end']:.0f} ms")
+    print(
+        f"streaming {s['events']} state changes over {s['streamed']:.1f} s "
+        f"({s['events'] / s['streamed']:.0f}/s) into a {n:,}-rollout run, {s['batches']} table updates: "
+        f"event-loop gap max {1000 * s['max']:.1f} ms (the loop's thread ran {1000 * s['max_cpu']:.0f} ms of "
+        f"it), p99 {1000 * s['p99']:.1f} ms, median "
+        f"{1000 * s['p50']:.2f} ms ({s['ticks']} ticks; idle baseline max {1000 * s['idle']:.1f} ms); "
+        f"around the resume key press and engine start {1000 * s['resume']:.0f} ms, at the run's end "
+        f"{1000 * s['end']:.0f} ms"
+    )
     return {
         "tui longest event-loop stall ms": round(1000 * s["max"], 1),
         "tui longest stall: CPU the loop's thread used, ms": round(1000 * s["max_cpu"], 1),
@@ -554,7 +636,8 @@ def headless_parts(root: Path, env_file: Path, n: int, args: argparse.Namespace)
         "tui stall ms, run end and table reload": round(1000 * s["end"], 1),
         "tui open finished 10k run s" if n == 10_000 else f"tui open finished {n} run s": round(opened["loaded"], 3),
         "tui open 10k run, first frame s" if n == 10_000 else f"tui open {n} run, first frame s": round(
-            opened["painted"], 3),
+            opened["painted"], 3
+        ),
     }
 
 
@@ -597,16 +680,18 @@ def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespac
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    print(f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
-          f"{args.latency:g} s at nice {nice}, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
-          f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it (the loop's "
-          f"thread ran {1000 * real['steady_cpu']:.0f} ms of it), "
-          f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "
-          f"p95 {1000 * real['key_p95']:.0f} ms, max {1000 * real['key_max']:.0f} ms ({real['keys']} keys, "
-          f"{real['keys_lost']} not shown within 2 s); after the first second the loop's thread used "
-          f"{1000 * real['loop_cpu']:.0f} ms of CPU a second, full garbage collections {len(real['full_gc'])} "
-          f"({', '.join(f'{1000 * c:.0f}' for c in real['full_gc']) or 'none'} ms of CPU); meanwhile a bare asyncio loop in a process of its own "
-          f"(the machine's floor) had a longest gap of {floor_ms:.0f} ms (load {os.getloadavg()[0]:.1f})")
+    print(
+        f"the real engine on the {n:,}-rollout run (concurrency {args.concurrency}, simulator latency "
+        f"{args.latency:g} s at nice {nice}, {real['done']} rollouts done in {real['seconds']:.1f} s): longest gap "
+        f"{1000 * real['start']:.0f} ms in the first second, {1000 * real['steady']:.0f} ms after it (the loop's "
+        f"thread ran {1000 * real['steady_cpu']:.0f} ms of it), "
+        f"{1000 * real['stop']:.0f} ms around the stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, "
+        f"p95 {1000 * real['key_p95']:.0f} ms, max {1000 * real['key_max']:.0f} ms ({real['keys']} keys, "
+        f"{real['keys_lost']} not shown within 2 s); after the first second the loop's thread used "
+        f"{1000 * real['loop_cpu']:.0f} ms of CPU a second, full garbage collections {len(real['full_gc'])} "
+        f"({', '.join(f'{1000 * c:.0f}' for c in real['full_gc']) or 'none'} ms of CPU); meanwhile a bare asyncio loop in a process of its own "
+        f"(the machine's floor) had a longest gap of {floor_ms:.0f} ms (load {os.getloadavg()[0]:.1f})"
+    )
     return {
         "tui stall ms, real engine: a bare loop meanwhile (the floor)": round(floor_ms),
         "tui stall ms, real engine: first second": round(1000 * real["start"]),
@@ -625,16 +710,28 @@ def process_parts(root: Path, n: int, args: argparse.Namespace) -> dict[str, flo
     finished_id = (root / "open.id").read_text()
     paints = [spawn_until(["tui", "--demo"], FIRST_PAINT_MARKER, work, env) for _ in range(args.repeat)]
     first = [p["seconds"] for p in paints]
-    print(f"first paint of `svgagent tui --demo`: median {statistics.median(first):.2f} s "
-          f"({', '.join(f'{x:.2f}' for x in first)})")
-    opens = [spawn_until(["tui", "--store", str(root / "open.db"), "--run", finished_id],
-                         f"{n}/{n} done".encode(), work, env, browse=True) for _ in range(args.repeat)]
+    print(
+        f"first paint of `svgagent tui --demo`: median {statistics.median(first):.2f} s "
+        f"({', '.join(f'{x:.2f}' for x in first)})"
+    )
+    opens = [
+        spawn_until(
+            ["tui", "--store", str(root / "open.db"), "--run", finished_id],
+            f"{n}/{n} done".encode(),
+            work,
+            env,
+            browse=True,
+        )
+        for _ in range(args.repeat)
+    ]
     open_s = [o["seconds"] for o in opens]
     rss = [o["rss"] for o in opens]
-    print(f"`svgagent tui --run` with the finished {n:,}-rollout run: on screen after median "
-          f"{statistics.median(open_s):.2f} s ({', '.join(f'{x:.2f}' for x in open_s)}), "
-          f"peak RSS after moving over 40 rollouts and their pictures {statistics.median(rss):.0f} MB "
-          f"({', '.join(f'{x:.0f}' for x in rss)})")
+    print(
+        f"`svgagent tui --run` with the finished {n:,}-rollout run: on screen after median "
+        f"{statistics.median(open_s):.2f} s ({', '.join(f'{x:.2f}' for x in open_s)}), "
+        f"peak RSS after moving over 40 rollouts and their pictures {statistics.median(rss):.0f} MB "
+        f"({', '.join(f'{x:.0f}' for x in rss)})"
+    )
     shutil.rmtree(root / "home", ignore_errors=True)
     return {
         "tui first paint s": round(statistics.median(first), 2),

@@ -26,15 +26,20 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from tui import headless_app, make_run, settle
 from svgagent.core.scoring.render_worker import render_svg_to_png
 from svgagent.core.sim.content import choose_quality, make_svg
 from svgagent.core.store import Store
 from svgagent.tui.imaging import configure_term_image
+from tui import headless_app, make_run, settle
 
-PROMPTS = ("Draw a flag of three vertical bands.", "Draw a login screen with two fields and a button.",
-           "Draw a snowman on a hill.", "Draw a bar chart of four bars.", "Draw a city skyline at night.",
-           "Draw a rocket taking off.")
+PROMPTS = (
+    "Draw a flag of three vertical bands.",
+    "Draw a login screen with two fields and a button.",
+    "Draw a snowman on a hill.",
+    "Draw a bar chart of four bars.",
+    "Draw a city skyline at night.",
+    "Draw a rocket taking off.",
+)
 
 
 def fill_run(store: Store, run_id: str, rows: int) -> None:
@@ -44,13 +49,15 @@ def fill_run(store: Store, run_id: str, rows: int) -> None:
         svg = make_svg(7, prompt, i, choose_quality(7, prompt, i), 4 + i % 5, pad_to=600 + 400 * (i % 4))
         if i % 3 == 1:  # another aspect ratio: a wide picture
             svg = svg.replace("<svg ", '<svg width="300" height="150" ', 1) if "width=" not in svg[:200] else svg
-        rationale = " ".join(f"Requirement {j} is {'met' if (i + j) % 3 else 'missed'}: the picture shows it."
-                             for j in range(2 + i % 6))
+        rationale = " ".join(
+            f"Requirement {j} is {'met' if (i + j) % 3 else 'missed'}: the picture shows it." for j in range(2 + i % 6)
+        )
         store.update_rollout(f"{run_id}.{i}.0", svg=svg, png=render_svg_to_png(svg, 256), rationale=rationale)
 
 
-async def measure(store: Store, run_id: str, env_file: Path, size: tuple[int, int], moves: int,
-                  rows: int) -> dict[str, list[float]]:
+async def measure(
+    store: Store, run_id: str, env_file: Path, size: tuple[int, int], moves: int, rows: int
+) -> dict[str, list[float]]:
     from textual.screen import Screen
 
     from svgagent.tui.widgets.preview import Preview
@@ -84,8 +91,11 @@ async def measure(store: Store, run_id: str, env_file: Path, size: tuple[int, in
                 start, start_all = time.thread_time(), time.process_time()
                 assert table.move_to(target)
                 await settle(app, pilot)
-                while preview.picture.rollout_id != target or preview.picture.record is None \
-                        or preview.picture.record.rollout_id != target:
+                while (
+                    preview.picture.rollout_id != target
+                    or preview.picture.record is None
+                    or preview.picture.record.rollout_id != target
+                ):
                     await asyncio.sleep(0.01)
                     await settle(app, pilot)
                 loop = time.thread_time() - start
@@ -117,10 +127,12 @@ def main() -> int:
         fill_run(store, run_id, args.rows)
         for size in ((120, 40), (80, 24)):
             got = asyncio.run(measure(store, run_id, Path(tmp) / "bench.env", size, args.moves, args.rows))
-            print(f"{size[0]}x{size[1]}, {args.moves} cursor moves: the loop's CPU per move (ms) "
-                  f"{describe(got['loop'])}; the other threads' (picture worker) CPU per move (ms) "
-                  f"{describe(got['worker'])}; "
-                  f"full reflows {int(sum(got['reflows']))} ({int(sum(got['reflows'][1:]))} after the first move)")
+            print(
+                f"{size[0]}x{size[1]}, {args.moves} cursor moves: the loop's CPU per move (ms) "
+                f"{describe(got['loop'])}; the other threads' (picture worker) CPU per move (ms) "
+                f"{describe(got['worker'])}; "
+                f"full reflows {int(sum(got['reflows']))} ({int(sum(got['reflows'][1:]))} after the first move)"
+            )
         store.close()
     return 0
 

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from _report import cpu_seconds, report
+
 from tui import ANSI, FIRST_PAINT_MARKER, clean_env, svgagent_command
 
 
@@ -44,8 +45,16 @@ def idle_cpu(args: list[str], size: tuple[int, int], root: Path, seconds: float,
     work.mkdir(exist_ok=True)
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-    proc = subprocess.Popen([*svgagent_command(), *args], stdin=slave, stdout=slave, stderr=slave, cwd=work, env=env,
-                            start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(
+        [*svgagent_command(), *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=work,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(slave)
     painted = threading.Event()
     done = threading.Event()
@@ -89,12 +98,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0, help="how long each case is measured")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after the first frame before measuring")
-    parser.add_argument("--job-done", type=float, default=50.0,
-                        help="seconds after the first frame by which the demo RFT job has finished")
+    parser.add_argument(
+        "--job-done",
+        type=float,
+        default=50.0,
+        help="seconds after the first frame by which the demo RFT job has finished",
+    )
     args = parser.parse_args()
-    cases = [("tui idle CPU % of a core, 80x24", (80, 24), args.settle),
-             ("tui idle CPU % of a core, 120x40 (Jobs pane, its job done)", (120, 40), args.job_done),
-             ("tui CPU % of a core, 120x40 while the demo RFT job moves", (120, 40), args.settle)]
+    cases = [
+        ("tui idle CPU % of a core, 80x24", (80, 24), args.settle),
+        ("tui idle CPU % of a core, 120x40 (Jobs pane, its job done)", (120, 40), args.job_done),
+        ("tui CPU % of a core, 120x40 while the demo RFT job moves", (120, 40), args.settle),
+    ]
     figures: dict[str, float] = {}
     for label, size, settle in cases:
         with tempfile.TemporaryDirectory() as tmp:

@@ -37,17 +37,27 @@ from typing import Any
 from unittest import mock
 
 from engine import start_simulator  # bench/engine.py: the simulator in its own process (at the demo's priority)
-from svgagent.core.engine_process import NICE
-from tui import make_run, measure_real_engine
 
+from svgagent.core.engine_process import NICE
 from svgagent.core.store import Store
 from svgagent.tui.imaging import configure_term_image
+from tui import make_run, measure_real_engine
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 
 
-PLUMBING = ("widget.py", "reactive.py", "styles.py", "_static.py", "dom.py", "_callback.py", "message_pump.py",
-            "signal.py", "events.py", "base_events.py")
+PLUMBING = (
+    "widget.py",
+    "reactive.py",
+    "styles.py",
+    "_static.py",
+    "dom.py",
+    "_callback.py",
+    "message_pump.py",
+    "signal.py",
+    "events.py",
+    "base_events.py",
+)
 
 
 def asker() -> str:
@@ -116,8 +126,12 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--top", type=int, default=25, help="profile lines to print")
     parser.add_argument("--out", help="also write the profile here (for snakeviz / pstats)")
-    parser.add_argument("--no-cprofile", dest="cprofile", action="store_false",
-                        help="only the counters and timers (no profiler: times as without it)")
+    parser.add_argument(
+        "--no-cprofile",
+        dest="cprofile",
+        action="store_false",
+        help="only the counters and timers (no profiler: times as without it)",
+    )
     args = parser.parse_args()
     from textual.screen import Screen
     from textual.widget import Widget
@@ -135,8 +149,9 @@ def main() -> int:
 
     streaming = [False]  # counted only from the first live batch to the stop key
 
-    def counted_refresh(self: Any, *regions: Any, repaint: bool = True, layout: bool = False,
-                        recompose: bool = False) -> Any:
+    def counted_refresh(
+        self: Any, *regions: Any, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Any:
         if not streaming[0]:
             pass
         elif layout:
@@ -204,8 +219,10 @@ def main() -> int:
             what = callback.get_name() if isinstance(callback, asyncio.Task) else repr(self._callback)[:80]
             slow.append((took, time.thread_time() - cpu, what))
 
-    worker_cpu: dict[str, list[float]] = {"live feed: store read of the changed rollouts": [],
-                                          "picture: store read + PNG → half blocks": []}
+    worker_cpu: dict[str, list[float]] = {
+        "live feed: store read of the changed rollouts": [],
+        "picture: store read + PNG → half blocks": [],
+    }
     from svgagent.core.live import RunFollower
     from svgagent.tui.widgets import picture
 
@@ -217,6 +234,7 @@ def main() -> int:
             finally:
                 if streaming[0]:
                     worker_cpu[label].append(time.thread_time() - cpu)
+
         return timed
 
     bindings: collections.Counter[str] = collections.Counter()
@@ -232,43 +250,62 @@ def main() -> int:
     print(f"load average {os.getloadavg()[0]:.2f}")
     proc, url = start_simulator(args.latency, NICE)
     try:
-        with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "real.db") as store, \
-                mock.patch.object(Widget, "refresh", counted_refresh), \
-                mock.patch.object(Screen, "_refresh_layout", timed_reflow), \
-                mock.patch.object(OpenRun, "apply_batch", first_batch), \
-                mock.patch.object(Dashboard, "action_stop_run", stopped), \
-                mock.patch.object(Screen, "refresh_bindings", counted_bindings), \
-                mock.patch.object(Screen, "_on_timer_update", timed_frame), \
-                mock.patch.object(Widget, "render_lines", counted_render), \
-                mock.patch.object(asyncio.events.Handle, "_run", timed_callback), \
-                mock.patch.object(RunFollower, "changed", thread_timed(
-                    "live feed: store read of the changed rollouts", RunFollower.changed)), \
-                mock.patch.object(picture, "load_rollout_picture", thread_timed(
-                    "picture: store read + PNG → half blocks", picture.load_rollout_picture)):
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            Store(Path(tmp) / "real.db") as store,
+            mock.patch.object(Widget, "refresh", counted_refresh),
+            mock.patch.object(Screen, "_refresh_layout", timed_reflow),
+            mock.patch.object(OpenRun, "apply_batch", first_batch),
+            mock.patch.object(Dashboard, "action_stop_run", stopped),
+            mock.patch.object(Screen, "refresh_bindings", counted_bindings),
+            mock.patch.object(Screen, "_on_timer_update", timed_frame),
+            mock.patch.object(Widget, "render_lines", counted_render),
+            mock.patch.object(asyncio.events.Handle, "_run", timed_callback),
+            mock.patch.object(
+                RunFollower,
+                "changed",
+                thread_timed("live feed: store read of the changed rollouts", RunFollower.changed),
+            ),
+            mock.patch.object(
+                picture,
+                "load_rollout_picture",
+                thread_timed("picture: store read + PNG → half blocks", picture.load_rollout_picture),
+            ),
+        ):
             run_id = make_run(store, args.rollouts, finished=False)
             if args.cprofile:
                 profile.enable()
-            real = asyncio.run(measure_real_engine(store, run_id, Path(tmp) / "bench.env", url, args.seconds,
-                                                   args.concurrency))
+            real = asyncio.run(
+                measure_real_engine(store, run_id, Path(tmp) / "bench.env", url, args.seconds, args.concurrency)
+            )
             profile.disable()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    print(f"{real['done']} rollouts done in {real['seconds']:.1f} s; longest gap {1000 * real['start']:.0f} ms in "
-          f"the first second, {1000 * real['steady']:.0f} ms after it, {1000 * real['stop']:.0f} ms around the "
-          f"stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, p95 {1000 * real['key_p95']:.0f} ms "
-          f"({real['keys']} keys, {real['keys_lost']} lost)" + (" — under the profiler" if args.cprofile else ""))
+    print(
+        f"{real['done']} rollouts done in {real['seconds']:.1f} s; longest gap {1000 * real['start']:.0f} ms in "
+        f"the first second, {1000 * real['steady']:.0f} ms after it, {1000 * real['stop']:.0f} ms around the "
+        f"stop; key to screen p50 {1000 * real['key_p50']:.0f} ms, p95 {1000 * real['key_p95']:.0f} ms "
+        f"({real['keys']} keys, {real['keys_lost']} lost)" + (" — under the profiler" if args.cprofile else "")
+    )
     for kind, times in frames.items():
         if times:
-            print(f"screen updates {kind}: {len(times)}, {1000 * sum(times):.0f} ms in all, "
-                  f"longest {1000 * max(times):.0f} ms")
+            print(
+                f"screen updates {kind}: {len(times)}, {1000 * sum(times):.0f} ms in all, "
+                f"longest {1000 * max(times):.0f} ms"
+            )
     total = sum(reflows)
-    print(f"\nfull reflows: {len(reflows)}, {1000 * total:.0f} ms in all"
-          + (f", {1000 * total / len(reflows):.0f} ms each on average" if reflows else ""))
+    print(
+        f"\nfull reflows: {len(reflows)}, {1000 * total:.0f} ms in all"
+        + (f", {1000 * total / len(reflows):.0f} ms each on average" if reflows else "")
+    )
     print("full reflows by the layout requests since the one before:")
     for cause, count in causes.most_common(10):
-        print(f"  {count:6d}  " + "; ".join(f"{widget} {who}" for widget, who in cause[:4])
-              + (f" (+{len(cause) - 4})" if len(cause) > 4 else ""))
+        print(
+            f"  {count:6d}  "
+            + "; ".join(f"{widget} {who}" for widget, who in cause[:4])
+            + (f" (+{len(cause) - 4})" if len(cause) > 4 else "")
+        )
     print(f"\nrefresh(layout=True): {sum(layouts.values())}")
     for (widget, who), count in layouts.most_common(25):
         print(f"  {count:6d}  {widget:<22} {who}")
@@ -283,8 +320,10 @@ def main() -> int:
         print(f"  {seconds:7.2f}  {name}")
     for label, times in worker_cpu.items():
         if times:
-            print(f"  thread workers, {label}: {len(times)} calls, {1000 * sum(times):.0f} ms CPU, longest "
-                  f"{1000 * max(times):.0f} ms")
+            print(
+                f"  thread workers, {label}: {len(times)} calls, {1000 * sum(times):.0f} ms CPU, longest "
+                f"{1000 * max(times):.0f} ms"
+            )
     print(f"\nwidgets drawn (render_lines, a crop of one): {sum(renders.values())}")
     for widget, count in renders.most_common(12):
         print(f"  {count:6d}  {widget}")

@@ -135,11 +135,18 @@ def parse_completion(raw: bytes) -> ChatCompletion:
             raise EndpointResponseError("a message in the answer has content that is not text")
         refusal = message.get("refusal")
         finish = choice.get("finish_reason")
-        choices.append(ChatChoice(ChatMessage(content, refusal if isinstance(refusal, str) else None),
-                                  finish if isinstance(finish, str) else None))
+        choices.append(
+            ChatChoice(
+                ChatMessage(content, refusal if isinstance(refusal, str) else None),
+                finish if isinstance(finish, str) else None,
+            )
+        )
     usage = data.get("usage")
-    counts = (ChatUsage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
-              if isinstance(usage, dict) else None)
+    counts = (
+        ChatUsage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+        if isinstance(usage, dict)
+        else None
+    )
     return ChatCompletion(choices, counts)
 
 
@@ -220,14 +227,16 @@ class ChatClient:
     """Chat completions at ``base_url`` (an OpenAI-compatible ``…/v1``) with ``api_key``, on keep-alive connections
     of its own (:class:`svgagent.core.http1.Http1Client`, made on first use in the running loop; :meth:`close` it)."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout_s: float = 120.0, max_retries: int = 2,
-                 connections: int = 0) -> None:
+    def __init__(
+        self, base_url: str, api_key: str, *, timeout_s: float = 120.0, max_retries: int = 2, connections: int = 0
+    ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self._target = Target.parse(self.url)
-        self._head = self._target.head({"Content-Type": "application/json", "Accept": "application/json",
-                                        "Authorization": f"Bearer {api_key}"})
+        self._head = self._target.head(
+            {"Content-Type": "application/json", "Accept": "application/json", "Authorization": f"Bearer {api_key}"}
+        )
         self._connections = connections  # 0: no limit (the engine's semaphores bound the calls in flight)
         self._http: Http1Client | None = None
 
@@ -252,8 +261,9 @@ class ChatClient:
         for retry in range(self.max_retries + 1):
             last = retry == self.max_retries
             try:  # the per-request timeout: a timer on the exchange (http1), not asyncio.timeout's task cancel
-                response = await http.post(self._target, self._head, data, max_body=MAX_ANSWER_BYTES,
-                                           timeout=self.timeout_s)
+                response = await http.post(
+                    self._target, self._head, data, max_body=MAX_ANSWER_BYTES, timeout=self.timeout_s
+                )
             except TimeoutError:  # the per-request timeout (before OSError: TimeoutError is one)
                 if last:
                     raise ChatTimeout(f"request timed out after {self.timeout_s:g} s") from None

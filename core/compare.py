@@ -114,12 +114,25 @@ class RowComparison:
         def side(s: RowScores | None) -> dict[str, Any] | None:
             if s is None:
                 return None
-            return {"row_index": s.row_index, "samples": s.samples, "valid": len(s.valid_scores), "mean": s.mean,
-                    "rollout_ids": list(s.rollout_ids)}
+            return {
+                "row_index": s.row_index,
+                "samples": s.samples,
+                "valid": len(s.valid_scores),
+                "mean": s.mean,
+                "rollout_ids": list(s.rollout_ids),
+            }
 
-        return {"row_id": self.row_id, "prompt": self.prompt, "outcome": self.outcome, "delta": self.delta,
-                "mean_a": self.mean_a, "mean_b": self.mean_b, "same_requirements": self.same_requirements,
-                "a": side(self.a), "b": side(self.b)}
+        return {
+            "row_id": self.row_id,
+            "prompt": self.prompt,
+            "outcome": self.outcome,
+            "delta": self.delta,
+            "mean_a": self.mean_a,
+            "mean_b": self.mean_b,
+            "same_requirements": self.same_requirements,
+            "a": side(self.a),
+            "b": side(self.b),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +164,9 @@ class Comparison:
     name_b: str = ""
     tie_tolerance: float = TIE_TOLERANCE
 
-    def select(self, only: Only | None = None, sort: SortKey = "delta", *, descending: bool = False,
-               limit: int | None = None) -> list[RowComparison]:
+    def select(
+        self, only: Only | None = None, sort: SortKey = "delta", *, descending: bool = False, limit: int | None = None
+    ) -> list[RowComparison]:
         """Rows to show: optionally only regressions or improvements, sorted (``delta``: worst first; rows without
         a delta go last), at most ``limit`` of them."""
         rows = filter_rows(self.rows, only)
@@ -161,12 +175,26 @@ class Comparison:
 
     def header_dict(self) -> dict[str, Any]:
         return {
-            "run_a": self.run_a, "run_b": self.run_b, "name_a": self.name_a, "name_b": self.name_b,
-            "mean_a": self.mean_a, "stderr_a": self.stderr_a, "mean_b": self.mean_b, "stderr_b": self.stderr_b,
-            "paired_rows": self.paired_rows, "paired_mean_a": self.paired_mean_a,
-            "paired_mean_b": self.paired_mean_b, "mean_diff": self.mean_diff, "diff_stderr": self.diff_stderr,
-            "wins": self.wins, "losses": self.losses, "ties": self.ties, "only_a": self.only_a,
-            "only_b": self.only_b, "unscored": self.unscored, "requirements_changed": self.requirements_changed,
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "name_a": self.name_a,
+            "name_b": self.name_b,
+            "mean_a": self.mean_a,
+            "stderr_a": self.stderr_a,
+            "mean_b": self.mean_b,
+            "stderr_b": self.stderr_b,
+            "paired_rows": self.paired_rows,
+            "paired_mean_a": self.paired_mean_a,
+            "paired_mean_b": self.paired_mean_b,
+            "mean_diff": self.mean_diff,
+            "diff_stderr": self.diff_stderr,
+            "wins": self.wins,
+            "losses": self.losses,
+            "ties": self.ties,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "unscored": self.unscored,
+            "requirements_changed": self.requirements_changed,
             "tie_tolerance": self.tie_tolerance,
         }
 
@@ -200,8 +228,16 @@ def group_by_row(rollouts: Iterable[RolloutRecord]) -> dict[RowKey, RowScores]:
     return out
 
 
-def compare_rollouts(a: Sequence[RolloutRecord], b: Sequence[RolloutRecord], *, run_a: str = "A", run_b: str = "B",
-                     name_a: str = "", name_b: str = "", tie_tolerance: float = TIE_TOLERANCE) -> Comparison:
+def compare_rollouts(
+    a: Sequence[RolloutRecord],
+    b: Sequence[RolloutRecord],
+    *,
+    run_a: str = "A",
+    run_b: str = "B",
+    name_a: str = "",
+    name_b: str = "",
+    tie_tolerance: float = TIE_TOLERANCE,
+) -> Comparison:
     """Compare two runs given their (current) rollouts."""
     ga, gb = group_by_row(a), group_by_row(b)
     keys = list(ga) + [k for k in gb if k not in ga]
@@ -215,20 +251,43 @@ def compare_rollouts(a: Sequence[RolloutRecord], b: Sequence[RolloutRecord], *, 
     mean_b, stderr_b = mean_and_stderr(valid_scores(b))
     outcomes = [r.outcome for r in rows]
     return Comparison(
-        run_a=run_a, run_b=run_b, rows=rows, mean_a=mean_a, stderr_a=stderr_a, mean_b=mean_b, stderr_b=stderr_b,
-        paired_rows=len(paired), paired_mean_a=pa, paired_mean_b=pb, mean_diff=mean_diff, diff_stderr=diff_stderr,
-        wins=outcomes.count("improvement"), losses=outcomes.count("regression"), ties=outcomes.count("tie"),
-        only_a=outcomes.count("only_a"), only_b=outcomes.count("only_b"), unscored=outcomes.count("unscored"),
+        run_a=run_a,
+        run_b=run_b,
+        rows=rows,
+        mean_a=mean_a,
+        stderr_a=stderr_a,
+        mean_b=mean_b,
+        stderr_b=stderr_b,
+        paired_rows=len(paired),
+        paired_mean_a=pa,
+        paired_mean_b=pb,
+        mean_diff=mean_diff,
+        diff_stderr=diff_stderr,
+        wins=outcomes.count("improvement"),
+        losses=outcomes.count("regression"),
+        ties=outcomes.count("tie"),
+        only_a=outcomes.count("only_a"),
+        only_b=outcomes.count("only_b"),
+        unscored=outcomes.count("unscored"),
         requirements_changed=sum(1 for r in rows if not r.same_requirements),
-        name_a=name_a, name_b=name_b, tie_tolerance=tie_tolerance,
+        name_a=name_a,
+        name_b=name_b,
+        tie_tolerance=tie_tolerance,
     )
 
 
 def compare_runs(store: Store, run_a: str, run_b: str, *, tie_tolerance: float = TIE_TOLERANCE) -> Comparison:
     """Compare two stored runs (current attempts only). Raises StoreError for an unknown run id."""
     ra, rb = store.get_run(run_a), store.get_run(run_b)
-    return compare_rollouts(store.list_rollouts(ra.run_id), store.list_rollouts(rb.run_id), run_a=ra.run_id,
-                            run_b=rb.run_id, name_a=ra.name, name_b=rb.name, tie_tolerance=tie_tolerance)
+    return compare_rollouts(
+        store.list_rollouts(ra.run_id),
+        store.list_rollouts(rb.run_id),
+        run_a=ra.run_id,
+        run_b=rb.run_id,
+        name_a=ra.name,
+        name_b=rb.name,
+        tie_tolerance=tie_tolerance,
+    )
 
 
 def filter_rows(rows: Iterable[RowComparison], only: Only | None) -> list[RowComparison]:

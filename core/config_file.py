@@ -25,8 +25,9 @@ def read_regular_capped(path: Path) -> tuple[bytes, int] | None:
             return None
         raw = handle.read(CONFIG_MAX_BYTES + 1)
     if len(raw) > CONFIG_MAX_BYTES:
-        raise ValueError(f"{path.name} is too large for a config file (over {CONFIG_MAX_BYTES // 1000} kB); "
-                         "fix or remove it first")
+        raise ValueError(
+            f"{path.name} is too large for a config file (over {CONFIG_MAX_BYTES // 1000} kB); fix or remove it first"
+        )
     return raw, stat.S_IMODE(info.st_mode)
 
 

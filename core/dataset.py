@@ -250,8 +250,14 @@ def _requirements(obj: dict[str, Any], key: str, where: str, prefix: str = "") -
 def _kind(value: object) -> str:
     if value is None:
         return "null"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
 def _is_single_object(text: str) -> bool:

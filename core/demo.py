@@ -16,11 +16,11 @@ from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSou
 # Each simulator (and the Fireworks client) is imported by the function that starts it: `tui --demo` needs only
 # the policy + judge simulator before its first frame, and the Fireworks SDK alone takes most of a second.
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
     from svgagent.core.rft.fireworks_api import ControlPlane
+    from svgagent.core.settings import Settings
     from svgagent.core.sim.control_plane import FireworksSim
     from svgagent.core.sim.simulator import Simulator
+    from svgagent.core.store import Store
 
 DEMO_POLICY_MODEL = "simulated-policy"
 DEMO_JUDGE_MODEL = "simulated-judge"
@@ -119,8 +119,9 @@ class SimulatorProcess:
 
 
 @contextmanager
-def demo_simulator_process(policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, *,
-                           start: bool = True) -> Iterator[SimulatorProcess]:
+def demo_simulator_process(
+    policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, *, start: bool = True
+) -> Iterator[SimulatorProcess]:
     """Like :func:`demo_simulator`, with the simulator in a process of its own (see :class:`SimulatorProcess`)."""
     sim = SimulatorProcess(policy_latency_s, judge_latency_s, start=start)
     try:
@@ -147,12 +148,13 @@ def demo_tracing_gateway(policy_latency_s: float = 0.4, **knobs: Any) -> Iterato
 
 # ---- the simulated Fireworks control plane ---------------------------------------------------------------
 @contextmanager
-def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
-                       **knobs: Any) -> Iterator[tuple[FireworksSim, ControlPlane]]:
+def demo_control_plane(
+    *, step_seconds: float = 1.0, seed_job: bool = False, **knobs: Any
+) -> Iterator[tuple[FireworksSim, ControlPlane]]:
     """Start the simulated Fireworks control plane on a free loopback port (lifecycles advance with time) and
     yield (simulator, ControlPlane) with fake keys. With `seed_job`, one job (`DEMO_JOB_ID`) already exists."""
-    from svgagent.core.rft.fireworks_api import ControlPlane
     from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY
+    from svgagent.core.rft.fireworks_api import ControlPlane
     from svgagent.core.rft.launch import seed_demo_job
     from svgagent.core.sim.control_plane import FireworksSim
 
@@ -172,7 +174,11 @@ def demo_control_plane(*, step_seconds: float = 1.0, seed_job: bool = False,
 def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNING_STEPS) -> JobSource:
     """The simulated control plane (started on first use, stopped on close) holding one seeded job that moves
     along with the clock; launches go to it with the demo's fake keys and are not remembered in the store."""
-    from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY  # not launch: fireworks-ai
+    from svgagent.core.rft.demo_identity import (  # not launch: fireworks-ai
+        DEMO_ACCOUNT,
+        DEMO_FIREWORKS_KEY,
+        DEMO_OPENAI_KEY,
+    )
 
     running: dict[str, Any] = {}
 
@@ -186,8 +192,14 @@ def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNIN
         from svgagent.core.rft.launch import seed_demo_job
         from svgagent.core.sim.control_plane import FireworksSim
 
-        sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_s, evaluator_build_steps=0,
-                           dataset_ready_steps=0, job_running_steps=running_steps)
+        sim = FireworksSim(
+            account_id=DEMO_ACCOUNT,
+            advance="time",
+            step_seconds=step_s,
+            evaluator_build_steps=0,
+            dataset_ready_steps=0,
+            job_running_steps=running_steps,
+        )
         sim.start()
         running["sim"] = sim
         try:
@@ -198,10 +210,18 @@ def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNIN
             raise
         return cp
 
-    overrides = {"fireworks_api_key": DEMO_FIREWORKS_KEY, "openai_api_key": DEMO_OPENAI_KEY, "account_id": None,
-                 "base_url": None, "max_retries": 0, "evaluator_poll_s": 0.25, "dataset_poll_s": 0.25}
-    return JobSource(connect, label="simulated Fireworks control plane", demo=True, on_close=stop,
-                     request_overrides=overrides)
+    overrides = {
+        "fireworks_api_key": DEMO_FIREWORKS_KEY,
+        "openai_api_key": DEMO_OPENAI_KEY,
+        "account_id": None,
+        "base_url": None,
+        "max_retries": 0,
+        "evaluator_poll_s": 0.25,
+        "dataset_poll_s": 0.25,
+    }
+    return JobSource(
+        connect, label="simulated Fireworks control plane", demo=True, on_close=stop, request_overrides=overrides
+    )
 
 
 def job_source_for(settings: Settings, *, demo: bool, store: Store | None = None) -> JobSource:

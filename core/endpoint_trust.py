@@ -47,9 +47,11 @@ class ProjectEndpoint:
 
     def refusal(self) -> str:
         what, key, flag = ENDPOINTS[self.field]
-        return (f"{self.file} sets the {what} endpoint to {self.url}: your {key} would be sent to {self.host}, "
-                f"which is not a default endpoint. Check that file, then confirm once with `svgagent trust` "
-                f"(remembered for this file and host), or choose the endpoint yourself with {flag}")
+        return (
+            f"{self.file} sets the {what} endpoint to {self.url}: your {key} would be sent to {self.host}, "
+            f"which is not a default endpoint. Check that file, then confirm once with `svgagent trust` "
+            f"(remembered for this file and host), or choose the endpoint yourself with {flag}"
+        )
 
 
 def _read_trusted(target: Path) -> set[tuple[str, str]]:
@@ -83,8 +85,9 @@ def forget(file: Path, target: Path) -> int:
     return len(trusted) - len(kept)
 
 
-def project_endpoints(effective: Mapping[str, str], defaults: Mapping[str, str], without: Callable[[], Any],
-                      project_file: Path) -> list[ProjectEndpoint]:
+def project_endpoints(
+    effective: Mapping[str, str], defaults: Mapping[str, str], without: Callable[[], Any], project_file: Path
+) -> list[ProjectEndpoint]:
     """The endpoints in ``effective`` (setting -> URL) that differ from ``defaults`` and that ``project_file``
     alone decides: ``without()`` — the settings the same layers give without that file, built only when an
     endpoint is not the default — gives another. Decided by that comparison, never by reading the file again: a
@@ -94,8 +97,11 @@ def project_endpoints(effective: Mapping[str, str], defaults: Mapping[str, str],
     if not changed:
         return []
     other = without()
-    return [ProjectEndpoint(name, effective[name], project_file.resolve()) for name in changed
-            if effective[name] != getattr(other, name)]
+    return [
+        ProjectEndpoint(name, effective[name], project_file.resolve())
+        for name in changed
+        if effective[name] != getattr(other, name)
+    ]
 
 
 def require_trusted(settings: object, fields: tuple[str, ...] = tuple(ENDPOINTS)) -> None:

@@ -25,16 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from svgagent.core.caps import fits
 from svgagent.core.dataset import Dataset
-from svgagent.core.run_setup import create_run
 from svgagent.core.events import EventBus
 from svgagent.core.lease import HEARTBEAT_S, LeaseOwner
-from svgagent.core.scoring.judge import Judge
-from svgagent.core.scoring.models import (
-    FailureKind,
-    RolloutStatus,
-    RolloutUpdate,
-    Usage,
-)
 from svgagent.core.policy import (
     PolicyAnswer,
     api_errors,
@@ -48,8 +40,16 @@ from svgagent.core.policy import (
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunStatus, RunSummary
 from svgagent.core.rollout_pool import RolloutPool
-from svgagent.core.scoring.render import Renderer, usable_cpus
+from svgagent.core.run_setup import create_run
 from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
+from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.models import (
+    FailureKind,
+    RolloutStatus,
+    RolloutUpdate,
+    Usage,
+)
+from svgagent.core.scoring.render import Renderer, usable_cpus
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
 from svgagent.core.store_batch import RolloutWriter
@@ -103,7 +103,9 @@ class Engine:
         self._shard = list(rollouts) if rollouts is not None else None
         self._own_renderer = renderer is None
         self._renderer = renderer or Renderer(
-            size=settings.render_size, timeout_s=settings.render_timeout_s, memory_mb=settings.render_memory_mb,
+            size=settings.render_size,
+            timeout_s=settings.render_timeout_s,
+            memory_mb=settings.render_memory_mb,
             workers=render_workers,
         )
         self._own_policy = policy is None
@@ -170,8 +172,9 @@ class Engine:
             return await run_with_workers(self, run_id, owner, workers)
         # heavy: a resumed rollout brings its stored answer, so it is not generated again. Read in a thread: the
         # engine may share its event loop with the app, and 10,000 rollouts take a few hundred milliseconds.
-        pending = await asyncio.to_thread(self._read, lambda store: store.list_rollouts(
-            run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value]))
+        pending = await asyncio.to_thread(
+            self._read, lambda store: store.list_rollouts(run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value])
+        )
         self.store.set_run_status(run_id, RunStatus.RUNNING)
         try:
             await self._process(pending, self._keep_lease(run_id, owner))
@@ -199,8 +202,9 @@ class Engine:
             # run makes a pool of its own (a stopped one starts nothing more); its commits' callbacks reach it through
             # self._pool, which stays until the next run (a late callback of a failed run finds it stopped).
             self._pool = pool = RolloutPool(self._rollout, self.settings.concurrency)
-            work = pool.start([r for r in pending if self._has_answer(r)],
-                              [r for r in pending if not self._has_answer(r)])
+            work = pool.start(
+                [r for r in pending if self._has_answer(r)], [r for r in pending if not self._has_answer(r)]
+            )
             beat = asyncio.create_task(heartbeat) if heartbeat is not None else None
             try:
                 done, _ = await asyncio.wait({work} | ({beat} if beat else set()), return_when=asyncio.FIRST_COMPLETED)
@@ -220,8 +224,9 @@ class Engine:
 
     async def _finish(self, run_id: str) -> RunSummary:
         try:
-            summary = await asyncio.to_thread(self._read,
-                                              lambda store: store.summarize(run_id, self.settings.threshold))
+            summary = await asyncio.to_thread(
+                self._read, lambda store: store.summarize(run_id, self.settings.threshold)
+            )
         except asyncio.CancelledError:  # stopped just as it finished: it did finish
             self._mark(run_id, RunStatus.COMPLETED)
             raise
@@ -255,18 +260,28 @@ class Engine:
     def _emit(self, rec: RolloutRecord, status: RolloutStatus, **fields: Any) -> None:
         self._writer.submit(rec.rollout_id, {"status": status, **fields})
 
-    def _commit_then(self, rec: RolloutRecord, status: RolloutStatus, then: Callable[[asyncio.Future[None]], None],
-                     cache: tuple[str, str, dict[str, Any]] | None, fields: dict[str, Any], *, urgent: bool) -> None:
+    def _commit_then(
+        self,
+        rec: RolloutRecord,
+        status: RolloutStatus,
+        then: Callable[[asyncio.Future[None]], None],
+        cache: tuple[str, str, dict[str, Any]] | None,
+        fields: dict[str, Any],
+        *,
+        urgent: bool,
+    ) -> None:
         """Queue a paid answer's change (``urgent``: another call waits for its slot); ``then`` runs on the loop
         once it is committed (or failed)."""
-        self._writer.commit_soon(rec.rollout_id, {"status": status, **fields}, cache=cache,
-                                 urgent=urgent).add_done_callback(then)
+        self._writer.commit_soon(
+            rec.rollout_id, {"status": status, **fields}, cache=cache, urgent=urgent
+        ).add_done_callback(then)
 
     def _publisher(self, run_id: str) -> Callable[[Any], None]:
         def committed(changes: Any) -> None:  # on the writer's thread (the bus is thread-safe), after each commit
             if self.bus.listened:  # nobody to tell (a headless run without a follower): no event objects
                 for rollout_id, fields in changes:
                     self.bus.publish(RolloutUpdate(run_id, rollout_id, fields["status"]))
+
         return committed
 
     def _verdict_stored(self, stored: asyncio.Future[None]) -> None:
@@ -290,9 +305,16 @@ class Engine:
             try:
                 png = await self._renderer.render(svg, self.settings.render_size)
             except RenderError as err:
-                self._emit(rec, RolloutStatus.FAILED, score=0.0, fulfilled=0, is_score_valid=True,
-                           reason=f"render failed: {err}", failure_kind=FailureKind.RENDER,
-                           render_s=time.perf_counter() - t0)
+                self._emit(
+                    rec,
+                    RolloutStatus.FAILED,
+                    score=0.0,
+                    fulfilled=0,
+                    is_score_valid=True,
+                    reason=f"render failed: {err}",
+                    failure_kind=FailureKind.RENDER,
+                    render_s=time.perf_counter() - t0,
+                )
                 return
             self._emit(rec, RolloutStatus.JUDGING, render_s=time.perf_counter() - t0)
             stage = "judge"
@@ -304,13 +326,29 @@ class Engine:
             raise  # never a rollout's verdict: the run stops (see the module docstring)
         except api_errors() as err:
             kind, reason = classify_api_error(err, stage, self.settings)
-            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
-                       failure_kind=kind, **drawn)
+            self._emit(
+                rec,
+                RolloutStatus.FAILED,
+                score=None,
+                is_score_valid=False,
+                reason=reason,
+                error=reason,
+                failure_kind=kind,
+                **drawn,
+            )
         except Exception as err:  # a bug must not take the run down: record it on the rollout
             log.exception("rollout %s failed unexpectedly", rollout_id)
             reason = f"internal error in {stage} stage: {type(err).__name__}: {str(err)[:200]}"
-            self._emit(rec, RolloutStatus.FAILED, score=None, is_score_valid=False, reason=reason, error=reason,
-                       failure_kind=FailureKind.INTERNAL, **drawn)
+            self._emit(
+                rec,
+                RolloutStatus.FAILED,
+                score=None,
+                is_score_valid=False,
+                reason=reason,
+                error=reason,
+                failure_kind=FailureKind.INTERNAL,
+                **drawn,
+            )
 
     @staticmethod
     def _svg_of(rec: RolloutRecord, content: str) -> tuple[str | None, str, FailureKind]:
@@ -319,8 +357,11 @@ class Engine:
         truncated = rec.truncated or {}
         if rec.svg is not None and rec.raw_answer is not None:
             if "svg" in truncated:
-                return None, (f"render failed: the SVG is {truncated['svg']:,} characters, more than the renderer "
-                              "accepts"), FailureKind.RENDER
+                return (
+                    None,
+                    (f"render failed: the SVG is {truncated['svg']:,} characters, more than the renderer accepts"),
+                    FailureKind.RENDER,
+                )
             return rec.svg, "", FailureKind.RENDER
         from svgagent.core.scoring.extract import extract_svg  # its patterns compile after the first requests are out
 
@@ -334,8 +375,9 @@ class Engine:
         A new answer is committed before its policy slot is released, and cached in the same transaction (only
         whole answers: one cut to its cap is not), so a crash after a paid answer never pays for it again."""
         if self._has_answer(rec):
-            answer = PolicyAnswer(rec.raw_answer, rec.finish_reason,
-                                  Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0))
+            answer = PolicyAnswer(
+                rec.raw_answer, rec.finish_reason, Usage(rec.prompt_tokens or 0, rec.completion_tokens or 0)
+            )
             svg, state, fields = self._next_state(rec, answer, {})
             self._emit(rec, state, **fields)  # nothing new to pay for: no need to wait for the commit
             return svg
@@ -347,8 +389,19 @@ class Engine:
             self._emit(rec, RolloutStatus.GENERATING)
             messages, body = self._request(rec)
             # the attempt is part of the key: a rerun is a new sample, never the previous attempt's answer
-            key = cache_key("policy", self.settings.base_url, self.settings.model, self._params, messages,
-                            rec.sample_index, rec.attempt) if self.use_cache else ""
+            key = (
+                cache_key(
+                    "policy",
+                    self.settings.base_url,
+                    self.settings.model,
+                    self._params,
+                    messages,
+                    rec.sample_index,
+                    rec.attempt,
+                )
+                if self.use_cache
+                else ""
+            )
             cached = self.store.cache_get(key) if self.use_cache else None
             t0 = time.perf_counter()
             if cached is not None:
@@ -368,9 +421,14 @@ class Engine:
             if cached is not None:  # paid for before: nothing to wait for
                 self._emit(rec, state, **fields)
             else:  # the slot goes to the next rollout once the answer is committed; this one renders meanwhile
-                self._commit_then(rec, state, self._pool.release_when_stored,
-                                  (key, "policy", answer.to_cache()) if remember else None, fields,
-                                  urgent=self._pool.waiting)
+                self._commit_then(
+                    rec,
+                    state,
+                    self._pool.release_when_stored,
+                    (key, "policy", answer.to_cache()) if remember else None,
+                    fields,
+                    urgent=self._pool.waiting,
+                )
                 held = False
             return svg
         finally:
@@ -386,13 +444,17 @@ class Engine:
             request = self._requests[key] = (messages, request_json(self.settings.model, messages, self._params))
         return request
 
-    def _next_state(self, rec: RolloutRecord, answer: PolicyAnswer,
-                    answered: dict[str, Any]) -> tuple[str | None, RolloutStatus, dict[str, Any]]:
+    def _next_state(
+        self, rec: RolloutRecord, answer: PolicyAnswer, answered: dict[str, Any]
+    ) -> tuple[str | None, RolloutStatus, dict[str, Any]]:
         """(SVG to render or None, the state the answer takes the rollout to, the columns to store with it)."""
         svg, why_not, kind = self._svg_of(rec, answer.content)
         if svg is None:
-            return None, RolloutStatus.FAILED, dict(score=0.0, fulfilled=0, is_score_valid=True, reason=why_not,
-                                                    failure_kind=kind, **answered)
+            return (
+                None,
+                RolloutStatus.FAILED,
+                dict(score=0.0, fulfilled=0, is_score_valid=True, reason=why_not, failure_kind=kind, **answered),
+            )
         return svg, RolloutStatus.RENDERING, dict(svg=svg, **answered)
 
     async def _verdict(self, rec: RolloutRecord, png: bytes) -> None:
@@ -403,8 +465,19 @@ class Engine:
         PNG stored one state earlier had its ~12 kB of overflow pages written twice (bench/engine.py). A crash
         while judging loses nothing paid for: the resume renders the stored SVG again."""
         s = self.settings
-        key = cache_key("judge", s.judge_base_url, s.judge_model, s.judge_mode.value,
-                        hashlib.sha256(png).hexdigest(), rec.requirements, rec.attempt) if self.use_cache else ""
+        key = (
+            cache_key(
+                "judge",
+                s.judge_base_url,
+                s.judge_model,
+                s.judge_mode.value,
+                hashlib.sha256(png).hexdigest(),
+                rec.requirements,
+                rec.attempt,
+            )
+            if self.use_cache
+            else ""
+        )
         cached = self.store.cache_get(key) if self.use_cache else None
         t0 = time.perf_counter()
         if cached is not None:
@@ -416,11 +489,20 @@ class Engine:
         try:
             verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
-            remember = (verdict.valid and self.use_cache and fits("judge_raw", verdict.raw)
-                        and fits("rationale", verdict.rationale))
-            self._commit_then(rec, status, self._verdict_stored,
-                              (key, "judge", verdict_to_cache(verdict)) if remember else None, dict(png=png, **judged),
-                              urgent=self._judge_sem.locked())
+            remember = (
+                verdict.valid
+                and self.use_cache
+                and fits("judge_raw", verdict.raw)
+                and fits("rationale", verdict.rationale)
+            )
+            self._commit_then(
+                rec,
+                status,
+                self._verdict_stored,
+                (key, "judge", verdict_to_cache(verdict)) if remember else None,
+                dict(png=png, **judged),
+                urgent=self._judge_sem.locked(),
+            )
             held = False  # released by _verdict_stored once the verdict is committed
         finally:
             if held:

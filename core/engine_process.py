@@ -74,16 +74,33 @@ class EngineProcess:
     child's output happen on a reader thread. ``factory`` ("module:attribute") and ``path`` (extra ``sys.path``
     entries for the child) let tests and benchmarks run a stand-in engine with the same plumbing."""
 
-    def __init__(self, settings: Settings, store_path: str, bus: EventBus[RolloutUpdate], run_id: str, *,
-                 factory: str = ENGINE, path: Sequence[str] = (), rollouts: Sequence[str] | None = None,
-                 render_workers: int | None = None, nice: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store_path: str,
+        bus: EventBus[RolloutUpdate],
+        run_id: str,
+        *,
+        factory: str = ENGINE,
+        path: Sequence[str] = (),
+        rollouts: Sequence[str] | None = None,
+        render_workers: int | None = None,
+        nice: bool = True,
+    ) -> None:
         """``rollouts``, ``render_workers``: the child is one of a run's worker processes (engine_workers);
         ``nice``: it yields the CPU to the app (the app's engine; not a headless run's workers)."""
         self.run_id = run_id
         self.future: concurrent.futures.Future[RunSummary] = concurrent.futures.Future()
-        self._request = {"settings": settings_payload(settings), "store": store_path, "run_id": run_id,
-                         "factory": factory, "path": list(path), "rollouts": list(rollouts) if rollouts is not None
-                         else None, "render_workers": render_workers, "nice": nice}
+        self._request = {
+            "settings": settings_payload(settings),
+            "store": store_path,
+            "run_id": run_id,
+            "factory": factory,
+            "path": list(path),
+            "rollouts": list(rollouts) if rollouts is not None else None,
+            "render_workers": render_workers,
+            "nice": nice,
+        }
         self._bus = bus
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -124,8 +141,13 @@ class EngineProcess:
         outcome: tuple[str, Any] = ("error", "the engine process gave no result")
         with tempfile.TemporaryFile() as errors:
             try:
-                proc = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=errors, start_new_session=True)
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", _BOOT],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                    start_new_session=True,
+                )
             except OSError as err:
                 self.future.set_exception(EngineProcessError(f"cannot start the engine process: {err}"))
                 return

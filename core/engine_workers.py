@@ -37,19 +37,26 @@ async def run_with_workers(engine: Any, run_id: str, owner: LeaseOwner, count: i
     engines; returns the run's summary (see the module docstring). ``engine`` is the parent's
     :class:`svgagent.core.engine.Engine` (its store, settings, bus, lease heartbeat and run bookkeeping)."""
     store, settings = engine.store, engine.settings
-    pending = await asyncio.to_thread(engine._read, lambda s: [r.rollout_id for r in s.list_rollouts(
-        run_id, statuses=[RolloutStatus.QUEUED.value])])
+    pending = await asyncio.to_thread(
+        engine._read, lambda s: [r.rollout_id for r in s.list_rollouts(run_id, statuses=[RolloutStatus.QUEUED.value])]
+    )
     shards = [ids for ids in shard(pending, count) if ids]
     store.set_run_status(run_id, RunStatus.RUNNING)
-    child_settings = settings.model_copy(update={
-        "concurrency": math.ceil(settings.concurrency / max(1, len(shards))),
-        "judge_concurrency": math.ceil(settings.judge_concurrency / max(1, len(shards))),
-        "workers": 1,
-        "cache": engine.use_cache,
-    })
+    child_settings = settings.model_copy(
+        update={
+            "concurrency": math.ceil(settings.concurrency / max(1, len(shards))),
+            "judge_concurrency": math.ceil(settings.judge_concurrency / max(1, len(shards))),
+            "workers": 1,
+            "cache": engine.use_cache,
+        }
+    )
     render_workers = max(1, usable_cpus() // max(1, len(shards)))
-    children = [EngineProcess(child_settings, str(store.path), engine.bus, run_id, rollouts=ids,
-                              render_workers=render_workers, nice=False) for ids in shards]
+    children = [
+        EngineProcess(
+            child_settings, str(store.path), engine.bus, run_id, rollouts=ids, render_workers=render_workers, nice=False
+        )
+        for ids in shards
+    ]
     for child in children:
         child.start()
     work = asyncio.gather(*(asyncio.wrap_future(child.future) for child in children))

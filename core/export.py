@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode
 from svgagent.core.output import STDOUT, open_output, write_output
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunRecord
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 
 if TYPE_CHECKING:
     from svgagent.core.store import Store
@@ -41,9 +41,27 @@ EXTRA_KEY = "svgagent"  # execution_metadata.extra[EXTRA_KEY]
 EXTRA_FORMAT = 1
 
 CSV_COLUMNS = (
-    "run_id", "rollout_id", "row_id", "row_index", "sample_index", "attempt", "status", "score", "fulfilled", "total",
-    "is_score_valid", "reason", "error", "generation_s", "render_s", "judge_s", "prompt_tokens", "completion_tokens",
-    "override_score", "prompt", "rationale",
+    "run_id",
+    "rollout_id",
+    "row_id",
+    "row_index",
+    "sample_index",
+    "attempt",
+    "status",
+    "score",
+    "fulfilled",
+    "total",
+    "is_score_valid",
+    "reason",
+    "error",
+    "generation_s",
+    "render_s",
+    "judge_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "override_score",
+    "prompt",
+    "rationale",
 )
 # ``reason`` is the rollout's one-line why (a judge's rationale: its first line, at most 200 characters, cut marked
 # with …); ``rationale`` is the judge's whole text, as JSONL and the app have it (quoting keeps its newlines).
@@ -54,7 +72,10 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def rollout_status(rec: RolloutRecord) -> dict[str, Any]:
     if rec.status is RolloutStatus.SCORED or (rec.status is RolloutStatus.FAILED and rec.is_score_valid):
-        return {"code": STATUS_FINISHED, "message": "finished" if rec.status is RolloutStatus.SCORED else (rec.reason or "")}
+        return {
+            "code": STATUS_FINISHED,
+            "message": "finished" if rec.status is RolloutStatus.SCORED else (rec.reason or ""),
+        }
     if rec.status is RolloutStatus.FAILED:
         text = rec.error or rec.reason or "failed"
         kind = rec.failure_kind or FailureKind.OTHER
@@ -76,12 +97,18 @@ def evaluation_result(rec: RolloutRecord) -> dict[str, Any] | None:
     if rec.override_verdicts is not None:
         for index, ok in enumerate(rec.override_verdicts, start=1):
             if ok is not None:  # None: the person left it undecided
-                metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,
-                                                   "reason": "human review"}
+                metrics[f"requirement_{index}"] = {
+                    "score": 1.0 if ok else 0.0,
+                    "is_score_valid": True,
+                    "reason": "human review",
+                }
     elif not rec.overridden:
         for index, ok, reason in rec.verdicts or []:
-            metrics[f"requirement_{index}"] = {"score": 1.0 if ok else 0.0, "is_score_valid": True,
-                                               "reason": str(reason or "")}
+            metrics[f"requirement_{index}"] = {
+                "score": 1.0 if ok else 0.0,
+                "is_score_valid": True,
+                "reason": str(reason or ""),
+            }
     reason = rec.rationale or rec.reason or rec.error or ""
     if rec.overridden:
         metrics["judge_score"] = {
@@ -105,8 +132,12 @@ def _extra(rec: RolloutRecord) -> dict[str, Any]:
     """What Eval Protocol has no field for, so an import can restore the rollout exactly."""
     override = None
     if rec.overridden:
-        override = {"score": rec.override_score, "fulfilled": rec.override_fulfilled,
-                    "verdicts": rec.override_verdicts, "at": rec.override_at}
+        override = {
+            "score": rec.override_score,
+            "fulfilled": rec.override_fulfilled,
+            "verdicts": rec.override_verdicts,
+            "at": rec.override_at,
+        }
     return {
         "format": EXTRA_FORMAT,
         "status": rec.status.value,
@@ -309,8 +340,15 @@ def write_rollouts(fmt: str, run: RunRecord, rollouts: Iterable[RolloutRecord], 
     return count
 
 
-def export_run(store: Store, run_id: str, fmt: str, target: Path | str | None, *, assets: Path | None = None,
-               out: TextIO | None = None) -> ExportResult:
+def export_run(
+    store: Store,
+    run_id: str,
+    fmt: str,
+    target: Path | str | None,
+    *,
+    assets: Path | None = None,
+    out: TextIO | None = None,
+) -> ExportResult:
     """Export the current rollouts of ``run_id`` from ``store`` (a :class:`~svgagent.core.store.Store`) as ``fmt``.
 
     ``target`` is written with :func:`svgagent.core.output.open_output`: a regular file is replaced atomically, a
@@ -329,5 +367,12 @@ def export_run(store: Store, run_id: str, fmt: str, target: Path | str | None, *
     with open_output(destination, stdout=out) as stream:
         count = write_rollouts(fmt, run, rollouts, stream)
     path = None if str(destination) == STDOUT else Path(destination)
-    return ExportResult(run.run_id, fmt, count, path, writer.directory if writer else None,
-                        writer.pngs if writer else 0, writer.svgs if writer else 0)
+    return ExportResult(
+        run.run_id,
+        fmt,
+        count,
+        path,
+        writer.directory if writer else None,
+        writer.pngs if writer else 0,
+        writer.svgs if writer else 0,
+    )

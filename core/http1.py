@@ -134,8 +134,10 @@ def _fields(authority: str, headers: dict[str, str]) -> bytes:
         except UnicodeError:
             raise ValueError(f"the headers cannot be sent ({name[:40]!r} is not latin-1)") from None
         if not _TOKEN.fullmatch(name) or name.lower() in _THE_CLIENTS or _CTL_IN_VALUE.search(raw):
-            raise ValueError(f"the headers cannot be sent ({name[:40]!r}: not a field name, a control "
-                             f"character in its value, or a field the client sets)")
+            raise ValueError(
+                f"the headers cannot be sent ({name[:40]!r}: not a field name, a control "
+                f"character in its value, or a field the client sets)"
+            )
         lines.append(b"%s: %s\r\n" % (name.encode("ascii"), raw))
     lines.append(b"Content-Length: ")
     return b"".join(lines)
@@ -182,8 +184,9 @@ class _Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     # -- the exchange ---------------------------------------------------------------------------------------
-    def exchange(self, head: bytes, body: bytes, max_body: int,
-                 deadline: float | None = None) -> asyncio.Future[HttpResponse]:
+    def exchange(
+        self, head: bytes, body: bytes, max_body: int, deadline: float | None = None
+    ) -> asyncio.Future[HttpResponse]:
         """Send the request; the future has the answer, or the error (TimeoutError at ``deadline``, loop time)."""
         assert self.transport is not None and self._waiter is None
         loop = asyncio.get_running_loop()
@@ -260,8 +263,11 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         if self._waiter is not None:
-            self._fail(exc if isinstance(exc, OSError) else
-                       ConnectionResetError("the connection was closed before the answer was complete"))
+            self._fail(
+                exc
+                if isinstance(exc, OSError)
+                else ConnectionResetError("the connection was closed before the answer was complete")
+            )
 
     # -- reading: llhttp's callbacks ------------------------------------------------------------------------
     def _feed(self, data: bytes) -> None:
@@ -274,8 +280,11 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserCallbackError as err:
             cause = err.__context__
             if not isinstance(cause, _Stop):
-                self._fail(cause if isinstance(cause, HttpProtocolError) else
-                           HttpProtocolError(f"unreadable answer ({type(cause).__name__}: {str(cause)[:80]})"))
+                self._fail(
+                    cause
+                    if isinstance(cause, HttpProtocolError)
+                    else HttpProtocolError(f"unreadable answer ({type(cause).__name__}: {str(cause)[:80]})")
+                )
         except httptools.HttpParserUpgrade:
             self._fail(HttpProtocolError("the server switched protocols (101) though nobody asked it to"))
         except httptools.HttpParserError as err:
@@ -319,8 +328,9 @@ class _Connection(asyncio.Protocol):
         if status == 101:
             raise HttpProtocolError("the server switched protocols (101) though nobody asked it to")
         framing = self._fields.get("transfer-encoding", "").rsplit(",", 1)[-1].strip().lower()
-        self._until_eof = (status >= 200 and status not in (204, 304) and framing != "chunked"
-                           and "content-length" not in self._fields)
+        self._until_eof = (
+            status >= 200 and status not in (204, 304) and framing != "chunked" and "content-length" not in self._fields
+        )
 
     def on_body(self, data: bytes) -> None:
         if self._done is not None:
@@ -375,8 +385,9 @@ class Http1Client:
         self.connections_made = 0  # for tests and benchmarks
         self.closed = False
 
-    async def post(self, target: Target, head: RequestHead, body: bytes, *,
-                   max_body: int, timeout: float | None = None) -> HttpResponse:
+    async def post(
+        self, target: Target, head: RequestHead, body: bytes, *, max_body: int, timeout: float | None = None
+    ) -> HttpResponse:
         """POST ``body`` with ``head`` (:meth:`Target.head`) and return the answer (see the module docstring).
         ``timeout`` (seconds) bounds the whole request — a wait for a free connection, the connect, the exchange —
         with TimeoutError, as ``asyncio.timeout`` around it would; the exchange's is a timer on the connection."""
@@ -428,8 +439,12 @@ class Http1Client:
         idle = self._idle.get(key)
         while idle:
             conn = idle.pop()
-            if (not conn.lost and conn.transport is not None and not conn.transport.is_closing()
-                    and time.monotonic() - conn.idle_since < self.keepalive_s):
+            if (
+                not conn.lost
+                and conn.transport is not None
+                and not conn.transport.is_closing()
+                and time.monotonic() - conn.idle_since < self.keepalive_s
+            ):
                 return conn
             conn.close()
         return None
@@ -441,8 +456,9 @@ class Http1Client:
             if self._tls is None:
                 self._tls = ssl.create_default_context()
             tls = self._tls
-        _, conn = await loop.create_connection(_Connection, target.host, target.port, ssl=tls,
-                                               server_hostname=target.host if tls else None)
+        _, conn = await loop.create_connection(
+            _Connection, target.host, target.port, ssl=tls, server_hostname=target.host if tls else None
+        )
         self.connections_made += 1
         return conn
 

@@ -115,14 +115,14 @@ def parse_formatted_prompt(text: str) -> tuple[str, tuple[str, ...]] | None:
     suffix = format_prompt("", [])  # instruction, example and "Requirements:\n" — what follows the prompt
     cut = text.rfind(suffix)
     if cut >= 0:
-        prompt, tail = text[:cut], text[cut + len(suffix):]
+        prompt, tail = text[:cut], text[cut + len(suffix) :]
     else:
         match = None
-        for match in re.finditer(r"(?im)^\s*requirements\s*:\s*$", text):
+        for match in re.finditer(r"(?im)^\s*requirements\s*:\s*$", text):  # noqa: B007 -- the last match is used after the loop
             pass
         if match is None:
             return None
-        prompt, tail = text[: match.start()].strip(), text[match.end():]
+        prompt, tail = text[: match.start()].strip(), text[match.end() :]
     requirements: list[str] = []
     for line in tail.split("\n"):
         numbered = _NUMBERED.fullmatch(line)
@@ -159,8 +159,9 @@ def _within_caps(prompt: str, requirements: tuple[str, ...]) -> tuple[str, tuple
     if len(prompt) > PROMPT_CAP:
         raise LineError(f"the prompt is {len(prompt):,} characters (at most {PROMPT_CAP:,})")
     if len(requirements) > MAX_REQUIREMENTS or max(len(r) for r in requirements) > REQUIREMENT_CAP:
-        raise LineError(f"too many or too long requirements (at most {MAX_REQUIREMENTS} of {REQUIREMENT_CAP:,} "
-                        "characters each)")
+        raise LineError(
+            f"too many or too long requirements (at most {MAX_REQUIREMENTS} of {REQUIREMENT_CAP:,} characters each)"
+        )
     return prompt, requirements
 
 
@@ -176,7 +177,11 @@ def _real(value: Any) -> float | None:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    text = (
+        repr(value)
+        if not isinstance(value, int) or abs(value) < 10**30
+        else f"an integer of {len(str(abs(value)))} digits"
+    )
     return text if len(text) <= 60 else text[:59] + "…"
 
 
@@ -196,8 +201,13 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
     kind = failure_kind_of(code) if rollout_error is not None else FailureKind.OTHER
     if result is None:
         if rollout_error is not None:
-            return {"status": RolloutStatus.FAILED, "is_score_valid": False, "reason": message or rollout_error,
-                    "error": rollout_error, "failure_kind": kind}
+            return {
+                "status": RolloutStatus.FAILED,
+                "is_score_valid": False,
+                "reason": message or rollout_error,
+                "error": rollout_error,
+                "failure_kind": kind,
+            }
         if answer is None:
             raise LineError("not an evaluated row: no assistant answer, no evaluation_result and no error status")
         return {"status": RolloutStatus.QUEUED}
@@ -213,14 +223,22 @@ def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, A
         raise LineError(f"evaluation_result.is_score_valid must be true or false, got {valid!r}")
     explanation = _str(result.get("reason")) or ""
     if not valid:
-        return {"status": RolloutStatus.FAILED, "score": None, "is_score_valid": False,
-                "reason": first_line(explanation) or message or "score invalid",
-                "error": rollout_error or "score invalid (is_score_valid is false)", "rationale": explanation or None,
-                "failure_kind": kind if rollout_error is not None else FailureKind.JUDGE_UNUSABLE}
+        return {
+            "status": RolloutStatus.FAILED,
+            "score": None,
+            "is_score_valid": False,
+            "reason": first_line(explanation) or message or "score invalid",
+            "error": rollout_error or "score invalid (is_score_valid is false)",
+            "rationale": explanation or None,
+            "failure_kind": kind if rollout_error is not None else FailureKind.JUDGE_UNUSABLE,
+        }
     columns: dict[str, Any] = {
         "status": RolloutStatus.SCORED if rollout_error is None else RolloutStatus.FAILED,
-        "score": float(score), "is_score_valid": True, "reason": first_line(explanation) or None,
-        "rationale": explanation or None, "error": rollout_error,
+        "score": float(score),
+        "is_score_valid": True,
+        "reason": first_line(explanation) or None,
+        "rationale": explanation or None,
+        "error": rollout_error,
         "fulfilled": _fulfilled(result, float(score), total),
         "failure_kind": kind if rollout_error is not None else None,
     }
@@ -285,17 +303,25 @@ def _restore_extra(columns: dict[str, Any], extra: SvgagentExtra, total: int) ->
             return
         if valid and (effective is None or ours is None or abs(float(effective) - ours) > 1e-9):
             return
-        columns.update(status=extra.status, score=judge_score, fulfilled=extra.fulfilled,
-                       is_score_valid=extra.is_score_valid, reason=extra.reason, error=extra.error,
-                       rationale=extra.rationale,
-                       verdicts_json=json.dumps([list(v) for v in extra.verdicts]) if extra.verdicts is not None
-                       else None)
+        columns.update(
+            status=extra.status,
+            score=judge_score,
+            fulfilled=extra.fulfilled,
+            is_score_valid=extra.is_score_valid,
+            reason=extra.reason,
+            error=extra.error,
+            rationale=extra.rationale,
+            verdicts_json=json.dumps([list(v) for v in extra.verdicts]) if extra.verdicts is not None else None,
+        )
         if extra.failure_kind is not None and extra.status is RolloutStatus.FAILED:
             columns["failure_kind"] = extra.failure_kind
         if override:
-            columns.update(override_score=override.score, override_fulfilled=override.fulfilled,
-                           override_verdicts_json=json.dumps(override.verdicts) if override.verdicts is not None
-                           else None, override_at=override.at)
+            columns.update(
+                override_score=override.score,
+                override_fulfilled=override.fulfilled,
+                override_verdicts_json=json.dumps(override.verdicts) if override.verdicts is not None else None,
+                override_at=override.at,
+            )
     for key in ("generation_s", "render_s", "judge_s", "judge_prompt_tokens", "judge_completion_tokens"):
         value = getattr(extra, key)
         if value is None:
@@ -340,5 +366,11 @@ def kind_of(value: object) -> str:
     """How a JSON value is named in a message: "an object", "an array", "null", …"""
     if value is None:
         return "null"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)

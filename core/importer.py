@@ -34,9 +34,22 @@ from svgagent.core.urls import strip_userinfo
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings
 
-__all__ = ["FORMAT_EVALUATED", "IMPORTED_FINISH_REASON", "ImportResult", "LineError", "NotJsonLines",
-           "NothingImported", "ParsedRollout", "SkippedLine", "import_file", "judge_imported",
-           "parse_evaluation_row", "parse_formatted_prompt", "read_evaluation_rows", "read_rows"]
+__all__ = [
+    "FORMAT_EVALUATED",
+    "IMPORTED_FINISH_REASON",
+    "ImportResult",
+    "LineError",
+    "NotJsonLines",
+    "NothingImported",
+    "ParsedRollout",
+    "SkippedLine",
+    "import_file",
+    "judge_imported",
+    "parse_evaluation_row",
+    "parse_formatted_prompt",
+    "read_evaluation_rows",
+    "read_rows",
+]
 
 FORMAT_EVALUATED = "eval-protocol-evaluated"
 
@@ -69,10 +82,17 @@ class ImportResult:
     skipped_count: int = 0  # all of them
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "name": self.name, "imported": self.imported, "rows": self.rows,
-                "scored": self.scored, "failed": self.failed, "queued": self.queued,
-                "skipped_count": self.skipped_count,
-                "skipped": [{"line": s.line, "reason": s.reason} for s in self.skipped]}
+        return {
+            "run_id": self.run_id,
+            "name": self.name,
+            "imported": self.imported,
+            "rows": self.rows,
+            "scored": self.scored,
+            "failed": self.failed,
+            "queued": self.queued,
+            "skipped_count": self.skipped_count,
+            "skipped": [{"line": s.line, "reason": s.reason} for s in self.skipped],
+        }
 
 
 # --- reading ---------------------------------------------------------------------------------------------------------
@@ -164,8 +184,9 @@ def read_rows(path: Path | str) -> tuple[list[ParsedRollout], _Skips]:
                 not_json += 1
                 first_problem = first_problem or f"line {lineno}: {problem}"
                 if not parsed and not_json >= NOT_JSONL_AFTER and not_json == skips.count:
-                    raise NotJsonLines(f"{path} is not JSON Lines ({first_problem}); nothing was imported",
-                                       skips.kept, skips.count)
+                    raise NotJsonLines(
+                        f"{path} is not JSON Lines ({first_problem}); nothing was imported", skips.kept, skips.count
+                    )
                 continue
             try:
                 parsed.append(parse_evaluation_row(obj, lineno))
@@ -174,16 +195,21 @@ def read_rows(path: Path | str) -> tuple[list[ParsedRollout], _Skips]:
             except Exception as err:  # noqa: BLE001 - one bad line is that line's problem, never the file's
                 skips.add(lineno, f"unusable ({type(err).__name__}: {str(err)[:120]})")
     if not parsed and skips.count and not_json == skips.count:
-        raise NotJsonLines(f"{path} is not JSON Lines ({first_problem}); nothing was imported", skips.kept,
-                           skips.count)
+        raise NotJsonLines(f"{path} is not JSON Lines ({first_problem}); nothing was imported", skips.kept, skips.count)
     return parsed, skips
 
 
 # --- writing ---------------------------------------------------------------------------------------------------------
 
 
-def import_file(store: Store, path: Path | str, *, name: str | None = None,
-                settings: dict[str, Any] | None = None, strict: bool = False) -> ImportResult:
+def import_file(
+    store: Store,
+    path: Path | str,
+    *,
+    name: str | None = None,
+    settings: dict[str, Any] | None = None,
+    strict: bool = False,
+) -> ImportResult:
     """Import ``path`` into ``store`` as a new run, in one transaction. Unusable lines are skipped (``strict``:
     any unusable line imports nothing). ``settings`` (no secrets: e.g. ``Settings.public_dict()``) is stored with
     the run, overlaid with the model and sampling parameters found in the rows. Raises :class:`NothingImported`
@@ -195,16 +221,28 @@ def import_file(store: Store, path: Path | str, *, name: str | None = None,
         what = "is empty" if not skips.count else f"has no importable line ({skips.count} skipped)"
         raise NothingImported(f"{path}: {what}; nothing was imported", skipped, skips.count)
     if strict and skips.count:
-        raise NothingImported(f"{path}: {skips.count} of {skips.count + len(parsed)} lines cannot be imported "
-                              "(--strict: all or nothing); nothing was imported", skipped, skips.count)
+        raise NothingImported(
+            f"{path}: {skips.count} of {skips.count + len(parsed)} lines cannot be imported "
+            "(--strict: all or nothing); nothing was imported",
+            skipped,
+            skips.count,
+        )
     groups: dict[tuple[str, str, tuple[str, ...]], list[ParsedRollout]] = {}
     for item in parsed:
         groups.setdefault((item.row_id, item.prompt, item.requirements), []).append(item)
     rollouts = []
     for row_index, ((row_id, prompt, requirements), items) in enumerate(groups.items()):
         for sample_index, item in enumerate(items):
-            rollouts.append({"row_index": row_index, "row_id": row_id, "sample_index": sample_index,
-                             "prompt": prompt, "requirements": list(requirements), **item.columns})
+            rollouts.append(
+                {
+                    "row_index": row_index,
+                    "row_id": row_id,
+                    "sample_index": sample_index,
+                    "prompt": prompt,
+                    "requirements": list(requirements),
+                    **item.columns,
+                }
+            )
     run_settings = dict(settings or {})
     models = list(dict.fromkeys(str(p.completion_params["model"]) for p in parsed if p.completion_params.get("model")))
     first = next((p.completion_params for p in parsed if p.completion_params), {})
@@ -222,17 +260,33 @@ def import_file(store: Store, path: Path | str, *, name: str | None = None,
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         digest = None
-    dataset = {"name": path.name, "source": str(path.resolve()), "sha256": digest, "rows": len(groups),
-               "format": FORMAT_EVALUATED}
-    run_id = store.insert_run(name=name or f"import of {path.name}", settings=run_settings, dataset=dataset,
-                              rollouts=rollouts, status="imported")
+    dataset = {
+        "name": path.name,
+        "source": str(path.resolve()),
+        "sha256": digest,
+        "rows": len(groups),
+        "format": FORMAT_EVALUATED,
+    }
+    run_id = store.insert_run(
+        name=name or f"import of {path.name}",
+        settings=run_settings,
+        dataset=dataset,
+        rollouts=rollouts,
+        status="imported",
+    )
     threshold = run_threshold(run_settings)
     store.set_run_status(run_id, "imported", store.summarize(run_id, threshold))
     statuses = [p.status for p in parsed]
     return ImportResult(
-        run_id=run_id, name=store.get_run(run_id).name, imported=len(parsed), rows=len(groups),
-        scored=statuses.count(RolloutStatus.SCORED), failed=statuses.count(RolloutStatus.FAILED),
-        queued=statuses.count(RolloutStatus.QUEUED), skipped=tuple(skipped), skipped_count=skips.count,
+        run_id=run_id,
+        name=store.get_run(run_id).name,
+        imported=len(parsed),
+        rows=len(groups),
+        scored=statuses.count(RolloutStatus.SCORED),
+        failed=statuses.count(RolloutStatus.FAILED),
+        queued=statuses.count(RolloutStatus.QUEUED),
+        skipped=tuple(skipped),
+        skipped_count=skips.count,
     )
 
 
@@ -249,5 +303,3 @@ async def judge_imported(store: Store, run_id: str, settings: Settings, **engine
             return await engine.run(run_id)
     finally:
         await placeholder.close()
-
-

@@ -92,8 +92,10 @@ def _refuse_database(path: Path, target: str | Path) -> None:
     except OSError:
         return  # not readable: the write says what is wrong with it
     if head.startswith(_SQLITE_HEADER) or head[:4] in _WAL_MAGIC:
-        raise OutputError(f"cannot write {target}: it is a SQLite database (a run store or its backup?), which an "
-                          "output never replaces; name another file")
+        raise OutputError(
+            f"cannot write {target}: it is a SQLite database (a run store or its backup?), which an "
+            "output never replaces; name another file"
+        )
 
 
 def _standard_stream(path: Path) -> TargetKind | None:
@@ -120,8 +122,9 @@ def _umask() -> int:
 
 
 @contextmanager
-def open_output(target: str | Path, *, binary: bool = False, mode: int | None = None,
-                stdout: IO[Any] | None = None) -> Iterator[IO[Any]]:
+def open_output(
+    target: str | Path, *, binary: bool = False, mode: int | None = None, stdout: IO[Any] | None = None
+) -> Iterator[IO[Any]]:
     """A stream to write ``target`` (see the module docstring); the content lands when the block ends without an
     exception. Text is UTF-8 with line endings as written. ``stdout`` replaces ``sys.stdout`` for ``-``."""
     kind, path = resolve_target(target)
@@ -226,8 +229,9 @@ def _copy_to_stream(spool: IO[bytes], path: Path) -> None:
         raise OutputError(f"cannot write {path}: {err.strerror or err}") from None
 
 
-def write_output(target: str | Path, data: str | bytes, *, mode: int | None = None,
-                 stdout: IO[Any] | None = None) -> TargetKind:
+def write_output(
+    target: str | Path, data: str | bytes, *, mode: int | None = None, stdout: IO[Any] | None = None
+) -> TargetKind:
     """Write all of ``data`` to ``target`` by the rules above; returns what the target was."""
     kind, _ = resolve_target(target)
     with open_output(target, binary=isinstance(data, bytes), mode=mode, stdout=stdout) as stream:

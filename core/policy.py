@@ -57,8 +57,9 @@ def _secret(value: Any) -> str:
 
 
 def _client(base_url: str, key: Any, settings: Settings) -> ChatClient:
-    return ChatClient(base_url, _secret(key) or "missing-key", timeout_s=settings.request_timeout_s,
-                      max_retries=settings.max_retries)
+    return ChatClient(
+        base_url, _secret(key) or "missing-key", timeout_s=settings.request_timeout_s, max_retries=settings.max_retries
+    )
 
 
 def policy_client(settings: Settings) -> ChatClient:
@@ -94,8 +95,13 @@ def request_json(model: str, messages: list[dict[str, Any]], params: dict[str, A
     return json.dumps({k: v for k, v in body.items() if v is not None}).encode()
 
 
-async def generate(client: ChatClient | openai.AsyncOpenAI, model: str, messages: list[dict[str, Any]],
-                   params: dict[str, Any], body: bytes | None = None) -> PolicyAnswer:
+async def generate(
+    client: ChatClient | openai.AsyncOpenAI,
+    model: str,
+    messages: list[dict[str, Any]],
+    params: dict[str, Any],
+    body: bytes | None = None,
+) -> PolicyAnswer:
     """One policy call; ``body``: :func:`request_json` of the same arguments, sent as it is by a client that takes
     a serialised body (the engine's ChatClient), ignored by others."""
     send_json = getattr(client, "complete_chat_json", None) if body is not None else None
@@ -147,8 +153,7 @@ def classify_api_error(err: BaseException, who: str, settings: Settings) -> tupl
     return FailureKind.INTERNAL, f"{who} call failed: {type(err).__name__}: {str(err)[:200]}"
 
 
-def _status_failure(status: int, message: str, who: str, key: str, url: str,
-                    retries: str) -> tuple[FailureKind, str]:
+def _status_failure(status: int, message: str, who: str, key: str, url: str, retries: str) -> tuple[FailureKind, str]:
     if status in (401, 403):
         return FailureKind.AUTH, f"{who} key rejected (HTTP {status}) by {url}: check {key} in .env or the environment"
     if status == 429:
@@ -157,8 +162,9 @@ def _status_failure(status: int, message: str, who: str, key: str, url: str,
     return FailureKind.HTTP_ERROR, f"{who} endpoint answered HTTP {status}: {first}"
 
 
-def _openai_failure(err: Any, openai_module: Any, who: str, key: str, url: str, retries: str,
-                    timeout_s: float) -> tuple[FailureKind, str]:
+def _openai_failure(
+    err: Any, openai_module: Any, who: str, key: str, url: str, retries: str, timeout_s: float
+) -> tuple[FailureKind, str]:
     """The same, for the openai client's errors (callers that pass an ``openai.AsyncOpenAI``)."""
     if isinstance(err, openai_module.APIConnectionError):
         cause = os_cause(err)

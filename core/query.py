@@ -25,9 +25,9 @@ import shlex
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.records import RolloutRecord
 
 Predicate = Callable[[RolloutRecord, Collection[str]], bool]
 
@@ -134,8 +134,10 @@ def unmatched_terms(query: Query, records: Iterable[RolloutRecord]) -> list[str]
             notes.append(unfinished)
             continue
         hint = suggest_term(word)
-        notes.append(f"{word!r} is not a filter term and no prompt or row id contains it"
-                     + (f" — did you mean {hint}?" if hint else ""))
+        notes.append(
+            f"{word!r} is not a filter term and no prompt or row id contains it"
+            + (f" — did you mean {hint}?" if hint else "")
+        )
     return notes
 
 
@@ -160,12 +162,19 @@ def suggest_term(word: str) -> str | None:
     lowered = word.lower()
     if lowered in NUMERIC_FIELDS:
         return f"a comparison such as {lowered}>=1"
-    statuses = [s.value for s in RolloutStatus
-                if len(lowered) >= 3 and (s.value.startswith(lowered) or lowered.startswith(s.value))]
+    statuses = [
+        s.value
+        for s in RolloutStatus
+        if len(lowered) >= 3 and (s.value.startswith(lowered) or lowered.startswith(s.value))
+    ]
     if statuses:
         return f"status:{statuses[0]}"
-    vocabulary = [*KEYWORDS, *(f"{name}:" for name in _PAIR_TERMS), *(f"{name}<" for name in NUMERIC_FIELDS),
-                  *(f"status:{s.value}" for s in RolloutStatus)]
+    vocabulary = [
+        *KEYWORDS,
+        *(f"{name}:" for name in _PAIR_TERMS),
+        *(f"{name}<" for name in NUMERIC_FIELDS),
+        *(f"status:{s.value}" for s in RolloutStatus),
+    ]
     close = difflib.get_close_matches(lowered, vocabulary, n=1, cutoff=0.75)
     return close[0] if close else None
 

@@ -33,17 +33,48 @@ class RunStatus(StrEnum):
 
 # Columns cheap enough to load for every row of a 10,000-rollout run (no answers, SVG or PNG).
 LIGHT_COLUMNS: tuple[str, ...] = (
-    "rollout_id", "run_id", "row_index", "row_id", "sample_index", "attempt", "is_current", "status", "prompt",
-    "requirements_json", "score", "fulfilled", "total", "is_score_valid", "reason", "error", "generation_s",
-    "render_s", "judge_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens",
-    "cached", "created", "updated", "override_score", "override_fulfilled", "override_verdicts_json", "override_at",
-    "failure_kind", "truncated_json",
+    "rollout_id",
+    "run_id",
+    "row_index",
+    "row_id",
+    "sample_index",
+    "attempt",
+    "is_current",
+    "status",
+    "prompt",
+    "requirements_json",
+    "score",
+    "fulfilled",
+    "total",
+    "is_score_valid",
+    "reason",
+    "error",
+    "generation_s",
+    "render_s",
+    "judge_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "judge_prompt_tokens",
+    "judge_completion_tokens",
+    "cached",
+    "created",
+    "updated",
+    "override_score",
+    "override_fulfilled",
+    "override_verdicts_json",
+    "override_at",
+    "failure_kind",
+    "truncated_json",
 )
 
 
 # store column → RolloutRecord field, where they differ (the JSON columns are parsed)
-_RENAMED = {"requirements_json": "requirements", "verdicts_json": "verdicts",
-            "override_verdicts_json": "override_verdicts", "truncated_json": "truncated"}
+_RENAMED = {
+    "requirements_json": "requirements",
+    "verdicts_json": "verdicts",
+    "override_verdicts_json": "override_verdicts",
+    "truncated_json": "truncated",
+}
 _JSON_FIELDS = ("verdicts", "override_verdicts", "truncated")
 _STATUSES = {s.value: s for s in RolloutStatus}
 _KINDS = {k.value: k for k in FailureKind}
@@ -147,7 +178,7 @@ class RolloutRecord:
             if name not in index:
                 break
             prefix.append(index[name])
-        extra = [(name, index[name]) for name in order[len(prefix):] if name in index]  # passed by keyword
+        extra = [(name, index[name]) for name in order[len(prefix) :] if name in index]  # passed by keyword
         i_req, i_status = index["requirements"], index["status"]
         flags = [index[n] for n in ("is_current", "cached") if n in index]
         i_valid = index.get("is_score_valid")
@@ -344,8 +375,9 @@ def spread_text(stderr: float | None, digits: int = 3) -> str:
     return "" if stderr is None else f" ± {stderr:.{digits}f}"
 
 
-def summarize_rows(rows: Iterable[RolloutRecord], threshold: float,
-                   earlier_tokens: tuple[int, int] = (0, 0)) -> RunSummary:
+def summarize_rows(
+    rows: Iterable[RolloutRecord], threshold: float, earlier_tokens: tuple[int, int] = (0, 0)
+) -> RunSummary:
     return RunTally(rows).summary(threshold, earlier_tokens)
 
 
@@ -393,10 +425,18 @@ class RunTally:
         (prompt, completion) of the attempts reruns replaced (``Store.earlier_attempt_tokens``) — paid for too."""
         mean, stderr = mean_and_stderr(self.scores)
         return RunSummary(
-            rollouts=self.rollouts, done=self.done, scored=self.scored, failed=self.failed, invalid=self.invalid,
-            mean_score=mean, stderr=stderr, threshold=threshold, passed=mean is not None and mean >= threshold,
+            rollouts=self.rollouts,
+            done=self.done,
+            scored=self.scored,
+            failed=self.failed,
+            invalid=self.invalid,
+            mean_score=mean,
+            stderr=stderr,
+            threshold=threshold,
+            passed=mean is not None and mean >= threshold,
             prompt_tokens=self.prompt_tokens + earlier_tokens[0],
-            completion_tokens=self.completion_tokens + earlier_tokens[1], overridden=self.overridden,
+            completion_tokens=self.completion_tokens + earlier_tokens[1],
+            overridden=self.overridden,
         )
 
     @property

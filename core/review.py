@@ -27,8 +27,7 @@ def marks_of_judge(verdicts: Sequence[Sequence[Any]] | None, total: int) -> list
     return marks
 
 
-def starting_marks(override: Sequence[Mark] | None, verdicts: Sequence[Sequence[Any]] | None,
-                   total: int) -> list[Mark]:
+def starting_marks(override: Sequence[Mark] | None, verdicts: Sequence[Sequence[Any]] | None, total: int) -> list[Mark]:
     """The marks a review continues from: the person's own, else the judge's (all undecided in count mode)."""
     if override is not None and len(override) == total:
         return list(override)

@@ -58,8 +58,10 @@ def resolve_run(store: RunSource, ref: str) -> RunRecord:
     if not found:
         if not runs:
             raise RunNotFound(f"no run {ref!r}: {store.path} holds no runs yet")
-        raise RunNotFound(f"no run {ref!r} in {store.path}: give an id, a unique prefix of one, a name or "
-                          f"{LATEST!r} (see `svgagent runs list`)")
+        raise RunNotFound(
+            f"no run {ref!r} in {store.path}: give an id, a unique prefix of one, a name or "
+            f"{LATEST!r} (see `svgagent runs list`)"
+        )
     what = "are named" if found[0].name == ref.strip() else "start with"
     raise RunNotFound(f"{len(found)} runs {what} {ref!r}: {_names(found)} — type more of the id")
 
@@ -78,5 +80,6 @@ def filter_runs(runs: Sequence[RunRecord], text: str) -> list[RunRecord]:
 
 
 def _searchable(run: RunRecord) -> str:
-    return " ".join((run.run_id, run.name, str(run.settings.get("model", "")), str(run.dataset.get("name", "")),
-                     str(run.status))).lower()
+    return " ".join(
+        (run.run_id, run.name, str(run.settings.get("model", "")), str(run.dataset.get("name", "")), str(run.status))
+    ).lower()

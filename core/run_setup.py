@@ -10,8 +10,9 @@ from svgagent.core.settings import Settings
 from svgagent.core.store import Store
 
 
-def create_run(settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None,
-               cache: bool | None = None) -> str:
+def create_run(
+    settings: Settings, store: Store, dataset: Dataset, *, name: str | None = None, cache: bool | None = None
+) -> str:
     """Store a new run of ``dataset``: its first ``settings.rows`` rows, ``settings.samples`` samples each. The
     cache choice (``cache``, else ``settings.cache``) is stored with the run: a resume keeps it."""
     rows = list(dataset.rows[: settings.rows] if settings.rows else dataset.rows)

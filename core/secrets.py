@@ -128,7 +128,7 @@ def _inline_comment(last_line: str, key: str, value: str | None) -> str:
         head = last_line[: match.start()]
         parsed = list(parse_stream(io.StringIO(head)))
         if len(parsed) == 1 and not parsed[0].error and parsed[0].key == key and parsed[0].value == value:
-            return last_line[match.start():]
+            return last_line[match.start() :]
     return ""
 
 

@@ -25,11 +25,11 @@ from pydantic_settings import (
 )
 
 from svgagent.core.config_file import read_config_text
-from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.field_limits import numeric_range
-from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.endpoint_trust import ENDPOINTS, TRUST_FILE_NAME, is_trusted, project_endpoints
+from svgagent.core.field_limits import numeric_range
 from svgagent.core.records import DEFAULT_THRESHOLD
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
 APP_NAME = "svgagent"
@@ -89,9 +89,14 @@ class Settings(BaseSettings):
     # engine
     concurrency: int = Field(16, ge=1, le=1024, description="policy requests in flight")
     judge_concurrency: int = Field(16, ge=1, le=1024, description="judge requests in flight")
-    workers: int | None = Field(None, ge=1, le=64, description="engine processes a run is shared between, each "
-                                "with its own event loop and clients (default: as many as the concurrency needs, "
-                                "up to half the CPUs)")
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="engine processes a run is shared between, each "
+        "with its own event loop and clients (default: as many as the concurrency needs, "
+        "up to half the CPUs)",
+    )
     request_timeout_s: float = Field(120.0, gt=0, le=3600, description="per-request timeout, seconds")
     max_retries: int = Field(3, ge=0, le=20, description="client retries (backoff honours Retry-After)")
     render_size: int = Field(512, ge=32, le=4096, description="longest side of the PNG the judge sees")
@@ -101,15 +106,21 @@ class Settings(BaseSettings):
     # data
     dataset: str = Field("builtin", min_length=1, description="'builtin' or a path (questions.json / EP JSONL)")
     rows: int | None = Field(None, ge=1, le=1_000_000, description="use the first N rows")
-    samples: int = Field(1, ge=1, le=1000, description="independent samples per row, like RFT's group size",
-                         validation_alias=AliasChoices("samples", "SVGAGENT_SAMPLES", "SVGAGENT_RUNS"))
+    samples: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="independent samples per row, like RFT's group size",
+        validation_alias=AliasChoices("samples", "SVGAGENT_SAMPLES", "SVGAGENT_RUNS"),
+    )
     # local
     home: Path | None = Field(None, description="data directory (env SVGAGENT_HOME)")
     store: Path | None = Field(None, description="SQLite store file or directory")
     # off by default: a new run or a rerun is a new sample; a resume never pays twice either way (answers are stored
     # on their rollouts as they arrive)
-    cache: bool = Field(False, description="reuse earlier runs' answers to identical requests (a resume never "
-                                           "pays twice, on or off)")
+    cache: bool = Field(
+        False, description="reuse earlier runs' answers to identical requests (a resume never pays twice, on or off)"
+    )
     keymap: dict[str, str] = Field(
         default_factory=dict,
         description='the app\'s keys remapped by binding id, e.g. "app.run" = "ctrl+r" (the [keymap] table)',
@@ -134,8 +145,9 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         if has_userinfo(value):  # it would be stored with the run and printed: keys go in their variables
-            raise ValueError("must not hold credentials (user:password@): put keys in FIREWORKS_API_KEY / "
-                             "OPENAI_API_KEY")
+            raise ValueError(
+                "must not hold credentials (user:password@): put keys in FIREWORKS_API_KEY / OPENAI_API_KEY"
+            )
         return value.rstrip("/")
 
     @field_validator("keymap")
@@ -143,8 +155,11 @@ class Settings(BaseSettings):
     def _key_names(cls, table: dict[str, str]) -> dict[str, str]:
         if len(table) > KEYMAP_MAX_ENTRIES:
             raise ValueError(f"at most {KEYMAP_MAX_ENTRIES} entries")
-        bad = [ident for ident, keys in table.items()
-               if not keys.strip() or len(keys) > KEYMAP_MAX_CHARS or len(ident) > KEYMAP_MAX_CHARS]
+        bad = [
+            ident
+            for ident, keys in table.items()
+            if not keys.strip() or len(keys) > KEYMAP_MAX_CHARS or len(ident) > KEYMAP_MAX_CHARS
+        ]
         if bad:
             raise ValueError(f'values must be key names, e.g. "ctrl+r" (check {", ".join(bad[:5])})')
         return {ident: keys.replace(" ", "") for ident, keys in table.items()}
@@ -172,8 +187,11 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cwd = Path.cwd()
         # a source reads its file when made: made only when used (the settings without it must not read it)
-        project = ([CappedTomlSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
-                   if getattr(settings_cls, "read_project_file", True) else [])
+        project = (
+            [CappedTomlSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
+            if getattr(settings_cls, "read_project_file", True)
+            else []
+        )
         return (
             init_settings,
             EnvSettingsSource(settings_cls),
@@ -251,9 +269,12 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**clean)
         # the layers read again without ./svgagent.toml (when an endpoint is not the default): a layer that fails
         # now fails the load, as it would have the first time
-        found = project_endpoints({name: getattr(settings, name) for name in ENDPOINTS},
-                                  {name: Settings.model_fields[name].default for name in ENDPOINTS},
-                                  lambda: settings_without_project_file(clean), Path.cwd() / PROJECT_CONFIG_FILE)
+        found = project_endpoints(
+            {name: getattr(settings, name) for name in ENDPOINTS},
+            {name: Settings.model_fields[name].default for name in ENDPOINTS},
+            lambda: settings_without_project_file(clean),
+            Path.cwd() / PROJECT_CONFIG_FILE,
+        )
     except ValidationError as err:
         raise ConfigError(format_validation_error(err)) from None
     except (OSError, ValueError) as err:  # unreadable or malformed toml / .env

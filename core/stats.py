@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.records import DEFAULT_THRESHOLD, RolloutRecord, mean_and_stderr
 from svgagent.core.review import complete, marks_of_judge
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.store import Store
 
 DEFAULT_BINS = 10
@@ -102,8 +102,15 @@ def bar(value: float, maximum: float, width: int) -> str:
     return _FULL * (eighths // 8) + _EIGHTHS[eighths % 8]
 
 
-def histogram_lines(scores: Sequence[float], bins: int = DEFAULT_BINS, *, width: int = 40, lo: float = 0.0,
-                    hi: float = 1.0, digits: int | None = None) -> list[str]:
+def histogram_lines(
+    scores: Sequence[float],
+    bins: int = DEFAULT_BINS,
+    *,
+    width: int = 40,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    digits: int | None = None,
+) -> list[str]:
     """The histogram as plain text lines (no markup), one per bin, lowest bin first::
 
         0.0–0.1 │██████▍                                  │  5  12.5%
@@ -189,8 +196,9 @@ def requirement_verdicts(rec: RolloutRecord, judge_verdicts: Sequence[Sequence[A
     return complete(marks_of_judge(judge_verdicts, rec.total)) if judge_verdicts else None
 
 
-def requirement_report(rollouts: Iterable[RolloutRecord], verdicts: Mapping[str, Sequence[Sequence[Any]]],
-                       top: int = 10) -> RequirementReport:
+def requirement_report(
+    rollouts: Iterable[RolloutRecord], verdicts: Mapping[str, Sequence[Sequence[Any]]], top: int = 10
+) -> RequirementReport:
     """The requirements most often failed, over terminal rollouts with a valid (or overridden) score."""
     tally: dict[tuple[str, str, int], list[int]] = {}
     texts: dict[tuple[str, str, int], str] = {}
@@ -261,9 +269,15 @@ class RunStats:
         return data
 
 
-def compute_stats(rollouts: Sequence[RolloutRecord], *, run_id: str = "", threshold: float = DEFAULT_THRESHOLD,
-                  bins: int = DEFAULT_BINS, verdicts: Mapping[str, Sequence[Sequence[Any]]] | None = None,
-                  top: int = 10) -> RunStats:
+def compute_stats(
+    rollouts: Sequence[RolloutRecord],
+    *,
+    run_id: str = "",
+    threshold: float = DEFAULT_THRESHOLD,
+    bins: int = DEFAULT_BINS,
+    verdicts: Mapping[str, Sequence[Sequence[Any]]] | None = None,
+    top: int = 10,
+) -> RunStats:
     """Statistics of a run's current rollouts (pure; ``verdicts`` maps rollout id → judge verdicts)."""
     terminal = [r for r in rollouts if r.status.terminal]
     counted = [r for r in terminal if r.counts_toward_mean]
@@ -286,24 +300,45 @@ def compute_stats(rollouts: Sequence[RolloutRecord], *, run_id: str = "", thresh
         "generation_s": Percentiles.of(present(r.generation_s for r in rollouts)),
         "render_s": Percentiles.of(present(r.render_s for r in rollouts)),
         "judge_s": Percentiles.of(present(r.judge_s for r in rollouts)),
-        "tokens": Percentiles.of(present(
-            r.tokens if (r.prompt_tokens is not None or r.completion_tokens is not None) else None for r in rollouts
-        )),
+        "tokens": Percentiles.of(
+            present(
+                r.tokens if (r.prompt_tokens is not None or r.completion_tokens is not None) else None for r in rollouts
+            )
+        ),
     }
     return RunStats(
-        run_id=run_id, rollouts=len(rollouts), terminal=len(terminal), valid=len(scores), mean=mean, stderr=stderr,
-        median=statistics.median(scores) if scores else None, threshold=threshold, passed=passed,
-        pass_rate=passed / len(scores) if scores else None, bins=bins,
-        histogram=tuple(histogram_counts(scores, bins)), failures=failures, by_requirement_count=by_count,
-        percentiles=percentiles, requirements=requirement_report(rollouts, verdicts or {}, top), scores=tuple(scores),
+        run_id=run_id,
+        rollouts=len(rollouts),
+        terminal=len(terminal),
+        valid=len(scores),
+        mean=mean,
+        stderr=stderr,
+        median=statistics.median(scores) if scores else None,
+        threshold=threshold,
+        passed=passed,
+        pass_rate=passed / len(scores) if scores else None,
+        bins=bins,
+        histogram=tuple(histogram_counts(scores, bins)),
+        failures=failures,
+        by_requirement_count=by_count,
+        percentiles=percentiles,
+        requirements=requirement_report(rollouts, verdicts or {}, top),
+        scores=tuple(scores),
     )
 
 
-def run_stats(store: Store, run_id: str, *, threshold: float | None = None, bins: int = DEFAULT_BINS,
-              top: int = 10) -> RunStats:
+def run_stats(
+    store: Store, run_id: str, *, threshold: float | None = None, bins: int = DEFAULT_BINS, top: int = 10
+) -> RunStats:
     """:func:`compute_stats` for a stored run; ``threshold`` defaults to the run's own (``RunRecord.threshold``)."""
     run = store.get_run(run_id)
     if threshold is None:
         threshold = run.threshold
-    return compute_stats(store.list_rollouts(run.run_id), run_id=run.run_id, threshold=threshold, bins=bins,
-                         verdicts=store.rollout_verdicts(run.run_id), top=top)
+    return compute_stats(
+        store.list_rollouts(run.run_id),
+        run_id=run.run_id,
+        threshold=threshold,
+        bins=bins,
+        verdicts=store.rollout_verdicts(run.run_id),
+        top=top,
+    )

@@ -18,18 +18,16 @@ import secrets as _random
 import sqlite3
 import threading
 import time
-from urllib.parse import quote
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import lru_cache
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from svgagent.core.caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column, stored_whole
 from svgagent.core.lease import LeaseOwner, lease_is_live, this_host
-from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
-from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
 from svgagent.core.records import (
     LIGHT_COLUMNS,
     RolloutRecord,
@@ -41,6 +39,8 @@ from svgagent.core.records import (
 )
 from svgagent.core.review import counted
 from svgagent.core.schema import MIGRATIONS
+from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
+from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
@@ -64,7 +64,8 @@ def store_failure(err: sqlite3.Error, path: Path) -> StoreError:
     if primary in _DAMAGED_CODES:
         return StoreDamaged(
             f"the run store {path} is damaged ({detail}): check it with `svgagent store check`, or restore it "
-            "from a backup (`svgagent store backup` makes one)")
+            "from a backup (`svgagent store backup` makes one)"
+        )
     if primary in _WRITE_CODES:
         return StoreWriteError(f"cannot write the run store {path}: {detail}")
     return StoreError(f"run store {path}: {detail}")
@@ -191,10 +192,14 @@ class Store:
         if version != len(MIGRATIONS):
             newer = version > len(MIGRATIONS)
             raise (StoreError if newer else StoreOutdated)(
-                f"run store {self.path} has schema v{version}, " + (
-                    f"newer than this svgagent (v{len(MIGRATIONS)}): upgrade svgagent" if newer else
-                    f"older than this svgagent (v{len(MIGRATIONS)}): any writing command (e.g. `svgagent eval`) "
-                    "upgrades it"))
+                f"run store {self.path} has schema v{version}, "
+                + (
+                    f"newer than this svgagent (v{len(MIGRATIONS)}): upgrade svgagent"
+                    if newer
+                    else f"older than this svgagent (v{len(MIGRATIONS)}): any writing command (e.g. `svgagent eval`) "
+                    "upgrades it"
+                )
+            )
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -238,8 +243,12 @@ class Store:
                 rows = self._db.execute(f"PRAGMA integrity_check({int(limit)})").fetchall()
         except sqlite3.DatabaseError as err:
             return [str(err).splitlines()[0] if str(err) else type(err).__name__]
-        found = [line.strip() for r in rows for line in str(r[0]).splitlines()
-                 if line.strip() and not line.startswith("*** in database")]
+        found = [
+            line.strip()
+            for r in rows
+            for line in str(r[0]).splitlines()
+            if line.strip() and not line.startswith("*** in database")
+        ]
         return [] if found == ["ok"] else found
 
     def backup_to(self, target: Path) -> None:
@@ -256,7 +265,6 @@ class Store:
                     dest.close()
         except sqlite3.Error as err:
             raise store_failure(err, self.path) from None
-
 
     # --- runs -----------------------------------------------------------------------------------------------
     def create_run(
@@ -275,8 +283,15 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, name or run_id, stamp, stamp, RunStatus.CREATED.value, json.dumps(public_settings(settings)),
-                 json.dumps(dataset)),
+                (
+                    run_id,
+                    name or run_id,
+                    stamp,
+                    stamp,
+                    RunStatus.CREATED.value,
+                    json.dumps(public_settings(settings)),
+                    json.dumps(dataset),
+                ),
             )
             db.executemany(
                 "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, status, prompt,"
@@ -327,15 +342,18 @@ class Store:
     def add_worked(self, run_id: str, seconds: float) -> None:
         """An engine's session on the run lasted ``seconds``: add them to the run's ``worked_s``."""
         with self._tx() as db:
-            db.execute("UPDATE runs SET worked_s = COALESCE(worked_s, 0) + ? WHERE run_id = ?",
-                       (max(0.0, seconds), run_id))
+            db.execute(
+                "UPDATE runs SET worked_s = COALESCE(worked_s, 0) + ? WHERE run_id = ?", (max(0.0, seconds), run_id)
+            )
 
     def rename_run(self, run_id: str, name: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE runs SET name=?, updated=? WHERE run_id=?", (name, now_iso(), run_id))
 
     # --- leases (core/lease.py) -----------------------------------------------------------------------------
-    def _live_lease(self, db: sqlite3.Connection, run_id: str, now: float | None = None) -> tuple[LeaseOwner, float] | None:
+    def _live_lease(
+        self, db: sqlite3.Connection, run_id: str, now: float | None = None
+    ) -> tuple[LeaseOwner, float] | None:
         row = db.execute("SELECT lease_owner, lease_heartbeat FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"no run {run_id!r} in {self.path} (see `svgagent runs list`)")
@@ -344,8 +362,9 @@ class Store:
             return None
         return owner, float(row[1])
 
-    def _refuse_if_leased(self, db: sqlite3.Connection, run_id: str, mine: LeaseOwner | None,
-                          now: float | None = None) -> None:
+    def _refuse_if_leased(
+        self, db: sqlite3.Connection, run_id: str, mine: LeaseOwner | None, now: float | None = None
+    ) -> None:
         held = self._live_lease(db, run_id, now)
         if held is None or (mine is not None and held[0].token == mine.token):
             return
@@ -353,27 +372,35 @@ class Store:
         if mine is None and owner.pid == os.getpid() and owner.host == this_host():
             return  # this process's own engine: it coordinates itself (one run at a time in the app)
         age = max(0.0, (time.time() if now is None else now) - beat)
-        raise RunBusy(f"run {run_id} is being processed by {owner.describe()} (last heartbeat {age:.0f} s ago): "
-                      "wait for it to finish, or stop that process first")
+        raise RunBusy(
+            f"run {run_id} is being processed by {owner.describe()} (last heartbeat {age:.0f} s ago): "
+            "wait for it to finish, or stop that process first"
+        )
 
     def acquire_lease(self, run_id: str, owner: LeaseOwner, now: float | None = None) -> None:
         """Take ``run_id`` for ``owner``, unless another live owner holds it (:class:`RunBusy`)."""
         with self._tx() as db:
             self._refuse_if_leased(db, run_id, owner, now)
-            db.execute("UPDATE runs SET lease_owner=?, lease_heartbeat=? WHERE run_id=?",
-                       (owner.to_json(), time.time() if now is None else now, run_id))
+            db.execute(
+                "UPDATE runs SET lease_owner=?, lease_heartbeat=? WHERE run_id=?",
+                (owner.to_json(), time.time() if now is None else now, run_id),
+            )
 
     def renew_lease(self, run_id: str, owner: LeaseOwner, now: float | None = None) -> bool:
         """Refresh the heartbeat; False when ``owner`` no longer holds the lease (another worker took it)."""
         with self._tx() as db:
-            cur = db.execute("UPDATE runs SET lease_heartbeat=? WHERE run_id=? AND lease_owner=?",
-                             (time.time() if now is None else now, run_id, owner.to_json()))
+            cur = db.execute(
+                "UPDATE runs SET lease_heartbeat=? WHERE run_id=? AND lease_owner=?",
+                (time.time() if now is None else now, run_id, owner.to_json()),
+            )
             return cur.rowcount > 0
 
     def release_lease(self, run_id: str, owner: LeaseOwner) -> None:
         with self._tx() as db:
-            db.execute("UPDATE runs SET lease_owner=NULL, lease_heartbeat=NULL WHERE run_id=? AND lease_owner=?",
-                       (run_id, owner.to_json()))
+            db.execute(
+                "UPDATE runs SET lease_owner=NULL, lease_heartbeat=NULL WHERE run_id=? AND lease_owner=?",
+                (run_id, owner.to_json()),
+            )
 
     def check_not_leased(self, run_id: str) -> None:
         """Raise :class:`RunBusy` when another process holds a live lease on ``run_id``."""
@@ -388,8 +415,9 @@ class Store:
         with self._tx() as db:
             db.execute(sql, params)
 
-    def write_batch(self, rollouts: Sequence[tuple[str, dict[str, Any]]],
-                    cache: Sequence[tuple[str, str, dict[str, Any]]] = ()) -> None:
+    def write_batch(
+        self, rollouts: Sequence[tuple[str, dict[str, Any]]], cache: Sequence[tuple[str, str, dict[str, Any]]] = ()
+    ) -> None:
         """Several rollout updates (as :meth:`update_rollout`, in order) and cache entries (as :meth:`cache_put`)
         in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store_batch`).
         Updates of different rollouts that set the same columns go as one ``executemany`` (a batch of the engine's
@@ -404,14 +432,16 @@ class Store:
             groups = list(shapes.items())
         else:  # a rollout named twice: its updates one at a time, in order
             groups = [(sql, [params]) for sql, params in statements]
-        entries = [(key, kind, text, stamp) for key, kind, text in
-                   ((key, kind, json.dumps(value)) for key, kind, value in cache) if len(text) <= CACHE_VALUE_CAP]
+        entries = [
+            (key, kind, text, stamp)
+            for key, kind, text in ((key, kind, json.dumps(value)) for key, kind, value in cache)
+            if len(text) <= CACHE_VALUE_CAP
+        ]
         with self._tx() as db:
             for sql, rows in groups:
                 db.executemany(sql, rows)
             if entries:
-                db.executemany("INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)",
-                               entries)
+                db.executemany("INSERT OR REPLACE INTO cache(key, kind, value_json, created) VALUES (?,?,?,?)", entries)
 
     def get_rollout(self, rollout_id: str) -> RolloutRecord:
         with self._read() as db:
@@ -427,8 +457,9 @@ class Store:
         found: list[RolloutRecord] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            found.extend(self._rollouts(
-                f"SELECT {cols} FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk))
+            found.extend(
+                self._rollouts(f"SELECT {cols} FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk)
+            )
         return found
 
     def list_rollouts(
@@ -471,7 +502,8 @@ class Store:
             rows = db.execute(
                 "SELECT failure_kind, COUNT(*), MIN(reason) FROM rollouts WHERE run_id = ? AND is_current = 1"
                 " AND status = ? AND failure_kind IS NOT NULL GROUP BY failure_kind",
-                (run_id, RolloutStatus.FAILED.value)).fetchall()
+                (run_id, RolloutStatus.FAILED.value),
+            ).fetchall()
         return {FailureKind(kind): (count, reason or "") for kind, count, reason in rows}
 
     def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
@@ -519,15 +551,16 @@ class Store:
         with self._tx() as db:
             self._refuse_if_leased(db, run_id, None)
             for rid in rollout_ids:
-                old = db.execute(
-                    "SELECT * FROM rollouts WHERE rollout_id = ? AND run_id = ?", (rid, run_id)
-                ).fetchone()
+                old = db.execute("SELECT * FROM rollouts WHERE rollout_id = ? AND run_id = ?", (rid, run_id)).fetchone()
                 if old is None:
                     raise StoreError(f"no rollout {rid!r} in run {run_id}")
-                attempt = db.execute(
-                    "SELECT MAX(attempt) FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?",
-                    (run_id, old["row_index"], old["sample_index"]),
-                ).fetchone()[0] + 1
+                attempt = (
+                    db.execute(
+                        "SELECT MAX(attempt) FROM rollouts WHERE run_id=? AND row_index=? AND sample_index=?",
+                        (run_id, old["row_index"], old["sample_index"]),
+                    ).fetchone()[0]
+                    + 1
+                )
                 new_id = rollout_id_for(run_id, old["row_index"], old["sample_index"], attempt)
                 db.execute(
                     "UPDATE rollouts SET is_current = 0 WHERE run_id=? AND row_index=? AND sample_index=?",
@@ -536,8 +569,20 @@ class Store:
                 db.execute(
                     "INSERT INTO rollouts(rollout_id, run_id, row_index, row_id, sample_index, attempt, status,"
                     " prompt, requirements_json, total, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (new_id, run_id, old["row_index"], old["row_id"], old["sample_index"], attempt,
-                     RolloutStatus.QUEUED.value, old["prompt"], old["requirements_json"], old["total"], stamp, stamp),
+                    (
+                        new_id,
+                        run_id,
+                        old["row_index"],
+                        old["row_id"],
+                        old["sample_index"],
+                        attempt,
+                        RolloutStatus.QUEUED.value,
+                        old["prompt"],
+                        old["requirements_json"],
+                        old["total"],
+                        stamp,
+                        stamp,
+                    ),
                 )
                 created.append(new_id)
         return created
@@ -556,8 +601,9 @@ class Store:
             tuple(base),
         )
 
-    def set_override(self, rollout_id: str, *, fulfilled: int | None,
-                     verdicts: Sequence[bool | None] | None = None) -> None:
+    def set_override(
+        self, rollout_id: str, *, fulfilled: int | None, verdicts: Sequence[bool | None] | None = None
+    ) -> None:
         """Store a human verdict next to the judge's: a count, marks per requirement (✓, ✗ or undecided), or both.
         Marks without a count make the judge's count, kept within what they allow (``core.review``); a count given
         with marks must agree with them. No count and no decided mark clears the override."""
@@ -570,8 +616,9 @@ class Store:
             elif fulfilled is not None and counted(verdicts, fulfilled) != fulfilled:
                 raise ValueError(f"{fulfilled} fulfilled contradicts the marks")
         if fulfilled is None:
-            self.update_rollout(rollout_id, override_score=None, override_fulfilled=None,
-                                override_verdicts_json=None, override_at=None)
+            self.update_rollout(
+                rollout_id, override_score=None, override_fulfilled=None, override_verdicts_json=None, override_at=None
+            )
         else:
             if not 0 <= fulfilled <= rec.total:
                 raise ValueError(f"fulfilled must be between 0 and {rec.total}")
@@ -596,8 +643,10 @@ class Store:
             if run.summary is None:
                 return
             summary = self.summarize(run_id, run.threshold)  # its snapshot joins this transaction
-            db.execute("UPDATE runs SET summary_json=? WHERE run_id=? AND summary_json IS NOT NULL",
-                       (json.dumps(summary.to_dict()), run_id))
+            db.execute(
+                "UPDATE runs SET summary_json=? WHERE run_id=? AND summary_json IS NOT NULL",
+                (json.dumps(summary.to_dict()), run_id),
+            )
 
     def summarize(self, run_id: str, threshold: float) -> RunSummary:
         """The summary of the run's current rollouts; its tokens count every attempt (what the run spent)."""
@@ -614,8 +663,11 @@ class Store:
         """(prompt, completion) policy tokens of the run's attempts that reruns replaced (no longer current): they
         were paid for, so the run's token total counts them; each rollout's own figure stays its attempt's."""
         with self._read() as db:
-            row = db.execute("SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)"
-                             " FROM rollouts WHERE run_id = ? AND is_current = 0", (run_id,)).fetchone()
+            row = db.execute(
+                "SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)"
+                " FROM rollouts WHERE run_id = ? AND is_current = 0",
+                (run_id,),
+            ).fetchone()
         return int(row[0]), int(row[1])
 
     # --- cache ----------------------------------------------------------------------------------------------
@@ -636,7 +688,6 @@ class Store:
                 (key, kind, text, now_iso()),
             )
         return True
-
 
     # --- RFT jobs (v3) ---------------------------------------------------------------------------------------
     def remember_job(
@@ -666,8 +717,20 @@ class Store:
                 " base_model=excluded.base_model, output_model=excluded.output_model,"
                 " last_state=COALESCE(excluded.last_state, rft_jobs.last_state),"
                 " last_json=COALESCE(excluded.last_json, rft_jobs.last_json), updated=excluded.updated",
-                (job_name, display_name, base_url, account, dataset, evaluator, base_model, output_model,
-                 created or stamp, last_state, json.dumps(job) if job is not None else None, stamp),
+                (
+                    job_name,
+                    display_name,
+                    base_url,
+                    account,
+                    dataset,
+                    evaluator,
+                    base_model,
+                    output_model,
+                    created or stamp,
+                    last_state,
+                    json.dumps(job) if job is not None else None,
+                    stamp,
+                ),
             )
 
     def list_jobs(self) -> list[dict[str, Any]]:
@@ -685,8 +748,9 @@ class Store:
         """Store the latest polled state (and job resource) of a remembered job; False when it is unknown."""
         with self._tx() as db:
             if job is None:
-                cur = db.execute("UPDATE rft_jobs SET last_state=?, updated=? WHERE job_name=?",
-                                 (state, now_iso(), job_name))
+                cur = db.execute(
+                    "UPDATE rft_jobs SET last_state=?, updated=? WHERE job_name=?", (state, now_iso(), job_name)
+                )
             else:
                 output = (job.get("trainingConfig") or {}).get("outputModel")
                 cur = db.execute(
@@ -736,10 +800,16 @@ class Store:
             requirements = list(item["requirements"])
             columns = {
                 "rollout_id": rollout_id_for(run_id, item["row_index"], item["sample_index"], attempt),
-                "run_id": run_id, "row_index": item["row_index"], "row_id": item["row_id"],
-                "sample_index": item["sample_index"], "attempt": attempt, "prompt": item["prompt"],
-                "requirements_json": json.dumps(requirements), "total": len(requirements),
-                "created": item.get("created") or stamp, "updated": stamp,
+                "run_id": run_id,
+                "row_index": item["row_index"],
+                "row_id": item["row_id"],
+                "sample_index": item["sample_index"],
+                "attempt": attempt,
+                "prompt": item["prompt"],
+                "requirements_json": json.dumps(requirements),
+                "total": len(requirements),
+                "created": item.get("created") or stamp,
+                "updated": stamp,
                 **rollout_values(extra),
                 "status": _to_db(item["status"]),
             }
@@ -748,8 +818,15 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, name or run_id, stamp, stamp, RunStatus(status).value, json.dumps(public_settings(settings)),
-                 json.dumps(dataset)),
+                (
+                    run_id,
+                    name or run_id,
+                    stamp,
+                    stamp,
+                    RunStatus(status).value,
+                    json.dumps(public_settings(settings)),
+                    json.dumps(dataset),
+                ),
             )
             for columns in records:
                 db.execute(
@@ -800,8 +877,10 @@ def _update_plan(columns: tuple[str, ...]) -> tuple[str, tuple[tuple[int, str], 
     if unknown:
         raise ValueError(f"unknown rollout columns: {sorted(unknown)}")
     touched = tuple(sorted(set(columns) & CAPPED_COLUMNS))
-    return (_update_sql((*columns, "updated"), touched, ()),
-            tuple((i, column) for i, column in enumerate(columns) if column in CAPPED_COLUMNS))
+    return (
+        _update_sql((*columns, "updated"), touched, ()),
+        tuple((i, column) for i, column in enumerate(columns) if column in CAPPED_COLUMNS),
+    )
 
 
 def _cut_update(rollout_id: str, fields: dict[str, Any], stamp: str | None) -> tuple[str, tuple[Any, ...]]:
@@ -810,8 +889,10 @@ def _cut_update(rollout_id: str, fields: dict[str, Any], stamp: str | None) -> t
     values["updated"] = stamp or now_iso()
     touched = tuple(sorted(fields.keys() & CAPPED_COLUMNS))
     was_cut = tuple(column for column in touched if column in cut)
-    return (_update_sql(tuple(values), touched, was_cut),
-            (*values.values(), *(cut[column] for column in was_cut), rollout_id))
+    return (
+        _update_sql(tuple(values), touched, was_cut),
+        (*values.values(), *(cut[column] for column in was_cut), rollout_id),
+    )
 
 
 @lru_cache(maxsize=512)

@@ -65,8 +65,14 @@ class RolloutWriter:
     """Queues rollout changes from the engine's event loop and commits them from a thread (see the module
     docstring). Open it per run; :meth:`close` (or ``async with``) commits what is queued and stops the thread."""
 
-    def __init__(self, store: Store, *, window_s: float = WINDOW_S, urgent_s: float = URGENT_S,
-                 committed: Callable[[Iterator[tuple[str, dict[str, Any]]]], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        window_s: float = WINDOW_S,
+        urgent_s: float = URGENT_S,
+        committed: Callable[[Iterator[tuple[str, dict[str, Any]]]], None] | None = None,
+    ) -> None:
         """``committed``: called on the writer's thread after each transaction, with its changes as (rollout id,
         fields) pairs in submission order (lazily: a caller with nobody to tell need not iterate them)."""
         self._path = store.path
@@ -84,9 +90,16 @@ class RolloutWriter:
         self._thread: threading.Thread | None = None
 
     # --- the engine's side (its event loop's thread) -------------------------------------------------------
-    def submit(self, rollout_id: str, fields: dict[str, Any], *, cache: tuple[str, str, dict[str, Any]] | None = None,
-               done: Callable[[StoreError | None], None] | None = None, urgent: bool = False,
-               _waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None) -> None:
+    def submit(
+        self,
+        rollout_id: str,
+        fields: dict[str, Any],
+        *,
+        cache: tuple[str, str, dict[str, Any]] | None = None,
+        done: Callable[[StoreError | None], None] | None = None,
+        urgent: bool = False,
+        _waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future[None]] | None = None,
+    ) -> None:
         """Queue a change of ``rollout_id`` (and, in the same transaction, a cache entry). ``done`` is called
         from the writer's thread once it is committed (with None) or could not be (with the error)."""
         if self.error is not None:
@@ -113,17 +126,27 @@ class RolloutWriter:
             self._timer = loop.call_at(cut_at, self._cut)
             self._cut_at = cut_at
 
-    async def commit(self, rollout_id: str, fields: dict[str, Any], *,
-                     cache: tuple[str, str, dict[str, Any]] | None = None,
-                     done: Callable[[StoreError | None], None] | None = None) -> None:
+    async def commit(
+        self,
+        rollout_id: str,
+        fields: dict[str, Any],
+        *,
+        cache: tuple[str, str, dict[str, Any]] | None = None,
+        done: Callable[[StoreError | None], None] | None = None,
+    ) -> None:
         """Queue a change that must be durable before the caller goes on, and wait until it is (raises the
         :class:`StoreError` if it cannot be)."""
         await self.commit_soon(rollout_id, fields, cache=cache, done=done)
 
-    def commit_soon(self, rollout_id: str, fields: dict[str, Any], *,
-                    cache: tuple[str, str, dict[str, Any]] | None = None,
-                    done: Callable[[StoreError | None], None] | None = None,
-                    urgent: bool = True) -> asyncio.Future[None]:
+    def commit_soon(
+        self,
+        rollout_id: str,
+        fields: dict[str, Any],
+        *,
+        cache: tuple[str, str, dict[str, Any]] | None = None,
+        done: Callable[[StoreError | None], None] | None = None,
+        urgent: bool = True,
+    ) -> asyncio.Future[None]:
         """:meth:`commit` without waiting: the change closes its batch within ``urgent_s`` (``urgent``: something
         waits for it; else within the window, as any change); the future returned (of the running loop) is settled
         once it is committed, or with the :class:`StoreError`. The engine hands a paid call's slot on from the

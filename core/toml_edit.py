@@ -61,7 +61,7 @@ def _trailing_comment(written: str, key: str, value: Any) -> str:
     for hash_at in itertools.islice((m.start() for m in re.finditer("#", body)), MAX_HASHES_TRIED):
         try:
             if tomllib.loads(body[:hash_at]) == {key: value}:
-                return body[len(body[:hash_at].rstrip(" \t")):]
+                return body[len(body[:hash_at].rstrip(" \t")) :]
         except tomllib.TOMLDecodeError:
             continue
     return ""
@@ -119,8 +119,8 @@ def _lex_line(line: str, quote: str, depth: int) -> tuple[str, int]:
         if found is None or found.group() == "#":
             break
         at = found.start()
-        if line.startswith(('"""', "\'\'\'"), at):
-            quote, at = line[at:at + 3], at + 3
+        if line.startswith(('"""', "'''"), at):
+            quote, at = line[at : at + 3], at + 3
         elif found.group() in "\"'":
             at = _close_single(line, at)
         else:
@@ -145,11 +145,16 @@ def _top_level_layout(lines: list[str]) -> tuple[list[int], int]:
 
 
 def _ending(line: str) -> str:
-    return line[len(line.rstrip("\r\n")):]
+    return line[len(line.rstrip("\r\n")) :]
 
 
-def set_top_level_keys(text: str, values: Mapping[str, Any], literal: Callable[[Any], str],
-                       key_text: Callable[[str], str], data: Mapping[str, Any] | None = None) -> str | None:
+def set_top_level_keys(
+    text: str,
+    values: Mapping[str, Any],
+    literal: Callable[[Any], str],
+    key_text: Callable[[str], str],
+    data: Mapping[str, Any] | None = None,
+) -> str | None:
     """``text`` with the top-level keys of ``values`` set to ``literal(value)`` (None: the key removed), every
     other line unchanged; None when that cannot be done line by line. ``text`` must be valid TOML
     (``tomllib.TOMLDecodeError`` otherwise); ``data`` is ``text`` parsed, when the caller has it already."""
@@ -177,8 +182,11 @@ def set_top_level_keys(text: str, values: Mapping[str, Any], literal: Callable[[
     if any(name in data and name not in seen for name in values):
         return None  # set some other way (a table, a dotted key, after a header we misread)
 
-    added = [f"{key_text(name)} = {literal(value)}{newline}" for name, value in values.items()
-             if value is not None and name not in seen]
+    added = [
+        f"{key_text(name)} = {literal(value)}{newline}"
+        for name, value in values.items()
+        if value is not None and name not in seen
+    ]
     insert_at = top_end
     if top_end < len(lines):  # before the comment block of the first table and the blank lines above it
         at_start = set(starts)  # a comment line, not a line of a string that starts with '#'
@@ -208,8 +216,9 @@ def set_top_level_keys(text: str, values: Mapping[str, Any], literal: Callable[[
     result = "".join(out)
 
     expected = {k: v for k, v in data.items() if k not in values}
-    expected.update(tomllib.loads("".join(f"{key_text(k)} = {literal(v)}\n" for k, v in values.items()
-                                          if v is not None)))
+    expected.update(
+        tomllib.loads("".join(f"{key_text(k)} = {literal(v)}\n" for k, v in values.items() if v is not None))
+    )
     try:
         if tomllib.loads(result) != expected:
             return None

@@ -166,7 +166,9 @@ class TrainingStore:
         rows = self.store.query(
             "SELECT s.ep_rollout_id, s.rollout_id, r.run_id, s.training_id, s.step, s.status_code, r.row_index,"
             " r.sample_index FROM served_rollouts s JOIN rollouts r ON r.rollout_id = s.rollout_id"
-            " WHERE s.ep_rollout_id = ?", (ep_rollout_id,))
+            " WHERE s.ep_rollout_id = ?",
+            (ep_rollout_id,),
+        )
         return ServedRef(*rows[0]) if rows else None
 
     def place(self, *, ids: Any, model: str, hint: StepHint, judged: bool) -> Placement:
@@ -175,29 +177,50 @@ class TrainingStore:
         remembered, so for a known step and row this touches no database at all."""
         training_id = ids.experiment_id
         cached_step = hint.step if hint.step is not None else self._run_order_steps.get((training_id, ids.run_id))
-        if (cached_step is not None and (training_id, cached_step) in self._step_runs
-                and (training_id, ids.row_id) in self._row_indexes):
-            return Placement(training_id, cached_step, self._step_runs[(training_id, cached_step)],
-                             self._row_indexes[(training_id, ids.row_id)])
+        if (
+            cached_step is not None
+            and (training_id, cached_step) in self._step_runs
+            and (training_id, ids.row_id) in self._row_indexes
+        ):
+            return Placement(
+                training_id,
+                cached_step,
+                self._step_runs[(training_id, cached_step)],
+                self._row_indexes[(training_id, ids.row_id)],
+            )
         stamp = now_iso()
         with self.store.transaction() as db:
             if training_id not in self._known_trainings:
                 if db.execute("SELECT 1 FROM training_runs WHERE training_id = ?", (training_id,)).fetchone() is None:
-                    db.execute("INSERT INTO training_runs(training_id, experiment_id, job_name, label, created, updated)"
-                               " VALUES (?,?,?,?,?,?)",
-                               (training_id, ids.experiment_id, self.job_name, self._label(training_id), stamp, stamp))
+                    db.execute(
+                        "INSERT INTO training_runs(training_id, experiment_id, job_name, label, created, updated)"
+                        " VALUES (?,?,?,?,?,?)",
+                        (training_id, ids.experiment_id, self.job_name, self._label(training_id), stamp, stamp),
+                    )
                 self._known_trainings.add(training_id)
             step, run_id = self._step_run(db, training_id, ids.run_id, model, hint, judged, stamp)
             row_index = self._row_index(db, training_id, ids.row_id)
         return Placement(training_id, step, run_id, row_index)
 
-    def record(self, place: Placement, *, ids: Any, model: str, prompt: str, requirements: Sequence[str],
-               judged: bool, columns: dict[str, Any], code: StatusCode, message: str,
-               previous: ServedRef | None = None) -> ServedRef:
+    def record(
+        self,
+        place: Placement,
+        *,
+        ids: Any,
+        model: str,
+        prompt: str,
+        requirements: Sequence[str],
+        judged: bool,
+        columns: dict[str, Any],
+        code: StatusCode,
+        message: str,
+        previous: ServedRef | None = None,
+    ) -> ServedRef:
         """Store a served rollout once it ended, with the status logged for it, in one transaction. With
         ``previous`` (an earlier attempt that ended in an error) it is the next attempt of the same rollout."""
-        outcome = self.record_many([Served(place, ids, model, prompt, requirements, judged, columns, code, message,
-                                           previous)])[0]
+        outcome = self.record_many(
+            [Served(place, ids, model, prompt, requirements, judged, columns, code, message, previous)]
+        )[0]
         if isinstance(outcome, ServedRef):
             return outcome
         raise outcome
@@ -249,34 +272,63 @@ class TrainingStore:
             sample_index = None if taken is None else taken.get(row, self._next_samples.get(row))
             if sample_index is None:
                 sample_index = db.execute(
-                    f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}",
-                    row).fetchone()[0]
+                    f"SELECT COALESCE(MAX(sample_index) + 1, 0) FROM rollouts WHERE {_SAMPLES_OF_ROW}", row
+                ).fetchone()[0]
             if taken is not None:
                 taken[row] = sample_index + 1
             attempt, row_index, run_id = 1, place.row_index, place.run_id
         else:
             run_id, row_index, sample_index = previous.run_id, previous.row_index, previous.sample_index
-            attempt = db.execute(f"SELECT MAX(attempt) + 1 FROM rollouts WHERE {_SAMPLES_OF_ROW}"
-                                 " AND sample_index = ?", (run_id, row_index, sample_index)).fetchone()[0]
-            db.execute("UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND is_current = 1 AND row_index = ?"
-                       " AND sample_index = ?", (run_id, row_index, sample_index))
+            attempt = db.execute(
+                f"SELECT MAX(attempt) + 1 FROM rollouts WHERE {_SAMPLES_OF_ROW} AND sample_index = ?",
+                (run_id, row_index, sample_index),
+            ).fetchone()[0]
+            db.execute(
+                "UPDATE rollouts SET is_current = 0 WHERE run_id = ? AND is_current = 1 AND row_index = ?"
+                " AND sample_index = ?",
+                (run_id, row_index, sample_index),
+            )
         rollout_id = rollout_id_for(run_id, row_index, sample_index, attempt)
-        row = {"rollout_id": rollout_id, "run_id": run_id, "row_index": row_index, "row_id": ids.row_id,
-               "sample_index": sample_index, "attempt": attempt, "prompt": one.prompt,
-               "requirements_json": json.dumps(list(one.requirements)), "total": len(one.requirements),
-               "created": stamp, "updated": stamp, **values}
-        db.execute(f"INSERT INTO rollouts({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                   tuple(row.values()))
+        row = {
+            "rollout_id": rollout_id,
+            "run_id": run_id,
+            "row_index": row_index,
+            "row_id": ids.row_id,
+            "sample_index": sample_index,
+            "attempt": attempt,
+            "prompt": one.prompt,
+            "requirements_json": json.dumps(list(one.requirements)),
+            "total": len(one.requirements),
+            "created": stamp,
+            "updated": stamp,
+            **values,
+        }
+        db.execute(f"INSERT INTO rollouts({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
         db.execute(
             "INSERT INTO served_rollouts(ep_rollout_id, rollout_id, training_id, step, invocation_id, ep_run_id,"
             " row_id, model, status_code, status_message, judged_locally, created, updated)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(ep_rollout_id) DO UPDATE SET"
             " rollout_id = excluded.rollout_id, status_code = excluded.status_code,"
             " status_message = excluded.status_message, updated = excluded.updated",
-            (ids.rollout_id, rollout_id, place.training_id, place.step, ids.invocation_id, ids.run_id, ids.row_id,
-             one.model, int(one.code), one.message[:2000], int(one.judged), stamp, stamp))
-        return ServedRef(ids.rollout_id, rollout_id, run_id, place.training_id, place.step, int(one.code), row_index,
-                         sample_index)
+            (
+                ids.rollout_id,
+                rollout_id,
+                place.training_id,
+                place.step,
+                ids.invocation_id,
+                ids.run_id,
+                ids.row_id,
+                one.model,
+                int(one.code),
+                one.message[:2000],
+                int(one.judged),
+                stamp,
+                stamp,
+            ),
+        )
+        return ServedRef(
+            ids.rollout_id, rollout_id, run_id, place.training_id, place.step, int(one.code), row_index, sample_index
+        )
 
     def _label(self, training_id: str) -> str:
         return self.job_name or f"experiment {training_id[:24]}"
@@ -285,34 +337,44 @@ class TrainingStore:
         key = (training_id, row_id)
         if key in self._row_indexes:
             return self._row_indexes[key]
-        found = db.execute("SELECT row_index FROM training_rows WHERE training_id = ? AND row_id = ?",
-                           key).fetchone()
+        found = db.execute("SELECT row_index FROM training_rows WHERE training_id = ? AND row_id = ?", key).fetchone()
         if found is None:
-            row_index = db.execute("SELECT COUNT(*) FROM training_rows WHERE training_id = ?",
-                                   (training_id,)).fetchone()[0]
-            db.execute("INSERT INTO training_rows(training_id, row_id, row_index) VALUES (?,?,?)",
-                       (training_id, row_id, row_index))
+            row_index = db.execute(
+                "SELECT COUNT(*) FROM training_rows WHERE training_id = ?", (training_id,)
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO training_rows(training_id, row_id, row_index) VALUES (?,?,?)",
+                (training_id, row_id, row_index),
+            )
         else:
             row_index = found[0]
         self._row_indexes[key] = row_index
         return row_index
 
-    def _step_run(self, db: Any, training_id: str, ep_run_id: str, model: str, hint: StepHint, judged: bool,
-                  stamp: str) -> tuple[int, str]:
+    def _step_run(
+        self, db: Any, training_id: str, ep_run_id: str, model: str, hint: StepHint, judged: bool, stamp: str
+    ) -> tuple[int, str]:
         if hint.step is not None:
             step = hint.step
         elif (training_id, ep_run_id) in self._run_order_steps:
             step = self._run_order_steps[(training_id, ep_run_id)]
         else:
-            same = db.execute("SELECT step FROM training_steps WHERE training_id = ? AND ep_run_id = ?"
-                              " AND step_source = 'run order'", (training_id, ep_run_id)).fetchone()
-            step = same[0] if same else db.execute(
-                "SELECT COALESCE(MAX(step) + 1, 1) FROM training_steps WHERE training_id = ?",
-                (training_id,)).fetchone()[0]
+            same = db.execute(
+                "SELECT step FROM training_steps WHERE training_id = ? AND ep_run_id = ? AND step_source = 'run order'",
+                (training_id, ep_run_id),
+            ).fetchone()
+            step = (
+                same[0]
+                if same
+                else db.execute(
+                    "SELECT COALESCE(MAX(step) + 1, 1) FROM training_steps WHERE training_id = ?", (training_id,)
+                ).fetchone()[0]
+            )
         if (training_id, step) in self._step_runs:
             return step, self._step_runs[(training_id, step)]
-        found = db.execute("SELECT run_id FROM training_steps WHERE training_id = ? AND step = ?",
-                           (training_id, step)).fetchone()
+        found = db.execute(
+            "SELECT run_id FROM training_steps WHERE training_id = ? AND step = ?", (training_id, step)
+        ).fetchone()
         if found is not None:
             run_id = found[0]
         else:
@@ -322,21 +384,39 @@ class TrainingStore:
             self._run_order_steps[(training_id, ep_run_id)] = step
         return step, run_id
 
-    def _new_step_run(self, db: Any, training_id: str, ep_run_id: str, step: int, model: str, hint: StepHint,
-                      judged: bool, stamp: str) -> str:
+    def _new_step_run(
+        self, db: Any, training_id: str, ep_run_id: str, step: int, model: str, hint: StepHint, judged: bool, stamp: str
+    ) -> str:
         run_id = new_run_id()
         while db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None:
             run_id = new_run_id()
-        settings = {**self.settings, "model": model, "source": "serve", "experiment_id": training_id,
-                    "step": step, "judge": "local" if judged else "off"}
+        settings = {
+            **self.settings,
+            "model": model,
+            "source": "serve",
+            "experiment_id": training_id,
+            "step": step,
+            "judge": "local" if judged else "off",
+        }
         dataset = {"name": "served rollouts", "source": "svgagent serve", "training_id": training_id}
-        db.execute("INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
-                   " VALUES (?,?,?,?,?,?,?)",
-                   (run_id, f"{self._label(training_id)} · step {step}", stamp, stamp, "serving",
-                    json.dumps(settings), json.dumps(dataset)))
-        db.execute("INSERT INTO training_steps(training_id, step, run_id, step_source, epoch, ep_run_id, model,"
-                   " created) VALUES (?,?,?,?,?,?,?,?)",
-                   (training_id, step, run_id, hint.source, hint.epoch, ep_run_id, model, stamp))
+        db.execute(
+            "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (
+                run_id,
+                f"{self._label(training_id)} · step {step}",
+                stamp,
+                stamp,
+                "serving",
+                json.dumps(settings),
+                json.dumps(dataset),
+            ),
+        )
+        db.execute(
+            "INSERT INTO training_steps(training_id, step, run_id, step_source, epoch, ep_run_id, model,"
+            " created) VALUES (?,?,?,?,?,?,?,?)",
+            (training_id, step, run_id, hint.source, hint.epoch, ep_run_id, model, stamp),
+        )
         db.execute("UPDATE training_runs SET updated = ? WHERE training_id = ?", (stamp, training_id))
         return run_id
 
@@ -348,12 +428,14 @@ class TrainingStore:
     # --- reads (CLI, TUI) -------------------------------------------------------------------------------------
     def trainings(self, job_name: str | None = None) -> list[TrainingRun]:
         """Training runs, most recently updated first (only those of ``job_name`` when given)."""
-        sql = ("SELECT t.training_id, t.experiment_id, t.job_name, t.label, t.created,"
-               " COALESCE((SELECT MAX(r.updated) FROM served_rollouts r WHERE r.training_id = t.training_id),"
-               " t.updated) AS last,"
-               " (SELECT COUNT(*) FROM training_steps s WHERE s.training_id = t.training_id),"
-               " (SELECT COUNT(*) FROM served_rollouts r WHERE r.training_id = t.training_id)"
-               " FROM training_runs t")
+        sql = (
+            "SELECT t.training_id, t.experiment_id, t.job_name, t.label, t.created,"
+            " COALESCE((SELECT MAX(r.updated) FROM served_rollouts r WHERE r.training_id = t.training_id),"
+            " t.updated) AS last,"
+            " (SELECT COUNT(*) FROM training_steps s WHERE s.training_id = t.training_id),"
+            " (SELECT COUNT(*) FROM served_rollouts r WHERE r.training_id = t.training_id)"
+            " FROM training_runs t"
+        )
         params: tuple[Any, ...] = ()
         if job_name is not None:
             sql += " WHERE t.job_name = ? OR instr(t.experiment_id, ?) > 0"
@@ -373,11 +455,18 @@ class TrainingStore:
             " FROM training_steps ts"
             " LEFT JOIN served_rollouts s ON s.training_id = ts.training_id AND s.step = ts.step"
             " LEFT JOIN rollouts r ON r.rollout_id = s.rollout_id"
-            " WHERE ts.training_id = ? GROUP BY ts.step ORDER BY ts.step", (training_id,))
-        return [TrainingStep(row[0], row[1], row[2], row[3], row[4], row[5] or 0, row[6] or 0, row[7] or 0,
-                             row[8] or 0, row[9]) for row in rows]
+            " WHERE ts.training_id = ? GROUP BY ts.step ORDER BY ts.step",
+            (training_id,),
+        )
+        return [
+            TrainingStep(
+                row[0], row[1], row[2], row[3], row[4], row[5] or 0, row[6] or 0, row[7] or 0, row[8] or 0, row[9]
+            )
+            for row in rows
+        ]
 
     def ep_status(self, ep_rollout_id: str) -> tuple[int | None, str | None]:
-        rows = self.store.query("SELECT status_code, status_message FROM served_rollouts WHERE ep_rollout_id = ?",
-                                (ep_rollout_id,))
+        rows = self.store.query(
+            "SELECT status_code, status_message FROM served_rollouts WHERE ep_rollout_id = ?", (ep_rollout_id,)
+        )
         return (rows[0][0], rows[0][1]) if rows else (None, None)

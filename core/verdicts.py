@@ -51,16 +51,28 @@ def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatu
         judge_raw=verdict.raw,
         rationale=verdict.rationale,
         verdicts_json=json.dumps([[v.index, v.fulfilled, v.reason] for v in verdict.verdicts])
-        if verdict.verdicts is not None else None,
+        if verdict.verdicts is not None
+        else None,
         judge_prompt_tokens=verdict.usage.prompt_tokens,
         judge_completion_tokens=verdict.usage.completion_tokens,
     )
     if verdict.valid:
-        columns.update(score=verdict.score, fulfilled=verdict.fulfilled, is_score_valid=True,
-                       reason=first_line(verdict.rationale), failure_kind=None)
+        columns.update(
+            score=verdict.score,
+            fulfilled=verdict.fulfilled,
+            is_score_valid=True,
+            reason=first_line(verdict.rationale),
+            failure_kind=None,
+        )
         return RolloutStatus.SCORED, columns
-    columns.update(score=None, fulfilled=None, is_score_valid=False, reason=first_line(verdict.rationale) or None,
-                   error="judge gave no usable answer", failure_kind=FailureKind.JUDGE_UNUSABLE)
+    columns.update(
+        score=None,
+        fulfilled=None,
+        is_score_valid=False,
+        reason=first_line(verdict.rationale) or None,
+        error="judge gave no usable answer",
+        failure_kind=FailureKind.JUDGE_UNUSABLE,
+    )
     return RolloutStatus.FAILED, columns
 
 
@@ -74,7 +86,7 @@ def first_line(text: str | None, limit: int = REASON_LINE) -> str:
     line = stripped.splitlines()[0] if stripped else ""
     if len(line) <= limit:
         return line
-    cut = line[:limit - 1]
+    cut = line[: limit - 1]
     space = cut.rfind(" ")
     if space > limit // 2:
         cut = cut[:space]

@@ -134,9 +134,7 @@ async def verify_fireworks_key(key: str, base_url: str | None = None, timeout: f
     if not base.startswith(("http://", "https://")):
         return VerifyResult("error", f"invalid control plane URL {shown!r}: must start with http:// or https://")
     try:
-        async with AsyncFireworks(
-            api_key=key, base_url=base, timeout=timeout, max_retries=MAX_RETRIES
-        ) as client:
+        async with AsyncFireworks(api_key=key, base_url=base, timeout=timeout, max_retries=MAX_RETRIES) as client:
             response = await client.get("/verifyApiKey", cast_to=httpx.Response)
     except (AuthenticationError, PermissionDeniedError) as err:
         return _rejected(err.status_code)

@@ -25,10 +25,9 @@ from textual.widgets import Static
 from svgagent.core.compare import Comparison, Only, RowComparison, SortKey, compare_runs
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.store import Store
-
+from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.compare_row import CompareSide, header_text
 from svgagent.tui.widgets.compare_table import CompareTable
-from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 if TYPE_CHECKING:
@@ -43,8 +42,11 @@ SORTS: tuple[tuple[SortKey, bool, str], ...] = (
     ("abs_delta", False, "biggest change first"),
     ("row", False, "dataset order"),
 )
-ONLY_LABELS = {None: "all rows", "regressions": "regressions only (B worse)",
-               "improvements": "improvements only (B better)"}
+ONLY_LABELS = {
+    None: "all rows",
+    "regressions": "regressions only (B worse)",
+    "improvements": "improvements only (B better)",
+}
 
 
 def open_compare(app: App[Any], run_a: str, run_b: str) -> bool:
@@ -76,20 +78,59 @@ class CompareScreen(AppKeysFirst, Screen[None]):
 
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="compare.back"),
-        Binding("enter", "open", "Open", id="compare.open",
-                tooltip="Open the selected side's rollout (←/→ choose A or B) to read or override it"),
-        Binding("left,h", "side('a')", "A", key_display="←", id="compare.side_a", group=SIDE_KEYS,
-                tooltip="Select run A's side"),
-        Binding("right,l", "side('b')", "B", key_display="→", id="compare.side_b", group=SIDE_KEYS,
-                tooltip="Select run B's side"),
-        Binding("S", "sort", "Sort", id="compare.sort",
-                tooltip="Sort rows: Δ worst first → Δ best first → biggest change → dataset order"),
-        Binding("r", "only('regressions')", "Worse", id="compare.only_regressions",
-                tooltip="Only regressions (B below A); again: every row"),
-        Binding("i", "only('improvements')", "Better", id="compare.only_improvements",
-                tooltip="Only improvements (B above A); again: every row"),
-        Binding("n", "next_sample", "Sample", id="compare.sample",
-                tooltip="Show the row's next sample (rows can have several samples per run)"),
+        Binding(
+            "enter",
+            "open",
+            "Open",
+            id="compare.open",
+            tooltip="Open the selected side's rollout (←/→ choose A or B) to read or override it",
+        ),
+        Binding(
+            "left,h",
+            "side('a')",
+            "A",
+            key_display="←",
+            id="compare.side_a",
+            group=SIDE_KEYS,
+            tooltip="Select run A's side",
+        ),
+        Binding(
+            "right,l",
+            "side('b')",
+            "B",
+            key_display="→",
+            id="compare.side_b",
+            group=SIDE_KEYS,
+            tooltip="Select run B's side",
+        ),
+        Binding(
+            "S",
+            "sort",
+            "Sort",
+            id="compare.sort",
+            tooltip="Sort rows: Δ worst first → Δ best first → biggest change → dataset order",
+        ),
+        Binding(
+            "r",
+            "only('regressions')",
+            "Worse",
+            id="compare.only_regressions",
+            tooltip="Only regressions (B below A); again: every row",
+        ),
+        Binding(
+            "i",
+            "only('improvements')",
+            "Better",
+            id="compare.only_improvements",
+            tooltip="Only improvements (B above A); again: every row",
+        ),
+        Binding(
+            "n",
+            "next_sample",
+            "Sample",
+            id="compare.sample",
+            tooltip="Show the row's next sample (rows can have several samples per run)",
+        ),
         Binding("f", "full_image", "Image", id="compare.full", tooltip="The selected side's picture full-resolution"),
     ]
 
@@ -152,8 +193,10 @@ class CompareScreen(AppKeysFirst, Screen[None]):
     @property
     def view(self) -> str:
         sort = SORTS[self.sort_index][2]
-        return f"showing {len(self.rows)} of {len(self.comparison.rows) if self.comparison else 0} rows · " \
-               f"{ONLY_LABELS[self.only]} · sorted by {sort}"
+        return (
+            f"showing {len(self.rows)} of {len(self.comparison.rows) if self.comparison else 0} rows · "
+            f"{ONLY_LABELS[self.only]} · sorted by {sort}"
+        )
 
     def _refill(self, *, reread: bool = False) -> None:
         c = self.comparison
@@ -179,8 +222,9 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         prompt = self.query_one("#compare-prompt", Static)
         side_a, side_b = self.query_one("#side-a", CompareSide), self.query_one("#side-b", CompareSide)
         if row is None:
-            prompt.update(Text("no rows to show" + (": press r/i again for every row" if self.only else ""),
-                               style="dim italic"))
+            prompt.update(
+                Text("no rows to show" + (": press r/i again for every row" if self.only else ""), style="dim italic")
+            )
             side_a.show(None, 0, missing="")
             side_b.show(None, 0, missing="")
             return
@@ -254,4 +298,3 @@ class CompareScreen(AppKeysFirst, Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
-

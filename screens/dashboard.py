@@ -25,7 +25,9 @@ from textual.widgets import Static, Tab, Tabs
 from svgagent.core.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.settings import Settings
-
+from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.screens.open_run import NO_RUN, OpenRun
+from svgagent.screens.pane_zoom import PaneZoom
 from svgagent.tui.imaging import show_full_image
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.own_class import PANE_FOCUSED, PANE_SHOWN
@@ -33,13 +35,10 @@ from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.config_summary import ConfigSummary
 from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.histogram import Histogram
+from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.preview import Preview
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar
-from svgagent.screens.open_run import NO_RUN, OpenRun
-from svgagent.screens.keys_first import AppKeysFirst
-from svgagent.screens.pane_zoom import PaneZoom
-from svgagent.tui.widgets.keys_footer import KeysFooter
 
 # The Config, Secrets and Jobs panes' widgets and the screens keys open are imported when first needed, not before
 # the first frame (≈0.1 s of CPU: the Secrets pane alone pulls Textual's DataTable); their messages are handled by
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
     from svgagent.tui.widgets.config_form import ConfigForm
     from svgagent.tui.widgets.job_panel import JobPanel
-    from svgagent.tui.widgets.secrets_form import SecretsPane
 
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
@@ -66,14 +64,23 @@ def demo_banner(missing: list[str]) -> str:
     names, pane = ", ".join(missing), f"Secrets pane ({PANES.index('secrets') + 1})"
     text = f"demo mode: {names} missing — add {'it' if len(missing) == 1 else 'them'} in the {pane}"
     return text if len(text) <= BANNER_WIDTH else f"demo mode: {names} missing — {pane}"
+
+
 WIDE = (120, 40)
 
 
 class Dashboard(AppKeysFirst, PaneZoom, Screen):
     AUTO_FOCUS = "#rollouts"
     PANES = PANES
-    FOOTER_DROP = ("table.mark", "table.sort", "app.zoom", "app.rerun",  # the first to leave a narrow footer
-                   "jobs.next_link", "jobs.open_link", "jobs.copy_link")
+    FOOTER_DROP = (
+        "table.mark",
+        "table.sort",
+        "app.zoom",
+        "app.rerun",  # the first to leave a narrow footer
+        "jobs.next_link",
+        "jobs.open_link",
+        "jobs.copy_link",
+    )
     BINDINGS = [
         Binding("r", "start_run", "Run", id="app.run", tooltip="Start a run with the Config pane's settings"),
         Binding("s", "stop_run", "Stop", id="app.stop", tooltip="Stop the run; finished rollouts are kept"),
@@ -81,18 +88,39 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         Binding("R", "rerun", "Rerun", id="app.rerun", tooltip="Rerun marked (else failed) rollouts as new attempts"),
         Binding("o", "open_run", "Runs", id="app.open_run", tooltip="Open a past run"),
         Binding("f", "full_image", "Image", id="preview.full", tooltip="Show the picture full-resolution"),
-        Binding("i", "stats", "Stats", id="app.stats",
-                tooltip="Score histogram and statistics of the run; pick a bin to filter the table"),
+        Binding(
+            "i",
+            "stats",
+            "Stats",
+            id="app.stats",
+            tooltip="Score histogram and statistics of the run; pick a bin to filter the table",
+        ),
         Binding("x", "export", "Export", id="app.export", tooltip="Export the run as JSONL or CSV (and pictures)"),
         *(
-            Binding(str(i), f"pane('{name}')", PANE_TITLES[name], id=f"pane.{name}", show=False,
-                    tooltip=f"Go to the {PANE_TITLES[name]} pane (the tabs and pane titles show the numbers)")
+            Binding(
+                str(i),
+                f"pane('{name}')",
+                PANE_TITLES[name],
+                id=f"pane.{name}",
+                show=False,
+                tooltip=f"Go to the {PANE_TITLES[name]} pane (the tabs and pane titles show the numbers)",
+            )
             for i, name in enumerate(PANES, start=1)
         ),
-        Binding("plus,ctrl+t", "zoom", "Zoom", id="app.zoom",
-                tooltip="Give the pane with the focus the whole screen (ctrl+t in a text field); again: all panes"),
-        Binding("escape", "focus_table", "Back", id="app.focus_table",
-                tooltip="Back to the rollout table; on the table, clear the filter"),
+        Binding(
+            "plus,ctrl+t",
+            "zoom",
+            "Zoom",
+            id="app.zoom",
+            tooltip="Give the pane with the focus the whole screen (ctrl+t in a text field); again: all panes",
+        ),
+        Binding(
+            "escape",
+            "focus_table",
+            "Back",
+            id="app.focus_table",
+            tooltip="Back to the rollout table; on the table, clear the filter",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -125,8 +153,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         # choose the layout before the panes mount: switching it after restyles every widget (~0.2 s)
         self._layout(app.size.width, app.size.height)
         yield Static(demo_banner(app.missing_keys), id="banner", classes="" if app.demo else "-hidden")
-        yield Tabs(*(Tab(f"{i} {PANE_TITLES[n]}", id=f"tab-{n}") for i, n in enumerate(PANES, start=1)),
-                   id="pane-tabs")
+        yield Tabs(*(Tab(f"{i} {PANE_TITLES[n]}", id=f"tab-{n}") for i, n in enumerate(PANES, start=1)), id="pane-tabs")
         with Container(id="panes"):
             with Vertical(id="pane-rollouts", classes=f"pane {PANE_SHOWN}"):
                 table = RolloutTable(id="rollouts")
@@ -438,8 +465,9 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         from svgagent.screens.export_dialog import ExportDialog
 
         run = self.svg_app.store.get_run(self.run_id)
-        self.app.push_screen(ExportDialog(self.svg_app.store, self.run_id, name=run.name,
-                                          directory=self.svg_app.settings.exports_dir()))
+        self.app.push_screen(
+            ExportDialog(self.svg_app.store, self.run_id, name=run.name, directory=self.svg_app.settings.exports_dir())
+        )
 
     def action_full_image(self) -> None:
         rollout_id = self.query_one(RolloutTable).cursor_id
@@ -467,10 +495,16 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
                 panel.cancel(view)
 
         at = f" at {view.percent}%" if view.percent is not None else ""
-        self.app.push_screen(Confirm(f"Cancel RFT job {view.job_id}?",
-                                     f"{view.display_name or view.job_id} is {view.phase}{at}. Its training stops; "
-                                     "p resumes it later from where it stopped.",
-                                     yes="cancel the job", no="keep it running"), answered)
+        self.app.push_screen(
+            Confirm(
+                f"Cancel RFT job {view.job_id}?",
+                f"{view.display_name or view.job_id} is {view.phase}{at}. Its training stops; "
+                "p resumes it later from where it stopped.",
+                yes="cancel the job",
+                no="keep it running",
+            ),
+            answered,
+        )
 
     def on_job_panel_launch_requested(self, message: JobPanel.LaunchRequested) -> None:
         from svgagent.screens.rft_launch import RftLaunchScreen
@@ -482,8 +516,9 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         from svgagent.screens.training import TrainingScreen
 
         view = message.view
-        self.app.push_screen(TrainingScreen(self.svg_app.store, job_name=view.name,
-                                            title=view.display_name or view.job_id))
+        self.app.push_screen(
+            TrainingScreen(self.svg_app.store, job_name=view.name, title=view.display_name or view.job_id)
+        )
 
     def on_job_panel_eval_requested(self, message: JobPanel.EvalRequested) -> None:
         if self.run.start_eval(message.model, message.view.links.get("dataset", ""), message.view.job_id or "the job"):

@@ -92,8 +92,11 @@ class ExportDialog(ModalScreen[ExportResult | None]):
         self.busy = False
 
     def compose(self) -> ComposeResult:
-        title = f"Export {self.run_name} ({self.run_id})" if self.run_name and self.run_name != self.run_id \
+        title = (
+            f"Export {self.run_name} ({self.run_id})"
+            if self.run_name and self.run_name != self.run_id
             else f"Export {self.run_id}"
+        )
         with Vertical(id="export-box"):
             yield Static(Text(title, style="bold"))
             with Horizontal(classes="export-row"):
@@ -106,8 +109,9 @@ class ExportDialog(ModalScreen[ExportResult | None]):
                 yield TextField(default_path(self.directory, self.run_id, self.format), id="export-path", compact=True)
             with Horizontal(classes="export-row"):
                 yield Label("assets", classes="export-label")
-                yield TextField(placeholder="optional: a directory for each rollout's PNG and SVG", id="export-assets",
-                            compact=True)
+                yield TextField(
+                    placeholder="optional: a directory for each rollout's PNG and SVG", id="export-assets", compact=True
+                )
             yield Static(id="export-status")
             with Horizontal(id="export-buttons"):
                 yield Button("Export", id="export-go", variant="primary", compact=True)

@@ -13,8 +13,6 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from svgagent.tui.widgets.compare_table import CompareTable
-from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.dashboard import Dashboard
 from svgagent.screens.export_dialog import ExportDialog
@@ -22,19 +20,24 @@ from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.stats import StatsScreen
 from svgagent.screens.text_page import TextPage, page_bindings
+from svgagent.tui.widgets.compare_table import CompareTable
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.rollout_table import RolloutTable
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
 
 FILTER_HELP = [
-    ("score<0.5  score>=0.8", "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
-                              "render, tokens, row, sample, attempt"),
+    (
+        "score<0.5  score>=0.8",
+        "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
+        "render, tokens, row, sample, attempt",
+    ),
     ("status:failed", "status (a prefix is enough: status:fail)"),
     ("row:3  sample:1  id:…", "row index (or row id), sample, text in the rollout id"),
     ("invalid  overridden", "no valid score · you overrode the judge (also: valid, cached, marked)"),
     ("prompt:…  error:…", "text in the prompt · in the error"),
-    ("red circle  \"two words\"", "free text, matched against the prompt and the row id"),
+    ('red circle  "two words"', "free text, matched against the prompt and the row id"),
     ("-status:failed", "a leading - negates a term; all terms must hold"),
 ]
 
@@ -105,8 +108,11 @@ def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]], keymap: 
     for title, bindings in sections:
         table.add_row(Text(title, style="bold underline"), "", "")
         if title == "Everywhere":
-            table.add_row(app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "command_palette")),
-                          "Command palette — every action of the screen, searchable", "")
+            table.add_row(
+                app.get_key_display(Binding(app.COMMAND_PALETTE_BINDING, "command_palette")),
+                "Command palette — every action of the screen, searchable",
+                "",
+            )
         for binding in bindings:
             what = binding.description + (f" — {binding.tooltip}" if binding.tooltip else "")
             table.add_row(key_text(app, binding, keymap), what, binding.id or "")
@@ -136,7 +142,14 @@ class HelpScreen(TextPage):
         )
         with VerticalScroll(id="help-body"):
             keymap = cast("AppServices", self.app).keymap
-            yield Static(Group(intro, Text(""), keys_table(self.app, binding_sections(self.app), keymap),
-                               Text("Filter (press / on the table)", style="bold underline"), filter_table()),
-                         id="help-text")
+            yield Static(
+                Group(
+                    intro,
+                    Text(""),
+                    keys_table(self.app, binding_sections(self.app), keymap),
+                    Text("Filter (press / on the table)", style="bold underline"),
+                    filter_table(),
+                ),
+                id="help-text",
+            )
         yield KeysFooter()

@@ -56,8 +56,11 @@ class AppKeysFirst(Screen):  # type: ignore[type-arg]
         focused = self.focused
         if focused is None:
             return bindings
-        return {key: b for key, b in bindings.items()
-                if b.node is focused or not focused.check_consume_key(key, typed_character(key))}
+        return {
+            key: b
+            for key, b in bindings.items()
+            if b.node is focused or not focused.check_consume_key(key, typed_character(key))
+        }
 
     def _fit_footer(self, bindings: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
         footers = list(self.query(KeysFooter))

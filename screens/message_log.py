@@ -10,8 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from svgagent.tui.message_log import LogEntry
 from svgagent.screens.text_page import TextPage, page_bindings
+from svgagent.tui.message_log import LogEntry
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 STYLES = {"information": "", "warning": "yellow", "error": "bold red"}
@@ -25,10 +25,12 @@ def log_table(entries: list[LogEntry]) -> Table:
     table.add_column("what", ratio=1)
     for entry in entries:
         style = STYLES.get(entry.severity, "")
-        what = Text.assemble((f"{entry.title}: ", f"bold {style}".strip()) if entry.title else "",
-                             Text(entry.message, style=style))  # as data: a message may hold brackets
-        table.add_row(time.strftime("%H:%M:%S", time.localtime(entry.at)), Text(MARKS.get(entry.severity, "·"),
-                                                                               style=style), what)
+        what = Text.assemble(
+            (f"{entry.title}: ", f"bold {style}".strip()) if entry.title else "", Text(entry.message, style=style)
+        )  # as data: a message may hold brackets
+        table.add_row(
+            time.strftime("%H:%M:%S", time.localtime(entry.at)), Text(MARKS.get(entry.severity, "·"), style=style), what
+        )
     return table
 
 
@@ -44,8 +46,7 @@ class MessageLogScreen(TextPage):
         title = Text(f"Messages of this session — {len(self.entries)}, oldest first", style="bold")
         with VerticalScroll(id="log-body"):
             yield Static(title)
-            yield Static(log_table(self.entries) if self.entries else Text("Nothing yet.", style="dim"),
-                         id="log-text")
+            yield Static(log_table(self.entries) if self.entries else Text("Nothing yet.", style="dim"), id="log-text")
         yield KeysFooter()
 
     def on_mount(self) -> None:

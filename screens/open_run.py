@@ -19,7 +19,6 @@ from svgagent.core.dataset import load_dataset
 from svgagent.core.records import DEFAULT_THRESHOLD, mean_text
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
 from svgagent.core.settings import Settings
-
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.histogram import Histogram
@@ -46,8 +45,14 @@ class OpenRun:
     ``show_pane(name)`` brings a pane forward (the keys missing: Secrets); ``changed()`` is called whenever what
     the keys can do may have changed (the footer follows)."""
 
-    def __init__(self, screen: Screen[object], services: AppServices, *, show_pane: Callable[[str], None],
-                 changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        screen: Screen[object],
+        services: AppServices,
+        *,
+        show_pane: Callable[[str], None],
+        changed: Callable[[], None],
+    ) -> None:
         self.screen = screen
         self.services = services
         self.show_pane = show_pane
@@ -144,8 +149,9 @@ class OpenRun:
         self._summary_at = time.monotonic()
         bar = self.screen.query_one(SummaryBar)
         table = self.table
-        self.screen.query_one("#score-hist", Histogram).show_sorted(table.tally.scores,
-                                                                    filter_text=table.query_filter.text)
+        self.screen.query_one("#score-hist", Histogram).show_sorted(
+            table.tally.scores, filter_text=table.query_filter.text
+        )
         if self.run_id is None:
             bar.show(format_summary(None))
             self.changed()
@@ -154,10 +160,21 @@ class OpenRun:
         summary = table.tally.summary(self.threshold, self.earlier_tokens)  # tokens: every attempt's
         run = self.services.store.get_run(self.run_id)
         elapsed = control.elapsed(self.run_id, run.worked_s)  # every session's work on the run
-        eta = estimate_eta(summary.done, control.done_at_start, summary.rollouts,
-                           control.session_elapsed(self.run_id)) if self.live else None  # this session's pace
-        bar.show(format_summary(summary, run_label=run.name, elapsed=elapsed, eta=eta,
-                                shown=len(table.visible_ids), state="running" if self.live else run.status))
+        eta = (
+            estimate_eta(summary.done, control.done_at_start, summary.rollouts, control.session_elapsed(self.run_id))
+            if self.live
+            else None
+        )  # this session's pace
+        bar.show(
+            format_summary(
+                summary,
+                run_label=run.name,
+                elapsed=elapsed,
+                eta=eta,
+                shown=len(table.visible_ids),
+                state="running" if self.live else run.status,
+            )
+        )
         self.unfinished = summary.rollouts - summary.done
         self.changed()
 
@@ -171,8 +188,12 @@ class OpenRun:
             return True
         missing = settings.missing_keys()
         if missing:
-            self.notify(f"{_names(missing)} not set: add {'it' if len(missing) == 1 else 'them'} here, then press r",
-                        title="Keys missing", severity="error", timeout=8)
+            self.notify(
+                f"{_names(missing)} not set: add {'it' if len(missing) == 1 else 'them'} here, then press r",
+                title="Keys missing",
+                severity="error",
+                timeout=8,
+            )
             self.show_pane("secrets")
             return False
         return True
@@ -215,8 +236,13 @@ class OpenRun:
         self.start(name=f"eval of {model}")
         if same is False:
             rows = f", {settings.rows} rows" if settings.rows else ""
-            self.notify(f"{job} trained on another dataset than the Config's ({settings.dataset}{rows}): the eval "
-                        "uses the Config's", title="Dataset", severity="warning", timeout=8)
+            self.notify(
+                f"{job} trained on another dataset than the Config's ({settings.dataset}{rows}): the eval "
+                "uses the Config's",
+                title="Dataset",
+                severity="warning",
+                timeout=8,
+            )
         return True
 
     async def stop(self) -> None:
@@ -291,5 +317,8 @@ class OpenRun:
         elif event.summary is not None:
             s = event.summary
             mean = mean_text(s.mean_score, s.threshold)
-            self.notify(f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
-                        title="Run finished", timeout=5)
+            self.notify(
+                f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
+                title="Run finished",
+                timeout=5,
+            )

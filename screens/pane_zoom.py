@@ -50,6 +50,9 @@ class PaneZoom(Screen):  # type: ignore[type-arg]
     def zoom(self, name: str | None) -> None:
         """Give pane ``name`` the whole screen (None: every pane its place)."""
         self.mark_pane(name, PANE_ZOOMED)
-        set_own_class(self, name is not None, ZOOMED, restyle=[self.query_one("#panes"),
-                                                                 *self.pane_containers().values(),
-                                                                 self.query_one("#pane-tabs")])
+        set_own_class(
+            self,
+            name is not None,
+            ZOOMED,
+            restyle=[self.query_one("#panes"), *self.pane_containers().values(), self.query_one("#pane-tabs")],
+        )

@@ -23,20 +23,24 @@ from textual.widgets import Input, Label, Static
 
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, default_hint, parse_params
-
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.text_field import TextField
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
-    from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
     from svgagent.core.rft.job_source import JobSource
+    from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
+    from svgagent.core.settings import Settings
 
 STEP_NAMES = ("account", "secrets", "evaluator", "dataset", "job")  # svgagent.core.rft.launch.STEPS
 DEFAULT_BASE_MODEL = "accounts/fireworks/models/qwen3-0p6b"
-MARKS = {"start": ("▸", "bold cyan"), "progress": ("▸", "bold cyan"), "done": ("✓", "bold green"),
-         "reused": ("✓", "bold green"), "failed": ("✗", "bold red")}
+MARKS = {
+    "start": ("▸", "bold cyan"),
+    "progress": ("▸", "bold cyan"),
+    "done": ("✓", "bold green"),
+    "reused": ("✓", "bold green"),
+    "failed": ("✗", "bold red"),
+}
 
 
 def flag_label(name: str) -> str:
@@ -50,13 +54,14 @@ def initial_text(name: str, settings: Settings) -> str:
     return ""  # unset: only what the person types is sent (the placeholder says what Fireworks does instead)
 
 
-def plan_text(steps: list[PlannedRequest], prepared: PreparedLaunch, target: str,
-              missing: list[str]) -> Group:
+def plan_text(steps: list[PlannedRequest], prepared: PreparedLaunch, target: str, missing: list[str]) -> Group:
     """The dry run: every request in order, with its (masked) body and what may replace or skip it."""
     head = Text("Dry run: nothing has been sent.", style="bold")
-    what = Text(f"{len(steps)} requests to {target}, secrets masked · job {prepared.job_id} · dataset "
-                f"{prepared.dataset_id} ({len(prepared.rows)} rows) · evaluator {prepared.evaluator_id}",
-                style="dim")
+    what = Text(
+        f"{len(steps)} requests to {target}, secrets masked · job {prepared.job_id} · dataset "
+        f"{prepared.dataset_id} ({len(prepared.rows)} rows) · evaluator {prepared.evaluator_id}",
+        style="dim",
+    )
     table = Table.grid(padding=(0, 1))
     table.add_column(justify="right", no_wrap=True)
     table.add_column(style="cyan", no_wrap=True)
@@ -68,10 +73,18 @@ def plan_text(steps: list[PlannedRequest], prepared: PreparedLaunch, target: str
             table.add_row("", "", Text(json.dumps(step.body, ensure_ascii=False), style="dim"))
         if step.note:
             table.add_row("", "", Text(f"({step.note})", style="dim italic"))
-    tail = [Text(f"⚠ {name} is not set: the launch would stop before sending anything", style="yellow")
-            for name in missing]
-    return Group(head, what, Text(""), table, Text(""), *tail,
-                 Text("y launches this job · esc goes back to the form", style="bold"))
+    tail = [
+        Text(f"⚠ {name} is not set: the launch would stop before sending anything", style="yellow") for name in missing
+    ]
+    return Group(
+        head,
+        what,
+        Text(""),
+        table,
+        Text(""),
+        *tail,
+        Text("y launches this job · esc goes back to the form", style="bold"),
+    )
 
 
 class RftLaunchScreen(AppKeysFirst, Screen[None]):
@@ -92,10 +105,20 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
     RftLaunchScreen #launch-outcome { height: auto; }
     """
     BINDINGS = [
-        Binding("f2", "preview", "Dry run", id="launch.preview",
-                tooltip="List every request the launch would send (enter does the same); nothing is sent"),
-        Binding("y", "confirm", "Launch", id="launch.confirm",
-                tooltip="Send the requests of the dry run (after a failure: continue, finished steps are reused)"),
+        Binding(
+            "f2",
+            "preview",
+            "Dry run",
+            id="launch.preview",
+            tooltip="List every request the launch would send (enter does the same); nothing is sent",
+        ),
+        Binding(
+            "y",
+            "confirm",
+            "Launch",
+            id="launch.confirm",
+            tooltip="Send the requests of the dry run (after a failure: continue, finished steps are reused)",
+        ),
         Binding("escape", "edit", "Edit", id="launch.edit", tooltip="Back to the hyperparameters"),
         Binding("escape", "stop", "Stop", id="launch.stop", tooltip="Stop before the next step"),
         Binding("escape", "close", "Close", id="launch.close", tooltip="Back to the Jobs pane"),
@@ -116,8 +139,9 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             super().__init__()
             self.result, self.error, self.stopped = result, error, stopped
 
-    def __init__(self, source: JobSource, settings: Settings, *,
-                 on_launched: Callable[[LaunchResult], None] | None = None) -> None:
+    def __init__(
+        self, source: JobSource, settings: Settings, *, on_launched: Callable[[LaunchResult], None] | None = None
+    ) -> None:
         super().__init__()
         self.source = source
         self.settings = settings
@@ -138,15 +162,19 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         s = self.settings
         yield Static(f"New RFT job → {self.target}", id="launch-title", markup=False)
         rows = f"first {s.rows} rows" if s.rows else "all rows"
-        yield Static(f"dataset {s.dataset} ({rows}) and judge {s.judge_model}, from the Config pane (3): change "
-                     "them there. Tab moves between fields; enter or F2 shows the dry run (nothing is sent).",
-                     id="launch-dataset", markup=False)
+        yield Static(
+            f"dataset {s.dataset} ({rows}) and judge {s.judge_model}, from the Config pane (3): change "
+            "them there. Tab moves between fields; enter or F2 shows the dry run (nothing is sent).",
+            id="launch-dataset",
+            markup=False,
+        )
         with VerticalScroll(id="launch-form"):
             for name in self.fields:
                 with Horizontal(classes="row"):
                     yield Label(flag_label(name), classes="field-label")
-                    yield TextField(initial_text(name, s), id=f"rft-{name}", compact=True,
-                                placeholder=default_hint(name))
+                    yield TextField(
+                        initial_text(name, s), id=f"rft-{name}", compact=True, placeholder=default_hint(name)
+                    )
                 yield Static(self._hint(name), id=f"hint-{name}", classes="hint", markup=False)
             yield Static("", id="launch-problems", markup=False)
         with VerticalScroll(id="launch-preview"):
@@ -209,8 +237,13 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        allowed = {"preview": ("form",), "confirm": ("preview", "failed", "stopped"), "edit": ("preview",),
-                   "stop": ("running",), "close": ("form", "preparing", "done", "failed", "stopped")}
+        allowed = {
+            "preview": ("form",),
+            "confirm": ("preview", "failed", "stopped"),
+            "edit": ("preview",),
+            "stop": ("running",),
+            "close": ("form", "preparing", "done", "failed", "stopped"),
+        }
         return self.stage in allowed[action] if action in allowed else True
 
     def action_preview(self) -> None:
@@ -225,13 +258,19 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             return
         self._set_stage("preparing")
         self.query_one("#launch-plan", Static).update(
-            Text("preparing: loading the dataset and building the evaluator bundle (nothing is sent)…", style="dim"))
-        self.run_worker(lambda: self._prepare(params), thread=True, name="prepare RFT launch",
-                        group="rft-launch", exit_on_error=False)
+            Text("preparing: loading the dataset and building the evaluator bundle (nothing is sent)…", style="dim")
+        )
+        self.run_worker(
+            lambda: self._prepare(params),
+            thread=True,
+            name="prepare RFT launch",
+            group="rft-launch",
+            exit_on_error=False,
+        )
 
     def _prepare(self, params: RftParams) -> None:
-        from svgagent.core.scoring.errors import SvgAgentError
         from svgagent.core.rft.launch import plan, prepare_launch
+        from svgagent.core.scoring.errors import SvgAgentError
 
         try:
             prepared = prepare_launch(self.source.launch_request(self.settings, params))
@@ -265,25 +304,35 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             return
         missing = prepared.request.missing_keys()
         if missing:
-            self.notify(f"{' and '.join(missing)} not set: add it in the Secrets pane (4) or .env first",
-                        title="Cannot launch", severity="error", timeout=8)
+            self.notify(
+                f"{' and '.join(missing)} not set: add it in the Secrets pane (4) or .env first",
+                title="Cannot launch",
+                severity="error",
+                timeout=8,
+            )
             return
         self._stop.clear()
         self.events, self.error, self.result = [], "", None
         self._set_stage("running")
         self._show_steps()
         self.query_one("#launch-outcome", Static).update(Text("esc stops before the next step", style="dim"))
-        self.run_worker(lambda: self._launch(prepared), thread=True, name="RFT launch", group="rft-launch",
-                        exit_on_error=False)
+        self.run_worker(
+            lambda: self._launch(prepared), thread=True, name="RFT launch", group="rft-launch", exit_on_error=False
+        )
 
     def _launch(self, prepared: PreparedLaunch) -> None:
-        from svgagent.core.scoring.errors import SvgAgentError
         from svgagent.core.rft.launch import LaunchCancelled, launch
+        from svgagent.core.scoring.errors import SvgAgentError
 
         try:
             cp = self.source.control_plane()
-            result = launch(prepared, cp, on_event=lambda event: self.post_message(self.Step(event)),
-                            store=self.source.store, should_stop=self._stop.is_set)
+            result = launch(
+                prepared,
+                cp,
+                on_event=lambda event: self.post_message(self.Step(event)),
+                store=self.source.store,
+                should_stop=self._stop.is_set,
+            )
         except LaunchCancelled as err:
             self.post_message(self.Finished(None, str(err), stopped=True))
         except SvgAgentError as err:
@@ -316,8 +365,15 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             self.error = message.error
             self._set_stage("stopped" if message.stopped else "failed")
             again = "y continues (finished steps are reused, nothing is created twice) · esc closes"
-            outcome.update(Group(Text(("Stopped: " if message.stopped else "✗ Launch failed: ") + message.error,
-                                      style="yellow" if message.stopped else "bold red"), Text(again)))
+            outcome.update(
+                Group(
+                    Text(
+                        ("Stopped: " if message.stopped else "✗ Launch failed: ") + message.error,
+                        style="yellow" if message.stopped else "bold red",
+                    ),
+                    Text(again),
+                )
+            )
             return
         result = self.result = message.result
         self._set_stage("done")
@@ -328,8 +384,13 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         links.add_column(overflow="fold")
         for kind, link in result.links.items():
             links.add_row(kind, link)
-        outcome.update(Group(Text(f"✓ RFT job {result.job_id} {verb} ({state})", style="bold green"), links,
-                             Text("esc: back to the Jobs pane, where the job is selected", style="dim")))
+        outcome.update(
+            Group(
+                Text(f"✓ RFT job {result.job_id} {verb} ({state})", style="bold green"),
+                links,
+                Text("esc: back to the Jobs pane, where the job is selected", style="dim"),
+            )
+        )
         if self.on_launched is not None:
             self.on_launched(result)
 

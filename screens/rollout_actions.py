@@ -20,8 +20,12 @@ from svgagent.tui.widgets.keys_footer import KeysFooter
 
 def copy_choices(rec: RolloutRecord) -> list[tuple[str, str, str]]:
     """(key, what, text) for each thing of ``rec`` that can be copied."""
-    found = [("s", "SVG source", rec.svg), ("r", "judge's rationale", rec.rationale), ("p", "prompt", rec.prompt),
-             ("i", "rollout id", rec.rollout_id)]
+    found = [
+        ("s", "SVG source", rec.svg),
+        ("r", "judge's rationale", rec.rationale),
+        ("p", "prompt", rec.prompt),
+        ("i", "rollout id", rec.rollout_id),
+    ]
     return [(key, what, text) for key, what, text in found if text]
 
 
@@ -40,8 +44,10 @@ class CopyMenu(ModalScreen[None]):
     """
     BINDINGS = [
         Binding("escape,q", "cancel", "Cancel", id="copy.cancel"),
-        *(Binding(key, f"copy('{key}')", what, show=False, id=f"copy.{key}")
-          for key, what in (("s", "SVG"), ("r", "Rationale"), ("p", "Prompt"), ("i", "Id"))),
+        *(
+            Binding(key, f"copy('{key}')", what, show=False, id=f"copy.{key}")
+            for key, what in (("s", "SVG"), ("r", "Rationale"), ("p", "Prompt"), ("i", "Id"))
+        ),
     ]
 
     def __init__(self, rec: RolloutRecord) -> None:
@@ -52,9 +58,18 @@ class CopyMenu(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="copy-box"):
             yield Static(Text(f"Copy from {self.record.rollout_id}", style="bold"))
-            yield OptionList(*(Option(Text.assemble((f" {key} ", "bold reverse"), f"  {what}",
-                                                    (f"  {len(text):,} characters", "dim")), id=key)
-                               for key, what, text in self.choices), id="copy-options")
+            yield OptionList(
+                *(
+                    Option(
+                        Text.assemble(
+                            (f" {key} ", "bold reverse"), f"  {what}", (f"  {len(text):,} characters", "dim")
+                        ),
+                        id=key,
+                    )
+                    for key, what, text in self.choices
+                ),
+                id="copy-options",
+            )
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -71,8 +86,10 @@ class CopyMenu(ModalScreen[None]):
             return
         what, text = chosen
         self.app.copy_to_clipboard(text)
-        self.app.notify(f"the {what} of {self.record.rollout_id} ({len(text):,} characters), through the terminal "
-                        "(OSC 52)", title="Copied")
+        self.app.notify(
+            f"the {what} of {self.record.rollout_id} ({len(text):,} characters), through the terminal (OSC 52)",
+            title="Copied",
+        )
         self.dismiss(None)
 
     def action_cancel(self) -> None:

@@ -3,7 +3,6 @@ override — a ✓/✗ per requirement or a count — stored next to the judge's
 
 from __future__ import annotations
 
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -20,12 +19,11 @@ from textual.widgets.option_list import Option
 from svgagent.core.records import RolloutRecord
 from svgagent.core.review import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store import Store
-
+from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, not_judged, verdict_text
-from svgagent.screens.keys_first import AppKeysFirst
-from svgagent.tui.widgets.keys_footer import KeysFooter
 
 NARROW_BELOW = 110
 
@@ -53,8 +51,11 @@ def count_mode_note(rec: RolloutRecord) -> Text | None:
         return None
     if not_judged(rec) is not None:
         return Text("your marks start undecided (·) and each ✓ you give counts", style="italic dim")
-    return Text(f"judge {rec.fulfilled}/{rec.total}: a count, not which ones — your marks start undecided (·) and "
-                "your count stays the judge's until your marks rule it out", style="italic dim")
+    return Text(
+        f"judge {rec.fulfilled}/{rec.total}: a count, not which ones — your marks start undecided (·) and "
+        "your count stays the judge's until your marks rule it out",
+        style="italic dim",
+    )
 
 
 def attempts_table(attempts: list[RolloutRecord]) -> Table:
@@ -76,29 +77,89 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
 
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="detail.back"),
-        Binding("space,x", "toggle", "✓/✗", key_display="space", id="detail.toggle",
-                tooltip="Your verdict on the highlighted requirement"),
-        Binding("plus,equals_sign", "count(1)", "+1", key_display="+", id="detail.more",
-                tooltip="Your count of fulfilled requirements, one more"),
-        Binding("minus", "count(-1)", "-1", key_display="-", id="detail.less",
-                tooltip="Your count of fulfilled requirements, one less"),
+        Binding(
+            "space,x",
+            "toggle",
+            "✓/✗",
+            key_display="space",
+            id="detail.toggle",
+            tooltip="Your verdict on the highlighted requirement",
+        ),
+        Binding(
+            "plus,equals_sign",
+            "count(1)",
+            "+1",
+            key_display="+",
+            id="detail.more",
+            tooltip="Your count of fulfilled requirements, one more",
+        ),
+        Binding(
+            "minus",
+            "count(-1)",
+            "-1",
+            key_display="-",
+            id="detail.less",
+            tooltip="Your count of fulfilled requirements, one less",
+        ),
         Binding("u", "clear_override", "Judge's", id="detail.clear", tooltip="Drop your override"),
         Binding("f", "full_image", "Image", id="detail.full", tooltip="Show the picture full-resolution"),
         Binding("j", "cursor(1)", "Down", show=False, id="detail.down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="detail.up"),
         # the text scrolls from wherever the focus is (priority: the requirement list would take them)
-        Binding("pagedown,ctrl+f", "scroll_text('page', 1)", "Page down", show=False, priority=True,
-                id="detail.page_down", tooltip="Scroll the rollout's text a page down"),
-        Binding("pageup,ctrl+b", "scroll_text('page', -1)", "Page up", show=False, priority=True,
-                id="detail.page_up", tooltip="Scroll the rollout's text a page up"),
-        Binding("ctrl+d", "scroll_text('half', 1)", "Half page down", show=False, priority=True,
-                id="detail.half_down", tooltip="Scroll the rollout's text half a page down"),
-        Binding("ctrl+u", "scroll_text('half', -1)", "Half page up", show=False, priority=True,
-                id="detail.half_up", tooltip="Scroll the rollout's text half a page up"),
-        Binding("home,g", "scroll_text('end', -1)", "Top", show=False, priority=True, id="detail.top",
-                tooltip="Back to the top of the rollout's text"),
-        Binding("end,G", "scroll_text('end', 1)", "Bottom", show=False, priority=True, id="detail.bottom",
-                tooltip="The end of the rollout's text (the SVG source)"),
+        Binding(
+            "pagedown,ctrl+f",
+            "scroll_text('page', 1)",
+            "Page down",
+            show=False,
+            priority=True,
+            id="detail.page_down",
+            tooltip="Scroll the rollout's text a page down",
+        ),
+        Binding(
+            "pageup,ctrl+b",
+            "scroll_text('page', -1)",
+            "Page up",
+            show=False,
+            priority=True,
+            id="detail.page_up",
+            tooltip="Scroll the rollout's text a page up",
+        ),
+        Binding(
+            "ctrl+d",
+            "scroll_text('half', 1)",
+            "Half page down",
+            show=False,
+            priority=True,
+            id="detail.half_down",
+            tooltip="Scroll the rollout's text half a page down",
+        ),
+        Binding(
+            "ctrl+u",
+            "scroll_text('half', -1)",
+            "Half page up",
+            show=False,
+            priority=True,
+            id="detail.half_up",
+            tooltip="Scroll the rollout's text half a page up",
+        ),
+        Binding(
+            "home,g",
+            "scroll_text('end', -1)",
+            "Top",
+            show=False,
+            priority=True,
+            id="detail.top",
+            tooltip="Back to the top of the rollout's text",
+        ),
+        Binding(
+            "end,G",
+            "scroll_text('end', 1)",
+            "Bottom",
+            show=False,
+            priority=True,
+            id="detail.bottom",
+            tooltip="The end of the rollout's text (the SVG source)",
+        ),
     ]
 
     def __init__(self, store: Store, rollout_id: str) -> None:
@@ -117,8 +178,11 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
                 yield Static(id="detail-attempts", classes="wide-only")
             with VerticalScroll(id="detail-right"):
                 yield Static(id="detail-verdict")
-                yield Static(Text("Requirements — space: your ✓/✗ · +/-: your count · u: judge's verdict",
-                                  style="bold underline"))
+                yield Static(
+                    Text(
+                        "Requirements — space: your ✓/✗ · +/-: your count · u: judge's verdict", style="bold underline"
+                    )
+                )
                 yield OptionList(id="requirements")
                 yield Static(Text("Attempts", style="bold underline"), classes="narrow-only")
                 yield Static(id="detail-attempts-narrow", classes="narrow-only")
@@ -142,8 +206,7 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
             return
         column = self.query_one("#detail-right", VerticalScroll)
         top = options.virtual_region.y + line
-        column.scroll_to_region(Region(0, top, 1, options._heights[event.option_index]), animate=False,
-                                immediate=True)
+        column.scroll_to_region(Region(0, top, 1, options._heights[event.option_index]), animate=False, immediate=True)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)
@@ -158,11 +221,12 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def _show(self) -> None:
         rec = self.record
         self.query_one("#detail-title", Static).update(
-            Text(f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}",
-                 style="bold"))
+            Text(f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold")
+        )
         note = count_mode_note(rec)
-        self.query_one("#detail-verdict", Static).update(verdict_text(rec) if note is None
-                                                         else Group(verdict_text(rec), note))
+        self.query_one("#detail-verdict", Static).update(
+            verdict_text(rec) if note is None else Group(verdict_text(rec), note)
+        )
         options = self.query_one("#requirements", OptionList)
         highlighted = options.highlighted
         human = self._human()
@@ -258,4 +322,3 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
 
     def action_close(self) -> None:
         self.dismiss(self.changed)
-

@@ -6,11 +6,11 @@ enter in the filter opens the only match, or goes to the list."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual import on
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -35,9 +35,11 @@ def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text
     text.append(run.name, style="bold")
     if run.name != run.run_id:
         text.append(f"  {run.run_id}", style="dim")
-    text.append(f"\n    {run.created[:16].replace('T', ' ')} · {run.status} · {run.settings.get('model', '?')} · "
-                f"{run.dataset.get('name', '?')} · {count} · mean "
-                + mean_text(mean), style="dim")
+    text.append(
+        f"\n    {run.created[:16].replace('T', ' ')} · {run.status} · {run.settings.get('model', '?')} · "
+        f"{run.dataset.get('name', '?')} · {count} · mean " + mean_text(mean),
+        style="dim",
+    )
     return text
 
 
@@ -45,18 +47,36 @@ class RunPicker(ModalScreen[str | None]):
     """Dismisses with the chosen run id, or None."""
 
     BINDINGS = [
-        Binding("escape,q", "cancel", "Cancel", id="picker.cancel", tooltip="Close (escape in the filter: back to "
-                "the list; on the list with a filter: clear it)"),
-        Binding("slash", "filter", "Filter", key_display="/", id="picker.filter",
-                tooltip="Filter the runs: words of the id, name, model, dataset or status; latest: the newest"),
+        Binding(
+            "escape,q",
+            "cancel",
+            "Cancel",
+            id="picker.cancel",
+            tooltip="Close (escape in the filter: back to the list; on the list with a filter: clear it)",
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            key_display="/",
+            id="picker.filter",
+            tooltip="Filter the runs: words of the id, name, model, dataset or status; latest: the newest",
+        ),
         Binding("enter", "choose", "Open", id="picker.open", show=True),
         Binding("j", "move(1)", "Down", show=False, id="picker.down"),
         Binding("k", "move(-1)", "Up", show=False, id="picker.up"),
         Binding("a", "mark('A')", "Mark A", id="picker.mark_a", tooltip="Mark the highlighted run as A, the baseline"),
-        Binding("b", "mark('B')", "Mark B", id="picker.mark_b", tooltip="Mark the highlighted run as B, compared with A"),
-        Binding("c", "compare", "Compare", id="app.compare",
-                tooltip="Compare B with A row by row (B: the marked or else the highlighted run; enter too once "
-                        "both are marked)"),
+        Binding(
+            "b", "mark('B')", "Mark B", id="picker.mark_b", tooltip="Mark the highlighted run as B, compared with A"
+        ),
+        Binding(
+            "c",
+            "compare",
+            "Compare",
+            id="app.compare",
+            tooltip="Compare B with A row by row (B: the marked or else the highlighted run; enter too once "
+            "both are marked)",
+        ),
     ]
 
     def __init__(self, store: Store, *, current: str | None = None) -> None:
@@ -71,8 +91,9 @@ class RunPicker(ModalScreen[str | None]):
         with Vertical(id="picker"):
             yield Static(id="picker-title")
             # mounted with the screen, so the keys typed after / land in it
-            yield TextField(placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter",
-                        compact=True)
+            yield TextField(
+                placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter", compact=True
+            )
             yield OptionList(id="runs")
             yield Static("No runs yet: press escape, then r to start one.", id="runs-empty")
         yield KeysFooter()
@@ -87,15 +108,19 @@ class RunPicker(ModalScreen[str | None]):
         before = self._highlighted()
         marked = {v: k for k, v in self.marks.items()}
         options.clear_options()
-        options.add_options([Option(run_line(r, self.current, marked.get(r.run_id, "")), id=r.run_id)
-                             for r in self.shown])
+        options.add_options(
+            [Option(run_line(r, self.current, marked.get(r.run_id, "")), id=r.run_id) for r in self.shown]
+        )
         ids = [r.run_id for r in self.shown]
         if ids:
             options.highlighted = ids.index(before) if before in ids else 0
         text = self.query_one("#runs-filter", Input).value.strip()
         count = f"{len(self.shown)} of {len(self.runs)} match {text!r}" if text else f"{len(self.runs)} stored"
-        self.query_one("#picker-title", Static).update(Text.assemble(
-            (f"Open a run — {count}, newest first", "bold"), ("   / filter · a/b: mark A/B · c: compare", "dim")))
+        self.query_one("#picker-title", Static).update(
+            Text.assemble(
+                (f"Open a run — {count}, newest first", "bold"), ("   / filter · a/b: mark A/B · c: compare", "dim")
+            )
+        )
         empty = self.query_one("#runs-empty", Static)
         empty.display = not self.shown
         if self.runs and not self.shown:

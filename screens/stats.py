@@ -23,9 +23,8 @@ from textual.widgets import Static
 from svgagent.core.records import spread_text
 from svgagent.core.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
 from svgagent.core.store import Store
-
-from svgagent.tui.widgets.histogram import Histogram, bin_query
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.histogram import Histogram, bin_query
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 BIN_CHOICES = (10, 20, 5)
@@ -71,8 +70,16 @@ def bin_text(s: RunStats, index: int) -> Text:
 
 
 def _table(*headers: str, title: str) -> Table:
-    table = Table(*headers, title=title, title_justify="left", title_style="bold", box=None, pad_edge=False,
-                  header_style="bold dim", expand=False)
+    table = Table(
+        *headers,
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=None,
+        pad_edge=False,
+        header_style="bold dim",
+        expand=False,
+    )
     for column in table.columns[1:]:
         column.justify = "right"
     return table
@@ -99,10 +106,23 @@ def detail_tables(s: RunStats) -> list[RenderableType]:
     parts += [pct, Text("")]
     report = s.requirements
     if report.most_failed:
-        reqs = Table("row", "#", "failed", "requirement", box=None, pad_edge=False, header_style="bold dim",
-                     title="Requirements most often failed", title_justify="left", title_style="bold",
-                     caption=f"{report.rollouts_with_verdicts} rollouts with verdicts, {report.from_overrides} of "
-                             "them from your review", caption_justify="left", caption_style="dim", expand=True)
+        reqs = Table(
+            "row",
+            "#",
+            "failed",
+            "requirement",
+            box=None,
+            pad_edge=False,
+            header_style="bold dim",
+            title="Requirements most often failed",
+            title_justify="left",
+            title_style="bold",
+            caption=f"{report.rollouts_with_verdicts} rollouts with verdicts, {report.from_overrides} of "
+            "them from your review",
+            caption_justify="left",
+            caption_style="dim",
+            expand=True,
+        )
         reqs.columns[0].no_wrap = True
         reqs.columns[0].max_width = 12
         reqs.columns[0].overflow = "ellipsis"
@@ -111,12 +131,21 @@ def detail_tables(s: RunStats) -> list[RenderableType]:
             reqs.add_row(r.row_id, str(r.index), f"{r.failed}/{r.judged}", r.text)
         parts.append(reqs)
     else:
-        parts.append(Text("Requirements most often failed: no per-requirement verdicts (judge mode per-requirement, "
-                          "or your ✓/✗ in review, provide them)", style="dim italic"))
+        parts.append(
+            Text(
+                "Requirements most often failed: no per-requirement verdicts (judge mode per-requirement, "
+                "or your ✓/✗ in review, provide them)",
+                style="dim italic",
+            )
+        )
     if report.count_only_overrides:
         n = report.count_only_overrides
-        parts.append(Text(f"{n} rollout{'s' if n != 1 else ''} overridden with a count only "
-                          f"{'are' if n != 1 else 'is'} left out", style="dim"))
+        parts.append(
+            Text(
+                f"{n} rollout{'s' if n != 1 else ''} overridden with a count only {'are' if n != 1 else 'is'} left out",
+                style="dim",
+            )
+        )
     return parts
 
 
@@ -141,8 +170,13 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
         Binding("escape,q", "close", "Back", id="stats.back"),
         Binding("left,h", "bin(-1)", "Previous bin", key_display="←", id="stats.bin_prev", group=BIN_KEYS),
         Binding("right,l", "bin(1)", "Next bin", key_display="→", id="stats.bin_next", group=BIN_KEYS),
-        Binding("enter", "filter_bin", "Show bin", id="stats.filter",
-                tooltip="Back to the rollout table, filtered to this bin's rollouts"),
+        Binding(
+            "enter",
+            "filter_bin",
+            "Show bin",
+            id="stats.filter",
+            tooltip="Back to the rollout table, filtered to this bin's rollouts",
+        ),
         Binding("b", "cycle_bins", "Bins", id="stats.bins", tooltip="Histogram bins: 10, 20 or 5"),
         Binding("j,down", "scroll(1)", "Down", show=False, id="stats.down"),
         Binding("k,up", "scroll(-1)", "Up", show=False, id="stats.up"),
@@ -222,8 +256,11 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
         self._show_bin()
 
     def action_cycle_bins(self) -> None:
-        following = BIN_CHOICES[(BIN_CHOICES.index(self.bins) + 1) % len(BIN_CHOICES)] \
-            if self.bins in BIN_CHOICES else DEFAULT_BINS
+        following = (
+            BIN_CHOICES[(BIN_CHOICES.index(self.bins) + 1) % len(BIN_CHOICES)]
+            if self.bins in BIN_CHOICES
+            else DEFAULT_BINS
+        )
         if self.stats is not None:  # keep the selection at about the same score
             self.selected = min(following - 1, int(self.selected * following / self.stats.bins))
         self._compute(following)

@@ -21,7 +21,6 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from svgagent.core.store import Store
 from svgagent.core.training import TrainingRun, TrainingStep, TrainingStore
-
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
@@ -45,15 +44,28 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="training.back"),
         Binding("space", "mark", "Mark", id="training.mark", tooltip="Mark the highlighted step as side A"),
-        Binding("c", "compare", "Compare", id="training.compare",
-                tooltip="Compare the marked step (or the first) with the highlighted one (or the last), with pictures"),
-        Binding("f", "first_last", "First↔last", id="training.first_last",
-                tooltip="Compare the first step with the last"),
+        Binding(
+            "c",
+            "compare",
+            "Compare",
+            id="training.compare",
+            tooltip="Compare the marked step (or the first) with the highlighted one (or the last), with pictures",
+        ),
+        Binding(
+            "f", "first_last", "First↔last", id="training.first_last", tooltip="Compare the first step with the last"
+        ),
         Binding("r", "refresh", "Refresh", id="training.refresh", tooltip="Read the store again now"),
     ]
 
-    def __init__(self, store: Store, *, job_name: str | None = None, training_id: str | None = None,
-                 title: str | None = None, serving: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        job_name: str | None = None,
+        training_id: str | None = None,
+        title: str | None = None,
+        serving: str | None = None,
+    ) -> None:
         super().__init__()
         self.store = store
         self.job_name = job_name
@@ -88,8 +100,11 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     def _load(self) -> None:
         with self.store.reader() as reader:
             training = TrainingStore(reader)
-            runs = training.trainings(self.job_name) if self.training_id is None else \
-                [r for r in training.trainings() if r.training_id == self.training_id]
+            runs = (
+                training.trainings(self.job_name)
+                if self.training_id is None
+                else [r for r in training.trainings() if r.training_id == self.training_id]
+            )
             run = runs[0] if runs else None
             steps = training.steps(run.training_id) if run is not None else []
         self.app.call_from_thread(self._apply, run, steps)
@@ -110,8 +125,10 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         if self.training_run is None:
             who = self.title_text or self.job_name or "this server"
             header.update(f"Training view · {who}{serving}\nno served rollouts yet")
-            hint.update("Point the job's evaluator at `svgagent serve` (rft create --rollouts remote --remote-url "
-                        "URL; serve --job NAME): its rollouts appear here, step by step.")
+            hint.update(
+                "Point the job's evaluator at `svgagent serve` (rft create --rollouts remote --remote-url "
+                "URL; serve --job NAME): its rollouts appear here, step by step."
+            )
             spark.data = []
             table.clear()
             return
@@ -122,12 +139,19 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         trend = ""
         if judged and first is not None and last is not None:
             trend = f" · local mean step {first.step}: {_mean(first)} → step {last.step}: {_mean(last)}"
-        header.update(f"Training view · {self.title_text or run.label}{serving}\n"
-                      f"{len(self.steps)} steps · {run.rollouts} rollouts{trend}")
+        header.update(
+            f"Training view · {self.title_text or run.label}{serving}\n"
+            f"{len(self.steps)} steps · {run.rollouts} rollouts{trend}"
+        )
         spark.data = means
-        hint.update(("sparkline: mean local score per step" if judged else
-                     "sparkline: rollouts per step (scores come from the platform; `serve --judge` adds local ones)")
-                    + (f" · marked: step {self.marked}" if self.marked is not None else ""))
+        hint.update(
+            (
+                "sparkline: mean local score per step"
+                if judged
+                else "sparkline: rollouts per step (scores come from the platform; `serve --judge` adds local ones)"
+            )
+            + (f" · marked: step {self.marked}" if self.marked is not None else "")
+        )
         self._fill(table)
 
     def _fill(self, table: DataTable[Any]) -> None:
@@ -135,8 +159,15 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         table.clear()
         for s in self.steps:
             mark = "▶ " if s.step == self.marked else ""
-            table.add_row(f"{mark}{s.step}", str(s.rollouts), str(s.done), str(s.failed), _mean(s),
-                          (s.model or "")[-28:], key=str(s.step))
+            table.add_row(
+                f"{mark}{s.step}",
+                str(s.rollouts),
+                str(s.done),
+                str(s.failed),
+                _mean(s),
+                (s.model or "")[-28:],
+                key=str(s.step),
+            )
         if self.steps:
             table.move_cursor(row=min(max(keep, 0), len(self.steps) - 1))
 

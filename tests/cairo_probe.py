@@ -6,9 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-def drawn_path(draw: Callable[..., object], attributes: dict[str, str], *, start: bool = False,
-               catch: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-               ) -> tuple[list[tuple], type[BaseException] | None]:
+def drawn_path(
+    draw: Callable[..., object],
+    attributes: dict[str, str],
+    *,
+    start: bool = False,
+    catch: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+) -> tuple[list[tuple], type[BaseException] | None]:
     """(the cairo path ``draw`` makes for a node with ``attributes``, the type of the ``catch`` it raised or None);
     ``start``: a current point (3, 4) before it draws."""
     import cairocffi

@@ -17,9 +17,29 @@ from pathlib import Path
 from warm_python import warm_python
 
 # Third-party libraries that do nothing at import but define things (none reads the environment at import).
-CLI_WARM = ("aiohttp", "aiohttp.web", "yarl", "multidict", "httptools", "uvloop", "pydantic", "pydantic_settings",
-            "dotenv", "platformdirs", "rich.console", "rich.table", "rich.text", "rich.progress", "PIL.Image",
-            "PIL.PngImagePlugin", "defusedxml.ElementTree", "sqlite3", "asyncio", "json", "email.message")
+CLI_WARM = (
+    "aiohttp",
+    "aiohttp.web",
+    "yarl",
+    "multidict",
+    "httptools",
+    "uvloop",
+    "pydantic",
+    "pydantic_settings",
+    "dotenv",
+    "platformdirs",
+    "rich.console",
+    "rich.table",
+    "rich.text",
+    "rich.progress",
+    "PIL.Image",
+    "PIL.PngImagePlugin",
+    "defusedxml.ElementTree",
+    "sqlite3",
+    "asyncio",
+    "json",
+    "email.message",
+)
 _FORK_OFF = os.environ.get("SVGAGENT_CLI_FORK") == "0"  # read now: the tests' isolation clears SVGAGENT_* later
 _PATH = os.environ.get("PATH", "/usr/bin:/bin")
 

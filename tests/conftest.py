@@ -12,14 +12,19 @@ from typing import Any
 import openai
 import pytest
 from _pytest.unraisableexception import gc_collect_iterations_key  # a stash key pytest gives its own tests
-from source_bytecode import compile_sources
 from factories import build_run
+from source_bytecode import compile_sources
 
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
-_SCRUB = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "FIREWORKS_BASE_URL",
-          "FIREWORKS_CUSTOM_HEADERS")
+_SCRUB = (
+    "FIREWORKS_API_KEY",
+    "OPENAI_API_KEY",
+    "FIREWORKS_ACCOUNT_ID",
+    "FIREWORKS_BASE_URL",
+    "FIREWORKS_CUSTOM_HEADERS",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -33,8 +38,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
     home = tmp_path / "home"
-    for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"),
-                     ("XDG_STATE_HOME", "state")):
+    for var, sub in (
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_CACHE_HOME", "cache"),
+        ("XDG_STATE_HOME", "state"),
+    ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("HOME", str(home))
     work = tmp_path / "work"
@@ -67,8 +76,13 @@ _CPU: dict[str, float] = {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
-                     help="list the N tests that used the most CPU (with the processes they waited for); with -n0")
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="list the N tests that used the most CPU (with the processes they waited for); with -n0",
+    )
 
 
 def _cpu_now() -> float:
@@ -127,8 +141,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 # --- the longest tests first: with two workers, a 20 s test picked up last leaves the other core idle meanwhile.
 # Whole modules move (their module-scoped fixtures stay shared); the order inside each stays as written.
-SLOW_FIRST = ("test_secret_hygiene.py", "test_serve_ep.py", "test_eval_protocol.py", "test_crash_resume.py",
-              "test_packaging.py", "test_ep_fork.py", "test_render_hostile.py", "test_faults.py")
+SLOW_FIRST = (
+    "test_secret_hygiene.py",
+    "test_serve_ep.py",
+    "test_eval_protocol.py",
+    "test_crash_resume.py",
+    "test_packaging.py",
+    "test_ep_fork.py",
+    "test_render_hostile.py",
+    "test_faults.py",
+)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

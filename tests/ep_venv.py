@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / ".ci" / "ep_venv.sh"
 EP_VERSION = "0.3.33"
 # Read at import, before the tests' autouse fixture points HOME and XDG_* into a temporary directory.
-_REAL_ENV = {name: os.environ[name] for name in ("EP_VENV", "HOME", "XDG_CACHE_HOME", "PATH", "PYTHON")
-             if name in os.environ}
+_REAL_ENV = {
+    name: os.environ[name] for name in ("EP_VENV", "HOME", "XDG_CACHE_HOME", "PATH", "PYTHON") if name in os.environ
+}
 _FORK_OFF = os.environ.get("SVGAGENT_EP_FORK") == "0"  # read now: the tests' isolation clears SVGAGENT_* later
 
 
@@ -46,15 +47,26 @@ def ep_python() -> str:
 def ep_env(home: Path, **extra: str) -> dict[str, str]:
     """An environment for eval-protocol subprocesses: offline (no uploads, no browser, litellm's bundled cost map),
     a scratch HOME, none of the user's keys."""
-    env = {"PATH": _REAL_ENV.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "EP_NO_UPLOAD": "1",
-           "EP_DISABLE_AUTO_BROWSER": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        "PATH": _REAL_ENV.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "EP_NO_UPLOAD": "1",
+        "EP_DISABLE_AUTO_BROWSER": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     env.update(extra)
     return env
 
 
 # --- one warm eval-protocol interpreter per test process (tests/warm_python.py) ------------------------------------
-EP_WARM = ("pytest", "eval_protocol", "eval_protocol.models", "eval_protocol.pytest",
-           "eval_protocol.pytest.remote_rollout_processor")
+EP_WARM = (
+    "pytest",
+    "eval_protocol",
+    "eval_protocol.models",
+    "eval_protocol.pytest",
+    "eval_protocol.pytest.remote_rollout_processor",
+)
 
 
 def ep_command() -> str:

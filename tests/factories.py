@@ -71,34 +71,82 @@ class Spec:
 
 def standard_specs() -> list[Spec]:
     """Six rollouts covering the states the table and preview draw."""
-    per_req = [[1, True, "light blue background"], [2, True, "yellow circle top right"],
-               [3, True, "green band at the bottom"], [4, False, "no triangle visible"]]
+    per_req = [
+        [1, True, "light blue background"],
+        [2, True, "yellow circle top right"],
+        [3, True, "green band at the bottom"],
+        [4, False, "no triangle visible"],
+    ]
     return [
         Spec(0, fulfilled=3, verdicts=per_req),
-        Spec(1, fulfilled=4, prompt="Draw the French flag", svg=FLAG_SVG,
-             requirements=("Three vertical bands.", "Blue on the left.", "Red on the right.", "White middle."),
-             rationale="All four requirements are met."),
-        Spec(2, status=RolloutStatus.FAILED, fulfilled=0, svg=None, rationale=None, reason="no <svg> element in the answer",
-             judge_s=None, prompt="Draw a red bicycle", extra={"failure_kind": FailureKind.NO_SVG}),
-        Spec(3, status=RolloutStatus.FAILED, fulfilled=None, valid=False, rationale=None,
-             reason="judge unreachable: connection refused", error="judge: connection refused (3 retries)",
-             judge_s=None, prompt="Draw a lighthouse at night", extra={"failure_kind": FailureKind.UNREACHABLE}),
+        Spec(
+            1,
+            fulfilled=4,
+            prompt="Draw the French flag",
+            svg=FLAG_SVG,
+            requirements=("Three vertical bands.", "Blue on the left.", "Red on the right.", "White middle."),
+            rationale="All four requirements are met.",
+        ),
+        Spec(
+            2,
+            status=RolloutStatus.FAILED,
+            fulfilled=0,
+            svg=None,
+            rationale=None,
+            reason="no <svg> element in the answer",
+            judge_s=None,
+            prompt="Draw a red bicycle",
+            extra={"failure_kind": FailureKind.NO_SVG},
+        ),
+        Spec(
+            3,
+            status=RolloutStatus.FAILED,
+            fulfilled=None,
+            valid=False,
+            rationale=None,
+            reason="judge unreachable: connection refused",
+            error="judge: connection refused (3 retries)",
+            judge_s=None,
+            prompt="Draw a lighthouse at night",
+            extra={"failure_kind": FailureKind.UNREACHABLE},
+        ),
         Spec(4, fulfilled=1, override=3, prompt="Draw a cat sitting on a mat"),
-        Spec(5, status=RolloutStatus.QUEUED, fulfilled=None, svg=None, rationale=None, gen_s=None, judge_s=None,
-             tokens=None, prompt="Draw a sailboat on waves"),
+        Spec(
+            5,
+            status=RolloutStatus.QUEUED,
+            fulfilled=None,
+            svg=None,
+            rationale=None,
+            gen_s=None,
+            judge_s=None,
+            tokens=None,
+            prompt="Draw a sailboat on waves",
+        ),
     ]
 
 
-def build_run(store: Store, specs: Sequence[Spec] | None = None, *, run_id: str = RUN_ID,
-              name: str = "fixture run", threshold: float = 0.5, judge_mode: str = "count") -> str:
+def build_run(
+    store: Store,
+    specs: Sequence[Spec] | None = None,
+    *,
+    run_id: str = RUN_ID,
+    name: str = "fixture run",
+    threshold: float = 0.5,
+    judge_mode: str = "count",
+) -> str:
     """Create ``run_id`` in ``store`` with one rollout per spec, in the states the specs describe."""
     specs = list(specs if specs is not None else standard_specs())
     rows: dict[int, DatasetRow] = {}
     for spec in specs:
         rows.setdefault(spec.row, DatasetRow(spec.row, f"row_{spec.row}", spec.prompt, tuple(spec.requirements)))
     samples = max(s.sample for s in specs) + 1
-    settings = {"model": "fixture-policy", "judge_model": "fixture-judge", "threshold": threshold,
-                "judge_mode": judge_mode, "dataset": "fixture"}
+    settings = {
+        "model": "fixture-policy",
+        "judge_model": "fixture-judge",
+        "threshold": threshold,
+        "judge_mode": judge_mode,
+        "dataset": "fixture",
+    }
     dataset = {"name": "fixture", "source": "fixture", "sha256": "0" * 64, "rows": len(rows)}
     with mock.patch("svgagent.core.store.new_run_id", return_value=run_id):
         store.create_run(name=name, settings=settings, dataset=dataset, rows=list(rows.values()), samples=samples)
@@ -108,8 +156,11 @@ def build_run(store: Store, specs: Sequence[Spec] | None = None, *, run_id: str 
             store.update_rollout(rec.rollout_id, is_current=False)
     for spec in specs:
         _apply(store, f"{run_id}.{spec.row}.{spec.sample}", spec)
-    store.set_run_status(run_id, "completed" if all(s.status.terminal for s in specs) else "interrupted",
-                         store.summarize(run_id, threshold))
+    store.set_run_status(
+        run_id,
+        "completed" if all(s.status.terminal for s in specs) else "interrupted",
+        store.summarize(run_id, threshold),
+    )
     return run_id
 
 
@@ -118,11 +169,19 @@ def _apply(store: Store, rollout_id: str, spec: Spec) -> None:
     if spec.status is not RolloutStatus.QUEUED:
         total = len(spec.requirements)
         fields.update(
-            svg=spec.svg, png=render_png(spec.svg) if spec.svg else None, rationale=spec.rationale,
-            fulfilled=spec.fulfilled, score=None if spec.fulfilled is None else spec.fulfilled / total,
-            is_score_valid=spec.valid, reason=spec.reason, error=spec.error, generation_s=spec.gen_s,
-            judge_s=spec.judge_s, render_s=0.05 if spec.svg else None,
-            raw_answer=f"```svg\n{spec.svg}\n```" if spec.svg else "I cannot draw that.", finish_reason="stop",
+            svg=spec.svg,
+            png=render_png(spec.svg) if spec.svg else None,
+            rationale=spec.rationale,
+            fulfilled=spec.fulfilled,
+            score=None if spec.fulfilled is None else spec.fulfilled / total,
+            is_score_valid=spec.valid,
+            reason=spec.reason,
+            error=spec.error,
+            generation_s=spec.gen_s,
+            judge_s=spec.judge_s,
+            render_s=0.05 if spec.svg else None,
+            raw_answer=f"```svg\n{spec.svg}\n```" if spec.svg else "I cannot draw that.",
+            finish_reason="stop",
             verdicts_json=json.dumps(spec.verdicts) if spec.verdicts is not None else None,
         )
         if spec.tokens is not None:
@@ -137,13 +196,13 @@ def big_run(store: Store, n: int, *, run_id: str = RUN_ID) -> str:
     """``n`` scored rollouts (no pictures) for load tests: scores cycle through 0, ¼, ½, ¾, 1."""
     rows = [DatasetRow(i, f"row_{i}", f"prompt number {i}", REQUIREMENTS) for i in range(n)]
     with mock.patch("svgagent.core.store.new_run_id", return_value=run_id):
-        store.create_run(name="big run", settings={"threshold": 0.5}, dataset={"name": "big", "rows": n},
-                         rows=rows, samples=1)
+        store.create_run(
+            name="big run", settings={"threshold": 0.5}, dataset={"name": "big", "rows": n}, rows=rows, samples=1
+        )
     with store._tx() as db:  # one transaction: a 10,000-row fixture in well under a second
         db.executemany(
             "UPDATE rollouts SET status='scored', fulfilled=?, score=?, is_score_valid=1, generation_s=?,"
             " judge_s=?, prompt_tokens=100, completion_tokens=? WHERE rollout_id=?",
-            [(i % 5, (i % 5) / 4, 1 + i % 7, 0.5, 200 + i % 50, f"{run_id}.{i}.0")
-             for i in range(n)],
+            [(i % 5, (i % 5) / 4, 1 + i % 7, 0.5, 200 + i % 50, f"{run_id}.{i}.0") for i in range(n)],
         )
     return run_id

@@ -4,46 +4,91 @@ all) and job dicts in the wire format, with fixed times so every screen is the s
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from svgagent.core.rft.job_source import JobSource
 
 ACCOUNT = "test-account"
 BASE_URL = "https://api.fireworks.ai"
-NOW = datetime(2026, 1, 1, 12, 3, 5, tzinfo=timezone.utc).timestamp()  # the wall clock of the tests
+NOW = datetime(2026, 1, 1, 12, 3, 5, tzinfo=UTC).timestamp()  # the wall clock of the tests
 DATASET = f"accounts/{ACCOUNT}/datasets/svgagent-builtin-745e05c466c0"
 EVALUATOR = f"accounts/{ACCOUNT}/evaluators/svgagent-judge-a51245cfde23"
 
 
-def job(job_id: str, state: str, *, percent: int | None = None, processed: int = 0, total: int = 0, failed: int = 0,
-        epoch: int | None = 0, created: str = "2026-01-01T12:00:00Z", completed: str | None = None,
-        display: str = "", message: str = "") -> dict[str, Any]:
+def job(
+    job_id: str,
+    state: str,
+    *,
+    percent: int | None = None,
+    processed: int = 0,
+    total: int = 0,
+    failed: int = 0,
+    epoch: int | None = 0,
+    created: str = "2026-01-01T12:00:00Z",
+    completed: str | None = None,
+    display: str = "",
+    message: str = "",
+) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "name": f"accounts/{ACCOUNT}/reinforcementFineTuningJobs/{job_id}", "displayName": display,
-        "state": f"JOB_STATE_{state}", "createTime": created, "dataset": DATASET, "evaluator": EVALUATOR,
+        "name": f"accounts/{ACCOUNT}/reinforcementFineTuningJobs/{job_id}",
+        "displayName": display,
+        "state": f"JOB_STATE_{state}",
+        "createTime": created,
+        "dataset": DATASET,
+        "evaluator": EVALUATOR,
         "status": {"code": "OK", "message": message},
-        "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b",
-                           "outputModel": f"accounts/{ACCOUNT}/models/{job_id}"},
+        "trainingConfig": {
+            "baseModel": "accounts/fireworks/models/qwen3-0p6b",
+            "outputModel": f"accounts/{ACCOUNT}/models/{job_id}",
+        },
     }
     if completed:
         out["completedTime"] = completed
     if percent is not None:
-        out["jobProgress"] = {"percent": percent, "epoch": epoch, "totalInputRequests": total,
-                              "totalProcessedRequests": processed, "failedRequests": failed}
+        out["jobProgress"] = {
+            "percent": percent,
+            "epoch": epoch,
+            "totalInputRequests": total,
+            "totalProcessedRequests": processed,
+            "failedRequests": failed,
+        }
     return out
 
 
 def sample_jobs() -> list[dict[str, Any]]:
     return [
-        job("svgagent-rft-1a2b3c4d5e6f", "RUNNING", percent=40, processed=53, total=132, failed=2,
-            display="svgagent builtin (33 rows) qwen3-0p6b", created="2026-01-01T12:00:00Z"),
-        job("svgagent-rft-0f9e8d7c6b5a", "COMPLETED", percent=100, processed=132, total=132, epoch=0,
-            display="svgagent builtin (33 rows) qwen3-0p6b", created="2025-12-31T09:00:00Z",
-            completed="2025-12-31T10:12:30Z"),
-        job("svgagent-rft-badc0ffee123", "FAILED", percent=50, processed=66, total=132,
-            created="2025-12-30T08:00:00Z", completed="2025-12-30T08:40:00Z",
-            message="evaluator crashed: judge quota exhausted"),
+        job(
+            "svgagent-rft-1a2b3c4d5e6f",
+            "RUNNING",
+            percent=40,
+            processed=53,
+            total=132,
+            failed=2,
+            display="svgagent builtin (33 rows) qwen3-0p6b",
+            created="2026-01-01T12:00:00Z",
+        ),
+        job(
+            "svgagent-rft-0f9e8d7c6b5a",
+            "COMPLETED",
+            percent=100,
+            processed=132,
+            total=132,
+            epoch=0,
+            display="svgagent builtin (33 rows) qwen3-0p6b",
+            created="2025-12-31T09:00:00Z",
+            completed="2025-12-31T10:12:30Z",
+        ),
+        job(
+            "svgagent-rft-badc0ffee123",
+            "FAILED",
+            percent=50,
+            processed=66,
+            total=132,
+            created="2025-12-30T08:00:00Z",
+            completed="2025-12-30T08:40:00Z",
+            message="evaluator crashed: judge quota exhausted",
+        ),
     ]
 
 

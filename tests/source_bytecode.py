@@ -25,16 +25,20 @@ def _is_current(source: Path) -> bool:
     except OSError:
         return False
     stat = source.stat()
-    return (len(header) == 16 and header[:4] == importlib.util.MAGIC_NUMBER
-            and int.from_bytes(header[4:8], "little") == 0  # timestamp-based (not hash-based) bytecode
-            and int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
-            and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF)
+    return (
+        len(header) == 16
+        and header[:4] == importlib.util.MAGIC_NUMBER
+        and int.from_bytes(header[4:8], "little") == 0  # timestamp-based (not hash-based) bytecode
+        and int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF
+        and int.from_bytes(header[12:16], "little") == stat.st_size & 0xFFFFFFFF
+    )
 
 
 def stale_sources(root: Path = ROOT) -> list[Path]:
     """svgagent's source files an import would compile from source: no cached bytecode, or not for this source."""
-    return [source for package in PACKAGES for source in sorted((root / package).rglob("*.py"))
-            if not _is_current(source)]
+    return [
+        source for package in PACKAGES for source in sorted((root / package).rglob("*.py")) if not _is_current(source)
+    ]
 
 
 def compile_sources(root: Path = ROOT) -> int:

@@ -32,9 +32,13 @@ BODY = {"model": "m", "messages": [{"role": "user", "content": "draw"}]}
 
 
 def completion(content: Any = "<svg/>", **extra: Any) -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 7}, **extra}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+        **extra,
+    }
 
 
 class Script:
@@ -66,11 +70,18 @@ async def server() -> AsyncIterator[tuple[Script, str]]:
         await runner.cleanup()
 
 
-def answer(status: int = 200, body: Any = None, *, raw: bytes | None = None, headers: dict[str, str] | None = None,
-           content_type: str = "application/json") -> Callable[[web.Request], Any]:
+def answer(
+    status: int = 200,
+    body: Any = None,
+    *,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    content_type: str = "application/json",
+) -> Callable[[web.Request], Any]:
     async def handler(request: web.Request) -> web.Response:
         data = raw if raw is not None else json.dumps(completion() if body is None else body).encode()
         return web.Response(status=status, body=data, headers=headers, content_type=content_type)
+
     return handler
 
 
@@ -116,8 +127,10 @@ async def test_the_judge_sends_its_spliced_body_and_retries_with_the_dict(server
     """Through ChatClient the judge's first request is the spliced body (judge_request_json), its retry after an
     unusable answer the request's dict with the note: both are what the judge's messages say, as JSON."""
     script, url = server
-    script.handlers = [answer(body=completion("not json")),
-                       answer(body=completion(json.dumps({"reasoning": "ok", COUNT_KEY: 1})))]
+    script.handlers = [
+        answer(body=completion("not json")),
+        answer(body=completion(json.dumps({"reasoning": "ok", COUNT_KEY: 1}))),
+    ]
     chat = client(url)
     png = b"\x89PNG fake \x00\xff"
     try:
@@ -127,8 +140,12 @@ async def test_the_judge_sends_its_spliced_body_and_retries_with_the_dict(server
     assert verdict.valid and verdict.fulfilled == 1 and verdict.attempts == 2
     messages = build_judge_messages(png, ["a", "b é"], JudgeMode.COUNT, "draw ✓")
     first, second = (r["body"] for r in script.requests)
-    assert first == {"model": "judge-model", "messages": messages, "temperature": 0,
-                     "response_format": response_format_for(JudgeMode.COUNT, 2)}
+    assert first == {
+        "model": "judge-model",
+        "messages": messages,
+        "temperature": 0,
+        "response_format": response_format_for(JudgeMode.COUNT, 2),
+    }
     assert second["messages"][:1] == messages and "could not be used" in second["messages"][1]["content"]
     assert {k: v for k, v in second.items() if k != "messages"} == {k: v for k, v in first.items() if k != "messages"}
 
@@ -141,9 +158,11 @@ async def test_5xx_and_429_are_retried_then_succeed(server, monkeypatch) -> None
 
     monkeypatch.setattr(chat_http.asyncio, "sleep", no_sleep)
     script, url = server
-    script.handlers = [answer(503, {"error": {"message": "overloaded"}}),
-                       answer(429, {"error": {"message": "slow"}}, headers={"Retry-After": "1.5"}),
-                       answer()]
+    script.handlers = [
+        answer(503, {"error": {"message": "overloaded"}}),
+        answer(429, {"error": {"message": "slow"}}, headers={"Retry-After": "1.5"}),
+        answer(),
+    ]
     chat = client(url)
     try:
         response = await chat.complete_chat(BODY)
@@ -171,16 +190,19 @@ async def test_retries_run_out_into_a_typed_error_and_a_reason(server, monkeypat
     assert reason == "policy endpoint answered HTTP 500: boom"
 
 
-@pytest.mark.parametrize(("status", "headers", "requests", "kind"), [
-    (401, {}, 1, FailureKind.AUTH),
-    (403, {}, 1, FailureKind.AUTH),
-    (400, {}, 1, FailureKind.HTTP_ERROR),
-    (400, {"x-should-retry": "true"}, 3, FailureKind.HTTP_ERROR),
-    (500, {"x-should-retry": "false"}, 1, FailureKind.HTTP_ERROR),
-    (429, {"Retry-After": "600"}, 1, FailureKind.RATE_LIMIT),  # longer than 120 s: not worth waiting
-    (429, {}, 3, FailureKind.RATE_LIMIT),
-    (409, {}, 3, FailureKind.HTTP_ERROR),
-])
+@pytest.mark.parametrize(
+    ("status", "headers", "requests", "kind"),
+    [
+        (401, {}, 1, FailureKind.AUTH),
+        (403, {}, 1, FailureKind.AUTH),
+        (400, {}, 1, FailureKind.HTTP_ERROR),
+        (400, {"x-should-retry": "true"}, 3, FailureKind.HTTP_ERROR),
+        (500, {"x-should-retry": "false"}, 1, FailureKind.HTTP_ERROR),
+        (429, {"Retry-After": "600"}, 1, FailureKind.RATE_LIMIT),  # longer than 120 s: not worth waiting
+        (429, {}, 3, FailureKind.RATE_LIMIT),
+        (409, {}, 3, FailureKind.HTTP_ERROR),
+    ],
+)
 async def test_which_statuses_are_retried(server, monkeypatch, status, headers, requests, kind) -> None:
     monkeypatch.setattr(chat_http.asyncio, "sleep", _no_wait)
     script, url = server
@@ -273,16 +295,20 @@ async def test_the_per_request_timeout_is_a_timer_on_the_exchange_not_asyncio_ti
     assert isinstance(results[5], asyncio.CancelledError)  # cancelled by its caller: not a timeout
 
 
-@pytest.mark.parametrize(("raw", "content_type", "why"), [
-    (b"data: {\"choices\": []}\n\n", "text/event-stream", "server-sent event stream"),
-    (b"\xff\xfe{}", "application/json", "not valid UTF-8"),
-    (b"<html>busy</html>", "text/html", "not JSON (it starts '<html>busy</html>')"),
-    (b"[1, 2]", "application/json", "not a chat completion (a JSON list)"),
-    (b'{"choices": {"a": 1}}', "application/json", "'choices' is not a list"),
-    (b'{"choices": [{"message": 3}]}', "application/json", "has no message object"),
-    (b'{"choices": [{"message": {"content": [1]}}]}', "application/json", "content that is not text"),
-    (b"{" * 100_000, "application/json", "JSON"),
-], ids=["sse", "utf8", "html", "list", "choices", "message", "content", "deep"])
+@pytest.mark.parametrize(
+    ("raw", "content_type", "why"),
+    [
+        (b'data: {"choices": []}\n\n', "text/event-stream", "server-sent event stream"),
+        (b"\xff\xfe{}", "application/json", "not valid UTF-8"),
+        (b"<html>busy</html>", "text/html", "not JSON (it starts '<html>busy</html>')"),
+        (b"[1, 2]", "application/json", "not a chat completion (a JSON list)"),
+        (b'{"choices": {"a": 1}}', "application/json", "'choices' is not a list"),
+        (b'{"choices": [{"message": 3}]}', "application/json", "has no message object"),
+        (b'{"choices": [{"message": {"content": [1]}}]}', "application/json", "content that is not text"),
+        (b"{" * 100_000, "application/json", "JSON"),
+    ],
+    ids=["sse", "utf8", "html", "list", "choices", "message", "content", "deep"],
+)
 async def test_unusable_answers_are_bad_responses(server, raw, content_type, why) -> None:
     script, url = server
     script.handlers = [answer(raw=raw, content_type=content_type)]

@@ -20,15 +20,41 @@ from cli_process import svgagent_argv
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
-RUN_KEYS = {"run_id", "rollouts", "scored", "failed", "invalid", "mean_score", "stderr", "threshold", "passed",
-            "duration_s"}
-ROLLOUT_KEYS = {"rollout_id", "row_id", "sample_index", "status", "score", "fulfilled", "total", "is_score_valid",
-                "reason", "error", "generation_s", "render_s", "judge_s", "prompt_tokens", "completion_tokens"}
+RUN_KEYS = {
+    "run_id",
+    "rollouts",
+    "scored",
+    "failed",
+    "invalid",
+    "mean_score",
+    "stderr",
+    "threshold",
+    "passed",
+    "duration_s",
+}
+ROLLOUT_KEYS = {
+    "rollout_id",
+    "row_id",
+    "sample_index",
+    "status",
+    "score",
+    "fulfilled",
+    "total",
+    "is_score_valid",
+    "reason",
+    "error",
+    "generation_s",
+    "render_s",
+    "judge_s",
+    "prompt_tokens",
+    "completion_tokens",
+}
 
 
 def svgagent(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        svgagent_argv(*args), capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
 
 
 @pytest.fixture
@@ -69,8 +95,10 @@ def test_rows_beyond_the_dataset_are_capped_with_a_note(home: Path) -> None:
 
 def test_help_says_what_an_option_left_out_does(home: Path) -> None:
     # `--rows N  use the first N rows` left the default (all of them) to guess; so did a few others
-    shown = {command: " ".join(svgagent(*command, "--help").stdout.split())
-             for command in (("eval",), ("rft", "create"), ("runs", "compare"))}
+    shown = {
+        command: " ".join(svgagent(*command, "--help").stdout.split())
+        for command in (("eval",), ("rft", "create"), ("runs", "compare"))
+    }
     assert "--rows N use the first N rows; an integer from 1 to 1000000 (default all rows)" in shown[("eval",)]
     assert "reasoning models (default none: not sent)" in shown[("eval",)]
     assert "(default 0.8)" in shown[("eval",)] and "(default 0.5)" in shown[("eval",)]  # as before
@@ -100,15 +128,33 @@ def test_a_pass_with_rollouts_failed_by_an_endpoint_exits_3(home: Path) -> None:
 
     keys = {"FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
     with Simulator(SimConfig(error_5xx_every=2, seed=1)) as sim:
-        out = svgagent("eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model",
-                       "simulated-policy", "--judge-model", "simulated-judge", "--rows", "8", "--max-retries", "0",
-                       "--threshold", "0", "--json", env=keys)
+        out = svgagent(
+            "eval",
+            "--base-url",
+            sim.base_url,
+            "--judge-base-url",
+            sim.base_url,
+            "--model",
+            "simulated-policy",
+            "--judge-model",
+            "simulated-judge",
+            "--rows",
+            "8",
+            "--max-retries",
+            "0",
+            "--threshold",
+            "0",
+            "--json",
+            env=keys,
+        )
     summary = json.loads(out.stdout)
     assert summary["passed"] and summary["invalid"] > 0
     assert out.returncode == 3, out.stderr
-    assert (f"svgagent: {summary['invalid']} of 8 rollouts failed without a valid score (an endpoint or the judge; "
-            f"`svgagent runs stats {summary['run_id']}` says why): the mean is of the rest, so exit status 3, not a "
-            "pass") in out.stderr.splitlines()
+    assert (
+        f"svgagent: {summary['invalid']} of 8 rollouts failed without a valid score (an endpoint or the judge; "
+        f"`svgagent runs stats {summary['run_id']}` says why): the mean is of the rest, so exit status 3, not a "
+        "pass"
+    ) in out.stderr.splitlines()
     clean = svgagent("eval", "--demo", "--rows", "8", "--threshold", "0", "--json")  # the demo's no-SVG answers too
     clean_summary = json.loads(clean.stdout)
     assert clean_summary["failed"] >= 1 and clean_summary["invalid"] == 0
@@ -128,7 +174,8 @@ def test_export_jsonl_and_csv(home: Path, tmp_path: Path) -> None:
     assert row["messages"][0]["role"] == "user"
     assert row["messages"][-1]["role"] == "assistant"
     assert row["input_metadata"]["dataset_info"]["total_requirements"] == len(
-        row["input_metadata"]["dataset_info"]["requirements"])
+        row["input_metadata"]["dataset_info"]["requirements"]
+    )
     assert row["rollout_status"]["code"] == 100
     assert row["evaluation_result"] is not None
     target = tmp_path / "out.csv"
@@ -171,7 +218,7 @@ BAD_DATASETS = {
     "not-json": b"[{prompt: nope",
     "empty-array": b"[]",
     "jsonl-bad-line": b'{"messages": [], "input_metadata": {"dataset_info": {"original_prompt": "x", '
-                      b'"requirements": ["y"]}}}\n{broken\n',
+    b'"requirements": ["y"]}}}\n{broken\n',
 }
 
 
@@ -200,8 +247,9 @@ def test_huge_dataset_is_refused_without_reading_it(home: Path, tmp_path: Path) 
 
 def test_render_command(tmp_path: Path) -> None:
     good = tmp_path / "in.svg"
-    good.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10" '
-                    'fill="red"/></svg>')
+    good.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10" fill="red"/></svg>'
+    )
     out_png = tmp_path / "out.png"
     ok = svgagent("render", str(good), "-o", str(out_png), "--size", "64")
     assert ok.returncode == 0, ok.stderr
@@ -210,8 +258,10 @@ def test_render_command(tmp_path: Path) -> None:
     with Image.open(out_png) as img:
         assert img.size == (64, 32)
     hostile = tmp_path / "evil.svg"
-    hostile.write_text('<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
-                       '<svg xmlns="http://www.w3.org/2000/svg"><text>&b;</text></svg>')
+    hostile.write_text(
+        '<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+        '<svg xmlns="http://www.w3.org/2000/svg"><text>&b;</text></svg>'
+    )
     bad = svgagent("render", str(hostile), "-o", str(tmp_path / "evil.png"))
     assert bad.returncode != 0
     assert len(bad.stderr.strip().splitlines()) == 1
@@ -225,22 +275,33 @@ def test_render_reads_standard_input_for_a_dash_capped_as_a_file_is(tmp_path: Pa
 
     svg = '<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10"/></svg>'
     out_png = tmp_path / "out.png"
-    ok = subprocess.run(svgagent_argv("render", "-", "-o", str(out_png), "--size", "64"), input=svg.encode(),
-                        capture_output=True, timeout=60)
+    ok = subprocess.run(
+        svgagent_argv("render", "-", "-o", str(out_png), "--size", "64"),
+        input=svg.encode(),
+        capture_output=True,
+        timeout=60,
+    )
     assert ok.returncode == 0, ok.stderr
     with Image.open(out_png) as img:
         assert img.size == (64, 32)
-    to_stdout = subprocess.run(svgagent_argv("render", "-", "-o", "-"), input=svg.encode(), capture_output=True,
-                               timeout=60)
+    to_stdout = subprocess.run(
+        svgagent_argv("render", "-", "-o", "-"), input=svg.encode(), capture_output=True, timeout=60
+    )
     assert to_stdout.returncode == 0 and to_stdout.stdout.startswith(b"\x89PNG")
     for name, stdin in (("-", "/dev/zero"), ("/dev/zero", "/dev/null")):
         with open(stdin, "rb") as source:
-            endless = subprocess.run(svgagent_argv("render", name, "-o", str(tmp_path / "z.png")), stdin=source,
-                                     capture_output=True, text=True, timeout=60)
+            endless = subprocess.run(
+                svgagent_argv("render", name, "-o", str(tmp_path / "z.png")),
+                stdin=source,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
         shown = "standard input" if name == "-" else name
         assert endless.returncode == 2
         assert endless.stderr.strip().splitlines() == [
-            f"svgagent: error: {shown} is too large to render: over 1,000,000 bytes (the renderer's limit)"]
+            f"svgagent: error: {shown} is too large to render: over 1,000,000 bytes (the renderer's limit)"
+        ]
     assert not (tmp_path / "z.png").exists()
 
 
@@ -267,10 +328,29 @@ def _terminal_count(db: Path) -> int:
 
 def _spawn_eval(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
-    args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
-            "--judge-model", "simulated-judge", "--concurrency", "2", "--judge-concurrency", "2", *extra]
-    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    args = [
+        "eval",
+        "--base-url",
+        sim.base_url,
+        "--judge-base-url",
+        sim.base_url,
+        "--model",
+        "simulated-policy",
+        "--judge-model",
+        "simulated-judge",
+        "--concurrency",
+        "2",
+        "--judge-concurrency",
+        "2",
+        *extra,
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "svgagent.tui.cli.main", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 @pytest.mark.parametrize("kill_signal", [signal.SIGKILL, signal.SIGINT])
@@ -322,11 +402,31 @@ def test_ctrl_c_stops_a_run_started_with_sigint_ignored(home: Path) -> None:
     db = home / "runs.db"
     with Simulator(policy_latency_s=0.1, judge_latency_s=0.1) as sim:
         env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-test", "OPENAI_API_KEY": "sk-test"}
-        args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
-                "--judge-model", "simulated-judge", "--concurrency", "2", "--judge-concurrency", "2", "--rows", "12"]
-        proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        args = [
+            "eval",
+            "--base-url",
+            sim.base_url,
+            "--judge-base-url",
+            sim.base_url,
+            "--model",
+            "simulated-policy",
+            "--judge-model",
+            "simulated-judge",
+            "--concurrency",
+            "2",
+            "--judge-concurrency",
+            "2",
+            "--rows",
+            "12",
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "svgagent.tui.cli.main", *args],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
         _wait_for(lambda: _terminal_count(db) >= 2)
         sim.hold()  # nothing completes from now on: only the signal can end the run
         proc.send_signal(signal.SIGINT)
@@ -346,8 +446,23 @@ def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, 
     # issue 11: `svgagent eval --resume RUN` failed for lack of keys after `eval --demo`; the printed command keeps
     # --demo (and the store).
     db = tmp_path / "demo.db"
-    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "eval", "--demo", "--rows", "6",
-                             "--concurrency", "1", "--store", str(db)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "svgagent.tui.cli.main",
+            "eval",
+            "--demo",
+            "--rows",
+            "6",
+            "--concurrency",
+            "1",
+            "--store",
+            str(db),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait for the run to be under way (not a timing assertion)
         try:
@@ -378,8 +493,14 @@ def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) 
     from svgagent.core.dataset import load_dataset
     from svgagent.core.settings import Settings
 
-    base = {"model": "accounts/acme/models/policy-v1", "judge_model": "judge-v1", "rows": 2, "threshold": 0.6,
-            "base_url": "http://127.0.0.1:9", "judge_base_url": "http://127.0.0.1:9"}  # nothing leaves the machine
+    base = {
+        "model": "accounts/acme/models/policy-v1",
+        "judge_model": "judge-v1",
+        "rows": 2,
+        "threshold": 0.6,
+        "base_url": "http://127.0.0.1:9",
+        "judge_base_url": "http://127.0.0.1:9",
+    }  # nothing leaves the machine
     stored = {**Settings.model_validate({**base, **settings}).public_dict(), "cache": False}
     for name in without:
         del stored[name]
@@ -392,31 +513,48 @@ def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) 
     return run_id
 
 
-@pytest.mark.parametrize(("flag", "stored", "why"), [
-    (["--model", "accounts/acme/models/policy-v2"], "model 'accounts/acme/models/policy-v1'", "measures"),
-    (["--judge-model", "judge-v2"], "judge_model 'judge-v1'", "measures"),
-    (["--judge-mode", "per-requirement"], "judge_mode 'count'", "measures"),
-    (["--render-size", "64"], "render_size 512", "measures"),
-    (["--rows", "3"], "rows 2", "measures"),
-    (["--rows", "33"], "rows unset (all of the dataset's)", "measures"),
-    (["--samples", "2"], "samples 1", "measures"),
-    (["--dataset", "other.json"], "dataset 'builtin'", "measures"),
-    (["--threshold", "0.9"], "threshold 0.6", "the stored threshold is the run's"),
-    (["--temperature", "0.2"], "temperature 0.8", "measures"),
-    (["--max-tokens", "512"], "max_tokens 4096", "measures"),
-])
-def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(home: Path, flag: list[str], stored: str,
-                                                                    why: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "stored", "why"),
+    [
+        (["--model", "accounts/acme/models/policy-v2"], "model 'accounts/acme/models/policy-v1'", "measures"),
+        (["--judge-model", "judge-v2"], "judge_model 'judge-v1'", "measures"),
+        (["--judge-mode", "per-requirement"], "judge_mode 'count'", "measures"),
+        (["--render-size", "64"], "render_size 512", "measures"),
+        (["--rows", "3"], "rows 2", "measures"),
+        (["--rows", "33"], "rows unset (all of the dataset's)", "measures"),
+        (["--samples", "2"], "samples 1", "measures"),
+        (["--dataset", "other.json"], "dataset 'builtin'", "measures"),
+        (["--threshold", "0.9"], "threshold 0.6", "the stored threshold is the run's"),
+        (["--temperature", "0.2"], "temperature 0.8", "measures"),
+        (["--max-tokens", "512"], "max_tokens 4096", "measures"),
+    ],
+)
+def test_a_resume_refuses_a_flag_that_changes_what_the_run_measures(
+    home: Path, flag: list[str], stored: str, why: str
+) -> None:
     # such a flag was obeyed for the rest of the rollouts: one run, two models (or sizes, modes, thresholds)
     run_id = _stored_run(home / "runs.db", **({"rows": None} if "unset" in stored else {}))
-    done = svgagent("eval", "--resume", run_id, *flag, "--max-retries", "0",
-                    env={"FIREWORKS_API_KEY": "fw-k", "OPENAI_API_KEY": "sk-k"})
+    done = svgagent(
+        "eval",
+        "--resume",
+        run_id,
+        *flag,
+        "--max-retries",
+        "0",
+        env={"FIREWORKS_API_KEY": "fw-k", "OPENAI_API_KEY": "sk-k"},
+    )
     assert done.returncode == 2
-    given = repr(float(flag[1]) if flag[0] in ("--threshold", "--temperature") else int(flag[1]) if flag[1].isdigit()
-                 else flag[1])
+    given = repr(
+        float(flag[1])
+        if flag[0] in ("--threshold", "--temperature")
+        else int(flag[1])
+        if flag[1].isdigit()
+        else flag[1]
+    )
     assert done.stderr.strip().splitlines() == [
         f"svgagent: error: {flag[0]} {given}: run {run_id} was stored with {stored} "
-        f"({'a resume keeps what the run ' + why if why == 'measures' else why}); drop {flag[0]} (or start a new run)"]
+        f"({'a resume keeps what the run ' + why if why == 'measures' else why}); drop {flag[0]} (or start a new run)"
+    ]
     with Store(home / "runs.db", readonly=True) as store:
         assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued", "queued"]
 
@@ -427,9 +565,27 @@ def test_a_resume_takes_flags_equal_to_the_stored_values_and_a_threshold_for_a_r
     db = home / "runs.db"
     demo = {"model": DEMO_POLICY_MODEL, "judge_model": DEMO_JUDGE_MODEL}
     run_id = _stored_run(db, **demo)
-    same = svgagent("eval", "--demo", "--resume", run_id, "--model", DEMO_POLICY_MODEL, "--rows", "2", "--samples",
-                    "1", "--threshold", "0.6", "--render-size", "512", "--judge-mode", "count", "--dataset",
-                    "builtin", "--json")
+    same = svgagent(
+        "eval",
+        "--demo",
+        "--resume",
+        run_id,
+        "--model",
+        DEMO_POLICY_MODEL,
+        "--rows",
+        "2",
+        "--samples",
+        "1",
+        "--threshold",
+        "0.6",
+        "--render-size",
+        "512",
+        "--judge-mode",
+        "count",
+        "--dataset",
+        "builtin",
+        "--json",
+    )
     assert same.returncode in (0, 1), same.stderr
     assert json.loads(same.stdout)["threshold"] == 0.6
     run_id = _stored_run(db, without=("threshold",), **demo)  # as an older svgagent stored it
@@ -445,6 +601,7 @@ def test_a_resume_with_demo_of_a_run_made_without_it_is_refused(home: Path) -> N
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"svgagent: error: --demo: run {run_id} was not made with the built-in simulator (its policy is "
-        "'accounts/acme/models/policy-v1'): a resume keeps what the run measures; drop --demo"]
+        "'accounts/acme/models/policy-v1'): a resume keeps what the run measures; drop --demo"
+    ]
     with Store(home / "runs.db", readonly=True) as store:
         assert [r.status.value for r in store.list_rollouts(run_id)] == ["queued", "queued"]

@@ -13,8 +13,14 @@ import pytest
 from cli_process import svgagent_argv
 
 
-def svgagent(*args: str, closed_stdout: bool = False, fresh: bool = False, env: dict[str, str] | None = None,
-             cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def svgagent(
+    *args: str,
+    closed_stdout: bool = False,
+    fresh: bool = False,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 180,
+) -> subprocess.CompletedProcess[str]:
     """``svgagent ARGS``; with ``closed_stdout`` its standard output is a pipe nobody reads any more (the reader
     of `svgagent … | head -1` after its first line), so every write to it fails with EPIPE. ``fresh``: in an
     interpreter of its own, whose last flush of a buffered stdout decides as a user's does (a warm child's is the
@@ -26,8 +32,9 @@ def svgagent(*args: str, closed_stdout: bool = False, fresh: bool = False, env: 
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        return subprocess.run(argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=timeout,
-                              env=full_env, cwd=cwd)
+        return subprocess.run(
+            argv, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=timeout, env=full_env, cwd=cwd
+        )
     finally:
         os.close(write_end)
 
@@ -46,11 +53,13 @@ def test_eval_exit_status_is_the_verdict_when_the_reader_of_stdout_left(home: Pa
     # threshold"; and a --json run below it exited 0 (main's broken-pipe handler)
     extra = ["--json"] if as_json else []
     env = {"PYTHONUNBUFFERED": ""}  # stdout block-buffered, as usual for a pipe: the one line is written at exit
-    passing = svgagent("eval", "--demo", "--rows", "2", "--threshold", "0", *extra, closed_stdout=True,
-                       fresh=as_json, env=env)
+    passing = svgagent(
+        "eval", "--demo", "--rows", "2", "--threshold", "0", *extra, closed_stdout=True, fresh=as_json, env=env
+    )
     assert passing.returncode == 0, passing.stderr
-    failing = svgagent("eval", "--demo", "--rows", "2", "--threshold", "1", *extra, closed_stdout=True,
-                       fresh=as_json, env=env)
+    failing = svgagent(
+        "eval", "--demo", "--rows", "2", "--threshold", "1", *extra, closed_stdout=True, fresh=as_json, env=env
+    )
     assert failing.returncode == 1, failing.stderr
     for done in (passing, failing):
         assert "Traceback" not in done.stderr
@@ -59,8 +68,13 @@ def test_eval_exit_status_is_the_verdict_when_the_reader_of_stdout_left(home: Pa
 
 def test_tables_to_a_reader_that_left_exit_0_like_their_json(home: Path) -> None:
     run_id = json.loads(svgagent("eval", "--demo", "--rows", "2", "--json").stdout)["run_id"]
-    for command in (["runs", "list"], ["runs", "show", run_id], ["runs", "stats", run_id],
-                    ["runs", "compare", run_id, run_id], ["runs", "show", run_id, "--json"]):
+    for command in (
+        ["runs", "list"],
+        ["runs", "show", run_id],
+        ["runs", "stats", run_id],
+        ["runs", "compare", run_id, run_id],
+        ["runs", "show", run_id, "--json"],
+    ):
         done = svgagent(*command, closed_stdout=True)
         assert done.returncode == 0, (command, done.stderr)
         assert "Traceback" not in done.stderr, command
@@ -72,8 +86,11 @@ def _demo_run(name: str = "baseline for the long-named experiment") -> tuple[str
 
 
 def _table_rows(text: str) -> list[list[str]]:
-    return [[cell.strip() for cell in line.strip("│┃").split("│" if "│" in line else "┃")]
-            for line in text.splitlines() if line.startswith(("│", "┃"))]
+    return [
+        [cell.strip() for cell in line.strip("│┃").split("│" if "│" in line else "┃")]
+        for line in text.splitlines()
+        if line.startswith(("│", "┃"))
+    ]
 
 
 def test_runs_show_keeps_every_column_whole_in_a_pipe_and_at_80_columns(home: Path) -> None:
@@ -124,8 +141,13 @@ def test_text_from_an_imported_file_cannot_drive_the_terminal(home: Path, tmp_pa
     imported = svgagent("import", str(bad), "--name", "imported \x1b[2J run")
     assert imported.returncode == 0, imported.stderr
     new = imported.stdout.strip()
-    for command in (["runs", "show", new], ["runs", "list"], ["runs", "stats", new], ["runs", "compare", new, new],
-                    ["runs", "show", "\x1b[2Jnope"]):
+    for command in (
+        ["runs", "show", new],
+        ["runs", "list"],
+        ["runs", "stats", new],
+        ["runs", "compare", new, new],
+        ["runs", "show", "\x1b[2Jnope"],
+    ):
         shown = svgagent(*command, env={"COLUMNS": "200"})
         assert shown.returncode == (2 if "nope" in command[-1] else 0), shown.stderr
         for stream in (shown.stdout, shown.stderr):
@@ -141,11 +163,16 @@ def test_an_export_or_render_never_replaces_the_run_store(home: Path, tmp_path: 
     store = home / "runs.db"
     before = store.read_bytes()[:16]
     picture = tmp_path / "in.svg"
-    picture.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
+    picture.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>'
+    )
     link = tmp_path / "link.db"
     link.symlink_to(store)
-    for command in (["export", run_id, "-o", str(store)], ["export", run_id, "--format", "csv", "-o", str(link)],
-                    ["render", str(picture), "-o", str(store)]):
+    for command in (
+        ["export", run_id, "-o", str(store)],
+        ["export", run_id, "--format", "csv", "-o", str(link)],
+        ["render", str(picture), "-o", str(store)],
+    ):
         refused = svgagent(*command)
         assert refused.returncode == 2, (command, refused.stderr)
         assert "SQLite database" in refused.stderr and "Traceback" not in refused.stderr
@@ -193,13 +220,26 @@ def test_a_demo_run_resumed_without_demo_is_refused_before_a_key_is_sent(home: P
         home.mkdir()
         with Store(home / "runs.db") as store:
             run_id = store.create_run(
-                name="demo", samples=1, dataset={"name": "builtin", "source": "builtin", "rows": 1},
-                settings={"model": "simulated-policy", "judge_model": "simulated-judge",
-                          "base_url": squatter.base_url, "judge_base_url": squatter.base_url},
-                rows=[DatasetRow(0, "row_0", "Draw a red circle.", ("a red circle",))])
+                name="demo",
+                samples=1,
+                dataset={"name": "builtin", "source": "builtin", "rows": 1},
+                settings={
+                    "model": "simulated-policy",
+                    "judge_model": "simulated-judge",
+                    "base_url": squatter.base_url,
+                    "judge_base_url": squatter.base_url,
+                },
+                rows=[DatasetRow(0, "row_0", "Draw a red circle.", ("a red circle",))],
+            )
             store.set_run_status(run_id, "interrupted", store.summarize(run_id, 0.5))
-        done = svgagent("eval", "--resume", run_id, "--max-retries", "0",
-                        env={"FIREWORKS_API_KEY": "fw-real-key-0123456789", "OPENAI_API_KEY": "sk-real-key-987654"})
+        done = svgagent(
+            "eval",
+            "--resume",
+            run_id,
+            "--max-retries",
+            "0",
+            env={"FIREWORKS_API_KEY": "fw-real-key-0123456789", "OPENAI_API_KEY": "sk-real-key-987654"},
+        )
         assert done.returncode == 2, done.stderr
         assert f"svgagent eval --demo --resume {run_id}" in done.stderr
         assert squatter.stats()["total_requests"] == 0
@@ -231,13 +271,19 @@ def test_dev_stdout_is_written_through_a_pipe_and_appended_to_a_file(home: Path,
     piped = svgagent("export", run_id, "-o", "/dev/stdout")
     assert piped.returncode == 0, piped.stderr
     assert [json.loads(line)["execution_metadata"]["rollout_id"] for line in piped.stdout.splitlines()] == [
-        r["rollout_id"] for r in rollouts]
+        r["rollout_id"] for r in rollouts
+    ]
     log = tmp_path / "log.txt"
     log.write_text("an earlier line\n")
     picture = tmp_path / "in.svg"
-    picture.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
-    for command in (["export", run_id, "-o", "/dev/stdout"], ["render", str(picture), "-o", "/dev/stdout"],
-                    ["export", run_id, "--format", "csv", "-o", "/proc/self/fd/1"]):
+    picture.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>'
+    )
+    for command in (
+        ["export", run_id, "-o", "/dev/stdout"],
+        ["render", str(picture), "-o", "/dev/stdout"],
+        ["export", run_id, "--format", "csv", "-o", "/proc/self/fd/1"],
+    ):
         with log.open("ab") as appended:
             done = subprocess.run(svgagent_argv(*command), stdout=appended, stderr=subprocess.PIPE, timeout=120)
         assert done.returncode == 0, done.stderr

@@ -13,10 +13,18 @@ from cli_process import svgagent_argv
 
 def test_a_command_imports_svgagent_itself_and_sees_the_callers_env_and_cwd(tmp_path: Path) -> None:
     python = svgagent_argv()[0]
-    probe = ("import os, sys; print(sorted(m for m in sys.modules if m.startswith('svgagent.')), "
-             "os.environ['PROBE'], os.getcwd())")
-    proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env={**os.environ, "PROBE": "from-the-test"})
+    probe = (
+        "import os, sys; print(sorted(m for m in sys.modules if m.startswith('svgagent.')), "
+        "os.environ['PROBE'], os.getcwd())"
+    )
+    proc = subprocess.run(
+        [python, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={**os.environ, "PROBE": "from-the-test"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["[]", "from-the-test", str(tmp_path)]
 

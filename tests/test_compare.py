@@ -30,8 +30,14 @@ def requirements_for(row_id: str, n: int) -> tuple[str, ...]:
     return tuple(f"{row_id}: requirement {j}" for j in range(1, n + 1))
 
 
-def make_run(store: Store, rows: Sequence[RowSpec], *, name: str = "run", threshold: float = 0.5,
-             requirements: dict[str, tuple[str, ...]] | None = None) -> str:
+def make_run(
+    store: Store,
+    rows: Sequence[RowSpec],
+    *,
+    name: str = "run",
+    threshold: float = 0.5,
+    requirements: dict[str, tuple[str, ...]] | None = None,
+) -> str:
     """A finished run with one rollout per sample. A sample is an int (that many requirements fulfilled: scored),
     None (failed without a valid score: judge outage) or a dict of rollout columns (anything else). A dict may hold
     ``"override": k`` or ``"override_verdicts": [...]`` for a human override."""
@@ -40,23 +46,49 @@ def make_run(store: Store, rows: Sequence[RowSpec], *, name: str = "run", thresh
         for i, (row_id, prompt, n, _) in enumerate(rows)
     ]
     samples = max(len(r[3]) for r in rows)
-    run_id = store.create_run(name=name, settings={"threshold": threshold, "model": f"model-{name}"},
-                              dataset={"name": "hand-built"}, rows=dataset_rows, samples=samples)
+    run_id = store.create_run(
+        name=name,
+        settings={"threshold": threshold, "model": f"model-{name}"},
+        dataset={"name": "hand-built"},
+        rows=dataset_rows,
+        samples=samples,
+    )
     for rec in store.list_rollouts(run_id):
         row_id, _, n, specs = rows[rec.row_index]
         if rec.sample_index >= len(specs):
             store.update_rollout(rec.rollout_id, is_current=False)
             continue
         spec = specs[rec.sample_index]
-        common = {"raw_answer": "```svg\n<svg xmlns='http://www.w3.org/2000/svg'/>\n```", "finish_reason": "stop",
-                  "generation_s": 1.0 + rec.row_index, "prompt_tokens": 100, "completion_tokens": 50}
+        common = {
+            "raw_answer": "```svg\n<svg xmlns='http://www.w3.org/2000/svg'/>\n```",
+            "finish_reason": "stop",
+            "generation_s": 1.0 + rec.row_index,
+            "prompt_tokens": 100,
+            "completion_tokens": 50,
+        }
         if isinstance(spec, int):
-            store.update_rollout(rec.rollout_id, status=RolloutStatus.SCORED, fulfilled=spec, score=spec / n,
-                                 is_score_valid=True, reason=f"{spec} of {n}", judge_s=0.5, **common)
+            store.update_rollout(
+                rec.rollout_id,
+                status=RolloutStatus.SCORED,
+                fulfilled=spec,
+                score=spec / n,
+                is_score_valid=True,
+                reason=f"{spec} of {n}",
+                judge_s=0.5,
+                **common,
+            )
         elif spec is None:
-            store.update_rollout(rec.rollout_id, status=RolloutStatus.FAILED, score=None, fulfilled=None,
-                                 is_score_valid=False, reason=OUTAGE, error=OUTAGE,
-                                 failure_kind=FailureKind.UNREACHABLE, **common)
+            store.update_rollout(
+                rec.rollout_id,
+                status=RolloutStatus.FAILED,
+                score=None,
+                fulfilled=None,
+                is_score_valid=False,
+                reason=OUTAGE,
+                error=OUTAGE,
+                failure_kind=FailureKind.UNREACHABLE,
+                **common,
+            )
         else:
             spec = dict(spec)
             override = spec.pop("override", None)
@@ -98,8 +130,12 @@ ROWS_A: list[RowSpec] = [
 ROWS_B: list[RowSpec] = [
     ("row_0", "Draw a cat", 4, [4, 4]),
     ("row_1", "Draw a dog", 5, [1]),
-    ("row_2", "Draw the sun", 4, [1, {"status": RolloutStatus.SCORED, "score": 0.75, "fulfilled": 3,
-                                      "is_score_valid": True, "override": 0}]),
+    (
+        "row_2",
+        "Draw the sun",
+        4,
+        [1, {"status": RolloutStatus.SCORED, "score": 0.75, "fulfilled": 3, "is_score_valid": True, "override": 0}],
+    ),
     ("row_3", "Draw a car", 2, [2]),
     ("row_5", "Draw a tree", 4, [1]),
     ("row_6", "Draw a kite", 3, [1, 1]),
@@ -134,8 +170,10 @@ def expected_comparison(rows_a: list[RowSpec], rows_b: list[RowSpec]) -> dict[st
         "only_a": len(a.keys() - b.keys()),
         "only_b": len(b.keys() - a.keys()),
         "unscored": sum(1 for k in a.keys() & b.keys() if not (a[k] and b[k])),
-        "mean_a": statistics.fmean(all_a), "stderr_a": stderr_of(all_a),
-        "mean_b": statistics.fmean(all_b), "stderr_b": stderr_of(all_b),
+        "mean_a": statistics.fmean(all_a),
+        "stderr_a": stderr_of(all_a),
+        "mean_b": statistics.fmean(all_b),
+        "stderr_b": stderr_of(all_b),
         "paired_mean_a": statistics.fmean(statistics.fmean(a[k]) for k in deltas),
         "paired_mean_b": statistics.fmean(statistics.fmean(b[k]) for k in deltas),
     }
@@ -204,7 +242,7 @@ def test_filter_and_sort(store: Store) -> None:
     ordered = sort_rows(c.rows, "delta")
     deltas = [r.delta for r in ordered if r.delta is not None]
     assert deltas == sorted(deltas)
-    assert all(r.delta is None for r in ordered[len(deltas):])
+    assert all(r.delta is None for r in ordered[len(deltas) :])
     by_size = sort_rows(c.rows, "abs_delta")
     sizes = [abs(r.delta) for r in by_size if r.delta is not None]
     assert sizes == sorted(sizes, reverse=True)

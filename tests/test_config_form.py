@@ -7,13 +7,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_until
 from pydantic import Field
 from textual.widgets import Input, Label, Select, Static, Switch
 
-from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_until
+from svgagent.core.config_fields import dump_toml, form_fields, save_project_config, toml_string, validate_field
 from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.settings import KEY_FIELDS, Settings, load_settings
-from svgagent.core.config_fields import dump_toml, form_fields, save_project_config, toml_string, validate_field
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
 
 
@@ -44,9 +44,7 @@ async def _type(app: ConfigFormApp, pilot, field: str, text: str, *, keys: bool 
 
 def test_form_is_generated_from_the_model() -> None:
     specs = {s.name: s for s in form_fields()}
-    expected = {
-        name for name in Settings.model_fields if name not in (*KEY_FIELDS, "home", "store", "keymap")
-    }
+    expected = {name for name in Settings.model_fields if name not in (*KEY_FIELDS, "home", "store", "keymap")}
     assert set(specs) == expected
     assert {"fireworks_api_key", "openai_api_key", "fireworks_account_id", "home", "store"}.isdisjoint(specs)
     assert specs["judge_mode"].kind == "select"
@@ -91,14 +89,31 @@ def test_validate_field_uses_the_model(name: str, raw: object, value: object, er
 
 
 def test_toml_writer_round_trips_awkward_strings() -> None:
-    data = {"model": 'a "quoted" \\ name\twith\ncontrol\x01', "n": 3, "f": 0.1, "b": False, "none": None,
-            "mode": JudgeMode.COUNT, "list": [1, "x"], "table": {"k": True}, "weird key": "v"}
+    data = {
+        "model": 'a "quoted" \\ name\twith\ncontrol\x01',
+        "n": 3,
+        "f": 0.1,
+        "b": False,
+        "none": None,
+        "mode": JudgeMode.COUNT,
+        "list": [1, "x"],
+        "table": {"k": True},
+        "weird key": "v",
+    }
     text = dump_toml(data, "header line")
     assert text.startswith("# header line\n")
     assert "none" not in text
     back = tomllib.loads(text)
-    assert back == {"model": data["model"], "n": 3, "f": 0.1, "b": False, "mode": "count", "list": [1, "x"],
-                    "table": {"k": True}, "weird key": "v"}
+    assert back == {
+        "model": data["model"],
+        "n": 3,
+        "f": 0.1,
+        "b": False,
+        "mode": "count",
+        "list": [1, "x"],
+        "table": {"k": True},
+        "weird key": "v",
+    }
     assert toml_string("é") == '"é"'
 
 
@@ -106,33 +121,44 @@ def test_save_writes_what_changed_and_keeps_the_rest_of_the_file(isolated_env: P
     target = isolated_env / "svgagent.toml"
     target.write_text('home = "/data/svg"\nconcurrency = 4\nmodel = "old"\nrows = 9\n')
     save_project_config({"model": "new", "threshold": 0.75, "concurrency": 16, "rows": None}, target)
-    assert tomllib.loads(target.read_text()) == {"home": "/data/svg", "concurrency": 16, "model": "new",
-                                                 "threshold": 0.75}  # rows: cleared in the form, gone
+    assert tomllib.loads(target.read_text()) == {
+        "home": "/data/svg",
+        "concurrency": 16,
+        "model": "new",
+        "threshold": 0.75,
+    }  # rows: cleared in the form, gone
 
 
 def test_save_changes_only_the_lines_of_the_saved_keys(isolated_env: Path) -> None:
     target = isolated_env / "svgagent.toml"
-    text = ('# project settings\r\n'
-            'model = "old"   # the small one\r\n'
-            '"rows" = 9\r\n'
-            'judge_model = """\r\nmulti\r\nline"""\r\n'
-            '\r\n'
-            '  # the keys I remap\r\n'
-            '[keymap]\r\n'
-            '"app.run" = "f5"  # mine\r\n')
+    text = (
+        "# project settings\r\n"
+        'model = "old"   # the small one\r\n'
+        '"rows" = 9\r\n'
+        'judge_model = """\r\nmulti\r\nline"""\r\n'
+        "\r\n"
+        "  # the keys I remap\r\n"
+        "[keymap]\r\n"
+        '"app.run" = "f5"  # mine\r\n'
+    )
     target.write_bytes(text.encode())
     save_project_config({"model": 'new "one"', "rows": None, "judge_model": "one line", "concurrency": 16}, target)
     assert target.read_bytes().decode() == (
-        '# project settings\r\n'
+        "# project settings\r\n"
         'model = "new \\"one\\""   # the small one\r\n'
         'judge_model = "one line"\r\n'
-        'concurrency = 16\r\n'
-        '\r\n'
-        '  # the keys I remap\r\n'
-        '[keymap]\r\n'
-        '"app.run" = "f5"  # mine\r\n')
-    assert tomllib.loads(target.read_text()) == {"model": 'new "one"', "judge_model": "one line", "concurrency": 16,
-                                                 "keymap": {"app.run": "f5"}}
+        "concurrency = 16\r\n"
+        "\r\n"
+        "  # the keys I remap\r\n"
+        "[keymap]\r\n"
+        '"app.run" = "f5"  # mine\r\n'
+    )
+    assert tomllib.loads(target.read_text()) == {
+        "model": 'new "one"',
+        "judge_model": "one line",
+        "concurrency": 16,
+        "keymap": {"app.run": "f5"},
+    }
 
 
 def test_a_value_full_of_hashes_costs_a_bounded_few_parses(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,17 +195,24 @@ def test_save_keeps_comments_and_another_keys_multiline_string_that_reads_like_t
     """A line inside another key's multi-line string that reads ``model = …`` (or ``[table]``) is text, not the
     key: the save changes the real ``model`` line only, every comment and both strings stay byte for byte."""
     target = isolated_env / "svgagent.toml"
-    strings = ('system_prompt = """\nmodel = "x"  # not a comment either\n[not_a_table]\n"""  # after the string\n'
-               "notes = \'\'\'\nmodel = 'y'\n\'\'\'\n")
-    before = '# my project\n' + strings + 'model = "old"  # the small one\n\n# the keys I remap\n[keymap]\n"app.run" = "f5"\n'
+    strings = (
+        'system_prompt = """\nmodel = "x"  # not a comment either\n[not_a_table]\n"""  # after the string\n'
+        "notes = '''\nmodel = 'y'\n'''\n"
+    )
+    before = (
+        "# my project\n"
+        + strings
+        + 'model = "old"  # the small one\n\n# the keys I remap\n[keymap]\n"app.run" = "f5"\n'
+    )
     target.write_text(before)
     save_project_config({"model": "new"}, target)
     assert target.read_text() == before.replace('model = "old"', 'model = "new"')
     assert tomllib.loads(target.read_text())["system_prompt"] == 'model = "x"  # not a comment either\n[not_a_table]\n'
 
 
-def test_save_parses_the_file_once_and_writes_the_file_it_read(isolated_env: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_parses_the_file_once_and_writes_the_file_it_read(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The save parses svgagent.toml once (the check when it is read; the edit and the fallback reuse that), and
     writes the file it read: a symlink repointed between the read and the write gets none of the first's text."""
     from svgagent.core import config_fields, toml_edit
@@ -372,8 +405,10 @@ async def test_ctrl_s_keeps_what_the_person_wrote_in_the_file(isolated_env: Path
         await pilot.pause()
         first = target.read_text()
         assert tomllib.loads(first) == {"max_tokens": 900}
-        by_hand = first.replace("max_tokens = 900\n", "max_tokens = 900  # was 900\n") + \
-            "\n# my note: keep this\nthreshold = 0.6\n"
+        by_hand = (
+            first.replace("max_tokens = 900\n", "max_tokens = 900  # was 900\n")
+            + "\n# my note: keep this\nthreshold = 0.6\n"
+        )
         target.write_text(by_hand)
         await _type(app, pilot, "max_tokens", "1200")
         await pilot.press("ctrl+s")

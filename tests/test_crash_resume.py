@@ -32,11 +32,30 @@ def _terminal(db: Path) -> int:
 
 def _spawn(sim: Simulator, home: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-crash", "OPENAI_API_KEY": "sk-crash"}
-    args = ["eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
-            "--judge-model", "simulated-judge", "--concurrency", str(CONCURRENCY), "--judge-concurrency",
-            str(CONCURRENCY), "--render-size", "128", *extra]
-    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        "eval",
+        "--base-url",
+        sim.base_url,
+        "--judge-base-url",
+        sim.base_url,
+        "--model",
+        "simulated-policy",
+        "--judge-model",
+        "simulated-judge",
+        "--concurrency",
+        str(CONCURRENCY),
+        "--judge-concurrency",
+        str(CONCURRENCY),
+        "--render-size",
+        "128",
+        *extra,
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "svgagent.tui.cli.main", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize(("seed", "workers"), [(1, 1), (2, 1), (3, 1), (4, 2)])
@@ -129,20 +148,43 @@ def test_an_acknowledged_paid_answer_survives_sigkill_inside_the_batch_window(tm
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(_LONG_WINDOW)
-    env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": "fw-crash", "OPENAI_API_KEY": "sk-crash",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    args = ["eval", "--model", "simulated-policy", "--judge-model", "simulated-judge", "--render-size", "64",
-            "--concurrency", str(workers), "--judge-concurrency", str(workers), "--runs", "3"]
+    env = {
+        **os.environ,
+        "SVGAGENT_HOME": str(home),
+        "FIREWORKS_API_KEY": "fw-crash",
+        "OPENAI_API_KEY": "sk-crash",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+    }
+    args = [
+        "eval",
+        "--model",
+        "simulated-policy",
+        "--judge-model",
+        "simulated-judge",
+        "--render-size",
+        "64",
+        "--concurrency",
+        str(workers),
+        "--judge-concurrency",
+        str(workers),
+        "--runs",
+        "3",
+    ]
     with Simulator(policy_latency_s=0.05, judge_latency_s=0.3, seed=5) as sim:
         urls = ["--base-url", sim.base_url, "--judge-base-url", sim.base_url]
         errors = (tmp_path / "stderr").open("w+b")
-        proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args, *urls,
-                                 "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "svgagent.tui.cli.main", *args, *urls, "--workers", str(workers)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
         deadline = time.monotonic() + 60
 
         def until(kind: str, count: int) -> int:
-            while ((seen := sim.stats()["requests"][kind]) < count and proc.poll() is None
-                   and time.monotonic() < deadline):
+            while (
+                (seen := sim.stats()["requests"][kind]) < count and proc.poll() is None and time.monotonic() < deadline
+            ):
                 time.sleep(0.005)
             return seen
 
@@ -169,9 +211,25 @@ def test_an_acknowledged_paid_answer_survives_sigkill_inside_the_batch_window(tm
             total = len(store.list_rollouts(run.run_id))
         assert requests["policy"] < total  # killed mid-run
         sim.configure(policy_latency_s=0.0, judge_latency_s=0.0)
-        resume = subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", "eval", "--resume", run.run_id,
-                                 "--concurrency", "8", "--judge-concurrency", "8", *urls], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+        resume = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "svgagent.tui.cli.main",
+                "eval",
+                "--resume",
+                run.run_id,
+                "--concurrency",
+                "8",
+                "--judge-concurrency",
+                "8",
+                *urls,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
         assert resume.returncode in (0, 1), resume.stderr.decode()[-2000:]
         after = sim.stats()["requests"]
     with Store(db) as store:

@@ -10,9 +10,9 @@ import pytest
 
 from svgagent.core import dataset as dataset_module
 from svgagent.core.dataset import Dataset, load_dataset, select_rows
+from svgagent.core.prompt import ep_row
 from svgagent.core.scoring.errors import ConfigError, DatasetError
 from svgagent.core.scoring.models import DatasetRow
-from svgagent.core.prompt import ep_row
 
 QUESTIONS = [
     {"prompt": "Write `svg` code to draw a red kite.", "requirements": ["The kite is red.", "It has a tail."]},
@@ -254,12 +254,19 @@ def test_svgbench_shape_errors(tmp_path: Path, items: object, expected: str) -> 
     [
         (lambda r: r.pop("input_metadata"), "line 2: input_metadata is missing"),
         (lambda r: r["input_metadata"].pop("dataset_info"), "line 2: input_metadata.dataset_info is missing"),
-        (lambda r: r["input_metadata"]["dataset_info"].pop("original_prompt"),
-         "line 2: missing 'input_metadata.dataset_info.original_prompt'"),
-        (lambda r: r["input_metadata"]["dataset_info"].update(requirements=[]),
-         "line 2: 'input_metadata.dataset_info.requirements' is empty"),
+        (
+            lambda r: r["input_metadata"]["dataset_info"].pop("original_prompt"),
+            "line 2: missing 'input_metadata.dataset_info.original_prompt'",
+        ),
+        (
+            lambda r: r["input_metadata"]["dataset_info"].update(requirements=[]),
+            "line 2: 'input_metadata.dataset_info.requirements' is empty",
+        ),
         (lambda r: r["input_metadata"].update(row_id=12), "line 2: input_metadata.row_id must be a non-empty string"),
-        (lambda r: r["input_metadata"].update(row_id="first"), "line 2: duplicate row_id 'first' (first seen on line 1)"),
+        (
+            lambda r: r["input_metadata"].update(row_id="first"),
+            "line 2: duplicate row_id 'first' (first seen on line 1)",
+        ),
     ],
 )
 def test_jsonl_shape_errors(tmp_path: Path, mutate, expected: str) -> None:  # type: ignore[no-untyped-def]

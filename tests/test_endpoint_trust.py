@@ -19,15 +19,23 @@ KEYS = {"FIREWORKS_API_KEY": "FAKEFW-trust-0123456789", "OPENAI_API_KEY": "FAKEO
 
 
 def svgagent(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env={**os.environ, **KEYS, **(env or {})},
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        svgagent_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, **KEYS, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _project(directory: Path, base_url: str) -> Path:
     toml = directory / "svgagent.toml"
-    toml.write_text(f'base_url = "{base_url}"\njudge_base_url = "{base_url}"\nmodel = "simulated-policy"\n'
-                    'judge_model = "simulated-judge"\nrender_size = 64\n')
+    toml.write_text(
+        f'base_url = "{base_url}"\njudge_base_url = "{base_url}"\nmodel = "simulated-policy"\n'
+        'judge_model = "simulated-judge"\nrender_size = 64\n'
+    )
     return toml
 
 
@@ -80,8 +88,9 @@ def test_endpoints_the_person_chose_need_no_confirmation(isolated_env: Path, tmp
 
 def test_credentials_in_a_base_url_are_refused_and_never_printed(isolated_env: Path, tmp_path: Path) -> None:
     home = {"SVGAGENT_HOME": str(tmp_path / "home")}
-    out = svgagent("eval", "--rows", "1", "--base-url", "http://someone:SECRETPASS@127.0.0.1:9/v1", cwd=isolated_env,
-                   env=home)
+    out = svgagent(
+        "eval", "--rows", "1", "--base-url", "http://someone:SECRETPASS@127.0.0.1:9/v1", cwd=isolated_env, env=home
+    )
     assert out.returncode == 2
     assert "credentials" in out.stderr
     assert "SECRETPASS" not in out.stderr + out.stdout
@@ -90,8 +99,9 @@ def test_credentials_in_a_base_url_are_refused_and_never_printed(isolated_env: P
 def test_stored_or_imported_credentials_in_urls_are_stripped(isolated_env: Path, tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     with Store(db) as store:
-        run_id = store.create_run(name="r", settings={"base_url": "http://u:SECRETPASS@h/v1"}, dataset={}, rows=[],
-                                  samples=1)
+        run_id = store.create_run(
+            name="r", settings={"base_url": "http://u:SECRETPASS@h/v1"}, dataset={}, rows=[], samples=1
+        )
     with sqlite3.connect(db) as con:  # as an older svgagent stored it
         assert "SECRETPASS" not in con.execute("SELECT settings_json FROM runs").fetchone()[0]
         con.execute("UPDATE runs SET settings_json = ?", (json.dumps({"base_url": "http://u:SECRETPASS@h/v1"}),))
@@ -99,10 +109,15 @@ def test_stored_or_imported_credentials_in_urls_are_stripped(isolated_env: Path,
     assert shown.returncode == 0
     assert "SECRETPASS" not in shown.stdout
     assert json.loads(shown.stdout)["run"]["settings"]["base_url"] == "http://h/v1"
-    row = {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "no svg"}],
-           "input_metadata": {"row_id": "r1", "completion_params": {"model": "m", "base_url": "http://u:SECRETPASS@h/v1"},
-                              "dataset_info": {"original_prompt": "Draw", "requirements": ["a"]}},
-           "evaluation_result": {"score": 0.0, "is_score_valid": True}}
+    row = {
+        "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "no svg"}],
+        "input_metadata": {
+            "row_id": "r1",
+            "completion_params": {"model": "m", "base_url": "http://u:SECRETPASS@h/v1"},
+            "dataset_info": {"original_prompt": "Draw", "requirements": ["a"]},
+        },
+        "evaluation_result": {"score": 0.0, "is_score_valid": True},
+    }
     (tmp_path / "in.jsonl").write_text(json.dumps(row) + "\n")
     imported = svgagent("import", str(tmp_path / "in.jsonl"), "--store", str(db), cwd=isolated_env)
     assert imported.returncode == 0, imported.stderr
@@ -145,9 +160,9 @@ def test_a_project_endpoint_spelled_in_another_case_still_needs_confirming(isola
 
 
 @pytest.mark.parametrize("meanwhile", ["deleted", "too large", "not TOML", "no endpoint"])
-def test_a_project_file_changed_after_settings_read_it_fails_closed(isolated_env: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch,
-                                                                    meanwhile: str) -> None:
+def test_a_project_file_changed_after_settings_read_it_fails_closed(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, meanwhile: str
+) -> None:
     """Settings took the endpoint from svgagent.toml; the file then changes before the endpoint check looks at it
     (deleted, grown past the cap, broken, the key gone). The endpoint Settings took still needs confirming: the
     check is decided by what Settings read, not by a second read of the file, which failed open."""
@@ -166,8 +181,13 @@ def test_a_project_file_changed_after_settings_read_it_fails_closed(isolated_env
             if meanwhile == "deleted":
                 toml.unlink()
             else:
-                toml.write_bytes({"too large": b"# " + b"x" * CONFIG_MAX_BYTES + b"\n", "not TOML": b"base_url = \n",
-                                  "no endpoint": b'model = "m"\n'}[meanwhile])
+                toml.write_bytes(
+                    {
+                        "too large": b"# " + b"x" * CONFIG_MAX_BYTES + b"\n",
+                        "not TOML": b"base_url = \n",
+                        "no endpoint": b'model = "m"\n',
+                    }[meanwhile]
+                )
 
     monkeypatch.setattr(settings_module.Settings, "__init__", build_then_change)
     settings = settings_module.load_settings()

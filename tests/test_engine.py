@@ -33,8 +33,16 @@ def sim() -> Simulator:
 
 
 def make(sim: Simulator, tmp_path: Path, **overrides: object):
-    settings = load_settings(**{**demo_overrides(sim.base_url), "store": tmp_path / "runs.db", "render_size": 256,
-                                "max_retries": 2, "request_timeout_s": 5, **overrides})
+    settings = load_settings(
+        **{
+            **demo_overrides(sim.base_url),
+            "store": tmp_path / "runs.db",
+            "render_size": 256,
+            "max_retries": 2,
+            "request_timeout_s": 5,
+            **overrides,
+        }
+    )
     return settings, Store(settings.store_path())
 
 
@@ -82,7 +90,7 @@ async def test_run_end_to_end(sim: Simulator, tmp_path: Path, renderer: Renderer
     for e in events:
         by_id.setdefault(e.rollout_id, []).append(e.status.value)
     assert set(by_id) == {r.rollout_id for r in rollouts}
-    for rid, seq in by_id.items():
+    for seq in by_id.values():
         assert seq[0] == "generating" and seq[-1] in ("scored", "failed"), seq
         assert [s for s in seq if s in STATES] == STATES[: len([s for s in seq if s in STATES])]
     # the mean counts valid scores only
@@ -117,11 +125,20 @@ async def test_cache_avoids_paying_twice(sim: Simulator, tmp_path: Path, rendere
 async def test_faults_end_every_rollout_terminal_within_limits(tmp_path: Path, renderer: Renderer) -> None:
     # Every judge answer that no numbered fault replaces is garbage (judge_garbage_every=1): with a sparser rate the
     # interleaving of policy and judge requests decided whether any garbage was sent at all (0 in about one run in 4).
-    knobs = dict(rate_limit_every=4, retry_after_s=0.01, error_5xx_every=7, empty_choices_every=9,
-                 judge_garbage_every=1, timeout_every=13, timeout_hang_s=3.0, reset_every=17)
+    knobs = dict(
+        rate_limit_every=4,
+        retry_after_s=0.01,
+        error_5xx_every=7,
+        empty_choices_every=9,
+        judge_garbage_every=1,
+        timeout_every=13,
+        timeout_hang_s=3.0,
+        reset_every=17,
+    )
     with Simulator(**knobs) as sim:
-        settings, store = make(sim, tmp_path, rows=12, samples=2, concurrency=4, judge_concurrency=3,
-                               request_timeout_s=0.8, max_retries=1)
+        settings, store = make(
+            sim, tmp_path, rows=12, samples=2, concurrency=4, judge_concurrency=3, request_timeout_s=0.8, max_retries=1
+        )
         run_id, summary, _ = await run_once(settings, store, renderer)
         stats = sim.stats()
     rollouts = store.list_rollouts(run_id)
@@ -175,8 +192,9 @@ async def test_stop_then_resume_keeps_finished_rollouts(tmp_path: Path, renderer
         assert 20 <= sim.stats()["requests"]["policy"] <= 20 + settings.concurrency
 
 
-async def test_reruns_and_new_runs_never_get_a_cached_answer(sim: Simulator, tmp_path: Path,
-                                                             renderer: Renderer) -> None:
+async def test_reruns_and_new_runs_never_get_a_cached_answer(
+    sim: Simulator, tmp_path: Path, renderer: Renderer
+) -> None:
     # issue 11: attempt 2 was attempt 1's cached answer. A rerun is a new sample even with the cache on; a new run
     # asks the endpoint unless the person turned the cache on.
     settings, store = make(sim, tmp_path, rows=3, cache=True)
@@ -199,10 +217,12 @@ async def test_reruns_and_new_runs_never_get_a_cached_answer(sim: Simulator, tmp
 # --- a run shared between engine processes (--workers) ----------------------------------------------------------------
 
 
-async def test_a_run_shared_between_worker_processes_ends_like_one(sim: Simulator, tmp_path: Path,
-                                                                    renderer: Renderer) -> None:
-    settings, store = make(sim, tmp_path, rows=10, samples=2, workers=2, concurrency=4, judge_concurrency=4,
-                           render_size=128)
+async def test_a_run_shared_between_worker_processes_ends_like_one(
+    sim: Simulator, tmp_path: Path, renderer: Renderer
+) -> None:
+    settings, store = make(
+        sim, tmp_path, rows=10, samples=2, workers=2, concurrency=4, judge_concurrency=4, render_size=128
+    )
     run_id, summary, events = await run_once(settings, store, renderer, name="workers")
     rollouts = store.list_rollouts(run_id)
     assert summary.done == summary.rollouts == len(rollouts) == 20

@@ -47,12 +47,21 @@ class RecordingClient(ChatClient):
 
 
 def settings_for(url: str, tmp_path: Path, **overrides: Any):
-    return load_settings(**{**demo_overrides(url), "store": tmp_path / "runs.db", "render_size": 128,
-                            "max_retries": 0, "request_timeout_s": 10, **overrides})
+    return load_settings(
+        **{
+            **demo_overrides(url),
+            "store": tmp_path / "runs.db",
+            "render_size": 128,
+            "max_retries": 0,
+            "request_timeout_s": 10,
+            **overrides,
+        }
+    )
 
 
-async def test_every_sample_of_a_row_sends_the_request_built_once_for_the_row(tmp_path: Path, renderer: Renderer,
-                                                                               monkeypatch) -> None:
+async def test_every_sample_of_a_row_sends_the_request_built_once_for_the_row(
+    tmp_path: Path, renderer: Renderer, monkeypatch
+) -> None:
     builds: list[str] = []
     real = engine_module.request_json
 
@@ -75,9 +84,12 @@ async def test_every_sample_of_a_row_sends_the_request_built_once_for_the_row(tm
     assert len(policy.bodies) == 9
     expected = {}
     for r in rollouts:
-        expected[r.row_index] = {"model": settings.model,
-                                 "messages": [{"role": "user", "content": format_prompt(r.prompt, r.requirements)}],
-                                 "temperature": 0.7, "max_tokens": 900}
+        expected[r.row_index] = {
+            "model": settings.model,
+            "messages": [{"role": "user", "content": format_prompt(r.prompt, r.requirements)}],
+            "temperature": 0.7,
+            "max_tokens": 900,
+        }
     sent = [json.loads(body) for body in policy.bodies]
     # each body is the request of one row, as the openai-shaped dict path serialises it, and every row was asked
     assert sorted(map(json.dumps, sent)) == sorted(json.dumps(expected[r.row_index]) for r in rollouts)
@@ -158,7 +170,8 @@ async def test_a_rollout_gets_its_task_when_a_policy_slot_frees_up(tmp_path: Pat
 
 
 async def test_a_paid_answer_closes_its_batch_early_only_while_a_call_waits_for_its_slot(
-        tmp_path: Path, renderer: Renderer, monkeypatch) -> None:
+    tmp_path: Path, renderer: Renderer, monkeypatch
+) -> None:
     """6 rollouts, 2 policy slots, 10 judge slots: the first four policy answers are committed urgently (a queued
     rollout takes each one's slot), the last (and the fifth when the fourth's commit is back) and every verdict (a judge slot is always free) in the window, as
     any change; each slot is still handed on only from its commit's callback (the crash suite checks what that
@@ -186,7 +199,8 @@ async def test_a_paid_answer_closes_its_batch_early_only_while_a_call_waits_for_
 
 
 async def test_no_event_is_built_when_nobody_subscribes_and_every_change_is_published_when_one_does(
-        tmp_path: Path, renderer: Renderer, monkeypatch) -> None:
+    tmp_path: Path, renderer: Renderer, monkeypatch
+) -> None:
     """A headless run without a follower does not build a RolloutUpdate per state change; with a subscriber, every
     committed change is published (after its commit, as before)."""
     built: list[Any] = []
@@ -241,7 +255,8 @@ def python_default_thresholds() -> Iterator[None]:
 
 
 async def test_the_eval_command_runs_the_engine_with_what_exists_out_of_the_collectors_sight(
-        tmp_path: Path, renderer: Renderer, python_default_thresholds: None) -> None:
+    tmp_path: Path, renderer: Renderer, python_default_thresholds: None
+) -> None:
     """`svgagent eval` owns its process: while its run goes, what existed when it started is frozen and young
     collections are rarer; afterwards the collector is as it was."""
     from svgagent.core.startup_gc import YOUNG_THRESHOLD
@@ -290,8 +305,15 @@ def test_the_engine_process_runs_the_engine_with_what_exists_out_of_the_collecto
     settings = settings_for("http://127.0.0.1:9/v1", tmp_path, rows=1, samples=1)
     with Store(settings.store_path()) as store:
         run_id = store.create_run(name=None, settings={}, dataset={}, rows=load_dataset("builtin").rows[:1], samples=1)
-        child = EngineProcess(settings, str(store.path), EventBus(), run_id, factory=f"{__name__}:GcProbeEngine",
-                              path=[str(Path(__file__).parent)], nice=False)
+        child = EngineProcess(
+            settings,
+            str(store.path),
+            EventBus(),
+            run_id,
+            factory=f"{__name__}:GcProbeEngine",
+            path=[str(Path(__file__).parent)],
+            nice=False,
+        )
         child.start()
         child.future.result(timeout=60)
         child.join()

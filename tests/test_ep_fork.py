@@ -11,18 +11,28 @@ from pathlib import Path
 from ep_venv import ep_command, ep_env
 
 
-def run(args: list[str], tmp_path: Path, *, stdin: str | None = None, timeout: float = 60,
-        **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([ep_command(), *args], input=stdin, capture_output=True, text=True, cwd=tmp_path,
-                          env=ep_env(tmp_path, **env), timeout=timeout)
+def run(
+    args: list[str], tmp_path: Path, *, stdin: str | None = None, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ep_command(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ep_env(tmp_path, **env),
+        timeout=timeout,
+    )
 
 
 def test_commands_run_as_the_venvs_python_would(tmp_path: Path) -> None:
     shadow = tmp_path / "shadow"
     (shadow / "cairocffi").mkdir(parents=True)
     (shadow / "cairocffi" / "__init__.py").write_text("WHERE = 'shadow'\n")
-    probe = ("import os, sys, cairocffi, eval_protocol; print(sys.argv[1:], os.environ['PROBE'], repr(sys.path[0]), "
-             "cairocffi.WHERE, os.getcwd() == sys.argv[1])")
+    probe = (
+        "import os, sys, cairocffi, eval_protocol; print(sys.argv[1:], os.environ['PROBE'], repr(sys.path[0]), "
+        "cairocffi.WHERE, os.getcwd() == sys.argv[1])"
+    )
     proc = run(["-c", probe, str(tmp_path)], tmp_path, PROBE="yes", PYTHONPATH=str(shadow))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"[{str(tmp_path)!r}] yes '' shadow True"
@@ -52,8 +62,13 @@ def test_a_killed_client_takes_its_command_with_it(tmp_path: Path) -> None:
     """What subprocess.run does at a timeout: SIGKILL to the client. The command it ran must not live on."""
     pid_file = tmp_path / "pid"
     code = f"import os, time, pathlib\npathlib.Path({str(pid_file)!r}).write_text(str(os.getpid()))\ntime.sleep(120)\n"
-    client = subprocess.Popen([ep_command(), "-c", code], cwd=tmp_path, env=ep_env(tmp_path),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = subprocess.Popen(
+        [ep_command(), "-c", code],
+        cwd=tmp_path,
+        env=ep_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text():
         assert time.monotonic() < deadline, "the command never started"

@@ -19,16 +19,19 @@ def keys(*chunks: str) -> list[str]:
     return [e.key if isinstance(e, events.Key) else type(e).__name__ for e in out]
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ("\x1b1", ["escape", "1"]),  # Textual alone: "¡" (WezTerm's Option+1)
-    ("\x1b4", ["escape", "4"]),  # "¢" typed into the temperature field
-    ("\x1b/row", ["escape", "slash", "r", "o", "w"]),  # the Escape was lost
-    ("\x1bx", ["escape", "x"]),  # alt+x
-    ("\x1bf", ["escape", "f"]),  # ctrl+right
-    ("\x1bR", ["escape", "R"]),
-    ("\x1b\x1b1", ["escape", "escape", "1"]),
-    ("j\x1b2k", ["j", "escape", "2", "k"]),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("\x1b1", ["escape", "1"]),  # Textual alone: "¡" (WezTerm's Option+1)
+        ("\x1b4", ["escape", "4"]),  # "¢" typed into the temperature field
+        ("\x1b/row", ["escape", "slash", "r", "o", "w"]),  # the Escape was lost
+        ("\x1bx", ["escape", "x"]),  # alt+x
+        ("\x1bf", ["escape", "f"]),  # ctrl+right
+        ("\x1bR", ["escape", "R"]),
+        ("\x1b\x1b1", ["escape", "escape", "1"]),
+        ("j\x1b2k", ["j", "escape", "2", "k"]),
+    ],
+)
 def test_escape_then_a_key_is_two_keys(data: str, expected: list[str]) -> None:
     assert keys(data) == expected
 
@@ -37,15 +40,18 @@ def test_escape_then_a_key_in_two_reads() -> None:
     assert keys("\x1b", "1") == ["escape", "1"]
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ("\x1b[A", ["up"]),
-    ("\x1bOB", ["down"]),  # SS3, application cursor mode
-    ("\x1b[1;5C", ["ctrl+right"]),
-    ("\x1b[Z", ["shift+tab"]),
-    ("\x1b\x7f", ["ctrl+w"]),  # Alt+Backspace deletes a word, as in readline
-    ("\x1b", ["escape"]),
-    ("\x1b[<0;10;5M", ["MouseDown"]),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("\x1b[A", ["up"]),
+        ("\x1bOB", ["down"]),  # SS3, application cursor mode
+        ("\x1b[1;5C", ["ctrl+right"]),
+        ("\x1b[Z", ["shift+tab"]),
+        ("\x1b\x7f", ["ctrl+w"]),  # Alt+Backspace deletes a word, as in readline
+        ("\x1b", ["escape"]),
+        ("\x1b[<0;10;5M", ["MouseDown"]),
+    ],
+)
 def test_what_the_terminal_sends_reads_as_before(data: str, expected: list[str]) -> None:
     assert keys(data) == expected
 

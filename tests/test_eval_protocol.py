@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ep_venv import ep_command, ep_env
+
 from svgagent.core.dataset import load_dataset, select_rows
 from svgagent.core.rft.evaluator_bundle import (
     DESCRIPTION,
@@ -70,9 +70,17 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def eval_overrides(sim: Simulator, store: Path) -> dict[str, Any]:
     """Settings of the `svgagent eval` run; the bundle captures the same judge settings."""
-    return {"model": "simulated-policy", "base_url": sim.base_url, "judge_model": "simulated-judge",
-            "judge_base_url": sim.base_url, "temperature": 0.0, "max_tokens": 2048, "max_retries": 1,
-            "request_timeout_s": 20.0, "store": store}
+    return {
+        "model": "simulated-policy",
+        "base_url": sim.base_url,
+        "judge_model": "simulated-judge",
+        "judge_base_url": sim.base_url,
+        "temperature": 0.0,
+        "max_tokens": 2048,
+        "max_retries": 1,
+        "request_timeout_s": 20.0,
+        "store": store,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -98,19 +106,48 @@ def rows_jsonl(work: Path) -> Path:
 
 
 # ---- 1. eval-protocol's pytest plugin runs the bundle --------------------------------------------------------
-def run_ep_pytest(ep: str, project: Path, bundle: EvaluatorBundle, rows: Path, sim: Simulator, out: Path,
-                  **env: str) -> subprocess.CompletedProcess[str]:
+def run_ep_pytest(
+    ep: str, project: Path, bundle: EvaluatorBundle, rows: Path, sim: Simulator, out: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
     params = {"model": "openai/simulated-policy", "api_base": sim.base_url, "temperature": 0.0, "max_tokens": 2048}
-    command = [ep, "-m", "pytest", "--ep-success-threshold", "0.001",  # what `ep local-test` always passes
-               "--ep-jsonl-path", str(rows), "--ep-completion-params", json.dumps(params), "--ep-output-dir",
-               str(out), "--ep-no-upload", "-p", "no:cacheprovider", bundle.entry_point, "-q"]
-    return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300,
-                          env=ep_env(out / "home", OPENAI_API_KEY=OPENAI_KEY, FIREWORKS_API_KEY=FW_KEY, **env))
+    command = [
+        ep,
+        "-m",
+        "pytest",
+        "--ep-success-threshold",
+        "0.001",  # what `ep local-test` always passes
+        "--ep-jsonl-path",
+        str(rows),
+        "--ep-completion-params",
+        json.dumps(params),
+        "--ep-output-dir",
+        str(out),
+        "--ep-no-upload",
+        "-p",
+        "no:cacheprovider",
+        bundle.entry_point,
+        "-q",
+    ]
+    return subprocess.run(
+        command,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ep_env(out / "home", OPENAI_API_KEY=OPENAI_KEY, FIREWORKS_API_KEY=FW_KEY, **env),
+    )
 
 
 def test_bundle_under_eval_protocols_pytest_plugin_scores_like_svgagent_eval(
-        ep: str, policy_judge: Simulator, bundle: EvaluatorBundle, project: Path, rows_jsonl: Path, work: Path,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    ep: str,
+    policy_judge: Simulator,
+    bundle: EvaluatorBundle,
+    project: Path,
+    rows_jsonl: Path,
+    work: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     out = work / "ep-out"
     proc = run_ep_pytest(ep, project, bundle, rows_jsonl, policy_judge, out)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -122,10 +159,33 @@ def test_bundle_under_eval_protocols_pytest_plugin_scores_like_svgagent_eval(
     monkeypatch.setenv("FIREWORKS_API_KEY", FW_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     o = eval_overrides(policy_judge, work / "runs.db")
-    code = main(["eval", "--model", o["model"], "--base-url", o["base_url"], "--judge-model", o["judge_model"],
-                 "--judge-base-url", o["judge_base_url"], "--temperature", "0", "--max-tokens", "2048",
-                 "--max-retries", "1", "--request-timeout", "20", "--dataset", str(rows_jsonl),
-                 "--store", str(o["store"]), "--no-cache", "--json"])
+    code = main(
+        [
+            "eval",
+            "--model",
+            o["model"],
+            "--base-url",
+            o["base_url"],
+            "--judge-model",
+            o["judge_model"],
+            "--judge-base-url",
+            o["judge_base_url"],
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "2048",
+            "--max-retries",
+            "1",
+            "--request-timeout",
+            "20",
+            "--dataset",
+            str(rows_jsonl),
+            "--store",
+            str(o["store"]),
+            "--no-cache",
+            "--json",
+        ]
+    )
     assert code in (0, 1), capsys.readouterr().err  # 1: the mean is below the threshold, still a result
     run_id = json.loads(capsys.readouterr().out)["run_id"]
     with Store(o["store"]) as store:
@@ -145,14 +205,16 @@ def test_bundle_under_eval_protocols_pytest_plugin_scores_like_svgagent_eval(
 
 
 def test_bundle_without_libcairo_fails_the_eval_protocol_run_loudly(
-        ep: str, policy_judge: Simulator, bundle: EvaluatorBundle, project: Path, rows_jsonl: Path,
-        work: Path) -> None:
+    ep: str, policy_judge: Simulator, bundle: EvaluatorBundle, project: Path, rows_jsonl: Path, work: Path
+) -> None:
     shadow = work / "no-cairo"
     (shadow / "cairocffi").mkdir(parents=True)
     (shadow / "cairocffi" / "__init__.py").write_text(
-        "raise OSError(\"cannot load library 'libcairo.so.2': libcairo.so.2: cannot open shared object file\")\n")
-    proc = run_ep_pytest(ep, project, bundle, rows_jsonl, policy_judge, work / "ep-out-no-cairo",
-                         PYTHONPATH=str(shadow))
+        "raise OSError(\"cannot load library 'libcairo.so.2': libcairo.so.2: cannot open shared object file\")\n"
+    )
+    proc = run_ep_pytest(
+        ep, project, bundle, rows_jsonl, policy_judge, work / "ep-out-no-cairo", PYTHONPATH=str(shadow)
+    )
     assert proc.returncode != 0  # the run fails: no row is scored 0 as if the model had drawn nothing
     assert "EvaluatorEnvironmentError" in proc.stdout
     assert "libcairo.so.2" in proc.stdout
@@ -164,8 +226,16 @@ def test_simulated_build_imports_the_bundle_with_eval_protocol(ep: str, bundle: 
     def build(archive: bytes, sim: FireworksSim) -> dict[str, Any]:
         with ControlPlane(FW_KEY, base_url=sim.base_url, max_retries=0) as cp:
             try:
-                return cp.ensure_evaluator(bundle.evaluator_id, DISPLAY_NAME, bundle.entry_point, archive,
-                                           bundle.code_hash, filename=bundle.filename, poll_s=0.01, timeout_s=120)
+                return cp.ensure_evaluator(
+                    bundle.evaluator_id,
+                    DISPLAY_NAME,
+                    bundle.entry_point,
+                    archive,
+                    bundle.code_hash,
+                    filename=bundle.filename,
+                    poll_s=0.01,
+                    timeout_s=120,
+                )
             except Exception as err:  # noqa: BLE001 - the build's verdict is what is checked
                 return {"state": "BUILD_FAILED", "error": str(err)}
 
@@ -173,8 +243,10 @@ def test_simulated_build_imports_the_bundle_with_eval_protocol(ep: str, bundle: 
         assert build(bundle.archive, sim)["state"] == "ACTIVE"
         assert "importing the entry module" in sim.state.evaluators[bundle.evaluator_id].build_log
     broken = io.BytesIO()  # the same bundle, but its entry imports a module nobody installs
-    with tarfile.open(fileobj=io.BytesIO(bundle.archive), mode="r:gz") as src, \
-            tarfile.open(fileobj=broken, mode="w:gz") as dst:
+    with (
+        tarfile.open(fileobj=io.BytesIO(bundle.archive), mode="r:gz") as src,
+        tarfile.open(fileobj=broken, mode="w:gz") as dst,
+    ):
         for member in src.getmembers():
             data = src.extractfile(member).read()
             if member.name.endswith(bundle.entry_point.split("::")[0]):
@@ -190,17 +262,25 @@ def test_simulated_build_imports_the_bundle_with_eval_protocol(ep: str, bundle: 
 # ---- 3. conformance with eval-protocol's request bodies ------------------------------------------------------
 # A difference between eval-protocol's request and svgagent's, by request and JSON path, and why it is right.
 EXPLAINED: dict[tuple[str, str], str] = {
-    ("POST evaluatorsV2", "evaluator.commitHash"):
-        "eval-protocol sends the git version of the project it packs (get_pep440_version); svgagent's bundle is "
-        "generated, not a checkout: its code hash is in the evaluator id and the description instead",
-    ("POST evaluatorsV2", "evaluator.description"):
-        "free text: eval-protocol writes 'Evaluator for <test>', svgagent what the judge does plus [code <hash>]",
-    ("POST getUploadEndpoint", "filenameToSize.*.tar.gz"):
-        "the size of the archive: the same files in the same layout, packed and compressed by a different packer",
+    (
+        "POST evaluatorsV2",
+        "evaluator.commitHash",
+    ): "eval-protocol sends the git version of the project it packs (get_pep440_version); svgagent's bundle is "
+    "generated, not a checkout: its code hash is in the evaluator id and the description instead",
+    (
+        "POST evaluatorsV2",
+        "evaluator.description",
+    ): "free text: eval-protocol writes 'Evaluator for <test>', svgagent what the judge does plus [code <hash>]",
+    (
+        "POST getUploadEndpoint",
+        "filenameToSize.*.tar.gz",
+    ): "the size of the archive: the same files in the same layout, packed and compressed by a different packer",
     ("PUT signed-url", "bytes"): "the same: the archive's size",
-    ("POST reinforcementFineTuningJobs", "displayName"):
-        "`ep create rft` has no --display-name flag (its CLI skips display_name); svgagent names the job so the "
-        "Jobs pane and the dashboard show what it trains (a field of the client's own create params)",
+    (
+        "POST reinforcementFineTuningJobs",
+        "displayName",
+    ): "`ep create rft` has no --display-name flag (its CLI skips display_name); svgagent names the job so the "
+    "Jobs pane and the dashboard show what it trains (a field of the client's own create params)",
 }
 
 
@@ -221,23 +301,46 @@ def writes(sim: FireworksSim) -> dict[str, list[Any]]:
     for r in sim.requests:
         if r.method == "GET" or r.status >= 400:
             continue
-        name = "PUT signed-url" if r.path.startswith("/_upload/") else \
-            f"{r.method} {r.path.rsplit('/', 1)[-1].split(':')[-1]}"
+        name = (
+            "PUT signed-url"
+            if r.path.startswith("/_upload/")
+            else f"{r.method} {r.path.rsplit('/', 1)[-1].split(':')[-1]}"
+        )
         out.setdefault(name, []).append({"body": r.body, "query": r.query})
     return out
 
 
-def test_request_bodies_match_what_eval_protocol_sends(ep: str, bundle: EvaluatorBundle, project: Path,
-                                                       work: Path) -> None:
+def test_request_bodies_match_what_eval_protocol_sends(
+    ep: str, bundle: EvaluatorBundle, project: Path, work: Path
+) -> None:
     # no --loss: eval-protocol 0.3.33's CLI cannot parse --rl-loss-method (argparse is handed the Literal type
     # itself: "invalid Literal value: 'DAPO'"), so there is nothing of theirs to compare lossConfig.method with
-    params = RftParams(base_model="qwen3-0p6b", epochs=2, kl_beta=0.01, n=8, temperature=0.9,
-                       output_model="svg-out")
-    ep_flags = ["--base-model", params.base_model, "--epochs", "2", "--rl-kl-beta", "0.01",
-                "--response-candidates-count", "8", "--temperature", "0.9", "--output-model", "svg-out"]
-    request = LaunchRequest(params=params, rows=ROWS, fireworks_api_key=FW_KEY, openai_api_key=OPENAI_KEY,
-                            max_retries=0, evaluator_poll_s=0.01, dataset_poll_s=0.01, judge_config=bundle.config,
-                            job_id="conformance-job")
+    params = RftParams(base_model="qwen3-0p6b", epochs=2, kl_beta=0.01, n=8, temperature=0.9, output_model="svg-out")
+    ep_flags = [
+        "--base-model",
+        params.base_model,
+        "--epochs",
+        "2",
+        "--rl-kl-beta",
+        "0.01",
+        "--response-candidates-count",
+        "8",
+        "--temperature",
+        "0.9",
+        "--output-model",
+        "svg-out",
+    ]
+    request = LaunchRequest(
+        params=params,
+        rows=ROWS,
+        fireworks_api_key=FW_KEY,
+        openai_api_key=OPENAI_KEY,
+        max_retries=0,
+        evaluator_poll_s=0.01,
+        dataset_poll_s=0.01,
+        judge_config=bundle.config,
+        job_id="conformance-job",
+    )
     prepared = prepare_launch(request, bundle=bundle)
 
     with FireworksSim(missing_secret_500_every=0) as ours:
@@ -252,15 +355,30 @@ def test_request_bodies_match_what_eval_protocol_sends(ep: str, bundle: Evaluato
     shutil.copytree(project, ep_project)
     env_file = work / "conformance.env"  # what `ep create rft` reads the evaluator's keys from
     env_file.write_text(f"OPENAI_API_KEY={OPENAI_KEY}\n")
-    config = {"account": ACCT, "api_key": FW_KEY, "env_file": str(env_file),
-              "dataset_id": prepared.dataset_id, "dataset_display_name": prepared.dataset_display_name,
-              "dataset_jsonl": str(jsonl), "project_dir": str(ep_project), "entry_point": bundle.entry_point,
-              "evaluator_id": prepared.evaluator_id, "evaluator_display_name": DISPLAY_NAME,
-              "evaluator_description": DESCRIPTION, "job_flags": [*ep_flags, "--job-id", prepared.job_id]}
+    config = {
+        "account": ACCT,
+        "api_key": FW_KEY,
+        "env_file": str(env_file),
+        "dataset_id": prepared.dataset_id,
+        "dataset_display_name": prepared.dataset_display_name,
+        "dataset_jsonl": str(jsonl),
+        "project_dir": str(ep_project),
+        "entry_point": bundle.entry_point,
+        "evaluator_id": prepared.evaluator_id,
+        "evaluator_display_name": DISPLAY_NAME,
+        "evaluator_description": DESCRIPTION,
+        "job_flags": [*ep_flags, "--job-id", prepared.job_id],
+    }
     with FireworksSim(missing_secret_500_every=0) as theirs:
-        proc = subprocess.run([ep, str(TESTS / "ep_conformance.py")], input=json.dumps({
-            **config, "api_base": theirs.base_url}), capture_output=True, text=True, timeout=180, cwd=work,
-            env=ep_env(work / "ep-home"))
+        proc = subprocess.run(
+            [ep, str(TESTS / "ep_conformance.py")],
+            input=json.dumps({**config, "api_base": theirs.base_url}),
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=work,
+            env=ep_env(work / "ep-home"),
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         eps = writes(theirs)
         ep_archive = theirs.evaluator_archive(prepared.evaluator_id)
@@ -279,8 +397,10 @@ def test_request_bodies_match_what_eval_protocol_sends(ep: str, bundle: Evaluato
     assert unexplained == []  # ... with the same bodies, but for the differences explained above
     assert used == set(EXPLAINED)  # and every explanation is still needed
     # the archives hold the same files under the same top-level folder (item 2: eval-protocol's layout)
-    names = [sorted(m.name for m in tarfile.open(fileobj=io.BytesIO(a), mode="r:gz").getmembers() if m.isfile())
-             for a in (ours_archive, ep_archive)]
+    names = [
+        sorted(m.name for m in tarfile.open(fileobj=io.BytesIO(a), mode="r:gz").getmembers() if m.isfile())
+        for a in (ours_archive, ep_archive)
+    ]
     assert names[0] == names[1]
     assert all(n.startswith(bundle.root + "/") for n in names[0])
     job_body = mine["POST reinforcementFineTuningJobs"][0]["body"]

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.rft import bundle_entry
 from svgagent.core.dataset import load_dataset
 from svgagent.core.demo import demo_overrides
 from svgagent.core.engine import Engine
+from svgagent.core.rft import bundle_entry
 from svgagent.core.rft.evaluator_bundle import (
     BUNDLE_PACKAGE,
-    RFT_DIR,
-    SCORING_DIR,
     ENTRY_FILE,
     ENTRY_POINT,
+    RFT_DIR,
+    SCORING_DIR,
     SOURCE_MODULES,
     BundleError,
     _check_imports,
@@ -37,11 +37,11 @@ from svgagent.core.rft.evaluator_bundle import (
     unpack_archive,
 )
 from svgagent.core.rft.fireworks_api import ControlPlane
-from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.scoring.render import Renderer
 from svgagent.core.rft.launch import LaunchRequest, launch, prepare_launch
 from svgagent.core.rft.params import RftParams
+from svgagent.core.scoring.render import Renderer
 from svgagent.core.settings import load_settings
+from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store import Store
 
@@ -106,21 +106,40 @@ def test_bundle_code_runs_on_python_3_10(tmp_path: Path) -> None:
     py_files = sorted(str(tmp_path / "bundle" / p) for p in bundle.files if p.endswith(".py"))
     assert len(py_files) == len(SOURCE_MODULES) + 2  # the kernel's copies, the package's __init__, the entry file
     vermin = Path(sys.executable).with_name("vermin")
-    proc = subprocess.run([str(vermin), "--target=3.10-", "--violations", "--eval-annotations", "--no-tips",
-                           "--no-parse-comments", *py_files], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            str(vermin),
+            "--target=3.10-",
+            "--violations",
+            "--eval-annotations",
+            "--no-tips",
+            "--no-parse-comments",
+            *py_files,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # what vermin cannot see: interpreter flags in command lines (`python -P` is 3.11+)
     for path in py_files:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-        flags = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in
-                 ("-P", "PYTHONSAFEPATH")}
+        flags = {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in ("-P", "PYTHONSAFEPATH")
+        }
         assert not flags, (path, flags)
 
 
 def test_build_refuses_an_import_the_bundle_does_not_hold() -> None:
     _check_imports("ok.py", "from svgjudge.models import JudgeMode\nfrom .errors import RenderError\nimport openai\n")
-    for bad in ("from svgjudge.policy import generate", "from .settings import Settings",
-                "from svgagent.tui import cli", "import svgjudge.store"):
+    for bad in (
+        "from svgjudge.policy import generate",
+        "from .settings import Settings",
+        "from svgagent.tui import cli",
+        "import svgjudge.store",
+    ):
         with pytest.raises(BundleError, match="does not contain"):
             _check_imports("bad.py", bad)
 
@@ -135,9 +154,12 @@ def test_entry_defines_the_ep_test_only_with_eval_protocol() -> None:
 
 
 def test_rollout_inputs_take_the_last_assistant_answer() -> None:
-    messages = [{"role": "user", "content": "draw"}, {"role": "assistant", "content": "first"},
-                {"role": "user", "content": "again"},
-                {"role": "assistant", "content": [{"type": "text", "text": "```svg\n<svg/>"}, {"type": "x"}]}]
+    messages = [
+        {"role": "user", "content": "draw"},
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": [{"type": "text", "text": "```svg\n<svg/>"}, {"type": "x"}]},
+    ]
     info = {"requirements": ["a", "b"], "original_prompt": "p"}
     assert bundle_entry.rollout_inputs(messages, info) == ("```svg\n<svg/>", ["a", "b"], "p")
     assert bundle_entry.rollout_inputs([{"role": "user", "content": "x"}], None) == ("", [], None)
@@ -188,13 +210,15 @@ def _shadow_cairo(folder: Path) -> Path:
     """A `cairocffi` that fails to import exactly as the real one does when libcairo.so.2 is not installed."""
     (folder / "cairocffi").mkdir(parents=True)
     (folder / "cairocffi" / "__init__.py").write_text(
-        "raise OSError(\"no library called \\\"cairo-2\\\" was found\\n"
-        "cannot load library 'libcairo.so.2': libcairo.so.2: cannot open shared object file\")\n")
+        'raise OSError("no library called \\"cairo-2\\" was found\\n'
+        "cannot load library 'libcairo.so.2': libcairo.so.2: cannot open shared object file\")\n"
+    )
     return folder
 
 
-async def test_evaluator_without_libcairo_fails_loudly_on_the_first_row(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_evaluator_without_libcairo_fails_loudly_on_the_first_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the render workers inherit PYTHONPATH: they import the broken cairocffi, as on an image without libcairo2
     monkeypatch.setenv("PYTHONPATH", str(_shadow_cairo(tmp_path / "shadow")))
     bundle_entry.close_renderer()
@@ -211,15 +235,23 @@ async def test_evaluator_without_libcairo_fails_loudly_on_the_first_row(tmp_path
 
 async def test_uploaded_bundle_scores_exactly_like_the_engine(tmp_path: Path) -> None:
     with Simulator() as sim:
-        settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=8,
-                                 render_size=256, max_retries=1, request_timeout_s=10)
+        settings = load_settings(
+            **demo_overrides(sim.base_url),
+            store=tmp_path / "runs.db",
+            rows=8,
+            render_size=256,
+            max_retries=1,
+            request_timeout_s=10,
+        )
         store = Store(settings.store_path())
         async with Engine(settings, store, use_cache=False) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
             # the engine scores a stored answer as it is (resume path): plant answers that fail to render
-            planted = ['```svg\n<svg width="-5" height="10"></svg>\n```',
-                       '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
-                       '<image xlink:href="file:///etc/passwd" width="9" height="9"/></svg>']
+            planted = [
+                '```svg\n<svg width="-5" height="10"></svg>\n```',
+                '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+                '<image xlink:href="file:///etc/passwd" width="9" height="9"/></svg>',
+            ]
             for rec, answer in zip(store.list_rollouts(run_id), planted):
                 store.update_rollout(rec.rollout_id, raw_answer=answer, finish_reason="stop")
             await engine.run(run_id)
@@ -229,10 +261,17 @@ async def test_uploaded_bundle_scores_exactly_like_the_engine(tmp_path: Path) ->
 
         # launch against the simulated control plane; take the archive it received
         with FireworksSim() as fw:
-            request = LaunchRequest(params=RftParams(base_model="qwen3-0p6b"), rows=2,
-                                    fireworks_api_key="fw-test-key", openai_api_key="sk-test-key",
-                                    judge_config=config_from_settings(settings), base_url=fw.base_url,
-                                    evaluator_poll_s=0.001, dataset_poll_s=0.001, max_retries=0)
+            request = LaunchRequest(
+                params=RftParams(base_model="qwen3-0p6b"),
+                rows=2,
+                fireworks_api_key="fw-test-key",
+                openai_api_key="sk-test-key",
+                judge_config=config_from_settings(settings),
+                base_url=fw.base_url,
+                evaluator_poll_s=0.001,
+                dataset_poll_s=0.001,
+                max_retries=0,
+            )
             prepared = prepare_launch(request)
             with ControlPlane("fw-test-key", base_url=fw.base_url, max_retries=0) as cp:
                 launch(prepared, cp)
@@ -240,14 +279,20 @@ async def test_uploaded_bundle_scores_exactly_like_the_engine(tmp_path: Path) ->
         assert archive == prepared.bundle.archive
         bundle_dir = unpack_archive(archive, tmp_path / "bundle")
         assert bundle_dir == tmp_path / "bundle" / prepared.bundle.root
-        assert json.loads((bundle_dir / "svgagent_bundle.json").read_text())["config"]["judge_base_url"] == \
-            sim.base_url
+        assert json.loads((bundle_dir / "svgagent_bundle.json").read_text())["config"]["judge_base_url"] == sim.base_url
 
         cases = [{"answer": r.raw_answer, "requirements": list(r.requirements), "prompt": r.prompt} for r in rollouts]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test-key"}
         env.pop("PYTHONPATH", None)
-        proc = subprocess.run([sys.executable, "-c", SCORE_SCRIPT, str(bundle_dir)], input=json.dumps(cases),
-                              capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", SCORE_SCRIPT, str(bundle_dir)],
+            input=json.dumps(cases),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
         result = json.loads(proc.stdout)
 

@@ -161,7 +161,7 @@ def test_truncated_answer_only_root_open() -> None:
 
 
 def test_truncated_in_comment_and_entity() -> None:
-    result = extract_svg('```svg\n<svg><text>Fish &amp; chips &am')
+    result = extract_svg("```svg\n<svg><text>Fish &amp; chips &am")
     assert result.svg == "<svg><text>Fish &amp; chips</text></svg>"
     assert well_formed(result.svg)
     result = extract_svg("```svg\n<svg><g><!-- a comment <rect/> that never ends")

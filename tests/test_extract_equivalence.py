@@ -17,7 +17,7 @@ ODD = [
     "<SVG><Svg></sVg></SVG>",
     '<svg><!-- <svg> --></svg><svg a="1"></svg>',
     "<svg><!-- never closed </svg>",
-    '<svg><![CDATA[ </svg> ]]></svg>',
+    "<svg><![CDATA[ </svg> ]]></svg>",
     "<svg><![cdata[ </svg> ]]></svg>",  # CDATA is case-sensitive: this one is a stray '<'
     "<?xml version='1.0'?><svg></svg>",
     "<? unterminated <svg></svg>",
@@ -30,10 +30,14 @@ ODD = [
     '<svg/><svg /><svg a="1"/><svg a="/"></svg>',
     "<svgx></svgx><svg:g></svg:g><svg\t\n></svg\n>",
     "</svg ><svg>< svg></svg>",
-    "<svg", "</svg", "<svg a='1", "<<svg>>", "<svg>></svg>>",
+    "<svg",
+    "</svg",
+    "<svg a='1",
+    "<<svg>>",
+    "<svg>></svg>>",
     "a < b > c <svg>d</svg> e <",
     "<svg><style>a > b { }</style><script>if (a<b) {}</script></svg>",
-    '<svg a=">"><rect b=\'>\'/></svg>',
+    "<svg a=\">\"><rect b='>'/></svg>",
     '<svg a="1" b=\'2"\'></svg>',
     "<!----><svg></svg><!-->x--><svg></svg>",
     "<!--><svg></svg>",
@@ -43,14 +47,50 @@ ODD = [
     "Here's the \"drawing\": <svg viewBox='0 0 1 1'><path d=\"M0 0\"/></svg> isn't it",
 ]
 
-PIECES = ["<svg>", "</svg>", "<SVG ", "<svg/>", "<svg", "</svg", "<g>", "</g>", "<a ", "<!-- ", " -->", "<![CDATA[",
-          "]]>", "<?", "?>", "<!", "<!DOCTYPE ", '"', "'", "<", ">", "/", " ", "\n", "x", "=", "title=", "svg",
-          "<svg:g>", "<text>", "```svg\n", "```", "<think>", "</think>"]
+PIECES = [
+    "<svg>",
+    "</svg>",
+    "<SVG ",
+    "<svg/>",
+    "<svg",
+    "</svg",
+    "<g>",
+    "</g>",
+    "<a ",
+    "<!-- ",
+    " -->",
+    "<![CDATA[",
+    "]]>",
+    "<?",
+    "?>",
+    "<!",
+    "<!DOCTYPE ",
+    '"',
+    "'",
+    "<",
+    ">",
+    "/",
+    " ",
+    "\n",
+    "x",
+    "=",
+    "title=",
+    "svg",
+    "<svg:g>",
+    "<text>",
+    "```svg\n",
+    "```",
+    "<think>",
+    "</think>",
+]
 
 
 def _full_scan(text: str) -> list[tuple[bool, int, int]]:
-    return [(t.kind == "open", t.start, t.end) for t in extract._tokens(text)
-            if t.name == "svg" and not (t.kind == "open" and t.self_closing)]
+    return [
+        (t.kind == "open", t.start, t.end)
+        for t in extract._tokens(text)
+        if t.name == "svg" and not (t.kind == "open" and t.self_closing)
+    ]
 
 
 @pytest.mark.parametrize("text", ODD)
@@ -75,9 +115,11 @@ def test_random_texts_agree() -> None:
 
 
 def test_a_realistic_answer_extracts_the_same() -> None:
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 256 256">\n  <!-- a comment -->\n'
-           + "".join(f'  <g id="r{i}"><rect x="{i}" y="2" width="3" height="4" fill="#123456"/></g>\n'
-                     for i in range(40)) + "</svg>")
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 256 256">\n  <!-- a comment -->\n'
+        + "".join(f'  <g id="r{i}"><rect x="{i}" y="2" width="3" height="4" fill="#123456"/></g>\n' for i in range(40))
+        + "</svg>"
+    )
     answer = f"Here's the drawing you asked for.\n\n```svg\n{svg}\n```\n"
     assert list(extract._svg_tags(svg)) == _full_scan(svg)
     assert extract_svg(answer).svg == svg
@@ -90,9 +132,11 @@ _PER_CHARACTER = r"""(?:"[^"]*"|'[^']*'|[^'"<>])*"""
 def test_the_possessive_attribute_runs_match_what_the_per_character_form_matched() -> None:
     import re
 
-    pairs = [(re.compile(r"<([A-Za-z_][\w:.-]*)(?=[\s/>])(" + _PER_CHARACTER + ")>"), extract._OPEN_TAG),
-             (re.compile(r"<!" + _PER_CHARACTER + ">"), extract._DECLARATION),
-             (re.compile(r"<svg(?=[\s/>])" + _PER_CHARACTER + ">", re.IGNORECASE), extract._SVG_OPEN)]
+    pairs = [
+        (re.compile(r"<([A-Za-z_][\w:.-]*)(?=[\s/>])(" + _PER_CHARACTER + ")>"), extract._OPEN_TAG),
+        (re.compile(r"<!" + _PER_CHARACTER + ">"), extract._DECLARATION),
+        (re.compile(r"<svg(?=[\s/>])" + _PER_CHARACTER + ">", re.IGNORECASE), extract._SVG_OPEN),
+    ]
     assert all(new.pattern != old.pattern for old, new in pairs)
     rng = random.Random(1302)
     texts = ODD + ["".join(rng.choice(PIECES) for _ in range(rng.randint(1, 30))) for _ in range(3000)]

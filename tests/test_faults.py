@@ -42,19 +42,36 @@ def renderer() -> Iterator[Renderer]:
 
 
 def svgagent(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        svgagent_argv(*args), capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
 
 
 def spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "svgagent.tui.cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def sim_args(sim: Simulator, store: Path) -> list[str]:
     assert sim.base_url is not None
-    return ["--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--model", "simulated-policy",
-            "--judge-model", "simulated-judge", "--render-size", "128", "--store", str(store)]
+    return [
+        "--base-url",
+        sim.base_url,
+        "--judge-base-url",
+        sim.base_url,
+        "--model",
+        "simulated-policy",
+        "--judge-model",
+        "simulated-judge",
+        "--render-size",
+        "128",
+        "--store",
+        str(store),
+    ]
 
 
 @pytest.fixture
@@ -100,6 +117,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
 
 # --- 1. a full disk ------------------------------------------------------------------------------------------------
 
+
 def test_full_disk_stops_the_run_interrupted_exit_2_and_resume_reuses_kept_answers(small_fs: Path, keys: None) -> None:
     db = small_fs / "runs.db"
     with Simulator(policy_huge_every=1, huge_answer_bytes=350_000, seed=3) as sim:
@@ -135,10 +153,17 @@ def test_full_disk_stops_the_run_interrupted_exit_2_and_resume_reuses_kept_answe
 
 
 async def test_injected_write_failure_is_not_a_verdict_and_resume_reuses_answers(
-        tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Simulator(seed=5) as sim:
-        settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=8,
-                                 render_size=128, concurrency=1, judge_concurrency=1)
+        settings = load_settings(
+            **demo_overrides(sim.base_url),
+            store=tmp_path / "runs.db",
+            rows=8,
+            render_size=128,
+            concurrency=1,
+            judge_concurrency=1,
+        )
         store = Store(settings.store_path())
         real = Store.write_batch  # the engine's writer commits its batches through it
         judged = {"n": 0}
@@ -171,6 +196,7 @@ async def test_injected_write_failure_is_not_a_verdict_and_resume_reuses_answers
 
 # --- 2. one run, one worker ------------------------------------------------------------------------------------------
 
+
 def test_second_worker_on_the_same_run_is_refused(tmp_path: Path, keys: None) -> None:
     db = tmp_path / "runs.db"
     with Simulator(timeout_every=1, timeout_hang_s=300) as sim:  # the first worker's requests hang: it stays busy
@@ -193,8 +219,14 @@ def test_second_worker_on_the_same_run_is_refused(tmp_path: Path, keys: None) ->
 def test_two_resumes_of_one_run_at_once_one_is_refused(tmp_path: Path, keys: None) -> None:
     db = tmp_path / "runs.db"
     with Simulator() as sim:
-        settings = load_settings(base_url=sim.base_url, judge_base_url=sim.base_url, model="simulated-policy",
-                                 judge_model="simulated-judge", render_size=128, rows=12)  # as sim_args says
+        settings = load_settings(
+            base_url=sim.base_url,
+            judge_base_url=sim.base_url,
+            model="simulated-policy",
+            judge_model="simulated-judge",
+            render_size=128,
+            rows=12,
+        )  # as sim_args says
         with Store(db) as store:
             run_id = create_run(settings, store, load_dataset("builtin"))
         sim.hold()  # the winner's requests wait: it stays busy until the test lets them go
@@ -242,12 +274,15 @@ def test_a_dead_owners_lease_expires(tmp_path: Path) -> None:
 
 # --- 3. SIGTERM ------------------------------------------------------------------------------------------------------
 
+
 def test_sigterm_marks_the_run_interrupted_with_the_resume_hint(tmp_path: Path, keys: None) -> None:
     db = tmp_path / "runs.db"
     with Simulator(timeout_every=3, timeout_hang_s=300) as sim:  # every third request hangs: the run cannot end
         proc = spawn("eval", *sim_args(sim, db), "--rows", "16", "--concurrency", "2")
-        wait_for(lambda: (db_value(db, "SELECT COUNT(*) FROM rollouts WHERE status IN ('scored','failed')") or 0)
-                 >= 2, "two finished rollouts")
+        wait_for(
+            lambda: (db_value(db, "SELECT COUNT(*) FROM rollouts WHERE status IN ('scored','failed')") or 0) >= 2,
+            "two finished rollouts",
+        )
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
@@ -259,6 +294,7 @@ def test_sigterm_marks_the_run_interrupted_with_the_resume_hint(tmp_path: Path, 
 
 
 # --- 4. the cache choice belongs to the run --------------------------------------------------------------------------
+
 
 async def test_no_cache_is_kept_on_resume(tmp_path: Path, renderer: Renderer) -> None:
     with Simulator(seed=2) as sim:
@@ -284,16 +320,23 @@ def test_a_cli_resume_keeps_the_runs_cache_choice(tmp_path: Path, keys: None) ->
     with Simulator(seed=4) as sim:
         first = svgagent("eval", *sim_args(sim, db), "--rows", "2", "--cache")  # fills the cache
         assert first.returncode in (0, 1), first.stderr
-        settings = load_settings(**dict(zip(("base_url", "judge_base_url", "model", "judge_model", "render_size"),
-                                            (sim.base_url, sim.base_url, "simulated-policy", "simulated-judge", 128))),
-                                 rows=2)
+        settings = load_settings(
+            **dict(
+                zip(
+                    ("base_url", "judge_base_url", "model", "judge_model", "render_size"),
+                    (sim.base_url, sim.base_url, "simulated-policy", "simulated-judge", 128),
+                )
+            ),
+            rows=2,
+        )
         with Store(db) as store:  # a run started without the cache, stopped before its first answer
             run_id = create_run(settings, store, load_dataset("builtin"), cache=False)
         refused = svgagent("eval", "--resume", run_id, "--cache", *sim_args(sim, db))
         assert refused.returncode == 2
         assert refused.stderr.strip().splitlines() == [
             f"svgagent: error: run {run_id} was started without the response cache and a resume keeps that choice: "
-            "drop --cache (or start a new run)"]
+            "drop --cache (or start a new run)"
+        ]
         paid = sim.stats()["requests"]["policy"]
         again = svgagent("eval", "--resume", run_id, *sim_args(sim, db), env={"SVGAGENT_CACHE": "true"})
         assert again.returncode in (0, 1), again.stderr
@@ -303,6 +346,7 @@ def test_a_cli_resume_keeps_the_runs_cache_choice(tmp_path: Path, keys: None) ->
 
 
 # --- 5. a damaged store ----------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def damaged(tmp_path: Path) -> tuple[Path, str]:
@@ -320,8 +364,10 @@ def damaged(tmp_path: Path) -> tuple[Path, str]:
     return db, run_id
 
 
-@pytest.mark.parametrize("command", [["runs", "show", "RUN"], ["export", "RUN"], ["export", "RUN", "--format", "csv"],
-                                     ["runs", "stats", "RUN"]])
+@pytest.mark.parametrize(
+    "command",
+    [["runs", "show", "RUN"], ["export", "RUN"], ["export", "RUN", "--format", "csv"], ["runs", "stats", "RUN"]],
+)
 def test_damaged_store_is_one_line_and_nothing_half_written(damaged: tuple[Path, str], command: list[str]) -> None:
     db, run_id = damaged
     out = svgagent(*[run_id if word == "RUN" else word for word in command], "--store", str(db))
@@ -334,8 +380,9 @@ def test_damaged_store_is_one_line_and_nothing_half_written(damaged: tuple[Path,
     assert "svgagent store check" in out.stderr
 
 
-def test_store_check_finds_the_damage_and_backup_copies_a_sound_store(damaged: tuple[Path, str],
-                                                                      tmp_path: Path) -> None:
+def test_store_check_finds_the_damage_and_backup_copies_a_sound_store(
+    damaged: tuple[Path, str], tmp_path: Path
+) -> None:
     db, _ = damaged
     check = svgagent("store", "check", "--store", str(db))
     assert check.returncode == 2
@@ -377,6 +424,7 @@ async def test_the_app_opening_a_damaged_run_says_so_and_keeps_running(damaged: 
 
 # --- 6. a read-only store --------------------------------------------------------------------------------------------
 
+
 def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
     if not ROOT:
         pytest.skip("remounting read-only needs root; without it chmod cannot stop root either")
@@ -390,8 +438,13 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
         with Store(mnt / "runs.db") as store:
             run_id = build_run(store)
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        for command in (["runs", "list", "--json"], ["runs", "show", run_id], ["export", run_id],
-                        ["runs", "stats", run_id], ["store", "check"]):
+        for command in (
+            ["runs", "list", "--json"],
+            ["runs", "show", run_id],
+            ["export", run_id],
+            ["runs", "stats", run_id],
+            ["store", "check"],
+        ):
             out = svgagent(*command, "--store", str(mnt / "runs.db"))
             assert out.returncode == 0, (command, out.stderr)
             assert out.stdout
@@ -407,16 +460,24 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
 
 # --- 7. size caps ----------------------------------------------------------------------------------------------------
 
+
 async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
-        tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from svgagent.core import caps
 
     # caps a tenth of the real ones, so the simulator's answers (at most max_tokens long) go over them
     monkeypatch.setitem(caps.TEXT_CAPS, "raw_answer", caps.ANSWER_CAP // 10)
     monkeypatch.setitem(caps.TEXT_CAPS, "svg", caps.SVG_CAP // 10)
     with Simulator(policy_huge_every=1, huge_answer_bytes=300_000) as sim:
-        settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=2,
-                                 render_size=128, cache=True, max_tokens=131072)
+        settings = load_settings(
+            **demo_overrides(sim.base_url),
+            store=tmp_path / "runs.db",
+            rows=2,
+            render_size=128,
+            cache=True,
+            max_tokens=131072,
+        )
         store = Store(settings.store_path())
         async with Engine(settings, store, renderer=renderer) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
@@ -434,15 +495,17 @@ async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
 
 
 async def test_a_judge_text_over_its_cap_is_stored_cut_and_never_cached(
-        tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from svgagent.core import caps
 
     cap = 40  # far below the simulated judge's answers, so each of them goes over it
     monkeypatch.setitem(caps.TEXT_CAPS, "judge_raw", cap)
     monkeypatch.setitem(caps.TEXT_CAPS, "rationale", cap)
     with Simulator(seed=6) as sim:
-        settings = load_settings(**demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=2,
-                                 render_size=128, cache=True)
+        settings = load_settings(
+            **demo_overrides(sim.base_url), store=tmp_path / "runs.db", rows=2, render_size=128, cache=True
+        )
         store = Store(settings.store_path())
         async with Engine(settings, store, renderer=renderer) as engine:
             run_id = engine.create_run(load_dataset("builtin"))
@@ -466,8 +529,7 @@ def test_judge_text_is_capped_and_marked(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         from svgagent.core.scoring.models import DatasetRow
 
-        run_id = store.create_run(name="r", settings={}, dataset={}, samples=1,
-                                  rows=[DatasetRow(0, "r0", "p", ("a",))])
+        run_id = store.create_run(name="r", settings={}, dataset={}, samples=1, rows=[DatasetRow(0, "r0", "p", ("a",))])
         (rid,) = [r.rollout_id for r in store.list_rollouts(run_id)]
         huge = "x" * (20 * 1024 * 1024)
         store.update_rollout(rid, judge_raw=huge, rationale=huge, reason="short")
@@ -502,6 +564,7 @@ async def test_the_rollout_screen_says_what_the_store_cut(tmp_path: Path, monkey
 
 # --- 18. failures by kind, not by their English ----------------------------------------------------------------------
 
+
 def _closed_port() -> int:
     import socket
 
@@ -515,8 +578,9 @@ async def test_a_refused_connection_is_unreachable_not_a_timeout(tmp_path: Path,
     from svgagent.core.scoring.models import FailureKind
 
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    settings = load_settings(**demo_overrides(url), store=tmp_path / "runs.db", rows=2, max_retries=0,
-                             request_timeout_s=120)
+    settings = load_settings(
+        **demo_overrides(url), store=tmp_path / "runs.db", rows=2, max_retries=0, request_timeout_s=120
+    )
     store = Store(settings.store_path())
     async with Engine(settings, store, renderer=renderer) as engine:
         run_id = engine.create_run(load_dataset("builtin"))
@@ -530,8 +594,19 @@ async def test_a_refused_connection_is_unreachable_not_a_timeout(tmp_path: Path,
 
 def test_a_run_that_reached_no_endpoint_says_so_and_exits_2(tmp_path: Path, keys: None) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    out = svgagent("eval", "--base-url", url, "--judge-base-url", url, "--rows", "2", "--max-retries", "0",
-                   "--store", str(tmp_path / "runs.db"))
+    out = svgagent(
+        "eval",
+        "--base-url",
+        url,
+        "--judge-base-url",
+        url,
+        "--rows",
+        "2",
+        "--max-retries",
+        "0",
+        "--store",
+        str(tmp_path / "runs.db"),
+    )
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.startswith("cannot reach an endpoint")]
     assert len(lines) == 1
@@ -547,9 +622,11 @@ def odd_server() -> Iterator[str]:
 
     from aiohttp import web
 
-    bodies = {"sse": (b'data: {"choices": []}\n\ndata: [DONE]\n\n', "text/event-stream"),
-              "utf8": (b'{"choices": [{"message": {"content": "\xff\xfe"}}]}', "application/json"),
-              "shape": (b'{"choices": "none"}', "application/json")}
+    bodies = {
+        "sse": (b'data: {"choices": []}\n\ndata: [DONE]\n\n', "text/event-stream"),
+        "utf8": (b'{"choices": [{"message": {"content": "\xff\xfe"}}]}', "application/json"),
+        "shape": (b'{"choices": "none"}', "application/json"),
+    }
 
     async def answer(request: web.Request) -> web.Response:
         body, kind = bodies[request.match_info["case"]]
@@ -574,10 +651,12 @@ def odd_server() -> Iterator[str]:
         loop.close()
 
 
-@pytest.mark.parametrize(("case", "words"), [("sse", "server-sent event"), ("utf8", "UTF-8"),
-                                              ("shape", "'choices' is not a list")])
+@pytest.mark.parametrize(
+    ("case", "words"), [("sse", "server-sent event"), ("utf8", "UTF-8"), ("shape", "'choices' is not a list")]
+)
 async def test_bodies_that_are_not_chat_completions_are_bad_responses(
-        odd_server: str, tmp_path: Path, renderer: Renderer, case: str, words: str) -> None:
+    odd_server: str, tmp_path: Path, renderer: Renderer, case: str, words: str
+) -> None:
     from svgagent.core.scoring.models import FailureKind
 
     url = f"{odd_server}/{case}/v1"

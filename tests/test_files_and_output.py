@@ -30,8 +30,7 @@ SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect widt
 
 
 def svgagent(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(svgagent_argv(*args), capture_output=True, timeout=120,
-                          cwd=cwd)
+    return subprocess.run(svgagent_argv(*args), capture_output=True, timeout=120, cwd=cwd)
 
 
 @pytest.fixture
@@ -53,6 +52,7 @@ def _read_fifo(path: Path, into: list[bytes]) -> threading.Thread:
 
 
 # --- 8. one safe writer for every command ----------------------------------------------------------------------------
+
 
 def test_export_writes_through_a_fifo_and_keeps_it_a_fifo(db: tuple[Path, str], tmp_path: Path) -> None:
     store, run_id = db
@@ -178,9 +178,10 @@ def test_a_failed_write_leaves_the_old_file_and_nothing_on_stdout(tmp_path: Path
 
 # --- 9. CSV cells a spreadsheet would run --------------------------------------------------------------------------
 
+
 def test_csv_export_neutralises_formula_cells(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    hostile = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
+    hostile = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
     with Store(path) as store:
         run_id = build_run(store, [Spec(i, fulfilled=1, prompt=text, reason=text) for i, text in enumerate(hostile)])
     out = svgagent("export", run_id, "--format", "csv", "--store", str(path))
@@ -193,10 +194,16 @@ def test_csv_export_neutralises_formula_cells(tmp_path: Path) -> None:
 
 # --- 10. render: one line, exit 2, `-` is stdout ---------------------------------------------------------------------
 
-@pytest.mark.parametrize(("extra", "needle"), [
-    (["--size", "-5"], "--size -5"), (["--size", "100000"], "--size 100000"),
-    (["-o", "missing/out.png"], "does not exist"), (["-o", "."], "is a directory"),
-])
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--size", "-5"], "--size -5"),
+        (["--size", "100000"], "--size 100000"),
+        (["-o", "missing/out.png"], "does not exist"),
+        (["-o", "."], "is a directory"),
+    ],
+)
 def test_render_errors_are_one_line_exit_2(tmp_path: Path, extra: list[str], needle: str) -> None:
     (tmp_path / "in.svg").write_text(SVG)
     args = ["render", "in.svg", "-o", "out.png", *extra]
@@ -221,6 +228,7 @@ def test_render_missing_input_and_dash_output(tmp_path: Path) -> None:
 
 # --- 11. private store files, .env line endings ----------------------------------------------------------------------
 
+
 def test_a_new_store_is_private(tmp_path: Path) -> None:
     os.umask(0o022)
     with Store(tmp_path / "data" / "svgagent" / "runs.db") as store:
@@ -239,10 +247,16 @@ def test_env_save_keeps_crlf_line_endings(tmp_path: Path) -> None:
 
 # --- 12. only commands that write create a store, after saying so ----------------------------------------------------
 
+
 def test_reading_commands_never_create_a_store(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "x.db"
-    for command in (["runs", "show", "r"], ["export", "r"], ["runs", "stats", "r"], ["store", "check"],
-                    ["tui", "--run", "r"]):
+    for command in (
+        ["runs", "show", "r"],
+        ["export", "r"],
+        ["runs", "stats", "r"],
+        ["store", "check"],
+        ["tui", "--run", "r"],
+    ):
         out = svgagent(*command, "--store", str(missing))
         assert out.returncode == 2 and "no run store at" in out.stderr.decode(), command
     # a fresh machine has no runs to list: said so, with where the store will be, and exit 0 (it was 2, an error)
@@ -265,9 +279,14 @@ def test_a_writing_command_says_it_creates_the_store(tmp_path: Path) -> None:
 def test_the_tui_says_it_creates_the_store_before_it_starts(tmp_path: Path) -> None:
     target = tmp_path / "new" / "dir" / "x.db"
     env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "tui", "--demo", "--store", str(target)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svgagent.tui.cli.main", "tui", "--demo", "--store", str(target)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 60  # only against a hang: nothing here measures time
         while not target.exists() and proc.poll() is None and time.monotonic() < deadline:

@@ -9,34 +9,54 @@ import tarfile
 
 import pytest
 
-from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.rft.fireworks_api import MISSING_KEY, ControlPlane, FireworksError, secret_id_for
 from svgagent.core.rft.job_states import TERMINAL, is_terminal, stops_watching
 from svgagent.core.rft.links import app_url, dataset_link, evaluator_link, job_link
 from svgagent.core.rft.monitor import JobView
+from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.sim.control_plane import FireworksSim
 
 ACCT = "sim-account"
-JSONL = b"".join(json.dumps({"messages": [{"role": "user", "content": f"draw {w}"}]}).encode() + b"\n"
-                 for w in ("a cat", "a dog", "a tree"))
+JSONL = b"".join(
+    json.dumps({"messages": [{"role": "user", "content": f"draw {w}"}]}).encode() + b"\n"
+    for w in ("a cat", "a dog", "a tree")
+)
 # The same job twice, written out by hand on purpose: the client's snake_case keys (what `RftParams.job_kwargs`
 # builds) ...
 JOB_KWARGS = {
     "display_name": "svg rft",
-    "training_config": {"base_model": "accounts/fireworks/models/qwen3-0p6b", "epochs": 1, "learning_rate": 1e-4,
-                        "lora_rank": 16, "output_model": "svg-drawer"},
-    "inference_parameters": {"temperature": 0.8, "max_output_tokens": 2048, "response_candidates_count": 4,
-                             "extra_body": json.dumps({"reasoning_effort": "low"})},
+    "training_config": {
+        "base_model": "accounts/fireworks/models/qwen3-0p6b",
+        "epochs": 1,
+        "learning_rate": 1e-4,
+        "lora_rank": 16,
+        "output_model": "svg-drawer",
+    },
+    "inference_parameters": {
+        "temperature": 0.8,
+        "max_output_tokens": 2048,
+        "response_candidates_count": 4,
+        "extra_body": json.dumps({"reasoning_effort": "low"}),
+    },
     "loss_config": {"method": "GRPO", "kl_beta": 0.01},
     "eval_auto_carveout": True,
 }
 # ... and the camelCase body the client sends for them
 JOB_BODY = {
     "displayName": "svg rft",
-    "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b", "epochs": 1, "learningRate": 1e-4,
-                       "loraRank": 16, "outputModel": "svg-drawer"},
-    "inferenceParameters": {"temperature": 0.8, "maxOutputTokens": 2048, "responseCandidatesCount": 4,
-                            "extraBody": json.dumps({"reasoning_effort": "low"})},
+    "trainingConfig": {
+        "baseModel": "accounts/fireworks/models/qwen3-0p6b",
+        "epochs": 1,
+        "learningRate": 1e-4,
+        "loraRank": 16,
+        "outputModel": "svg-drawer",
+    },
+    "inferenceParameters": {
+        "temperature": 0.8,
+        "maxOutputTokens": 2048,
+        "responseCandidatesCount": 4,
+        "extraBody": json.dumps({"reasoning_effort": "low"}),
+    },
     "lossConfig": {"method": "GRPO", "klBeta": 0.01},
     "evalAutoCarveout": True,
 }
@@ -54,8 +74,13 @@ def plane(sim: FireworksSim, key: str = "test-key", **kw: object) -> ControlPlan
     return ControlPlane(key, base_url=sim.base_url, **kw)
 
 
-def bundle(source: str = "def evaluate(row):\n    return 1.0\n", *, root: str | None = "proj",
-           requirements: bool = True, entry_file: str = "main.py") -> bytes:
+def bundle(
+    source: str = "def evaluate(row):\n    return 1.0\n",
+    *,
+    root: str | None = "proj",
+    requirements: bool = True,
+    entry_file: str = "main.py",
+) -> bytes:
     """An evaluator archive; by default laid out as `ep upload` packs one (everything under one folder)."""
     files = {entry_file: source.encode()}
     if requirements:
@@ -70,8 +95,15 @@ def bundle(source: str = "def evaluate(row):\n    return 1.0\n", *, root: str | 
 
 
 def ensure(cp: ControlPlane, code_hash: str = "h1", archive: bytes | None = None, **kw: object) -> dict:
-    return cp.ensure_evaluator("svg-judge", "SVG judge", "main.py::evaluate", archive or bundle(), code_hash,
-                               filename="proj.tar.gz", **{**FAST, **kw})
+    return cp.ensure_evaluator(
+        "svg-judge",
+        "SVG judge",
+        "main.py::evaluate",
+        archive or bundle(),
+        code_hash,
+        filename="proj.tar.gz",
+        **{**FAST, **kw},
+    )
 
 
 def ready(sim: FireworksSim) -> ControlPlane:
@@ -90,7 +122,10 @@ def test_full_sequence_through_the_real_client(sim: FireworksSim) -> None:
     assert cp.resolve_account() == ACCT
     assert cp.upsert_secret("OPENAI_API_KEY", "sk-live-123")["created"] is True
     assert cp.upsert_secret("OPENAI_API_KEY", "sk-live-456") == {
-        "name": f"accounts/{ACCT}/secrets/openai-api-key", "keyName": "OPENAI_API_KEY", "created": False}
+        "name": f"accounts/{ACCT}/secrets/openai-api-key",
+        "keyName": "OPENAI_API_KEY",
+        "created": False,
+    }
     assert sim.secret_value("openai-api-key") == "sk-live-456"
     dataset = cp.create_dataset("svg-prompts", "SVG prompts", JSONL, **FAST)
     assert (dataset["state"], dataset["exampleCount"]) == ("READY", "3")
@@ -103,8 +138,11 @@ def test_full_sequence_through_the_real_client(sim: FireworksSim) -> None:
     assert stages[-1] == "active"
     job = cp.create_job("svg-run-1", {"dataset": "svg-prompts", "evaluator": "svg-judge", **JOB_KWARGS})
     summary = JobView.from_job(job, None)
-    assert (summary.job_id, summary.state, summary.output_model) == ("svg-run-1", "CREATING",
-                                                                     f"accounts/{ACCT}/models/svg-drawer")
+    assert (summary.job_id, summary.state, summary.output_model) == (
+        "svg-run-1",
+        "CREATING",
+        f"accounts/{ACCT}/models/svg-drawer",
+    )
     seen = []
     while not summary.terminal:
         summary = JobView.from_job(cp.get_job(summary.name), None)
@@ -122,23 +160,41 @@ def test_full_sequence_through_the_real_client(sim: FireworksSim) -> None:
         f"GET /v1/accounts/{ACCT}/datasets/svg-prompts",
     ]
     assert bodies(sim, "POST", "/secrets") == [  # named by its bare id, as eval-protocol does
-        {"name": "openai-api-key", "keyName": "OPENAI_API_KEY", "value": "***"}]
+        {"name": "openai-api-key", "keyName": "OPENAI_API_KEY", "value": "***"}
+    ]
     assert bodies(sim, "PATCH", "/openai-api-key") == [{"keyName": "OPENAI_API_KEY", "value": "***"}]
-    assert bodies(sim, "POST", "/datasets") == [{"datasetId": "svg-prompts", "dataset": {  # eval-protocol's kind
-        "displayName": "SVG prompts", "exampleCount": "3", "evalProtocol": {}, "format": "FORMAT_UNSPECIFIED"}}]
+    assert bodies(sim, "POST", "/datasets") == [
+        {
+            "datasetId": "svg-prompts",
+            "dataset": {  # eval-protocol's kind
+                "displayName": "SVG prompts",
+                "exampleCount": "3",
+                "evalProtocol": {},
+                "format": "FORMAT_UNSPECIFIED",
+            },
+        }
+    ]
     assert bodies(sim, "POST", ":upload") == [{"file": {"filename": "svg-prompts.jsonl", "size": len(JSONL)}}]
-    assert bodies(sim, "POST", "/evaluatorsV2") == [{"evaluatorId": "svg-judge", "evaluator": {
-        "displayName": "SVG judge", "description": "[code h1]", "entryPoint": "main.py::evaluate"}}]
+    assert bodies(sim, "POST", "/evaluatorsV2") == [
+        {
+            "evaluatorId": "svg-judge",
+            "evaluator": {"displayName": "SVG judge", "description": "[code h1]", "entryPoint": "main.py::evaluate"},
+        }
+    ]
     assert bodies(sim, "POST", "svg-judge:getUploadEndpoint") == [
-        {"filenameToSize": {"proj.tar.gz": str(len(bundle()))}}]
+        {"filenameToSize": {"proj.tar.gz": str(len(bundle()))}}
+    ]
     (upload,) = sim.uploads
     assert (upload["size"], upload["authorization_sent"]) == (len(bundle()), False)
     assert not [h for h in upload["headers"] if h.startswith("x-stainless")]  # no client metadata to storage
     assert bodies(sim, "POST", "svg-judge:validateUpload") == [{}]
     (create,) = [r for r in sim.requests if r.method == "POST" and r.path.endswith("/reinforcementFineTuningJobs")]
     assert create.query == {"reinforcementFineTuningJobId": "svg-run-1"}
-    assert create.body == {"dataset": f"accounts/{ACCT}/datasets/svg-prompts",
-                           "evaluator": f"accounts/{ACCT}/evaluators/svg-judge", **JOB_BODY}
+    assert create.body == {
+        "dataset": f"accounts/{ACCT}/datasets/svg-prompts",
+        "evaluator": f"accounts/{ACCT}/evaluators/svg-judge",
+        **JOB_BODY,
+    }
     logged = json.dumps([r.body for r in sim.requests]) + json.dumps(sim.dump_state())
     assert "sk-live" not in logged
 
@@ -202,15 +258,23 @@ def test_secret_lookup_answered_with_500_means_not_found(sim: FireworksSim) -> N
     assert cp.upsert_secret("OPENAI_API_KEY", "sk-live-2")["created"] is False
     assert sim.secret_value("openai-api-key") == "sk-live-2"
     assert [(r.method, r.status) for r in sim.requests if "/secrets" in r.path][2:] == [
-        ("GET", 500), ("POST", 409), ("PATCH", 200)]
+        ("GET", 500),
+        ("POST", 409),
+        ("PATCH", 200),
+    ]
 
 
 def test_job_ids_are_checked_before_any_request(sim: FireworksSim) -> None:
     cp = ready(sim)
     before = len(sim.requests)
     for bad in ("../../etc", "a/b", "Job_1", "accounts/a/reinforcementFineTuningJobs/../x", ""):
-        for call in (cp.get_job, cp.cancel_job, cp.resume_job, cp.delete_job,
-                     lambda ref: cp.create_job(ref or "-", {"dataset": "svg-prompts", "evaluator": "svg-judge"})):
+        for call in (
+            cp.get_job,
+            cp.cancel_job,
+            cp.resume_job,
+            cp.delete_job,
+            lambda ref: cp.create_job(ref or "-", {"dataset": "svg-prompts", "evaluator": "svg-judge"}),
+        ):
             with pytest.raises(FireworksError) as err:
                 call(bad)
             assert err.value.kind == "invalid", bad
@@ -315,7 +379,10 @@ def test_dataset_signed_url_path_for_large_files(sim: FireworksSim) -> None:
     cp.DIRECT_UPLOAD_LIMIT = 10
     assert cp.create_dataset("big", "Big", JSONL, **FAST)["exampleCount"] == "3"
     assert [p.split("/")[-1] for p in sim.paths() if p.startswith("POST")] == [
-        "datasets", "big:getUploadEndpoint", "big:validateUpload"]
+        "datasets",
+        "big:getUploadEndpoint",
+        "big:validateUpload",
+    ]
     assert sim.uploads[0]["authorization_sent"] is False
     assert sim.dataset_bytes("big") == JSONL
 
@@ -397,14 +464,31 @@ def test_secret_ids() -> None:
 
 def test_job_view_parser_and_the_one_set_of_states() -> None:
     empty = JobView.from_job({}, None)
-    assert (empty.state, empty.percent, empty.total, empty.name, empty.output_model) == ("UNSPECIFIED", None, 0, "",
-                                                                                          None)
-    running = JobView.from_job({
-        "name": "accounts/a/reinforcementFineTuningJobs/j1", "displayName": "run", "state": "JOB_STATE_RUNNING",
-        "status": {"code": "OK", "message": ""}, "createTime": "2025-01-01T00:00:00Z",
-        "trainingConfig": {"outputModel": "accounts/a/models/m"},
-        "jobProgress": {"percent": 40, "epoch": 1, "totalInputRequests": "200", "successfullyProcessedRequests": "78",
-                        "failedRequests": "2"}}, None)
+    assert (empty.state, empty.percent, empty.total, empty.name, empty.output_model) == (
+        "UNSPECIFIED",
+        None,
+        0,
+        "",
+        None,
+    )
+    running = JobView.from_job(
+        {
+            "name": "accounts/a/reinforcementFineTuningJobs/j1",
+            "displayName": "run",
+            "state": "JOB_STATE_RUNNING",
+            "status": {"code": "OK", "message": ""},
+            "createTime": "2025-01-01T00:00:00Z",
+            "trainingConfig": {"outputModel": "accounts/a/models/m"},
+            "jobProgress": {
+                "percent": 40,
+                "epoch": 1,
+                "totalInputRequests": "200",
+                "successfullyProcessedRequests": "78",
+                "failedRequests": "2",
+            },
+        },
+        None,
+    )
     assert (running.job_id, running.phase, running.percent, running.epoch) == ("j1", "RUNNING", 40, 1)
     assert (running.processed, running.failed, running.total) == (80, 2, 200)
     assert running.output_model == "accounts/a/models/m"
@@ -429,12 +513,18 @@ def test_job_view_parser_and_the_one_set_of_states() -> None:
 
 def test_links() -> None:
     assert app_url(None) == "https://app.fireworks.ai"
-    assert evaluator_link("https://api.fireworks.ai", "svg-judge") == \
-        "https://app.fireworks.ai/dashboard/evaluators/svg-judge"
-    assert dataset_link("https://api.fireworks.ai/", "accounts/a/datasets/d1") == \
-        "https://app.fireworks.ai/dashboard/datasets/d1"
-    assert job_link("https://api.fireworks.ai", "accounts/a/reinforcementFineTuningJobs/j9") == \
-        "https://app.fireworks.ai/dashboard/fine-tuning/reinforcement/j9"
+    assert (
+        evaluator_link("https://api.fireworks.ai", "svg-judge")
+        == "https://app.fireworks.ai/dashboard/evaluators/svg-judge"
+    )
+    assert (
+        dataset_link("https://api.fireworks.ai/", "accounts/a/datasets/d1")
+        == "https://app.fireworks.ai/dashboard/datasets/d1"
+    )
+    assert (
+        job_link("https://api.fireworks.ai", "accounts/a/reinforcementFineTuningJobs/j9")
+        == "https://app.fireworks.ai/dashboard/fine-tuning/reinforcement/j9"
+    )
     assert app_url("https://api.staging.example.com:8443") == "https://app.staging.example.com:8443"
     assert job_link("http://127.0.0.1:5555", "j") == "http://127.0.0.1:5555/dashboard/fine-tuning/reinforcement/j"
     assert app_url("http://localhost:8765") == "http://localhost:8765"

@@ -55,8 +55,9 @@ def tarball(files: dict[str, str]) -> bytes:
 GOOD_BUNDLE = {"proj/main.py": "def evaluate(x):\n    return x * 2\n", "proj/requirements.txt": "openai\n"}
 
 
-def active_evaluator(fw: fireworks.Fireworks, eid: str = "ev", archive: bytes | None = None,
-                     entry_point: str = "main.py::evaluate") -> None:
+def active_evaluator(
+    fw: fireworks.Fireworks, eid: str = "ev", archive: bytes | None = None, entry_point: str = "main.py::evaluate"
+) -> None:
     archive = tarball(GOOD_BUNDLE) if archive is None else archive
     fw.evaluators.create(evaluator_id=eid, evaluator={"display_name": eid, "entry_point": entry_point})
     url = fw.evaluators.get_upload_endpoint(eid, filename_to_size={"b.tar.gz": str(len(archive))})
@@ -67,14 +68,27 @@ def active_evaluator(fw: fireworks.Fireworks, eid: str = "ev", archive: bytes | 
 
 
 def put(fw: fireworks.Fireworks, url: str, data: bytes, **headers: str) -> httpx.Response:
-    return fw.put(url, content=data, cast_to=httpx.Response, options={"headers": {
-        "Authorization": fireworks.omit, "Content-Type": "application/octet-stream",
-        "X-Goog-Content-Length-Range": f"{len(data)},{len(data)}", **headers}})
+    return fw.put(
+        url,
+        content=data,
+        cast_to=httpx.Response,
+        options={
+            "headers": {
+                "Authorization": fireworks.omit,
+                "Content-Type": "application/octet-stream",
+                "X-Goog-Content-Length-Range": f"{len(data)},{len(data)}",
+                **headers,
+            }
+        },
+    )
 
 
 def job_body(**training: object) -> dict[str, object]:
-    return {"dataset": f"accounts/{ACCT}/datasets/ds", "evaluator": f"accounts/{ACCT}/evaluators/ev",
-            "training_config": {"base_model": "accounts/fireworks/models/qwen3-0p6b", **training}}
+    return {
+        "dataset": f"accounts/{ACCT}/datasets/ds",
+        "evaluator": f"accounts/{ACCT}/evaluators/ev",
+        "training_config": {"base_model": "accounts/fireworks/models/qwen3-0p6b", **training},
+    }
 
 
 def test_verify_api_key_reports_account_and_rejects_bad_key(sim: FireworksSim) -> None:
@@ -158,8 +172,10 @@ def test_dataset_signed_url_upload(sim: FireworksSim) -> None:
 def test_evaluator_builds_to_active_and_keeps_the_bundle(sim: FireworksSim) -> None:
     fw = client(sim)
     bundle = tarball(GOOD_BUNDLE)
-    created = fw.evaluators.create(evaluator_id="ev", evaluator={
-        "display_name": "SVG judge", "entry_point": "main.py::evaluate", "commit_hash": "h1"})
+    created = fw.evaluators.create(
+        evaluator_id="ev",
+        evaluator={"display_name": "SVG judge", "entry_point": "main.py::evaluate", "commit_hash": "h1"},
+    )
     assert created.state == "BUILDING"
     assert created.commit_hash == "h1"
     urls = fw.evaluators.get_upload_endpoint("ev", filename_to_size={"ev.tar.gz": str(len(bundle))})
@@ -190,16 +206,20 @@ def test_evaluator_build_failure_has_message_and_log(sim: FireworksSim) -> None:
     assert "cairosvgg" in httpx.get(log_url).text
 
 
-@pytest.mark.parametrize(("files", "entry_point", "reason"), [
-    ({"main.py": "def evaluate(x): ...\n", "requirements.txt": ""}, "main.py::evaluate", "one top-level folder"),
-    ({"proj/main.py": "def evaluate(x): ...\n"}, "main.py::evaluate", "requirements.txt is missing"),
-    (GOOD_BUNDLE, "proj/main.py::evaluate", "does not resolve inside the archive"),
-    (GOOD_BUNDLE, "main.py::score", "defines no score"),
-    (GOOD_BUNDLE, "main.py", "must look like path/to/file.py::function"),
-    ({**GOOD_BUNDLE, "proj/main.py": "def evaluate(:\n"}, "main.py::evaluate", "is not valid Python"),
-])
-def test_evaluator_build_rejects_what_the_platform_would(sim: FireworksSim, files: dict[str, str], entry_point: str,
-                                                         reason: str) -> None:
+@pytest.mark.parametrize(
+    ("files", "entry_point", "reason"),
+    [
+        ({"main.py": "def evaluate(x): ...\n", "requirements.txt": ""}, "main.py::evaluate", "one top-level folder"),
+        ({"proj/main.py": "def evaluate(x): ...\n"}, "main.py::evaluate", "requirements.txt is missing"),
+        (GOOD_BUNDLE, "proj/main.py::evaluate", "does not resolve inside the archive"),
+        (GOOD_BUNDLE, "main.py::score", "defines no score"),
+        (GOOD_BUNDLE, "main.py", "must look like path/to/file.py::function"),
+        ({**GOOD_BUNDLE, "proj/main.py": "def evaluate(:\n"}, "main.py::evaluate", "is not valid Python"),
+    ],
+)
+def test_evaluator_build_rejects_what_the_platform_would(
+    sim: FireworksSim, files: dict[str, str], entry_point: str, reason: str
+) -> None:
     fw = client(sim)
     active_evaluator(fw, archive=tarball(files), entry_point=entry_point)
     got = fw.evaluators.get("ev")
@@ -263,8 +283,9 @@ def test_job_validation(sim: FireworksSim) -> None:
         fw.reinforcement_fine_tuning_jobs.create(**job_body())
     active_evaluator(fw)
     with pytest.raises(fireworks.BadRequestError) as err:
-        fw.reinforcement_fine_tuning_jobs.create(dataset=f"accounts/{ACCT}/datasets/ds",
-                                                 evaluator=f"accounts/{ACCT}/evaluators/ev", training_config={})
+        fw.reinforcement_fine_tuning_jobs.create(
+            dataset=f"accounts/{ACCT}/datasets/ds", evaluator=f"accounts/{ACCT}/evaluators/ev", training_config={}
+        )
     assert "trainingConfig.baseModel" in err.value.body["error"]["message"]
     with pytest.raises(fireworks.BadRequestError, match="dataset is required"):
         fw.post(f"/v1/accounts/{ACCT}/reinforcementFineTuningJobs", cast_to=object, body={"evaluator": "x"})
@@ -395,8 +416,12 @@ def test_standalone_cli_serves() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIREWORKS_")}
-    proc = subprocess.Popen([sys.executable, "-m", "svgagent.core.sim.control_plane", "--port", str(port),
-                             "--account", "cli-acct"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svgagent.core.sim.control_plane", "--port", str(port), "--account", "cli-acct"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 10
         while True:

@@ -31,8 +31,13 @@ async def web_server() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
 
     async def echo(request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        seen.append({"headers": dict(request.headers), "body": body, "peer": request.transport.get_extra_info(
-            "sockname") and request.transport.get_extra_info("peername")})
+        seen.append(
+            {
+                "headers": dict(request.headers),
+                "body": body,
+                "peer": request.transport.get_extra_info("sockname") and request.transport.get_extra_info("peername"),
+            }
+        )
         mode = request.query.get("mode", "")
         payload = json.dumps({"echo": body.decode(), "n": len(seen)}).encode()
         if mode == "chunked":
@@ -40,7 +45,7 @@ async def web_server() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
             response.enable_chunked_encoding()
             await response.prepare(request)
             for i in range(0, len(payload), 7):
-                await response.write(payload[i:i + 7])
+                await response.write(payload[i : i + 7])
             await response.write_eof()
             return response
         if mode == "gzip":
@@ -49,8 +54,9 @@ async def web_server() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
             return web.Response(body=zlib.compress(payload), headers={"Content-Encoding": "deflate"})
         if mode == "close":
             return web.Response(body=payload, headers={"Connection": "close"})
-        return web.Response(body=payload, status=int(request.query.get("status", "200")),
-                            headers={"Retry-After": "2", "X-Twice": "a"})
+        return web.Response(
+            body=payload, status=int(request.query.get("status", "200")), headers={"Retry-After": "2", "X-Twice": "a"}
+        )
 
     app = web.Application()
     app.router.add_post("/v1/echo", echo)
@@ -64,7 +70,9 @@ async def web_server() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
         await runner.cleanup()
 
 
-async def _post(client: Http1Client, url: str, body: bytes = b'{"a": 1}', max_body: int = 1 << 20) -> http1.HttpResponse:
+async def _post(
+    client: Http1Client, url: str, body: bytes = b'{"a": 1}', max_body: int = 1 << 20
+) -> http1.HttpResponse:
     target = Target.parse(url)
     return await client.post(target, target.head(HEAD_HEADERS), body, max_body=max_body)
 
@@ -158,8 +166,13 @@ async def scripted() -> AsyncIterator[tuple[list[bytes], str, list[int]]]:
         try:
             while answers:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
+                length = int(
+                    next(
+                        line.split(b":")[1]
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length")
+                    )
+                )
                 await reader.readexactly(length)
                 answer = answers.pop(0)
                 writer.write(answer)
@@ -188,29 +201,51 @@ def _ok(body: bytes, extra: bytes = b"") -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
 
 
-@pytest.mark.parametrize(("answer", "why"), [
-    (Cut(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"), "before its answer was complete"),
-    (b"HTTP/2 200\r\n\r\n", "llhttp reads it: Expected dot"),
-    (b"ICY 200 OK\r\n\r\n", "Expected HTTP/"),
-    (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "Invalid header token"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nab", "Invalid character in Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Invalid character in Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", "after chunk data"),
-    (b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", "did not ask for"),
-    (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nnope", "damaged"),
-    (b"HTTP/1.1 101 Switching\r\n\r\n", "switched protocols"),
-    (b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * (70 * 1024) + b"\r\n\r\n", "head is larger"),
-    (b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * 200 + b"\r\n", "more than"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", "Duplicate Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nX: a\x00b\r\nContent-Length: 0\r\n\r\n", "control character"),
-    (b"HTTP/1.1 200 OK\r\nX: a\rb\r\nContent-Length: 0\r\n\r\n", "llhttp reads it"),
-    (b"HTTP/1.1 200 OK\nContent-Length: 0\n\n", "llhttp reads it"),
-    (b"HTTP/1.1 99 Low\r\nContent-Length: 0\r\n\r\n", "status code"),
-], ids=["cut-short", "h2", "icy", "no-colon", "two-lengths", "negative", "chunk-size", "chunk-crlf", "br", "bad-gzip",
-        "101", "huge-head", "many-fields", "length-twice", "length-and-chunked", "nul-in-value", "bare-cr",
-        "bare-lf", "status-99"])
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (Cut(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"), "before its answer was complete"),
+        (b"HTTP/2 200\r\n\r\n", "llhttp reads it: Expected dot"),
+        (b"ICY 200 OK\r\n\r\n", "Expected HTTP/"),
+        (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "Invalid header token"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2, 3\r\n\r\nab", "Invalid character in Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Invalid character in Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", "after chunk data"),
+        (b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx", "did not ask for"),
+        (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nnope", "damaged"),
+        (b"HTTP/1.1 101 Switching\r\n\r\n", "switched protocols"),
+        (b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * (70 * 1024) + b"\r\n\r\n", "head is larger"),
+        (b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * 200 + b"\r\n", "more than"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", "Duplicate Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nX: a\x00b\r\nContent-Length: 0\r\n\r\n", "control character"),
+        (b"HTTP/1.1 200 OK\r\nX: a\rb\r\nContent-Length: 0\r\n\r\n", "llhttp reads it"),
+        (b"HTTP/1.1 200 OK\nContent-Length: 0\n\n", "llhttp reads it"),
+        (b"HTTP/1.1 99 Low\r\nContent-Length: 0\r\n\r\n", "status code"),
+    ],
+    ids=[
+        "cut-short",
+        "h2",
+        "icy",
+        "no-colon",
+        "two-lengths",
+        "negative",
+        "chunk-size",
+        "chunk-crlf",
+        "br",
+        "bad-gzip",
+        "101",
+        "huge-head",
+        "many-fields",
+        "length-twice",
+        "length-and-chunked",
+        "nul-in-value",
+        "bare-cr",
+        "bare-lf",
+        "status-99",
+    ],
+)
 async def test_malformed_answers_are_protocol_errors(scripted, answer, why) -> None:
     """... and one cut short is a connection error (the chat client retries both as connection trouble)."""
     answers, url, _ = scripted
@@ -262,8 +297,13 @@ async def test_interim_answers_are_skipped_and_close_delimited_bodies_read_to_th
 
 async def test_trailers_and_chunk_extensions_are_skipped(scripted) -> None:
     answers, url, _ = scripted
-    answers.extend([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n1\r\nd\r\n0\r\n"
-                    b"X-Trailer: t\r\n\r\n", _ok(b"next")])
+    answers.extend(
+        [
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n1\r\nd\r\n0\r\n"
+            b"X-Trailer: t\r\n\r\n",
+            _ok(b"next"),
+        ]
+    )
     client = Http1Client()
     try:
         first = await _post(client, url)
@@ -274,14 +314,22 @@ async def test_trailers_and_chunk_extensions_are_skipped(scripted) -> None:
     assert client.connections_made == 1
 
 
-@pytest.mark.parametrize("answer", [
-    _ok(b"x" * 5000),
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"3e8\r\n" + b"x" * 1000 + b"\r\n" * 1 +
-    (b"3e8\r\n" + b"x" * 1000 + b"\r\n") * 4 + b"0\r\n\r\n",
-    Cut(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 5000),
-    b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(gzip.compress(b"x" * 5000))
-    + gzip.compress(b"x" * 5000),
-], ids=["length", "chunked", "until-close", "gzip-bomb"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _ok(b"x" * 5000),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"3e8\r\n"
+        + b"x" * 1000
+        + b"\r\n" * 1
+        + (b"3e8\r\n" + b"x" * 1000 + b"\r\n") * 4
+        + b"0\r\n\r\n",
+        Cut(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"x" * 5000),
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(gzip.compress(b"x" * 5000))
+        + gzip.compress(b"x" * 5000),
+    ],
+    ids=["length", "chunked", "until-close", "gzip-bomb"],
+)
 async def test_a_body_over_the_cap_is_read_only_up_to_it(scripted, answer) -> None:
     answers, url, _ = scripted
     answers.extend([answer, _ok(b"fresh")])
@@ -366,8 +414,12 @@ def test_urls_and_headers_that_a_request_cannot_carry_are_refused() -> None:
     with pytest.raises(ValueError, match="characters"):
         Target.parse("http://example.com/v1 HTTP/1.1\r\nX: y")
     target = Target.parse("https://user:pw@api.example.com:8443/v1/chat?x=1")
-    assert (target.host, target.port, target.authority, target.path) == ("api.example.com", 8443,
-                                                                          "api.example.com:8443", "/v1/chat?x=1")
+    assert (target.host, target.port, target.authority, target.path) == (
+        "api.example.com",
+        8443,
+        "api.example.com:8443",
+        "/v1/chat?x=1",
+    )
     assert Target.parse("http://[::1]:9/v1").authority == "[::1]:9"
     with pytest.raises(ValueError, match="cannot be sent"):
         target.head({"Authorization": "Bearer a\r\nX-Evil: 1"})
@@ -392,18 +444,49 @@ async def test_a_request_head_is_written_once_as_bytes_and_content_length_per_re
         waiter = conn.exchange(head, body, 100)
         sent.append(conn.transport.sent)
         waiter.cancel()
-    assert sent[0] == (b"POST /v1/x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nAccept-Encoding: gzip, deflate\r\n"
-                       b"Content-Type: application/json\r\nAuthorization: Bearer k\r\nX-Mixed-Case: \xdcn\xef\r\n"
-                       b"Content-Length: 0\r\n\r\n")
+    assert sent[0] == (
+        b"POST /v1/x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nAccept-Encoding: gzip, deflate\r\n"
+        b"Content-Type: application/json\r\nAuthorization: Bearer k\r\nX-Mixed-Case: \xdcn\xef\r\n"
+        b"Content-Length: 0\r\n\r\n"
+    )
     assert sent[1] == sent[0].replace(b"Length: 0", b"Length: 2400") + b'{"a": 1}' * 300
 
 
-@pytest.mark.parametrize("headers", [
-    {"X-Evil": "a\r\nX-Injected: 1"}, {"X-Evil": "a\nb"}, {"X-Evil": "a\rb"}, {"X-Evil": "a\x00b"},
-    {"X-Evil": "a\x7fb"}, {"X Space": "1"}, {"X:Colon": "1"}, {"X-Evil\r\n": "1"}, {"": "1"}, {"Ünï": "1"},
-    {"X-Wide": "\u20ac"}, {"Content-Length": "5"}, {"transfer-encoding": "chunked"}, {"HOST": "elsewhere"},
-], ids=["crlf", "lf", "cr", "nul", "del", "space-in-name", "colon-in-name", "crlf-in-name", "empty-name",
-        "non-ascii-name", "not-latin-1", "content-length", "transfer-encoding", "host"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Evil": "a\r\nX-Injected: 1"},
+        {"X-Evil": "a\nb"},
+        {"X-Evil": "a\rb"},
+        {"X-Evil": "a\x00b"},
+        {"X-Evil": "a\x7fb"},
+        {"X Space": "1"},
+        {"X:Colon": "1"},
+        {"X-Evil\r\n": "1"},
+        {"": "1"},
+        {"Ünï": "1"},
+        {"X-Wide": "\u20ac"},
+        {"Content-Length": "5"},
+        {"transfer-encoding": "chunked"},
+        {"HOST": "elsewhere"},
+    ],
+    ids=[
+        "crlf",
+        "lf",
+        "cr",
+        "nul",
+        "del",
+        "space-in-name",
+        "colon-in-name",
+        "crlf-in-name",
+        "empty-name",
+        "non-ascii-name",
+        "not-latin-1",
+        "content-length",
+        "transfer-encoding",
+        "host",
+    ],
+)
 def test_header_fields_a_request_cannot_carry_are_refused_before_anything_is_sent(headers) -> None:
     """RFC 9110 5.1/5.5: a field name is a token, a value has no control characters but HTAB; framing and Host are
     the client's. Refused by Target.head, so no request with them is ever written."""
@@ -411,13 +494,20 @@ def test_header_fields_a_request_cannot_carry_are_refused_before_anything_is_sen
     with pytest.raises(ValueError, match="cannot be sent"):
         target.head(headers)
     assert target.head({"X-Tab": "a\tb", "X-Latin": "caf\xe9", "X-Empty": ""}).endswith(
-        b"X-Tab: a\tb\r\nX-Latin: caf\xe9\r\nX-Empty: \r\nContent-Length: ")
+        b"X-Tab: a\tb\r\nX-Latin: caf\xe9\r\nX-Empty: \r\nContent-Length: "
+    )
 
 
 async def test_answers_with_connection_close_or_on_http_1_0_are_not_kept(scripted) -> None:
     answers, url, connections = scripted
-    answers.extend([_ok(b"one", b"Connection: close\r\n"), b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\ntwo",
-                    _ok(b"three"), _ok(b"four")])
+    answers.extend(
+        [
+            _ok(b"one", b"Connection: close\r\n"),
+            b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\ntwo",
+            _ok(b"three"),
+            _ok(b"four"),
+        ]
+    )
     client = Http1Client()
     try:
         got = [(await _post(client, url)).body for _ in range(4)]
@@ -464,9 +554,28 @@ async def test_https_verifies_the_certificate_and_keeps_the_connection(tmp_path:
     """TLS as the real endpoints speak it: a certificate for localhost made here, trusted by the client's context;
     the default context (the system's roots) refuses it."""
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
 
     async def echo(request: web.Request) -> web.Response:
         return web.json_response({"got": len(await request.read())})

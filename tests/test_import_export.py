@@ -11,10 +11,10 @@ from typing import Any
 import cairosvg
 import pytest
 from PIL import Image
+from test_compare import OUTAGE, make_run, requirements_for
 
 from svgagent.core.compare import compare_runs
 from svgagent.core.export import AssetWriter, evaluation_row, safe_stem
-from svgagent.core.scoring.extract import NO_SVG
 from svgagent.core.importer import (
     IMPORTED_FINISH_REASON,
     NothingImported,
@@ -22,42 +22,91 @@ from svgagent.core.importer import (
     parse_formatted_prompt,
     read_evaluation_rows,
 )
-from svgagent.core.scoring.errors import StoreError
-from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord
+from svgagent.core.scoring.errors import StoreError
+from svgagent.core.scoring.extract import NO_SVG
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.stats import run_stats
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
-from test_compare import OUTAGE, make_run, requirements_for
 
 SCORED, FAILED, QUEUED = RolloutStatus.SCORED, RolloutStatus.FAILED, RolloutStatus.QUEUED
-SVG = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 20" width="40" height="20">'
-       '<rect width="40" height="20" fill="#0055a4"/><circle cx="20" cy="10" r="6" fill="#ffcc00"/></svg>')
+SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 20" width="40" height="20">'
+    '<rect width="40" height="20" fill="#0055a4"/><circle cx="20" cy="10" r="6" fill="#ffcc00"/></svg>'
+)
 PNG = cairosvg.svg2png(bytestring=SVG.encode(), output_width=64)
 ANSWER = f"Here you go.\n```svg\n{SVG}\n```"
 
 
 def judged(fulfilled: int, n: int, **extra: Any) -> dict[str, Any]:
-    return {"status": SCORED, "score": fulfilled / n, "fulfilled": fulfilled, "is_score_valid": True,
-            "reason": f"{fulfilled}/{n}", "rationale": f"{fulfilled} of {n} requirements are visible.\nDetails.",
-            "raw_answer": ANSWER, "svg": SVG, "png": PNG, "render_s": 0.05, "judge_s": 0.7,
-            "judge_prompt_tokens": 900, "judge_completion_tokens": 40, **extra}
+    return {
+        "status": SCORED,
+        "score": fulfilled / n,
+        "fulfilled": fulfilled,
+        "is_score_valid": True,
+        "reason": f"{fulfilled}/{n}",
+        "rationale": f"{fulfilled} of {n} requirements are visible.\nDetails.",
+        "raw_answer": ANSWER,
+        "svg": SVG,
+        "png": PNG,
+        "render_s": 0.05,
+        "judge_s": 0.7,
+        "judge_prompt_tokens": 900,
+        "judge_completion_tokens": 40,
+        **extra,
+    }
 
 
 # Every state an export has to carry: several samples, per-requirement verdicts, overrides (count and verdicts),
 # a valid 0 without SVG, a judge outage without a valid score.
 ROWS = [
-    ("row_0", "Draw a cat", 3, [
-        judged(2, 3, verdicts_json=json.dumps([[1, True, "ears"], [2, True, "tail"], [3, False, "no whiskers"]])),
-        judged(3, 3),
-    ]),
+    (
+        "row_0",
+        "Draw a cat",
+        3,
+        [
+            judged(2, 3, verdicts_json=json.dumps([[1, True, "ears"], [2, True, "tail"], [3, False, "no whiskers"]])),
+            judged(3, 3),
+        ],
+    ),
     ("row_1", "Draw a dog", 4, [judged(1, 4, override=3), judged(4, 4, override_verdicts=[True, False, True, False])]),
-    ("row_2", "Draw a sun", 2, [{"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-                                 "reason": NO_SVG, "raw_answer": "I cannot draw.", "failure_kind": "no_svg"}]),
-    ("row_3", "Draw a car", 5, [{"status": FAILED, "score": None, "is_score_valid": False, "reason": OUTAGE,
-                                 "error": OUTAGE, "raw_answer": ANSWER, "svg": SVG, "png": PNG,
-                                 "failure_kind": "unreachable"}, judged(5, 5)]),
+    (
+        "row_2",
+        "Draw a sun",
+        2,
+        [
+            {
+                "status": FAILED,
+                "score": 0.0,
+                "fulfilled": 0,
+                "is_score_valid": True,
+                "reason": NO_SVG,
+                "raw_answer": "I cannot draw.",
+                "failure_kind": "no_svg",
+            }
+        ],
+    ),
+    (
+        "row_3",
+        "Draw a car",
+        5,
+        [
+            {
+                "status": FAILED,
+                "score": None,
+                "is_score_valid": False,
+                "reason": OUTAGE,
+                "error": OUTAGE,
+                "raw_answer": ANSWER,
+                "svg": SVG,
+                "png": PNG,
+                "failure_kind": "unreachable",
+            },
+            judged(5, 5),
+        ],
+    ),
 ]
 
 
@@ -98,10 +147,35 @@ def test_export_import_compare_round_trip(store: Store, tmp_path: Path, capsys: 
     assert store.get_run(imported).name == "round trip"
     assert store.get_run(imported).settings["model"] == "model-original"  # from completion_params
     # Rollout by rollout, everything the review screens show comes back.
-    keep = ("row_id", "row_index", "sample_index", "status", "prompt", "requirements", "score", "fulfilled",
-            "is_score_valid", "reason", "error", "rationale", "verdicts", "override_score", "override_fulfilled",
-            "override_verdicts", "raw_answer", "finish_reason", "svg", "prompt_tokens", "completion_tokens",
-            "generation_s", "render_s", "judge_s", "judge_prompt_tokens", "judge_completion_tokens", "effective_score")
+    keep = (
+        "row_id",
+        "row_index",
+        "sample_index",
+        "status",
+        "prompt",
+        "requirements",
+        "score",
+        "fulfilled",
+        "is_score_valid",
+        "reason",
+        "error",
+        "rationale",
+        "verdicts",
+        "override_score",
+        "override_fulfilled",
+        "override_verdicts",
+        "raw_answer",
+        "finish_reason",
+        "svg",
+        "prompt_tokens",
+        "completion_tokens",
+        "generation_s",
+        "render_s",
+        "judge_s",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "effective_score",
+    )
     before = [{k: getattr(r, k) for k in keep} for r in store.iter_rollouts(original)]
     after = [{k: getattr(r, k) for k in keep} for r in store.iter_rollouts(imported)]
     assert after == before
@@ -160,7 +234,8 @@ def test_export_assets_writes_pngs_and_svgs(store: Store, tmp_path: Path, capsys
     assert len(with_pictures) == 6
     assert len(rows) == 7
     assert sorted(p.name for p in assets.iterdir()) == sorted(
-        f"{r.rollout_id}.{ext}" for r in with_pictures for ext in ("png", "svg"))
+        f"{r.rollout_id}.{ext}" for r in with_pictures for ext in ("png", "svg")
+    )
     for rec in with_pictures:
         png = assets / f"{rec.rollout_id}.png"
         with Image.open(png) as image:
@@ -176,8 +251,19 @@ def test_export_assets_writes_pngs_and_svgs(store: Store, tmp_path: Path, capsys
 
 
 def _record(rollout_id: str) -> RolloutRecord:
-    return RolloutRecord(rollout_id=rollout_id, run_id="r", row_index=0, row_id="row_0", sample_index=0,
-                         status=SCORED, prompt="p", requirements=["a"], total=1, png=PNG, svg=SVG)
+    return RolloutRecord(
+        rollout_id=rollout_id,
+        run_id="r",
+        row_index=0,
+        row_id="row_0",
+        sample_index=0,
+        status=SCORED,
+        prompt="p",
+        requirements=["a"],
+        total=1,
+        png=PNG,
+        svg=SVG,
+    )
 
 
 def test_asset_names_are_safe_and_unique(tmp_path: Path) -> None:
@@ -202,8 +288,14 @@ def test_asset_names_are_safe_and_unique(tmp_path: Path) -> None:
 def foreign_row(prompt: str, requirements: list[str], **fields: Any) -> dict[str, Any]:
     """An evaluated row as another tool might write it: no dataset_info, the prompt only in the user message."""
     content = [{"type": "text", "text": format_prompt(prompt, requirements)}]
-    return {"messages": [{"role": "system", "content": "You draw."}, {"role": "user", "content": content},
-                         {"role": "assistant", "content": ANSWER}], **fields}
+    return {
+        "messages": [
+            {"role": "system", "content": "You draw."},
+            {"role": "user", "content": content},
+            {"role": "assistant", "content": ANSWER},
+        ],
+        **fields,
+    }
 
 
 def write_lines(path: Path, items: list[Any]) -> Path:
@@ -221,14 +313,24 @@ def test_foreign_rows_are_parsed_and_grouped(store: Store, tmp_path: Path) -> No
     reqs = ["The kite is red.", "It has a tail.", "Sky is blue.", "There is a string."]
     usage = {"prompt_tokens": 321, "completion_tokens": 123, "total_tokens": 444}
     lines = [
-        foreign_row(prompt, reqs, evaluation_result={"score": 0.75, "reason": "three of four"},
-                    rollout_status={"code": 100, "message": "done"}, execution_metadata={"usage": usage}),
+        foreign_row(
+            prompt,
+            reqs,
+            evaluation_result={"score": 0.75, "reason": "three of four"},
+            rollout_status={"code": 100, "message": "done"},
+            execution_metadata={"usage": usage},
+        ),
         foreign_row(prompt, reqs, evaluation_result={"score": 0.25, "is_score_valid": True}),
         foreign_row(prompt, reqs, rollout_status={"code": 4, "message": "model took too long"}),
         foreign_row(prompt, reqs, evaluation_result={"score": 0.0, "is_score_valid": False, "reason": "judge broke"}),
-        {"messages": [{"role": "user", "content": "Draw a boat.\n\nRequirements:\n1. A sail.\n2. Water."},
-                      {"role": "assistant", "content": "no"}],
-         "evaluation_result": {"score": 1.0}, "input_metadata": {"row_id": "boat"}},
+        {
+            "messages": [
+                {"role": "user", "content": "Draw a boat.\n\nRequirements:\n1. A sail.\n2. Water."},
+                {"role": "assistant", "content": "no"},
+            ],
+            "evaluation_result": {"score": 1.0},
+            "input_metadata": {"row_id": "boat"},
+        },
     ]
     result = import_file(store, write_lines(tmp_path / "f.jsonl", lines))
     assert (result.imported, result.rows, result.scored, result.failed, result.queued) == (5, 2, 3, 2, 0)
@@ -251,8 +353,12 @@ def test_foreign_rows_are_parsed_and_grouped(store: Store, tmp_path: Path) -> No
     assert kite[3].score is None
     assert kite[3].is_score_valid is False
     boat = [r for r in recs if r.row_index == 1][0]
-    assert (boat.row_id, boat.prompt, boat.requirements, boat.score) == ("boat", "Draw a boat.",
-                                                                         ["A sail.", "Water."], 1.0)
+    assert (boat.row_id, boat.prompt, boat.requirements, boat.score) == (
+        "boat",
+        "Draw a boat.",
+        ["A sail.", "Water."],
+        1.0,
+    )
     stats = run_stats(store, result.run_id)
     assert stats.failures["timeout"] == 1
     assert stats.failures["judge invalid"] == 1
@@ -286,15 +392,37 @@ def test_bad_lines_are_reported_and_skipped(store: Store, tmp_path: Path, capsys
     wrong_total = json.loads(json.dumps(good))
     wrong_total["input_metadata"]["dataset_info"]["total_requirements"] = 99
     dataset_only = {"messages": good["messages"][:1], "input_metadata": good["input_metadata"]}
-    path = write_lines(tmp_path / "mixed.jsonl", [
-        good, "{not json", "", [1, 2], reqs_missing, bad_score, good, wrong_total, b"\xff\xfe{}", dataset_only,
-        {"messages": "hello"}, {**good, "evaluation_result": {"score": float("nan")}},
-    ])
+    path = write_lines(
+        tmp_path / "mixed.jsonl",
+        [
+            good,
+            "{not json",
+            "",
+            [1, 2],
+            reqs_missing,
+            bad_score,
+            good,
+            wrong_total,
+            b"\xff\xfe{}",
+            dataset_only,
+            {"messages": "hello"},
+            {**good, "evaluation_result": {"score": float("nan")}},
+        ],
+    )
     before = {r.run_id for r in store.list_runs()}
     assert cli(store, "import", str(path)) == 0
     err = capsys.readouterr().err
-    expected = {2: "invalid JSON", 4: "expected a JSON object", 5: "requirements", 6: "finite number",
-                8: "total_requirements", 9: "UTF-8", 10: "not an evaluated row", 11: "messages", 12: "finite number"}
+    expected = {
+        2: "invalid JSON",
+        4: "expected a JSON object",
+        5: "requirements",
+        6: "finite number",
+        8: "total_requirements",
+        9: "UTF-8",
+        10: "not an evaluated row",
+        11: "messages",
+        12: "finite number",
+    }
     parsed, skipped = read_evaluation_rows(path)
     assert [p.line for p in parsed] == [1, 7]
     assert [s.line for s in skipped] == sorted(expected)
@@ -349,14 +477,20 @@ def test_a_failure_while_writing_leaves_nothing(store: Store, tmp_path: Path, mo
 # --- judging imported answers ----------------------------------------------------------------------------------------
 
 
-def test_import_without_scores_then_judge_with_demo(store: Store, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_without_scores_then_judge_with_demo(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     usage = {"prompt_tokens": 50, "completion_tokens": 60, "total_tokens": 110}
     lines = [
-        {"messages": [{"role": "user", "content": format_prompt(f"Draw thing {i}", requirements_for(f"r{i}", 3))},
-                      {"role": "assistant", "content": ANSWER if i < 3 else "Sorry, no picture."}],
-         "input_metadata": {"row_id": f"r{i}"}, "rollout_status": {"code": 101, "message": "running"},
-         "execution_metadata": {"usage": usage}}
+        {
+            "messages": [
+                {"role": "user", "content": format_prompt(f"Draw thing {i}", requirements_for(f"r{i}", 3))},
+                {"role": "assistant", "content": ANSWER if i < 3 else "Sorry, no picture."},
+            ],
+            "input_metadata": {"row_id": f"r{i}"},
+            "rollout_status": {"code": 101, "message": "running"},
+            "execution_metadata": {"usage": usage},
+        }
         for i in range(4)
     ]
     path = write_lines(tmp_path / "answers.jsonl", lines)
@@ -385,8 +519,9 @@ def test_import_without_scores_then_judge_with_demo(store: Store, tmp_path: Path
     assert store.get_run(data["run_id"]).settings["judge_model"] == "simulated-judge"
 
 
-def test_judge_without_key_is_refused_before_anything_is_written(store: Store, tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_judge_without_key_is_refused_before_anything_is_written(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write_lines(tmp_path / "a.jsonl", [foreign_row("Draw.", ["a"])])
     assert cli(store, "import", str(path), "--judge") == 2
     assert "OPENAI_API_KEY" in capsys.readouterr().err
@@ -402,7 +537,8 @@ def _exported_lines(store: Store, tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def test_poisoned_svgagent_blocks_are_refused_and_the_rest_stays_usable(
-        store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = _exported_lines(store, tmp_path)
     good = rows[0]  # row_0 sample 0: 2 of 3, per-requirement verdicts
 
@@ -416,8 +552,15 @@ def test_poisoned_svgagent_blocks_are_refused_and_the_rest_stays_usable(
     seven_of_four["execution_metadata"]["extra"]["svgagent"]["override"]["fulfilled"] = 7
     seven_of_four["execution_metadata"]["extra"]["svgagent"]["override"]["score"] = 1.75
     seven_of_four["evaluation_result"]["score"] = 1.75
-    lines = [poisoned(verdicts=[[1]]), poisoned(fulfilled="lots"), poisoned(fulfilled=9), seven_of_four,
-             poisoned(generation_s=float("inf")), poisoned(judge_prompt_tokens=10**30), good]
+    lines = [
+        poisoned(verdicts=[[1]]),
+        poisoned(fulfilled="lots"),
+        poisoned(fulfilled=9),
+        seven_of_four,
+        poisoned(generation_s=float("inf")),
+        poisoned(judge_prompt_tokens=10**30),
+        good,
+    ]
     path = write_lines(tmp_path / "poisoned.jsonl", lines)
     capsys.readouterr()
     assert cli(store, "import", str(path), "--json") == 0
@@ -438,15 +581,22 @@ def test_poisoned_svgagent_blocks_are_refused_and_the_rest_stays_usable(
 
 
 def test_hostile_lines_are_skipped_one_by_one_and_never_crash(
-        store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = _exported_lines(store, tmp_path)[1]
     reason_object = json.loads(json.dumps(good))
     reason_object["evaluation_result"]["reason"] = {"nested": ["an", "object"]}
     huge_tokens = json.loads(json.dumps(good))
     huge_tokens["execution_metadata"]["usage"] = {"prompt_tokens": 1e30, "completion_tokens": 10**30}
     huge_tokens["execution_metadata"]["extra"]["svgagent"].pop("judge_prompt_tokens")
-    lines: list[Any] = [b"[" * 200_000, b'{"evaluation_result": {"score": ' + b"9" * 5000 + b"}}",
-                        {**good, "evaluation_result": {"score": 10**400}}, reason_object, huge_tokens, good]
+    lines: list[Any] = [
+        b"[" * 200_000,
+        b'{"evaluation_result": {"score": ' + b"9" * 5000 + b"}}",
+        {**good, "evaluation_result": {"score": 10**400}},
+        reason_object,
+        huge_tokens,
+        good,
+    ]
     path = write_lines(tmp_path / "hostile.jsonl", lines)
     capsys.readouterr()
     assert cli(store, "import", str(path), "--json") == 0
@@ -462,8 +612,9 @@ def test_hostile_lines_are_skipped_one_by_one_and_never_crash(
     assert reasoned.status is RolloutStatus.SCORED
 
 
-def test_a_file_that_is_not_jsonl_gets_one_message(store: Store, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_is_not_jsonl_gets_one_message(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pretty = tmp_path / "pretty.json"
     pretty.write_text(json.dumps([{"prompt": f"p{i}", "requirements": ["r"]} for i in range(200)], indent=2))
     binary = tmp_path / "picture.png"
@@ -478,8 +629,9 @@ def test_a_file_that_is_not_jsonl_gets_one_message(store: Store, tmp_path: Path,
     assert store.list_runs() == []
 
 
-def test_strict_imports_nothing_when_a_line_is_unusable(store: Store, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_strict_imports_nothing_when_a_line_is_unusable(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = _exported_lines(store, tmp_path)[1]
     before = {r.run_id for r in store.list_runs()}
     path = write_lines(tmp_path / "one-bad.jsonl", [good, b"{broken", good])
@@ -508,8 +660,12 @@ def test_csv_has_the_judges_whole_rationale_and_the_short_reason_marks_its_cut(t
         rows = list(csv.DictReader(io.StringIO(csv_text(store.iter_rollouts(run)))))
     assert rows[0]["rationale"] == rationale
 
-    _, columns = verdict_columns(JudgeVerdict(total=4, fulfilled=3, score=0.75, valid=True, rationale=rationale,
-                                              verdicts=None, raw="", usage=Usage(0, 0)), 0.1)
+    _, columns = verdict_columns(
+        JudgeVerdict(
+            total=4, fulfilled=3, score=0.75, valid=True, rationale=rationale, verdicts=None, raw="", usage=Usage(0, 0)
+        ),
+        0.1,
+    )
     reason = columns["reason"]
     assert len(reason) <= 200 and reason.endswith("…")
     assert first.startswith(reason[:-1]) and first[len(reason) - 1] == " "  # cut between words

@@ -75,21 +75,31 @@ def test_messages_hold_the_question_and_the_image(drawing_png: bytes) -> None:
 
 
 @pytest.mark.parametrize("mode", [COUNT, PER])
-@pytest.mark.parametrize(("requirements", "prompt"), [
-    (REQS, "A tropical island at noon."),
-    (REQS, None),
-    (["Un soleil rouge é ☀", 'a "quoted" \\ back\\slash\n and a tab\t'], "Ünïcode prompt ✓"),
-    # texts that hold the splice mark or the data URL's own prefix: the body must still be the same bytes
-    (["\x00svgagent-png\x00", '"data:image/png;base64,"'], "\x00svgagent-png\x00"),
-    ([7, "not a str"], ""),
-])
+@pytest.mark.parametrize(
+    ("requirements", "prompt"),
+    [
+        (REQS, "A tropical island at noon."),
+        (REQS, None),
+        (["Un soleil rouge é ☀", 'a "quoted" \\ back\\slash\n and a tab\t'], "Ünïcode prompt ✓"),
+        # texts that hold the splice mark or the data URL's own prefix: the body must still be the same bytes
+        (["\x00svgagent-png\x00", '"data:image/png;base64,"'], "\x00svgagent-png\x00"),
+        ([7, "not a str"], ""),
+    ],
+)
 def test_the_spliced_judge_body_is_the_serialised_request_byte_for_byte(
-        drawing_png: bytes, mode: JudgeMode, requirements: list, prompt: str | None) -> None:
+    drawing_png: bytes, mode: JudgeMode, requirements: list, prompt: str | None
+) -> None:
     """judge_request_json builds the first judge request without JSON-escaping the base64 PNG: what the judge
     receives must be exactly the JSON the request's dict serialises to (the body chat_completion sends)."""
     for png in (drawing_png, b"", b"\xff" * 7):
-        expected = json.dumps({"model": "judge-\u00e9", "messages": build_judge_messages(png, requirements, mode, prompt),
-                               "temperature": 0, "response_format": response_format_for(mode, len(requirements))})
+        expected = json.dumps(
+            {
+                "model": "judge-\u00e9",
+                "messages": build_judge_messages(png, requirements, mode, prompt),
+                "temperature": 0,
+                "response_format": response_format_for(mode, len(requirements)),
+            }
+        )
         for _ in range(2):  # the first call builds the cached template, the second uses it
             assert judge_request_json("judge-\u00e9", png, requirements, mode, prompt) == expected.encode()
 
@@ -131,12 +141,19 @@ def test_count_answers_are_read(value: object, fulfilled: int) -> None:
     assert verdict.raw == count_answer(value)
 
 
-@pytest.mark.parametrize("text", [
-    count_answer(N + 5), count_answer(-2), count_answer(999), count_answer(1e300), count_answer("9" * 5000),
-    '{"reasoning": "x", "' + COUNT_KEY + '": ' + "9" * 5000 + "}",  # more digits than the JSON reader takes
-    "[" * 100_000 + "]" * 100_000,  # nested deeper than the JSON reader goes
-    '{"reasoning": ' + "[" * 100_000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        count_answer(N + 5),
+        count_answer(-2),
+        count_answer(999),
+        count_answer(1e300),
+        count_answer("9" * 5000),
+        '{"reasoning": "x", "' + COUNT_KEY + '": ' + "9" * 5000 + "}",  # more digits than the JSON reader takes
+        "[" * 100_000 + "]" * 100_000,  # nested deeper than the JSON reader goes
+        '{"reasoning": ' + "[" * 100_000,
+    ],
+)
 def test_counts_outside_the_schema_and_unreadable_json_are_unusable(text: str) -> None:
     from svgagent.core.scoring.judge import _parse
 

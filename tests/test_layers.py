@@ -18,8 +18,13 @@ UI = ("textual", "svgagent.tui", "svgagent.screens")
 
 
 def test_import_linter_contracts_are_kept() -> None:
-    result = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
-                             "lint_imports_command()"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
 
@@ -33,8 +38,12 @@ def _loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
 
 def test_importing_every_core_module_loads_no_ui() -> None:
     modules = [m.name for m in pkgutil.walk_packages(svgagent.core.__path__, "svgagent.core.")]
-    assert {"svgagent.core.engine", "svgagent.core.scoring.judge", "svgagent.core.rft.launch",
-            "svgagent.core.sim.simulator"} <= set(modules)
+    assert {
+        "svgagent.core.engine",
+        "svgagent.core.scoring.judge",
+        "svgagent.core.rft.launch",
+        "svgagent.core.sim.simulator",
+    } <= set(modules)
     loaded = _loaded_after("import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules))
     assert [m for m in loaded if m.startswith(UI)] == []
 
@@ -43,21 +52,28 @@ def test_headless_eval_never_loads_textual(tmp_path: Path) -> None:
     env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "store"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     env.pop("FIREWORKS_API_KEY", None)
     env.pop("OPENAI_API_KEY", None)
-    code = ("import contextlib, io\nfrom svgagent.tui.cli.main import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-            "    status = main(['eval', '--demo', '--rows', '1', '--json'])\n"
-            "assert status in (0, 1), status\n")
+    code = (
+        "import contextlib, io\nfrom svgagent.tui.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    status = main(['eval', '--demo', '--rows', '1', '--json'])\n"
+        "assert status in (0, 1), status\n"
+    )
     loaded = _loaded_after(code, env)
     assert "svgagent.core.engine" in loaded  # the run really happened in this process
-    assert [m for m in loaded if m.startswith(("textual", "svgagent.screens", "svgagent.tui.app",
-                                                "svgagent.tui.widgets"))] == []
+    assert [
+        m for m in loaded if m.startswith(("textual", "svgagent.screens", "svgagent.tui.app", "svgagent.tui.widgets"))
+    ] == []
 
 
 def test_the_architecture_map_names_every_module() -> None:
     """docs/architecture.md is the newcomer's map: a module the map does not name is a room nobody can find."""
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", (ROOT / "docs" / "architecture.md").read_text()))
-    modules = [p for top in ("core", "tui", "screens") for p in (ROOT / top).rglob("*.py")
-               if p.stem != "__init__" and "__pycache__" not in p.parts]
+    modules = [
+        p
+        for top in ("core", "tui", "screens")
+        for p in (ROOT / top).rglob("*.py")
+        if p.stem != "__init__" and "__pycache__" not in p.parts
+    ]
     assert len(modules) > 50  # the walk found the tree
     unnamed = sorted(str(p.relative_to(ROOT)) for p in modules if p.stem not in words)
     assert unnamed == [], f"docs/architecture.md does not name {unnamed}"

@@ -260,8 +260,9 @@ async def test_a_finished_engine_ends_the_feed(store: Store, monkeypatch: pytest
         assert not app.control.engine_process.thread.is_alive()
 
 
-async def test_an_engine_that_dies_is_reported_and_its_run_interrupted(store: Store,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_engine_that_dies_is_reported_and_its_run_interrupted(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tui_support import notifications
 
     app = probe_app(store, monkeypatch, hold=False)
@@ -271,8 +272,7 @@ async def test_an_engine_that_dies_is_reported_and_its_run_interrupted(store: St
         await pilot.press("c")
         await wait_until(pilot, lambda: not app.control.running)
         await pilot.pause()
-        assert any("ModuleNotFoundError" in n or "no_such_module" in n for n in notifications(app)), \
-            notifications(app)
+        assert any("ModuleNotFoundError" in n or "no_such_module" in n for n in notifications(app)), notifications(app)
         assert store.get_run(RUN_ID).status == "interrupted"
 
 
@@ -322,8 +322,9 @@ def test_a_big_runs_reload_counts_a_rerun_committed_meanwhile_once(store: Store,
 
 
 @pytest.mark.parametrize("when", ["open", "reload"])
-async def test_the_open_runs_tokens_count_a_rerun_committed_meanwhile_once(store: Store, rerun_after_next_read: Any,
-                                                                          when: str) -> None:
+async def test_the_open_runs_tokens_count_a_rerun_committed_meanwhile_once(
+    store: Store, rerun_after_next_read: Any, when: str
+) -> None:
     paid = _paid(store)
     app = make_app(store, run_id=RUN_ID)
     rerun = rerun_after_next_read() if when == "open" else []

@@ -11,8 +11,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_contains_every_package_and_data_file(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     (wheel,) = tmp_path.glob("svgagent-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

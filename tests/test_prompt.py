@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.prompt import ep_row, format_prompt, format_requirements
+from svgagent.core.scoring.models import DatasetRow
 
 EXPECTED = (
     "Write `svg` code to draw a teapot. Wrap the SVG code in an SVG code block following the example below.\n"
@@ -54,8 +54,12 @@ def test_requirements_kept_verbatim() -> None:
 
 
 def test_ep_row_shape() -> None:
-    row = DatasetRow(index=3, row_id="row_3", prompt="Write `svg` code to draw a teapot.",
-                     requirements=("The teapot is blue.", "Steam rises from the spout."))
+    row = DatasetRow(
+        index=3,
+        row_id="row_3",
+        prompt="Write `svg` code to draw a teapot.",
+        requirements=("The teapot is blue.", "Steam rises from the spout."),
+    )
     data = ep_row(row)
     assert data == {
         "messages": [{"role": "user", "content": EXPECTED}],
@@ -99,8 +103,9 @@ def test_public_svgbench_formatted_prompts_match_byte_for_byte() -> None:
         ours = format_prompt(question["prompt"], question["requirements"])
         assert ours.encode("utf-8") == info["formatted_prompt"].encode("utf-8"), meta["row_id"]
         assert ours.encode("utf-8") == published["messages"][0]["content"].encode("utf-8"), meta["row_id"]
-        row = DatasetRow(index=index, row_id=meta["row_id"], prompt=question["prompt"],
-                         requirements=tuple(question["requirements"]))
+        row = DatasetRow(
+            index=index, row_id=meta["row_id"], prompt=question["prompt"], requirements=tuple(question["requirements"])
+        )
         assert ep_row(row) == published
         checked += 1
     assert checked == len([line for line in lines if line.strip()]) > 0

@@ -4,21 +4,48 @@ from __future__ import annotations
 
 import pytest
 
-from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.query import QueryError, parse_query, sort_records, unmatched_terms
 from svgagent.core.records import RolloutRecord
+from svgagent.core.scoring.models import RolloutStatus
 
 
-def rec(row: int, *, status: RolloutStatus = RolloutStatus.SCORED, score: float | None = None,
-        fulfilled: int | None = None, valid: bool | None = True, override: float | None = None,
-        prompt: str = "draw a cat", sample: int = 0, error: str | None = None, reason: str | None = None,
-        gen: float | None = None, tokens: tuple[int, int] | None = None, attempt: int = 1) -> RolloutRecord:
+def rec(
+    row: int,
+    *,
+    status: RolloutStatus = RolloutStatus.SCORED,
+    score: float | None = None,
+    fulfilled: int | None = None,
+    valid: bool | None = True,
+    override: float | None = None,
+    prompt: str = "draw a cat",
+    sample: int = 0,
+    error: str | None = None,
+    reason: str | None = None,
+    gen: float | None = None,
+    tokens: tuple[int, int] | None = None,
+    attempt: int = 1,
+) -> RolloutRecord:
     return RolloutRecord(
-        rollout_id=f"run.{row}.{sample}", run_id="run", row_index=row, row_id=f"row_{row}", sample_index=sample,
-        status=status, prompt=prompt, requirements=["a", "b", "c", "d"], total=4, score=score, fulfilled=fulfilled,
-        is_score_valid=valid, override_score=override, override_fulfilled=None if override is None else int(override * 4),
-        error=error, reason=reason, generation_s=gen, prompt_tokens=tokens[0] if tokens else None,
-        completion_tokens=tokens[1] if tokens else None, attempt=attempt,
+        rollout_id=f"run.{row}.{sample}",
+        run_id="run",
+        row_index=row,
+        row_id=f"row_{row}",
+        sample_index=sample,
+        status=status,
+        prompt=prompt,
+        requirements=["a", "b", "c", "d"],
+        total=4,
+        score=score,
+        fulfilled=fulfilled,
+        is_score_valid=valid,
+        override_score=override,
+        override_fulfilled=None if override is None else int(override * 4),
+        error=error,
+        reason=reason,
+        generation_s=gen,
+        prompt_tokens=tokens[0] if tokens else None,
+        completion_tokens=tokens[1] if tokens else None,
+        attempt=attempt,
     )
 
 

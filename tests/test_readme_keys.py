@@ -53,8 +53,12 @@ async def test_every_key_the_readme_names_is_one_the_help_screen_lists(tmp_path:
         app = make_app(store, run_id=build_run(store))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            listed = {NAMES.get(key.strip(), key.strip()) for _, bindings in binding_sections(app)
-                      for binding in bindings for key in binding.key.split(",")}
+            listed = {
+                NAMES.get(key.strip(), key.strip())
+                for _, bindings in binding_sections(app)
+                for binding in bindings
+                for key in binding.key.split(",")
+            }
             listed.add(app.COMMAND_PALETTE_BINDING)
     assert len(named) >= 25
     assert named - listed == set()

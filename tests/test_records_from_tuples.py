@@ -8,8 +8,8 @@ from pathlib import Path
 
 from factories import RUN_ID, build_run
 
-from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, paused_gc
+from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store import Store
 
 
@@ -28,14 +28,22 @@ def test_from_tuples_builds_what_from_row_builds(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         build_run(store)  # scored, failed (valid and invalid), overridden and queued rollouts, verdicts
         store.set_override(f"{RUN_ID}.0.0", fulfilled=None, verdicts=[True, False, True, True])
-        for columns in ("*", ", ".join(LIGHT_COLUMNS), "status, requirements_json, rollout_id, run_id, row_index,"
-                        " row_id, sample_index, prompt, total, verdicts_json, attempt"):
-            slow, fast = _both(store, f"SELECT {columns} FROM rollouts WHERE run_id = ? ORDER BY row_index",
-                               (RUN_ID,))
+        for columns in (
+            "*",
+            ", ".join(LIGHT_COLUMNS),
+            "status, requirements_json, rollout_id, run_id, row_index,"
+            " row_id, sample_index, prompt, total, verdicts_json, attempt",
+        ):
+            slow, fast = _both(store, f"SELECT {columns} FROM rollouts WHERE run_id = ? ORDER BY row_index", (RUN_ID,))
             assert len(fast) == 6 and fast == slow, columns
-        assert store.list_rollouts(RUN_ID, heavy=True) == _both(
-            store, "SELECT * FROM rollouts WHERE run_id = ? AND is_current = 1 ORDER BY row_index, sample_index,"
-            " attempt", (RUN_ID,))[0]
+        assert (
+            store.list_rollouts(RUN_ID, heavy=True)
+            == _both(
+                store,
+                "SELECT * FROM rollouts WHERE run_id = ? AND is_current = 1 ORDER BY row_index, sample_index, attempt",
+                (RUN_ID,),
+            )[0]
+        )
         first, second = store.list_rollouts(RUN_ID)[:2]
         assert first.requirements is not second.requirements  # each record has a list of its own
 

@@ -24,11 +24,13 @@ from svgagent.core.scoring.render_worker import fit_longest_side, intrinsic_size
 NS = 'xmlns="http://www.w3.org/2000/svg"'
 RED_RECT_LEFT_HALF = f'<svg {NS} width="100" height="100"><rect width="50" height="100" fill="#ff0000"/></svg>'
 # Slow for cairosvg (its path parser is quadratic): seconds of work in well under the 1 MB cap.
-SLOW_SVG = f'<svg {NS} width="100" height="100"><path d="M0 0 ' + " ".join(
-    f"L{i % 100} {(i * 7) % 100}" for i in range(60_000)
-) + '" stroke="#000"/></svg>'
+SLOW_SVG = (
+    f'<svg {NS} width="100" height="100"><path d="M0 0 '
+    + " ".join(f"L{i % 100} {(i * 7) % 100}" for i in range(60_000))
+    + '" stroke="#000"/></svg>'
+)
 # A render that keeps a worker busy (≈0.2 s here) while a second caller waits (the tests shorten GROW_AFTER_S).
-BUSY_SVG = SLOW_SVG[:SLOW_SVG.index(" ", 100_000)] + '" stroke="#000"/></svg>'
+BUSY_SVG = SLOW_SVG[: SLOW_SVG.index(" ", 100_000)] + '" stroke="#000"/></svg>'
 
 
 def image_of(png: bytes) -> Image.Image:
@@ -127,8 +129,11 @@ async def test_white_background_and_red_rect_through_the_pool(renderer: Renderer
 
 
 def test_semi_transparent_fill_is_blended_on_white() -> None:
-    image = image_of(render_svg_to_png(f'<svg {NS} width="4" height="4"><rect width="4" height="4" '
-                                       'fill="#0000ff" fill-opacity="0.5"/></svg>'))
+    image = image_of(
+        render_svg_to_png(
+            f'<svg {NS} width="4" height="4"><rect width="4" height="4" fill="#0000ff" fill-opacity="0.5"/></svg>'
+        )
+    )
     red, green, blue = image.getpixel((256, 256))
     assert blue == 255
     assert 120 <= red <= 135
@@ -146,8 +151,11 @@ def test_inline_data_images_are_allowed() -> None:
 
 def test_missing_or_empty_hrefs_draw_nothing_instead_of_failing() -> None:
     body = '<image width="50" height="50"/><image href="" width="50" height="50"/><use/>'
-    image = image_of(render_svg_to_png(f'<svg {NS} width="100" height="100">{body}'
-                                       '<rect x="50" width="50" height="100" fill="#ff0000"/></svg>'))
+    image = image_of(
+        render_svg_to_png(
+            f'<svg {NS} width="100" height="100">{body}<rect x="50" width="50" height="100" fill="#ff0000"/></svg>'
+        )
+    )
     assert image.getpixel((100, 256)) == (255, 255, 255)
     assert image.getpixel((400, 256)) == (255, 0, 0)
     with pytest.raises(RenderError, match="external reference refused"):
@@ -319,9 +327,11 @@ def test_memory_limit_becomes_a_reason() -> None:
 
 
 async def test_cancelled_callers_leave_the_pool_healthy() -> None:
-    medium = f'<svg {NS} width="100" height="100">' + "".join(
-        f'<circle cx="{i % 100}" cy="{i // 100}" r="3" fill="#000"/>' for i in range(3000)
-    ) + "</svg>"
+    medium = (
+        f'<svg {NS} width="100" height="100">'
+        + "".join(f'<circle cx="{i % 100}" cy="{i // 100}" r="3" fill="#000"/>' for i in range(3000))
+        + "</svg>"
+    )
     async with Renderer(workers=1, timeout_s=10) as pool:
         tasks = [asyncio.create_task(pool.render(medium)) for _ in range(4)]
         await asyncio.sleep(0.05)
@@ -418,8 +428,11 @@ async def test_more_workers_start_only_when_renders_queue(monkeypatch: pytest.Mo
             await asyncio.sleep(0.05)
         monkeypatch.setattr(render_module, "_WORKER_BOOT", boot)
         monkeypatch.setattr(render_module, "GROW_AFTER_S", 0.02)  # BUSY_SVG keeps a worker busy ten times that
-        results = await asyncio.gather(pool.render(BUSY_SVG, size=16), pool.render(BUSY_SVG, size=16),
-                                       *(pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours))
+        results = await asyncio.gather(
+            pool.render(BUSY_SVG, size=16),
+            pool.render(BUSY_SVG, size=16),
+            *(pool.render(solid_svg("#%02x%02x%02x" % c), size=8) for c in colours),
+        )
         assert len(pool.worker_pids()) == 2
         assert [image_of(png).getpixel((4, 4)) for png in [*pngs, *results[2:]]] == colours * 2
 
@@ -460,10 +473,15 @@ async def test_a_worker_reuses_its_buffers_between_renders() -> None:
 
 # ------------------------------------------------------------------------------------------------ PNG encoding
 
-_BUSY = (f'<svg {NS} width="300" height="200"><rect width="300" height="200" fill="#2a6"/>'
-         + "".join(f'<circle cx="{(i * 37) % 300}" cy="{(i * 53) % 200}" r="{5 + i % 30}" '
-                   f'fill="#{(i * 999331) % 0xFFFFFF:06x}" opacity="0.7"/>' for i in range(60))
-         + '<path d="M0,0 C100,200 200,0 300,200" stroke="#000" stroke-width="3" fill="none"/></svg>')
+_BUSY = (
+    f'<svg {NS} width="300" height="200"><rect width="300" height="200" fill="#2a6"/>'
+    + "".join(
+        f'<circle cx="{(i * 37) % 300}" cy="{(i * 53) % 200}" r="{5 + i % 30}" '
+        f'fill="#{(i * 999331) % 0xFFFFFF:06x}" opacity="0.7"/>'
+        for i in range(60)
+    )
+    + '<path d="M0,0 C100,200 200,0 300,200" stroke="#000" stroke-width="3" fill="none"/></svg>'
+)
 
 
 def test_the_png_holds_the_same_pixels_whichever_compressor_wrote_it() -> None:

@@ -25,8 +25,26 @@ def _outcome(function, *args):
 def test_normalize_answers_what_cairosvg_answers_on_generated_strings() -> None:
     own, fast = shortcuts()["normalize"]
     rng = random.Random(5)
-    cases = ["", " ", "-", "e-", "E-5", "1e-5-3", "1.5.5.5", ".5.-5.", "1..5", "M1-2E3,4 5.5.5", "a\x0bb", "\u2003x ",
-             "1 ,, 2\t\n3", "5e -3", "--1", "e--1", "ee-e-", "1.2.3-4.5"]
+    cases = [
+        "",
+        " ",
+        "-",
+        "e-",
+        "E-5",
+        "1e-5-3",
+        "1.5.5.5",
+        ".5.-5.",
+        "1..5",
+        "M1-2E3,4 5.5.5",
+        "a\x0bb",
+        "\u2003x ",
+        "1 ,, 2\t\n3",
+        "5e -3",
+        "--1",
+        "e--1",
+        "ee-e-",
+        "1.2.3-4.5",
+    ]
     for length in (8, 30, 200):  # short ones go through the cache, long ones not
         cases += ["".join(rng.choice(_NORMALIZE_ALPHABET) for _ in range(rng.randint(0, length))) for _ in range(3000)]
         cases += ["".join(rng.choice("0123456789.-e ,") for _ in range(length)) for _ in range(1000)]
@@ -89,6 +107,7 @@ def test_unchecked_context_is_the_lean_walk_context() -> None:
 
 def _gradient_document(rng: random.Random) -> str:
     """A document whose shapes share a few gradients of every kind the lean paint handles (and some it hands on)."""
+
     def number() -> str:
         return rng.choice(["0", "1", "0.3", "25%", "80%", "-10%", "1.5em", "2ex", "12", "150%", ""])
 
@@ -109,22 +128,31 @@ def _gradient_document(rng: random.Random) -> str:
         stops = "".join(
             f'<stop offset="{rng.choice(["0", "0.2", "50%", "0.9", "1", "120%", "0.1", "1em"])}" stop-color="'
             f'{rng.choice(["red", "#0af", "#123456", "rgb(10,200,30)", "currentColor", "nonsense"])}"'
-            + (f' stop-opacity="{rng.choice(["0", "0.4", "1"])}"' if rng.random() < 0.5 else "") + "/>"
-            for _ in range(rng.randint(0, 4)))
+            + (f' stop-opacity="{rng.choice(["0", "0.4", "1"])}"' if rng.random() < 0.5 else "")
+            + "/>"
+            for _ in range(rng.randint(0, 4))
+        )
         gradients.append(f"<{kind} {' '.join(attributes)}>{stops}<desc>not a stop</desc></{kind}>")
     shapes = []
     for _ in range(14):
         paint = f"url(#g{rng.randrange(6)})" + rng.choice(["", " orange"])
         extra = rng.choice(["", ' fill-opacity="0.5"', ' opacity="0.7"', ' stroke-width="6"', ' font-size="20"'])
         target = rng.choice(["fill", "stroke"])
-        shape = rng.choice([f'<rect x="{rng.randint(0, 80)}" y="{rng.randint(0, 80)}" width="{rng.randint(0, 60)}" '
-                            f'height="{rng.randint(1, 60)}"', f'<circle cx="{rng.randint(0, 99)}" cy="50" r="20"',
-                            '<line x1="0" y1="10" x2="90" y2="10"',
-                            '<path d="M10 10 C 40 90 70 0 95 60 Z"'])
+        shape = rng.choice(
+            [
+                f'<rect x="{rng.randint(0, 80)}" y="{rng.randint(0, 80)}" width="{rng.randint(0, 60)}" '
+                f'height="{rng.randint(1, 60)}"',
+                f'<circle cx="{rng.randint(0, 99)}" cy="50" r="20"',
+                '<line x1="0" y1="10" x2="90" y2="10"',
+                '<path d="M10 10 C 40 90 70 0 95 60 Z"',
+            ]
+        )
         shapes.append(f'{shape} {target}="{paint}"{extra}/>')
     nested = f'<svg x="10" y="10" width="50" height="40" viewBox="0 0 200 100">{"".join(shapes[:4])}</svg>'
-    return (f'<svg {NS} width="100" height="100" font-size="10"><defs>{"".join(gradients)}</defs>'
-            f'<g font-size="30">{"".join(shapes[4:9])}</g>{"".join(shapes[9:])}{nested}</svg>')
+    return (
+        f'<svg {NS} width="100" height="100" font-size="10"><defs>{"".join(gradients)}</defs>'
+        f'<g font-size="30">{"".join(shapes[4:9])}</g>{"".join(shapes[9:])}{nested}</svg>'
+    )
 
 
 NS = 'xmlns="http://www.w3.org/2000/svg"'
@@ -152,20 +180,39 @@ def test_lean_gradient_paint_gives_cairosvg_pixels_on_generated_documents() -> N
 def test_lean_gradient_paint_remembers_numbers_only_for_what_they_were_resolved_against() -> None:
     """One gradient used by shapes of different font sizes and viewports, opacities, in both orders."""
     stops = '<stop offset="1em" stop-color="red"/><stop offset="2em" stop-color="blue"/>'
-    defs = (f'<defs><linearGradient id="em" x2="2em">{stops}</linearGradient><radialGradient id="user" '
-            f'gradientUnits="userSpaceOnUse" r="30%" cx="40%">{stops}</radialGradient></defs>')
-    uses = ['<rect width="100" height="40" fill="url(#em)" font-size="0.02"/>',
-            '<rect y="40" width="100" height="40" fill="url(#em)" font-size="0.05" opacity="0.5"/>',
-            '<rect width="100" height="100" fill="url(#user)" fill-opacity="0.4"/>',
-            '<svg width="50" height="50" viewBox="0 0 300 300"><rect width="300" height="300" fill="url(#user)"/>'
-            '</svg>']
+    defs = (
+        f'<defs><linearGradient id="em" x2="2em">{stops}</linearGradient><radialGradient id="user" '
+        f'gradientUnits="userSpaceOnUse" r="30%" cx="40%">{stops}</radialGradient></defs>'
+    )
+    uses = [
+        '<rect width="100" height="40" fill="url(#em)" font-size="0.02"/>',
+        '<rect y="40" width="100" height="40" fill="url(#em)" font-size="0.05" opacity="0.5"/>',
+        '<rect width="100" height="100" fill="url(#user)" fill-opacity="0.4"/>',
+        '<svg width="50" height="50" viewBox="0 0 300 300"><rect width="300" height="300" fill="url(#user)"/></svg>',
+    ]
     for order in (uses, uses[::-1]):
         ours, reference = _pixels_both_ways(f'<svg {NS} width="100" height="100">{defs}{"".join(order)}</svg>')
         assert ours == reference
 
 
-POINT_LISTS = ["", " ", ",", "10", "10 20", "10,20 30,40", "10 20 30", "1-2-3-4", "1e1,2E1 .5.5", "5% 10% 20px 3em",
-               " 1 , 2 ,, 3\t4\n5 6 ", "1 2 3 4 5", "a b c d", "1\x0b2 3 4", "١ 2 3 4", "0,0 100,0 50,80 0,0"]
+POINT_LISTS = [
+    "",
+    " ",
+    ",",
+    "10",
+    "10 20",
+    "10,20 30,40",
+    "10 20 30",
+    "1-2-3-4",
+    "1e1,2E1 .5.5",
+    "5% 10% 20px 3em",
+    " 1 , 2 ,, 3\t4\n5 6 ",
+    "1 2 3 4 5",
+    "a b c d",
+    "1\x0b2 3 4",
+    "١ 2 3 4",
+    "0,0 100,0 50,80 0,0",
+]
 
 
 def _cairo_path_of(draw, points: str):

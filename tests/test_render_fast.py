@@ -26,54 +26,56 @@ from svgagent.core.scoring.render import Renderer
 from svgagent.core.scoring.render_worker import render_svg_to_png
 
 NS = 'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
-GRADIENTS = ('<defs><linearGradient id="lg" x2="1" y2="1"><stop offset="0" stop-color="#c03050"/>'
-             '<stop offset="1" stop-color="#3050c0" stop-opacity="0.6"/></linearGradient>'
-             '<radialGradient id="rg" r="40%"><stop offset="0" stop-color="yellow"/><stop offset="1" '
-             'stop-color="teal"/></radialGradient><linearGradient id="inherits" href="#lg" x1="1" x2="0"/>'
-             '<clipPath id="clip"><circle cx="50" cy="50" r="30"/></clipPath>'
-             '<mask id="mask"><rect width="100" height="50" fill="white"/></mask>'
-             '<marker id="dot" markerWidth="4" markerHeight="4" refX="2" refY="2"><circle cx="2" cy="2" r="2" '
-             'fill="red"/></marker><symbol id="sym" viewBox="0 0 10 10"><rect width="10" height="10"/></symbol>'
-             '<pattern id="pat" width="10" height="10" patternUnits="userSpaceOnUse"><rect width="5" height="5" '
-             'fill="navy"/></pattern><filter id="blur"><feGaussianBlur stdDeviation="2"/></filter></defs>')
+GRADIENTS = (
+    '<defs><linearGradient id="lg" x2="1" y2="1"><stop offset="0" stop-color="#c03050"/>'
+    '<stop offset="1" stop-color="#3050c0" stop-opacity="0.6"/></linearGradient>'
+    '<radialGradient id="rg" r="40%"><stop offset="0" stop-color="yellow"/><stop offset="1" '
+    'stop-color="teal"/></radialGradient><linearGradient id="inherits" href="#lg" x1="1" x2="0"/>'
+    '<clipPath id="clip"><circle cx="50" cy="50" r="30"/></clipPath>'
+    '<mask id="mask"><rect width="100" height="50" fill="white"/></mask>'
+    '<marker id="dot" markerWidth="4" markerHeight="4" refX="2" refY="2"><circle cx="2" cy="2" r="2" '
+    'fill="red"/></marker><symbol id="sym" viewBox="0 0 10 10"><rect width="10" height="10"/></symbol>'
+    '<pattern id="pat" width="10" height="10" patternUnits="userSpaceOnUse"><rect width="5" height="5" '
+    'fill="navy"/></pattern><filter id="blur"><feGaussianBlur stdDeviation="2"/></filter></defs>'
+)
 # Every branch of the lean walk, and every node it hands to cairosvg's walk (text, use, clip, mask, markers, …).
 FEATURES = {
     "shapes": '<rect x="5" y="5" width="40" height="30" rx="4" fill="#ff8800" stroke="#000" stroke-width="2"/>'
-              '<circle cx="70" cy="30" r="15" fill="none" stroke="blue" stroke-width="3"/>'
-              '<ellipse cx="30" cy="70" rx="20" ry="10" fill="green" opacity="0.5"/>'
-              '<line x1="0" y1="100" x2="100" y2="0" stroke="purple" stroke-linecap="round"/>'
-              '<polygon points="60,60 90,70 70,95" fill="rgb(200,20,20)" fill-rule="evenodd" stroke="#000" '
-              'stroke-linejoin="round"/><polyline points="5,95 20,80 35,95" fill="none" stroke="#333" '
-              'stroke-linejoin="bevel" stroke-miterlimit="2"/>',
+    '<circle cx="70" cy="30" r="15" fill="none" stroke="blue" stroke-width="3"/>'
+    '<ellipse cx="30" cy="70" rx="20" ry="10" fill="green" opacity="0.5"/>'
+    '<line x1="0" y1="100" x2="100" y2="0" stroke="purple" stroke-linecap="round"/>'
+    '<polygon points="60,60 90,70 70,95" fill="rgb(200,20,20)" fill-rule="evenodd" stroke="#000" '
+    'stroke-linejoin="round"/><polyline points="5,95 20,80 35,95" fill="none" stroke="#333" '
+    'stroke-linejoin="bevel" stroke-miterlimit="2"/>',
     "paths": '<path d="M10 10 C 40 0, 60 100, 90 10 S 50 50 10 90 Q 50 60 90 90 T 10 50 A 20 30 15 1 0 60 40 Z" '
-             'fill="#123456" fill-opacity="0.7" stroke="#abcdef" stroke-opacity="0.5" stroke-width="1.5"/>'
-             '<path d="M0 0 L" stroke="#000"/>',
+    'fill="#123456" fill-opacity="0.7" stroke="#abcdef" stroke-opacity="0.5" stroke-width="1.5"/>'
+    '<path d="M0 0 L" stroke="#000"/>',
     "gradients": '<rect width="100" height="50" fill="url(#lg)" stroke="url(#rg)" stroke-width="6"/>'
-                 '<circle cx="50" cy="75" r="20" fill="url(#rg)"/><rect y="60" width="30" height="30" '
-                 'fill="url(#inherits)"/><rect x="70" y="60" width="30" height="30" fill="url(#missing) orange"/>',
+    '<circle cx="50" cy="75" r="20" fill="url(#rg)"/><rect y="60" width="30" height="30" '
+    'fill="url(#inherits)"/><rect x="70" y="60" width="30" height="30" fill="url(#missing) orange"/>',
     "groups": '<g transform="translate(10,5) rotate(10)" fill="#c0c" stroke="#000"><rect width="30" height="30"/>'
-              '<g transform="scale(0.5)" stroke-width="4"><circle cx="60" cy="60" r="30"/></g></g>'
-              '<g opacity="0.5"><rect x="50" y="50" width="40" height="40" fill="red"/></g>'
-              '<g shape-rendering="crispEdges"><rect x="60" y="10" width="30.5" height="20.3" fill="#0a0"/></g>'
-              '<g font-size="2em"><rect width="1em" height="5" fill="#333"/></g><rect width="0" height="9"/>',
+    '<g transform="scale(0.5)" stroke-width="4"><circle cx="60" cy="60" r="30"/></g></g>'
+    '<g opacity="0.5"><rect x="50" y="50" width="40" height="40" fill="red"/></g>'
+    '<g shape-rendering="crispEdges"><rect x="60" y="10" width="30.5" height="20.3" fill="#0a0"/></g>'
+    '<g font-size="2em"><rect width="1em" height="5" fill="#333"/></g><rect width="0" height="9"/>',
     "text": '<text x="10" y="30" font-size="16" fill="#222">Hello <tspan fill="red" dy="5">world</tspan></text>'
-            '<text x="10" y="60" font-family="serif" font-weight="bold" text-anchor="start" stroke="#f00" '
-            'stroke-width="0.5">stroked</text><text x="90" y="90" text-anchor="end" fill="url(#lg)">grad</text>'
-            '<g text-rendering="optimizeLegibility"><text x="5" y="80" fill="none">none</text>'
-            '<text x="40" y="80" fill-opacity="0.5">half</text></g>'
-            '<text x="5" y="95" letter-spacing="2" opacity="0.6">op<tspan>acity</tspan></text>',
+    '<text x="10" y="60" font-family="serif" font-weight="bold" text-anchor="start" stroke="#f00" '
+    'stroke-width="0.5">stroked</text><text x="90" y="90" text-anchor="end" fill="url(#lg)">grad</text>'
+    '<g text-rendering="optimizeLegibility"><text x="5" y="80" fill="none">none</text>'
+    '<text x="40" y="80" fill-opacity="0.5">half</text></g>'
+    '<text x="5" y="95" letter-spacing="2" opacity="0.6">op<tspan>acity</tspan></text>',
     "fallbacks": '<use href="#sym" x="5" y="5" width="20" height="20" fill="#07f"/>'
-                 '<rect width="100" height="100" fill="#fe0" clip-path="url(#clip)"/>'
-                 '<rect width="100" height="100" fill="#0ef" mask="url(#mask)" opacity="0.5"/>'
-                 '<path d="M10 90 L50 60 L90 90" fill="none" stroke="#000" marker-mid="url(#dot)" '
-                 'marker-end="url(#dot)"/><line x1="0" y1="50" x2="100" y2="50" stroke="#000" '
-                 'stroke-dasharray="4 2"/><rect x="20" y="20" width="20" height="20" fill="url(#pat)"/>'
-                 '<rect x="60" y="20" width="20" height="20" filter="url(#blur)"/><rect display="none" '
-                 'width="99" height="99"/><rect visibility="hidden" width="99" height="99"/>'
-                 '<text font="italic 12px serif" x="5" y="15">font</text><svg x="50" y="50" width="40" '
-                 'height="40" viewBox="0 0 10 10"><circle cx="5" cy="5" r="5" fill="#f0f"/></svg>',
-    "styles": '<style>rect { fill: #393; stroke: #000 } .hot { fill: red !important }</style>'
-              '<rect width="40" height="40"/><rect x="50" class="hot" width="40" height="40" style="stroke:blue"/>',
+    '<rect width="100" height="100" fill="#fe0" clip-path="url(#clip)"/>'
+    '<rect width="100" height="100" fill="#0ef" mask="url(#mask)" opacity="0.5"/>'
+    '<path d="M10 90 L50 60 L90 90" fill="none" stroke="#000" marker-mid="url(#dot)" '
+    'marker-end="url(#dot)"/><line x1="0" y1="50" x2="100" y2="50" stroke="#000" '
+    'stroke-dasharray="4 2"/><rect x="20" y="20" width="20" height="20" fill="url(#pat)"/>'
+    '<rect x="60" y="20" width="20" height="20" filter="url(#blur)"/><rect display="none" '
+    'width="99" height="99"/><rect visibility="hidden" width="99" height="99"/>'
+    '<text font="italic 12px serif" x="5" y="15">font</text><svg x="50" y="50" width="40" '
+    'height="40" viewBox="0 0 10 10"><circle cx="5" cy="5" r="5" fill="#f0f"/></svg>',
+    "styles": "<style>rect { fill: #393; stroke: #000 } .hot { fill: red !important }</style>"
+    '<rect width="40" height="40"/><rect x="50" class="hot" width="40" height="40" style="stroke:blue"/>',
 }
 
 
@@ -173,8 +175,10 @@ def test_a_cairo_error_during_the_lean_walk_is_still_raised() -> None:
 def test_stylesheet_shortcut_only_skips_documents_without_rules() -> None:
     render_draw.surface_class()  # installs the shortcut
     styled = _svg(FEATURES["styles"])
-    assert ImageChops.difference(_pixels(styled, render_draw.opaque_surface_class()),
-                                 _cairosvg_walk(styled)).getbbox() is None
+    assert (
+        ImageChops.difference(_pixels(styled, render_draw.opaque_surface_class()), _cairosvg_walk(styled)).getbbox()
+        is None
+    )
     normal, important = cairosvg.css.parse_stylesheets(cairosvg.parser.Tree(bytestring=_svg("").encode()), None)
     assert normal.match(None) == []
     assert important.match(None) == []
@@ -184,15 +188,15 @@ def test_stylesheet_shortcut_only_skips_documents_without_rules() -> None:
 
 TREE_CASES = {
     "cascade": '<g fill="red" stroke="currentColor" color="#0a0" opacity="0.5" transform="scale(2)" id="outer">'
-               '<rect width="10" height="10" style="fill: blue; stroke-width: 3 !important" stroke-width="1"/>'
-               '<circle r="5" fill="inherit" stroke="inherit" font-size="inherit" style="opacity:.3"/>'
-               '<g fill="currentColor"><ellipse rx="3" ry="2"/></g></g>',
+    '<rect width="10" height="10" style="fill: blue; stroke-width: 3 !important" stroke-width="1"/>'
+    '<circle r="5" fill="inherit" stroke="inherit" font-size="inherit" style="opacity:.3"/>'
+    '<g fill="currentColor"><ellipse rx="3" ry="2"/></g></g>',
     "conditional": '<switch><rect requiredExtensions="x" width="5" height="5"/><rect systemLanguage="zz-nowhere" '
-                   'width="6" height="6"/><circle r="4"/><rect width="7" height="7"/></switch>'
-                   '<rect requiredFeatures="http://www.w3.org/TR/SVG11/feature#Shape" width="8" height="8"/>'
-                   '<rect requiredFeatures="http://example.com/unknown" width="9" height="9"/>',
+    'width="6" height="6"/><circle r="4"/><rect width="7" height="7"/></switch>'
+    '<rect requiredFeatures="http://www.w3.org/TR/SVG11/feature#Shape" width="8" height="8"/>'
+    '<rect requiredFeatures="http://example.com/unknown" width="9" height="9"/>',
     "foreign": '<foreignObject><p xmlns="http://www.w3.org/1999/xhtml">html</p></foreignObject>'
-               '<svg:rect xmlns:svg="http://www.w3.org/2000/svg" width="3" height="3"/><!-- a comment --><?pi x?>',
+    '<svg:rect xmlns:svg="http://www.w3.org/2000/svg" width="3" height="3"/><!-- a comment --><?pi x?>',
 }
 
 
@@ -200,9 +204,18 @@ def _project_svgs() -> list[str]:
     """SVGs the project itself makes (the simulator's drawings for the built-in prompts' kinds of picture)."""
     from svgagent.core.sim.content import make_svg
 
-    prompts = ["Draw a login screen with a blue button", "Draw a flag with three stripes", "Draw a bar chart",
-               "Draw a pie chart with four slices", "Draw a snowman", "Draw a clock showing 3 o'clock",
-               "Draw a city skyline at night", "Draw a rocket", "Draw two boxes and an arrow", "Draw a chess board"]
+    prompts = [
+        "Draw a login screen with a blue button",
+        "Draw a flag with three stripes",
+        "Draw a bar chart",
+        "Draw a pie chart with four slices",
+        "Draw a snowman",
+        "Draw a clock showing 3 o'clock",
+        "Draw a city skyline at night",
+        "Draw a rocket",
+        "Draw two boxes and an arrow",
+        "Draw a chess board",
+    ]
     return [make_svg(7, prompt, 0, "good", 4) for prompt in prompts]
 
 
@@ -259,9 +272,49 @@ class _Viewport:
         self.font_size, self.dpi = 16.0, 96
 
 
-SIZE_INPUTS = ["", "0", "12", "-3.5", "1e3", "1E-2", "35%", "-5%", "+7.5%", ".5%", "5.%", "1e2%", "1E-1%", "1.5e+1%",
-               "35 %", " 35%", "35% ", "1,5%", "1.2.3%", "--5%", "5%%", "%", "e%", "12px", "3pt", "2em", "1.5ex",
-               "2ch", "1in", "4mm", "1cm", "2pc", "10 20", "3,4", "inherit", "auto", "1_0%", "٣٥%", None, 0, 2.5]
+SIZE_INPUTS = [
+    "",
+    "0",
+    "12",
+    "-3.5",
+    "1e3",
+    "1E-2",
+    "35%",
+    "-5%",
+    "+7.5%",
+    ".5%",
+    "5.%",
+    "1e2%",
+    "1E-1%",
+    "1.5e+1%",
+    "35 %",
+    " 35%",
+    "35% ",
+    "1,5%",
+    "1.2.3%",
+    "--5%",
+    "5%%",
+    "%",
+    "e%",
+    "12px",
+    "3pt",
+    "2em",
+    "1.5ex",
+    "2ch",
+    "1in",
+    "4mm",
+    "1cm",
+    "2pc",
+    "10 20",
+    "3,4",
+    "inherit",
+    "auto",
+    "1_0%",
+    "٣٥%",
+    None,
+    0,
+    2.5,
+]
 
 
 def _outcome(function, *args):
@@ -286,7 +339,9 @@ def test_size_shortcut_answers_what_cairosvg_answers(corpus: list[str]) -> None:
         for value in seen:
             for reference in ("x", "y", "xy", 1, 0.5):
                 assert _outcome(fast, surface, value, reference) == _outcome(own, surface, value, reference), (
-                    value, reference)
+                    value,
+                    reference,
+                )
     assert helpers.size is not own or not render_draw.cairosvg_checked()  # installed by the renderer
 
 
@@ -298,10 +353,30 @@ def test_point_normalize_paint_and_color_shortcuts_answer_what_cairosvg_answers(
     for text in ["10 20", "10 20 30 40", "1.5 -2 ", "5%  7", "10", "", "a b c"]:
         own, fast = table["point"]
         assert _outcome(fast, surface, text) == _outcome(own, surface, text), text
-    strings = [*re.findall(r'(?:d|points|fill|stroke|stop-color)="([^"]*)"', "".join(corpus)),
-               "M1-2E3,4 5.5.5", "  a  b ", "1e-5-3", "x" * 100, "url(#g1)", "url(#g1) red", " url( '#a' ) none",
-               "none", "", "#ABC", "#abcdef", "#abcdeg", "#12", " #123456", "#1234567", "rgb(10, 20, 30)",
-               "rgba(10,20,30,0.5)", "RED", "currentColor", "#ffffff80", "#fff "]
+    strings = [
+        *re.findall(r'(?:d|points|fill|stroke|stop-color)="([^"]*)"', "".join(corpus)),
+        "M1-2E3,4 5.5.5",
+        "  a  b ",
+        "1e-5-3",
+        "x" * 100,
+        "url(#g1)",
+        "url(#g1) red",
+        " url( '#a' ) none",
+        "none",
+        "",
+        "#ABC",
+        "#abcdef",
+        "#abcdeg",
+        "#12",
+        " #123456",
+        "#1234567",
+        "rgb(10, 20, 30)",
+        "rgba(10,20,30,0.5)",
+        "RED",
+        "currentColor",
+        "#ffffff80",
+        "#fff ",
+    ]
     for name in ("normalize", "paint"):
         own, fast = table[name]
         for text in strings:
@@ -344,18 +419,47 @@ def test_comparisons_see_cairosvg_as_it_ships() -> None:
     table = shortcuts()
     assert shapes.size is table["size"][1]
     with render_draw.cairosvg_as_shipped():
-        assert (helpers.size, shapes.size, helpers.point, shapes.point) == (table["size"][0], table["size"][0],
-                                                                          table["point"][0], table["point"][0])
-        assert (surface.color, colors.color, surface.paint) == (table["color"][0], table["color"][0],
-                                                              table["paint"][0])
+        assert (helpers.size, shapes.size, helpers.point, shapes.point) == (
+            table["size"][0],
+            table["size"][0],
+            table["point"][0],
+            table["point"][0],
+        )
+        assert (surface.color, colors.color, surface.paint) == (table["color"][0], table["color"][0], table["paint"][0])
     assert (shapes.size, surface.color, surface.paint) == (table["size"][1], table["color"][1], table["paint"][1])
 
 
-PATH_CASES = ["M10 10 L20 20 30 30 Z", "m10 10 l5 5 5 5 z m 3 3 h 4 v 4 H 1 V 2 z", "M1-2-3-4", "M.5.5.5.5L1e1-1E1",
-              "M10 10 L20", "M10 10 C1 2 3 4 5", "M10", "", "L5 5", "H", "h", "V", "M1 1 H", "M1,1Q2,2,3,3q1 1 2 2",
-              "M 0 0 Z Z L 4 4", "Z", "M10 10 z l 5 5", "M1 1 L 2 2 3", "C1 2 3 4 5 6 7 8 9 10 11 12",
-              "M1 1 2 2 3 3", "m1 1 2 2 3 3z", "M 5px 5 L 10% 20 l 1em 2", "M1 1 L a b", "M1e 1 L2 2", "  M 1 1  ",
-              "x M1 1 L2 2", "M0 0 A 5 5 0 0 1 10 10 L 3 3", "M0 0 S 1 1 2 2 T 3 3", "M1\t2\n,3 4"]
+PATH_CASES = [
+    "M10 10 L20 20 30 30 Z",
+    "m10 10 l5 5 5 5 z m 3 3 h 4 v 4 H 1 V 2 z",
+    "M1-2-3-4",
+    "M.5.5.5.5L1e1-1E1",
+    "M10 10 L20",
+    "M10 10 C1 2 3 4 5",
+    "M10",
+    "",
+    "L5 5",
+    "H",
+    "h",
+    "V",
+    "M1 1 H",
+    "M1,1Q2,2,3,3q1 1 2 2",
+    "M 0 0 Z Z L 4 4",
+    "Z",
+    "M10 10 z l 5 5",
+    "M1 1 L 2 2 3",
+    "C1 2 3 4 5 6 7 8 9 10 11 12",
+    "M1 1 2 2 3 3",
+    "m1 1 2 2 3 3z",
+    "M 5px 5 L 10% 20 l 1em 2",
+    "M1 1 L a b",
+    "M1e 1 L2 2",
+    "  M 1 1  ",
+    "x M1 1 L2 2",
+    "M0 0 A 5 5 0 0 1 10 10 L 3 3",
+    "M0 0 S 1 1 2 2 T 3 3",
+    "M1\t2\n,3 4",
+]
 
 
 def _cairo_path_of(draw, d: str, start: bool):

@@ -34,8 +34,10 @@ ABSURD = {
     "nan_in_path": (_svg('<path d="M0 0 L nan 5 L 10 10 Z" stroke="#000"/>'), "not finite"),
     "nan_transform": (_svg('<g transform="rotate(nan)"><rect width="5" height="5"/></g>'), "not finite"),
     "inf_in_style_attribute": (_svg('<circle cx="50" cy="50" style="r: Infinity" r="5"/>'), "not finite"),
-    "inf_in_stylesheet": (_svg('<style>rect { stroke-width: 1e999 }</style><rect width="9" height="9"/>'),
-                          "not finite"),
+    "inf_in_stylesheet": (
+        _svg('<style>rect { stroke-width: 1e999 }</style><rect width="9" height="9"/>'),
+        "not finite",
+    ),
     "huge_radius": (_svg('<circle cx="50" cy="50" r="1e20" stroke="#000"/>'), "beyond"),
     "huge_digits": (_svg('<circle cx="50" cy="50" r="' + "9" * 30 + '"/>'), "beyond"),
     "huge_stroke": (_svg('<rect width="9" height="9" stroke="#000" stroke-width="1e300"/>'), "beyond"),
@@ -45,15 +47,21 @@ EXPANDING = {
     "use_cycle": (_svg('<g id="a"><rect width="5" height="5"/><use href="#a"/></g>'), "cycle"),
     "use_mutual_cycle": (_svg('<g id="a"><use href="#b"/></g><g id="b"><use xlink:href="#a"/></g>'), "cycle"),
 }
-NESTED_FAN_OUT = _svg('<image width="50" height="50" href="data:image/svg+xml;base64,'
-                      + base64.b64encode(_fan_out(6).encode()).decode() + '"/>')
+NESTED_FAN_OUT = _svg(
+    '<image width="50" height="50" href="data:image/svg+xml;base64,'
+    + base64.b64encode(_fan_out(6).encode()).decode()
+    + '"/>'
+)
 FINE = {
     "hex_colours_that_look_like_exponents": _svg('<rect width="50" height="50" fill="#1e9999" stroke="#5E1000"/>'),
     "fragment_ids_that_look_like_numbers": _svg(
         '<defs><linearGradient id="g1e500"><stop offset="0" stop-color="red"/></linearGradient></defs>'
-        '<rect width="50" height="50" fill="url(#g1e500)"/>'),
-    "words_and_text_content": _svg('<text x="5" y="20" font-family="Inf Sans">inf nan 1e999 Infinity</text>'
-                                   '<rect width="5" height="5" class="info nancy indefinite"/>'),
+        '<rect width="50" height="50" fill="url(#g1e500)"/>'
+    ),
+    "words_and_text_content": _svg(
+        '<text x="5" y="20" font-family="Inf Sans">inf nan 1e999 Infinity</text>'
+        '<rect width="5" height="5" class="info nancy indefinite"/>'
+    ),
     "small_and_negative_exponents": _svg('<rect x="1e-400" y="2.5E-3" width="1e2" height="5e+1"/>'),
     "moderate_use_fan_out": _fan_out(3),
 }
@@ -62,6 +70,7 @@ FINE = {
 @pytest.fixture
 def no_drawing(monkeypatch: pytest.MonkeyPatch):
     """Fail the test if anything reaches the drawing step."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("the SVG reached the drawing step")
 
@@ -109,4 +118,3 @@ def test_through_the_pool_the_refusal_is_the_reason_not_a_timeout() -> None:
     for (_svg_text, reason), message in zip(cases, asyncio.run(run())):
         assert reason in message
         assert "timed out" not in message
-

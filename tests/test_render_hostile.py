@@ -108,8 +108,9 @@ def hostile_results(hostile_env):
 def green_pixels(image: Image.Image) -> int:
     """Pixels that look like the planted #00ff00 (the hostile SVGs never draw green themselves)."""
     red, green, blue = image.convert("RGB").split()
-    greenish = ImageChops.multiply(green.point(lambda v: 255 if v > 160 else 0),
-                                   red.point(lambda v: 255 if v < 100 else 0))
+    greenish = ImageChops.multiply(
+        green.point(lambda v: 255 if v > 160 else 0), red.point(lambda v: 255 if v < 100 else 0)
+    )
     greenish = ImageChops.multiply(greenish, blue.point(lambda v: 255 if v < 100 else 0))
     return greenish.histogram()[255]
 

@@ -39,8 +39,21 @@ CUTS = [
     ("M0 0 A 5 5 0 0 1 10 10 Z 1 L 3 3", "M0 0 A 5 5 0 0 1 10 10 Z"),  # arcs: drawn by cairosvg's path()
     ("M0 0 S 1 1 2 2 Z,,x,", "M0 0 S 1 1 2 2 Z"),
 ]
-UNCHANGED = ["M0 0 Z", "M0 0 Z,", "M0 0 Z \t\n, ", "M0 0 Z\u00a0", "M0 0 ZL5 5", "M0 0 Z M1 1 z m 2 2 z", "", "Z",
-             "M1 1 L2 2 3", "M 0 0 Z Z L 4 4", "M0 0 A 5 5 0 0 1 10 10 Z", "zzz", "x M1 1 z"]
+UNCHANGED = [
+    "M0 0 Z",
+    "M0 0 Z,",
+    "M0 0 Z \t\n, ",
+    "M0 0 Z\u00a0",
+    "M0 0 ZL5 5",
+    "M0 0 Z M1 1 z m 2 2 z",
+    "",
+    "Z",
+    "M1 1 L2 2 3",
+    "M 0 0 Z Z L 4 4",
+    "M0 0 A 5 5 0 0 1 10 10 Z",
+    "zzz",
+    "x M1 1 z",
+]
 
 
 def _tokens(d: str) -> list[tuple[str, str]]:
@@ -49,8 +62,10 @@ def _tokens(d: str) -> list[tuple[str, str]]:
 
     for letter in PATH_LETTERS:
         d = d.replace(letter, f" {letter} ")
-    return [(letter, args.strip()) for letter, args in
-            re.findall(f"([{PATH_LETTERS}])([^{PATH_LETTERS}]*)", normalize(d).strip())]
+    return [
+        (letter, args.strip())
+        for letter, args in re.findall(f"([{PATH_LETTERS}])([^{PATH_LETTERS}]*)", normalize(d).strip())
+    ]
 
 
 def _closepath_with_data(tokens: list[tuple[str, str]]) -> int | None:
@@ -79,8 +94,32 @@ def test_cut_finds_exactly_the_closepaths_cairosvg_reads_data_after() -> None:
     from svgagent.core.scoring.render_path import cut_at_closepath_error
 
     rng = random.Random(5)
-    alphabet = ["z", "Z", "M", "l", "h", "a", "0", "5", ".", "-", "+", "e", "E", "%", "x", " ", ",", "\t", "\n",
-                "\u00a0", "\u2003", "\u200b", "'", "("]
+    alphabet = [
+        "z",
+        "Z",
+        "M",
+        "l",
+        "h",
+        "a",
+        "0",
+        "5",
+        ".",
+        "-",
+        "+",
+        "e",
+        "E",
+        "%",
+        "x",
+        " ",
+        ",",
+        "\t",
+        "\n",
+        "\u00a0",
+        "\u2003",
+        "\u200b",
+        "'",
+        "(",
+    ]
     errors = 0
     for _ in range(3000):
         d = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
@@ -110,28 +149,42 @@ TRIANGLE = "M10 10 L90 10 L90 90 Z"
 # (SVG body whose path data holds the error, the same body with the data cut), one per way cairosvg reads it
 RENDER_CASES = {
     "lean_walk": (f'<path d="{TRIANGLE} 5 5"/>', f'<path d="{TRIANGLE}"/>'),
-    "lean_walk_later_commands": ('<path d="M10 10 L90 10 L90 90z5 5 L10 90" stroke="#c00" stroke-width="4"/>',
-                                 '<path d="M10 10 L90 10 L90 90z" stroke="#c00" stroke-width="4"/>'),
-    "arc_through_cairosvg_path": ('<path d="M10 50 A 40 40 0 0 1 90 50 Z 1 1 L 0 0"/>',
-                                  '<path d="M10 50 A 40 40 0 0 1 90 50 Z"/>'),
+    "lean_walk_later_commands": (
+        '<path d="M10 10 L90 10 L90 90z5 5 L10 90" stroke="#c00" stroke-width="4"/>',
+        '<path d="M10 10 L90 10 L90 90z" stroke="#c00" stroke-width="4"/>',
+    ),
+    "arc_through_cairosvg_path": (
+        '<path d="M10 50 A 40 40 0 0 1 90 50 Z 1 1 L 0 0"/>',
+        '<path d="M10 50 A 40 40 0 0 1 90 50 Z"/>',
+    ),
     "inherited_from_a_group": (f'<g d="{TRIANGLE} 5"><path/></g>', f'<g d="{TRIANGLE}"><path/></g>'),
     "style_declaration": (f'<path style="d: {TRIANGLE} x"/>', f'<path style="d: {TRIANGLE}"/>'),
-    "stylesheet": (f'<style>path {{ d: {TRIANGLE} . }}</style><path/>', f'<style>path {{ d: {TRIANGLE} }}</style>'
-                   '<path/>'),
-    "use_target": (f'<defs><path id="p" d="{TRIANGLE} 5 5"/></defs><use href="#p" x="-5"/>',
-                   f'<defs><path id="p" d="{TRIANGLE}"/></defs><use href="#p" x="-5"/>'),
-    "markers_through_cairosvg_walk": (f'<path d="{TRIANGLE} 5 5" marker-start="url(#m)" fill="#39c"/>',
-                                      f'<path d="{TRIANGLE}" marker-start="url(#m)" fill="#39c"/>'),
+    "stylesheet": (
+        f"<style>path {{ d: {TRIANGLE} . }}</style><path/>",
+        f"<style>path {{ d: {TRIANGLE} }}</style><path/>",
+    ),
+    "use_target": (
+        f'<defs><path id="p" d="{TRIANGLE} 5 5"/></defs><use href="#p" x="-5"/>',
+        f'<defs><path id="p" d="{TRIANGLE}"/></defs><use href="#p" x="-5"/>',
+    ),
+    "markers_through_cairosvg_walk": (
+        f'<path d="{TRIANGLE} 5 5" marker-start="url(#m)" fill="#39c"/>',
+        f'<path d="{TRIANGLE}" marker-start="url(#m)" fill="#39c"/>',
+    ),
     # no viewBox: the marker's size comes from cairosvg's bounding box of its content, before it is drawn
-    "marker_content_bounding_box": (f'<path d="M20 50 L80 50" stroke="#000" marker-end="url(#bad)"/>',
-                                    f'<path d="M20 50 L80 50" stroke="#000" marker-end="url(#cut)"/>'),
+    "marker_content_bounding_box": (
+        '<path d="M20 50 L80 50" stroke="#000" marker-end="url(#bad)"/>',
+        '<path d="M20 50 L80 50" stroke="#000" marker-end="url(#cut)"/>',
+    ),
     "gradient_bounding_box": (f'<path d="{TRIANGLE} 5 5" fill="url(#g)"/>', f'<path d="{TRIANGLE}" fill="url(#g)"/>'),
 }
-DEFS = ('<defs><marker id="m" markerWidth="6" markerHeight="6" viewBox="0 0 6 6"><circle cx="3" cy="3" r="3" '
-        'fill="#c00"/></marker><marker id="bad" markerWidth="10" markerHeight="10"><path d="M0 0 L10 5 L0 10 Z 5" '
-        'fill="#c00"/></marker><marker id="cut" markerWidth="10" markerHeight="10"><path d="M0 0 L10 5 L0 10 Z" '
-        'fill="#c00"/></marker><linearGradient id="g"><stop offset="0" stop-color="#c03050"/><stop offset="1" '
-        'stop-color="#3050c0"/></linearGradient></defs>')
+DEFS = (
+    '<defs><marker id="m" markerWidth="6" markerHeight="6" viewBox="0 0 6 6"><circle cx="3" cy="3" r="3" '
+    'fill="#c00"/></marker><marker id="bad" markerWidth="10" markerHeight="10"><path d="M0 0 L10 5 L0 10 Z 5" '
+    'fill="#c00"/></marker><marker id="cut" markerWidth="10" markerHeight="10"><path d="M0 0 L10 5 L0 10 Z" '
+    'fill="#c00"/></marker><linearGradient id="g"><stop offset="0" stop-color="#c03050"/><stop offset="1" '
+    'stop-color="#3050c0"/></linearGradient></defs>'
+)
 
 
 def _svg(body: str) -> str:

@@ -11,10 +11,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from test_render import image_of, solid_svg
 
 from svgagent.core.scoring.render import Renderer
-
-from test_render import image_of, solid_svg
 
 
 def _colour(i: int) -> tuple[int, int, int]:

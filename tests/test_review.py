@@ -51,8 +51,9 @@ def test_a_count_the_marks_rule_out_is_refused_with_the_reason() -> None:
     assert count_refusal(marks, 2) is None and count_refusal(marks, 3) is None  # ✓ given … ✓ plus undecided
     assert count_refusal(marks, 1) == "2 requirements are marked ✓: at least 2/4; unmark one first"
     assert count_refusal(marks, 4) == "1 requirement is marked ✗: at most 3/4; unmark one first"
-    assert count_refusal([True, False], 2) == ("all 2 requirements are marked: your count is 1/2; change a mark "
-                                              "(space) to change it")
+    assert count_refusal([True, False], 2) == (
+        "all 2 requirements are marked: your count is 1/2; change a mark (space) to change it"
+    )
     assert count_refusal([True, False], 1) is None
 
 

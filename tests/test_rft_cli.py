@@ -23,8 +23,21 @@ from svgagent.tui.cli.main import main
 FW_KEY = "fw-FAKE-cli-key-0123456789abcdef"
 OPENAI_KEY = "FAKEOA-cli-judge-9876543210zyxw"
 SECRETS = (FW_KEY, OPENAI_KEY)
-STATUS_KEYS = {"name", "display_name", "state", "status", "percent", "epoch", "processed", "failed", "total",
-               "created", "completed", "output_model", "links"}
+STATUS_KEYS = {
+    "name",
+    "display_name",
+    "state",
+    "status",
+    "percent",
+    "epoch",
+    "processed",
+    "failed",
+    "total",
+    "created",
+    "completed",
+    "output_model",
+    "links",
+}
 CREATE = ("rft", "create", "--base-model", "qwen3-0p6b", "--rows", "3", "--poll-interval", "0.001")
 
 
@@ -64,8 +77,7 @@ def test_create_json_remembers_the_job(sim: FireworksSim, env: Path, capsys: pyt
     assert code == 0, err
     data = json.loads(out)
     assert set(data) == {"job", "evaluator", "dataset", "links"}
-    assert (set(data["links"]) == {"evaluator", "dataset",
-                                                                                          "job"})
+    assert set(data["links"]) == {"evaluator", "dataset", "job"}
     assert data["job"]["trainingConfig"]["epochs"] == 2
     assert data["job"]["lossConfig"] == {"method": "DAPO"}
     assert data["evaluator"]["state"] == "ACTIVE"
@@ -107,8 +119,9 @@ def test_dry_run_sends_nothing(sim: FireworksSim, env: Path, capsys: pytest.Capt
     assert [s["step"] for s in plan["plan"]][:3] == ["account", "secrets", "secrets"]
 
 
-def test_confirmation(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str],
-                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_confirmation(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, err = run(capsys, *CREATE)
     assert code == 2
     assert "stdin is not a terminal" in err
@@ -127,14 +140,18 @@ def test_confirmation(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixtur
     assert "job link" in out
 
 
-@pytest.mark.parametrize(("flags", "words"), [
-    (("--learning-rate", "0.5"), "--learning-rate 0.5: out of range: allowed a number from 1e-05 to 0.0005"),
-    (("--lora-rank", "24"), "--lora-rank 24: must be a power of two"),
-    (("--chunk-size", "0"), "--chunk-size 0: out of range: allowed an integer from 1 to 10000"),
-    (("--loss", "ppo"), "--loss ppo: not a valid value: allowed one of: grpo, dapo"),
-])
-def test_invalid_hyperparameter(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str],
-                                flags: tuple[str, ...], words: str) -> None:
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (("--learning-rate", "0.5"), "--learning-rate 0.5: out of range: allowed a number from 1e-05 to 0.0005"),
+        (("--lora-rank", "24"), "--lora-rank 24: must be a power of two"),
+        (("--chunk-size", "0"), "--chunk-size 0: out of range: allowed an integer from 1 to 10000"),
+        (("--loss", "ppo"), "--loss ppo: not a valid value: allowed one of: grpo, dapo"),
+    ],
+)
+def test_invalid_hyperparameter(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], words: str
+) -> None:
     code, out, err = run(capsys, *CREATE, "--yes", *flags)
     assert code == 2
     assert words in err
@@ -148,8 +165,9 @@ def test_base_model_is_required(sim: FireworksSim, env: Path, capsys: pytest.Cap
 
 
 @pytest.mark.parametrize("missing", ["FIREWORKS_API_KEY", "OPENAI_API_KEY"])
-def test_missing_key(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str],
-                     monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+def test_missing_key(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
     monkeypatch.delenv(missing)
     code, out, err = run(capsys, *CREATE, "--yes")
     assert code == 2
@@ -164,8 +182,9 @@ def test_missing_key(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture
         assert sim.requests == []
 
 
-def test_control_plane_errors(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str],
-                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_control_plane_errors(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FIREWORKS_API_KEY", "rejected-key")
     code, out, err = run(capsys, *CREATE, "--yes")
     assert code == 2
@@ -215,8 +234,9 @@ def test_rerun_after_failed_job_create(sim: FireworksSim, env: Path, capsys: pyt
     assert len(sim.uploads) == 1
 
 
-def test_status_list_cancel_resume(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_list_cancel_resume(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out, _ = run(capsys, *CREATE, "--yes", "--json")
     name = json.loads(out)["job"]["name"]
     job_id = name.rsplit("/", 1)[-1]
@@ -257,15 +277,15 @@ def test_status_list_cancel_resume(sim: FireworksSim, env: Path, capsys: pytest.
         assert store.list_jobs()[0]["last_state"] in ("CANCELLING", "CANCELLED")
 
 
-def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, *CREATE, "--yes", "--json")
     job_id = json.loads(out)["job"]["name"].rsplit("/", 1)[-1]
     polls_before = len(sim.requests)
 
     def fail_twice_after_the_first_poll() -> None:  # the network goes away once a state is known
-        while not any(r.method == "GET" and "/reinforcementFineTuningJobs/" in r.path
-                      for r in sim.requests[polls_before:]):
+        while not any(
+            r.method == "GET" and "/reinforcementFineTuningJobs/" in r.path for r in sim.requests[polls_before:]
+        ):
             time.sleep(0.001)
         sim.inject(503, route=r"/reinforcementFineTuningJobs/", method="GET", times=2)
 
@@ -292,9 +312,9 @@ def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path,
     assert "ended FAILED: trainer crashed" in err
 
 
-def test_ctrl_c_while_watching_names_the_job_to_follow_again(sim: FireworksSim, env: Path,
-                                                              capsys: pytest.CaptureFixture[str],
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_while_watching_names_the_job_to_follow_again(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # it said "svgagent rft status JOB --watch": the placeholder of the usage line, for a job the command knew
     from svgagent.core.rft import monitor
 
@@ -323,13 +343,18 @@ def test_poll_interval_says_its_unit_in_the_usage(capsys: pytest.CaptureFixture[
 
 # ---- as a real process ----------------------------------------------------------------------------------------
 def svgagent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        svgagent_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_process_demo_create_is_labelled_simulated(tmp_path: Path) -> None:
-    proc = svgagent("rft", "create", "--demo", "--rows", "2", "--yes", "--json",
-                    env={"SVGAGENT_HOME": str(tmp_path)})
+    proc = svgagent("rft", "create", "--demo", "--rows", "2", "--yes", "--json", env={"SVGAGENT_HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["simulated"] is True
@@ -345,8 +370,12 @@ def test_process_demo_create_is_labelled_simulated(tmp_path: Path) -> None:
 
 
 def test_process_dry_run_and_help(sim: FireworksSim, tmp_path: Path) -> None:
-    env = {"FIREWORKS_BASE_URL": sim.base_url, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OPENAI_KEY,
-           "SVGAGENT_HOME": str(tmp_path)}
+    env = {
+        "FIREWORKS_BASE_URL": sim.base_url,
+        "FIREWORKS_API_KEY": FW_KEY,
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "SVGAGENT_HOME": str(tmp_path),
+    }
     proc = svgagent("rft", "create", "--base-model", "qwen3-0p6b", "--rows", "2", "--dry-run", env=env)
     assert proc.returncode == 0
     assert sim.requests == []
@@ -358,15 +387,22 @@ def test_process_dry_run_and_help(sim: FireworksSim, tmp_path: Path) -> None:
     assert sim.requests == []
     help_text = " ".join(svgagent("rft", "create", "--help").stdout.split())
     assert "only those given are sent, Fireworks chooses the rest" in help_text
-    for flag, default in (("--epochs", "Fireworks' default (1)"), ("--learning-rate", "Fireworks' default (0.0001)"),
-                          ("--lora-rank", "Fireworks' default (8)"), ("--chunk-size", "Fireworks' default"),
-                          ("--n", "Fireworks' default (4)"), ("--loss", "Fireworks' default"),
-                          ("--max-output-tokens", "Fireworks' default (2048)"), ("--top-p", "Fireworks' default (1)")):
+    for flag, default in (
+        ("--epochs", "Fireworks' default (1)"),
+        ("--learning-rate", "Fireworks' default (0.0001)"),
+        ("--lora-rank", "Fireworks' default (8)"),
+        ("--chunk-size", "Fireworks' default"),
+        ("--n", "Fireworks' default (4)"),
+        ("--loss", "Fireworks' default"),
+        ("--max-output-tokens", "Fireworks' default (2048)"),
+        ("--top-p", "Fireworks' default (1)"),
+    ):
         assert flag in help_text and f"(default: {default})" in help_text, flag
 
 
-def test_job_ids_are_validated_like_the_output_model(sim: FireworksSim, env: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_job_ids_are_validated_like_the_output_model(
+    sim: FireworksSim, env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(capsys, *CREATE, "--yes", "--job-id", "../../etc")
     assert code == 2
     assert "--job-id '../../etc': must be a job id" in err
@@ -378,8 +414,13 @@ def test_job_ids_are_validated_like_the_output_model(sim: FireworksSim, env: Pat
 
 
 def test_watch_stops_on_a_paused_job_and_says_why(sim: FireworksSim, tmp_path: Path) -> None:
-    env = {"FIREWORKS_BASE_URL": sim.base_url, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OPENAI_KEY,
-           "SVGAGENT_HOME": str(tmp_path), "SVGAGENT_MAX_RETRIES": "0"}
+    env = {
+        "FIREWORKS_BASE_URL": sim.base_url,
+        "FIREWORKS_API_KEY": FW_KEY,
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "SVGAGENT_HOME": str(tmp_path),
+        "SVGAGENT_MAX_RETRIES": "0",
+    }
     proc = svgagent(*CREATE, "--yes", "--json", "--job-id", "pausing", env=env)
     assert proc.returncode == 0, proc.stderr
     sim.set_job_state("pausing", "JOB_STATE_PAUSED", "paused by the platform")
@@ -391,6 +432,5 @@ def test_watch_stops_on_a_paused_job_and_says_why(sim: FireworksSim, tmp_path: P
     assert "svgagent rft resume pausing" in final["stopped_because"]
     proc = svgagent("rft", "status", "pausing", "--watch", "--poll-interval", "0.01", env=env)
     assert proc.returncode == 1
-    assert ("stopped watching: pausing is PAUSED: it will not continue by itself" in \
-        proc.stderr)
+    assert "stopped watching: pausing is PAUSED: it will not continue by itself" in proc.stderr
     assert "paused by the platform" in proc.stderr

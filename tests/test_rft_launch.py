@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from svgagent.core.demo import demo_control_plane
 from svgagent.core.rft.evaluator_bundle import archive_members
 from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
-from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.demo import demo_control_plane
 from svgagent.core.rft.launch import (
     STEPS,
     LaunchCancelled,
@@ -28,6 +27,7 @@ from svgagent.core.rft.launch import (
 from svgagent.core.rft.monitor import JobPoller, JobView, PollOutcome, state_category, watch_job
 from svgagent.core.rft.params import ParamsError, RftParams, allowed_range, parse_params
 from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.store import MIGRATIONS, Store
 
 ACCT = "sim-account"
@@ -43,9 +43,15 @@ def sim():
 
 
 def request(sim: FireworksSim, **kw: object) -> LaunchRequest:
-    values: dict = {"params": RftParams(base_model="qwen3-0p6b", epochs=2, kl_beta=0.01), "rows": 3,
-                    "fireworks_api_key": FW_KEY, "openai_api_key": OPENAI_KEY, "base_url": sim.base_url,
-                    "max_retries": 0, **FAST}
+    values: dict = {
+        "params": RftParams(base_model="qwen3-0p6b", epochs=2, kl_beta=0.01),
+        "rows": 3,
+        "fireworks_api_key": FW_KEY,
+        "openai_api_key": OPENAI_KEY,
+        "base_url": sim.base_url,
+        "max_retries": 0,
+        **FAST,
+    }
     values.update(kw)
     return LaunchRequest(**values)
 
@@ -69,8 +75,9 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
 
     # the request log is the plan (polls collapsed, the signed-URL PUT at its place), account filled in
     want = [(p.method, p.path.replace("{account}", ACCT)) for p in planned]
-    got = dedupe([(r.method, "<signed upload URL>" if r.path.startswith("/_upload/") else r.path)
-                  for r in sim.requests])
+    got = dedupe(
+        [(r.method, "<signed upload URL>" if r.path.startswith("/_upload/") else r.path) for r in sim.requests]
+    )
     assert dedupe(want) == got
     for p, r in zip([p for p in planned if p.method != "GET"], [r for r in sim.requests if r.method != "GET"]):
         body = json.loads(json.dumps(p.body).replace("{account}", ACCT))
@@ -88,12 +95,19 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
         "displayName": prepared.display_name,
         "trainingConfig": {"baseModel": "accounts/fireworks/models/qwen3-0p6b", "epochs": 2},
         "lossConfig": {"klBeta": 0.01},
-        "evalAutoCarveout": False, "wandbConfig": {"enabled": False}}  # what `ep create rft` always sends
+        "evalAutoCarveout": False,
+        "wandbConfig": {"enabled": False},
+    }  # what `ep create rft` always sends
 
     assert [e.step for e in events if e.status == "start"] == list(STEPS)
     assert [(e.step, e.status) for e in events if e.status in ("done", "reused")] == [
-        ("account", "done"), ("secrets", "done"), ("secrets", "done"), ("evaluator", "done"), ("dataset", "done"),
-        ("job", "done")]  # two secrets: the judge's key and FIREWORKS_API_KEY
+        ("account", "done"),
+        ("secrets", "done"),
+        ("secrets", "done"),
+        ("evaluator", "done"),
+        ("dataset", "done"),
+        ("job", "done"),
+    ]  # two secrets: the judge's key and FIREWORKS_API_KEY
     assert result.reused == {"evaluator": False, "dataset": False, "job": False}
     assert result.job_id == prepared.job_id
     assert result.account == ACCT
@@ -110,15 +124,19 @@ def test_full_launch_sends_the_planned_requests(sim: FireworksSim, tmp_path: Pat
     assert job["last_state"] == "CREATING"
     # ... and never shown: not in events, the request log, the simulator's state or the bundle
     archive_text = b"".join(archive_members(sim.evaluator_archive(prepared.evaluator_id)).values())
-    text = json.dumps([e.message for e in events]) + json.dumps([r.body for r in sim.requests], default=str) \
-        + json.dumps(sim.dump_state()) + json.dumps([p.to_dict() for p in planned]) + json.dumps(remembered)
+    text = (
+        json.dumps([e.message for e in events])
+        + json.dumps([r.body for r in sim.requests], default=str)
+        + json.dumps(sim.dump_state())
+        + json.dumps([p.to_dict() for p in planned])
+        + json.dumps(remembered)
+    )
     for secret in (FW_KEY, OPENAI_KEY):
         assert secret not in repr(prepared)
         assert secret not in repr(result)
         assert secret not in text
         assert secret.encode() not in archive_text
-        assert (secret.encode() not in \
-            sim.evaluator_archive(prepared.evaluator_id))
+        assert secret.encode() not in sim.evaluator_archive(prepared.evaluator_id)
 
 
 def test_rerun_after_a_failed_job_create_duplicates_nothing(sim: FireworksSim) -> None:
@@ -155,8 +173,11 @@ def test_force_rebuilds_and_new_job_id_launches_another(sim: FireworksSim) -> No
         second = launch(prepare_launch(request(sim, force_evaluator=True, job_id="second-run")), cp)
     assert second.reused["evaluator"] is False
     assert second.job_id == "second-run" != first.job_id
-    evaluator_writes = [(r.method, r.path.rsplit("/", 1)[-1]) for r in sim.requests
-                        if r.method in ("POST", "PATCH", "DELETE") and "/evaluator" in r.path]
+    evaluator_writes = [
+        (r.method, r.path.rsplit("/", 1)[-1])
+        for r in sim.requests
+        if r.method in ("POST", "PATCH", "DELETE") and "/evaluator" in r.path
+    ]
     eid = first.evaluator["name"].rsplit("/", 1)[-1]
     assert evaluator_writes.count(("DELETE", eid)) == 1
     assert evaluator_writes.count(("POST", "evaluatorsV2")) == 2
@@ -170,12 +191,18 @@ def test_should_stop_between_steps(sim: FireworksSim) -> None:
         launch(prepare_launch(request(sim)), cp, should_stop=lambda: next(calls))
 
 
-@pytest.mark.parametrize(("knobs", "kind", "words"), [
-    ({"evaluator_build_failure": "pip: no matching distribution for eval-protocol"}, "build_failed",
-     ["failed to build: pip: no matching distribution for eval-protocol", "Build log: http://127.0.0.1"]),
-    ({"admin": False}, "admin_required", ["admin role required (403)", "Only an account admin"]),
-    ({"evaluator_build_steps": 10_000}, "timeout", ["still BUILDING", "run again later"]),
-])
+@pytest.mark.parametrize(
+    ("knobs", "kind", "words"),
+    [
+        (
+            {"evaluator_build_failure": "pip: no matching distribution for eval-protocol"},
+            "build_failed",
+            ["failed to build: pip: no matching distribution for eval-protocol", "Build log: http://127.0.0.1"],
+        ),
+        ({"admin": False}, "admin_required", ["admin role required (403)", "Only an account admin"]),
+        ({"evaluator_build_steps": 10_000}, "timeout", ["still BUILDING", "run again later"]),
+    ],
+)
 def test_evaluator_errors_are_explained(knobs: dict, kind: str, words: list[str]) -> None:
     # Only the timeout case gives up early (10,000 build steps never finish in 0.05 s); the others keep FAST's 5 s,
     # so a loaded machine polling slowly still sees the build fail or the 403 rather than timing out first.
@@ -204,8 +231,10 @@ def test_key_quota_and_network_errors(sim: FireworksSim) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with ControlPlane(FW_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0) as cp, \
-            pytest.raises(FireworksError) as err:
+    with (
+        ControlPlane(FW_KEY, base_url=f"http://127.0.0.1:{port}", max_retries=0) as cp,
+        pytest.raises(FireworksError) as err,
+    ):
         launch(prepare_launch(request(sim)), cp)
     assert err.value.kind == "network"
     assert f"cannot reach 127.0.0.1:{port}" in str(err.value)
@@ -230,17 +259,21 @@ def test_demo_control_plane_seeds_a_job() -> None:
 # ---- hyperparameters ----------------------------------------------------------------------------------------
 def test_params_ranges_name_the_flag() -> None:
     assert parse_params(base_model="qwen3-0p6b").base_model == "accounts/fireworks/models/qwen3-0p6b"
-    cases = {"--learning-rate 0.1: out of range: allowed a number from 1e-05 to 0.0005": {"learning_rate": 0.1},
-             "--epochs 0: out of range: allowed an integer from 1 to 10": {"epochs": 0},
-             "--lora-rank 12: must be a power of two": {"lora_rank": 12},
-             "--chunk-size 20000: out of range: allowed an integer from 1 to 10000": {"chunk_size": 20_000},
-             "--temperature 0: out of range: allowed a number above 0": {"temperature": 0},
-             "--n 1: out of range": {"n": 1},
-             "--loss ppo: not a valid value: allowed one of: grpo, dapo": {"loss": "ppo"},
-             "--max-output-tokens (9000) must be smaller than --max-context-length (8192)": {
-                 "max_output_tokens": 9000, "max_context_length": 8192},
-             "--output-model Bad_Id: must be a model id": {"output_model": "Bad_Id"},
-             "--base-model a/b: must look like accounts/": {"base_model": "a/b"}}
+    cases = {
+        "--learning-rate 0.1: out of range: allowed a number from 1e-05 to 0.0005": {"learning_rate": 0.1},
+        "--epochs 0: out of range: allowed an integer from 1 to 10": {"epochs": 0},
+        "--lora-rank 12: must be a power of two": {"lora_rank": 12},
+        "--chunk-size 20000: out of range: allowed an integer from 1 to 10000": {"chunk_size": 20_000},
+        "--temperature 0: out of range: allowed a number above 0": {"temperature": 0},
+        "--n 1: out of range": {"n": 1},
+        "--loss ppo: not a valid value: allowed one of: grpo, dapo": {"loss": "ppo"},
+        "--max-output-tokens (9000) must be smaller than --max-context-length (8192)": {
+            "max_output_tokens": 9000,
+            "max_context_length": 8192,
+        },
+        "--output-model Bad_Id: must be a model id": {"output_model": "Bad_Id"},
+        "--base-model a/b: must look like accounts/": {"base_model": "a/b"},
+    }
     for words, values in cases.items():
         with pytest.raises(ParamsError) as err:
             parse_params(**{"base_model": "qwen3-0p6b", **values})
@@ -251,20 +284,46 @@ def test_params_ranges_name_the_flag() -> None:
     assert allowed_range("top_p") == "a number above 0 and up to 1"
     assert parse_params(base_model="qwen3-0p6b", max_output_tokens=9000).max_context_length is None  # Fireworks'
     kwargs = parse_params(base_model="accounts/acme/models/m1", loss="DAPO", output_model="svg-v1").job_kwargs("d", "e")
-    assert kwargs == {"dataset": "d", "evaluator": "e", "loss_config": {"method": "DAPO"},  # the client's own keys
-                      "training_config": {"base_model": "accounts/acme/models/m1", "output_model": "svg-v1"},
-                      "eval_auto_carveout": False, "wandb_config": {"enabled": False}}
-    full = parse_params(base_model="m", chunk_size=10, epochs=1, learning_rate=1e-4, lora_rank=16, batch_size=4096,
-                        max_context_length=4096, temperature=1.0, top_p=0.9, max_output_tokens=2048, n=8,
-                        loss="grpo", kl_beta=0.1).job_kwargs("d", "e", display_name="x")
+    assert kwargs == {
+        "dataset": "d",
+        "evaluator": "e",
+        "loss_config": {"method": "DAPO"},  # the client's own keys
+        "training_config": {"base_model": "accounts/acme/models/m1", "output_model": "svg-v1"},
+        "eval_auto_carveout": False,
+        "wandb_config": {"enabled": False},
+    }
+    full = parse_params(
+        base_model="m",
+        chunk_size=10,
+        epochs=1,
+        learning_rate=1e-4,
+        lora_rank=16,
+        batch_size=4096,
+        max_context_length=4096,
+        temperature=1.0,
+        top_p=0.9,
+        max_output_tokens=2048,
+        n=8,
+        loss="grpo",
+        kl_beta=0.1,
+    ).job_kwargs("d", "e", display_name="x")
     assert full["chunk_size"] == 10
     assert full["display_name"] == "x"
-    assert (full["loss_config"] == {
-        "method": "GRPO", "kl_beta": 0.1})
-    assert full["inference_parameters"] == {"temperature": 1.0, "top_p": 0.9, "max_output_tokens": 2048,
-                                            "response_candidates_count": 8}
-    assert set(full["training_config"]) == {"base_model", "epochs", "learning_rate", "lora_rank", "batch_size",
-                                            "max_context_length"}
+    assert full["loss_config"] == {"method": "GRPO", "kl_beta": 0.1}
+    assert full["inference_parameters"] == {
+        "temperature": 1.0,
+        "top_p": 0.9,
+        "max_output_tokens": 2048,
+        "response_candidates_count": 8,
+    }
+    assert set(full["training_config"]) == {
+        "base_model",
+        "epochs",
+        "learning_rate",
+        "lora_rank",
+        "batch_size",
+        "max_context_length",
+    }
 
 
 def test_job_kwargs_use_the_clients_own_typed_dict_keys() -> None:
@@ -273,15 +332,29 @@ def test_job_kwargs_use_the_clients_own_typed_dict_keys() -> None:
     from fireworks.types import reinforcement_fine_tuning_job_create_params as create_params
     from fireworks.types.shared_params import reinforcement_learning_loss_config, training_config, wandb_config
 
-    kwargs = parse_params(base_model="m", chunk_size=10, epochs=1, learning_rate=1e-4, lora_rank=16,
-                          batch_size=4096, max_context_length=4096, temperature=1.0, top_p=0.9,
-                          max_output_tokens=2048, n=8, loss="dapo", kl_beta=0.1,
-                          output_model="out").job_kwargs("d", "e", display_name="x")
+    kwargs = parse_params(
+        base_model="m",
+        chunk_size=10,
+        epochs=1,
+        learning_rate=1e-4,
+        lora_rank=16,
+        batch_size=4096,
+        max_context_length=4096,
+        temperature=1.0,
+        top_p=0.9,
+        max_output_tokens=2048,
+        n=8,
+        loss="dapo",
+        kl_beta=0.1,
+        output_model="out",
+    ).job_kwargs("d", "e", display_name="x")
     assert set(kwargs) <= set(create_params.ReinforcementFineTuningJobCreateParams.__annotations__)
-    for name, typed in (("training_config", training_config.TrainingConfig),
-                        ("inference_parameters", create_params.InferenceParameters),
-                        ("loss_config", reinforcement_learning_loss_config.ReinforcementLearningLossConfig),
-                        ("wandb_config", wandb_config.WandbConfig)):
+    for name, typed in (
+        ("training_config", training_config.TrainingConfig),
+        ("inference_parameters", create_params.InferenceParameters),
+        ("loss_config", reinforcement_learning_loss_config.ReinforcementLearningLossConfig),
+        ("wandb_config", wandb_config.WandbConfig),
+    ):
         assert kwargs[name] and set(kwargs[name]) <= set(typed.__annotations__), name
 
 
@@ -294,24 +367,47 @@ def test_job_id_is_validated_like_the_output_model(sim: FireworksSim) -> None:
 
 
 # ---- monitoring ----------------------------------------------------------------------------------------------
-JOB = {"name": "accounts/a/reinforcementFineTuningJobs/j1", "displayName": "run", "state": "JOB_STATE_RUNNING",
-       "status": {"code": "OK", "message": ""}, "createTime": "2026-01-01T00:00:00.123456789Z",
-       "dataset": "accounts/a/datasets/d1", "evaluator": "accounts/a/evaluators/e1",
-       "trainingConfig": {"outputModel": "accounts/a/models/m1"},
-       "jobProgress": {"percent": 40, "epoch": 1, "totalInputRequests": "10", "totalProcessedRequests": "4",
-                       "failedRequests": "1"}}
+JOB = {
+    "name": "accounts/a/reinforcementFineTuningJobs/j1",
+    "displayName": "run",
+    "state": "JOB_STATE_RUNNING",
+    "status": {"code": "OK", "message": ""},
+    "createTime": "2026-01-01T00:00:00.123456789Z",
+    "dataset": "accounts/a/datasets/d1",
+    "evaluator": "accounts/a/evaluators/e1",
+    "trainingConfig": {"outputModel": "accounts/a/models/m1"},
+    "jobProgress": {
+        "percent": 40,
+        "epoch": 1,
+        "totalInputRequests": "10",
+        "totalProcessedRequests": "4",
+        "failedRequests": "1",
+    },
+}
 
 
 def test_job_view_shape_and_staleness() -> None:
     start = 1767225600.123456  # 2026-01-01T00:00:00.123456Z
     view = JobView.from_job(JOB, "https://api.fireworks.ai", fetched_at=start + 60)
     assert view.to_json() == {
-        "name": JOB["name"], "display_name": "run", "state": "RUNNING", "status": "", "percent": 40, "epoch": 1,
-        "processed": 4, "failed": 1, "total": 10, "created": JOB["createTime"], "completed": None,
+        "name": JOB["name"],
+        "display_name": "run",
+        "state": "RUNNING",
+        "status": "",
+        "percent": 40,
+        "epoch": 1,
+        "processed": 4,
+        "failed": 1,
+        "total": 10,
+        "created": JOB["createTime"],
+        "completed": None,
         "output_model": "accounts/a/models/m1",
-        "links": {"job": "https://app.fireworks.ai/dashboard/fine-tuning/reinforcement/j1",
-                  "dataset": "https://app.fireworks.ai/dashboard/datasets/d1",
-                  "evaluator": "https://app.fireworks.ai/dashboard/evaluators/e1"}}
+        "links": {
+            "job": "https://app.fireworks.ai/dashboard/fine-tuning/reinforcement/j1",
+            "dataset": "https://app.fireworks.ai/dashboard/datasets/d1",
+            "evaluator": "https://app.fireworks.ai/dashboard/evaluators/e1",
+        },
+    }
     assert (view.category, view.terminal, view.stale) == ("active", False, False)
     assert view.elapsed(now=start + 125) == pytest.approx(125, abs=0.01)
     assert view.summary_line(now=start + 125) == "RUNNING · 40% · epoch 1 · 4/10 processed (1 failed) · 2m 05s elapsed"
@@ -324,14 +420,25 @@ def test_job_view_shape_and_staleness() -> None:
     assert provisioning.phase == "PROVISIONING"
     assert provisioning.progress_text() == "provisioning"
     assert [state_category(s) for s in ("COMPLETED", "JOB_STATE_FAILED", "CANCELLED", "PENDING", "???")] == [
-        "success", "error", "warning", "pending", "unknown"]
+        "success",
+        "error",
+        "warning",
+        "pending",
+        "unknown",
+    ]
 
 
 def test_poller_backs_off_on_errors_and_keeps_the_last_state() -> None:
     clock = [1000.0]
-    script: list = [JOB, FireworksError("down", kind="network"), FireworksError("503", kind="server"),
-                    FireworksError("down", kind="network"), FireworksError("down", kind="network"),
-                    FireworksError("down", kind="network"), {**JOB, "state": "JOB_STATE_COMPLETED"}]
+    script: list = [
+        JOB,
+        FireworksError("down", kind="network"),
+        FireworksError("503", kind="server"),
+        FireworksError("down", kind="network"),
+        FireworksError("down", kind="network"),
+        FireworksError("down", kind="network"),
+        {**JOB, "state": "JOB_STATE_COMPLETED"},
+    ]
 
     def fetch() -> dict:
         clock[0] += 1
@@ -398,21 +505,43 @@ def test_watch_against_a_simulator_that_fails_n_times(sim: FireworksSim) -> None
 def test_store_remembers_jobs(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         assert store.schema_version == len(MIGRATIONS) >= 3
-        store.remember_job(job_name="accounts/a/reinforcementFineTuningJobs/j1", base_url="https://api.fireworks.ai",
-                           account="a", display_name="one", dataset="accounts/a/datasets/d", evaluator="e",
-                           base_model="m", created="2026-01-01T00:00:00Z", last_state="JOB_STATE_CREATING",
-                           job={"state": "JOB_STATE_CREATING"})
-        store.remember_job(job_name="accounts/a/reinforcementFineTuningJobs/j2", base_url="u", account="a",
-                           created="2026-02-01T00:00:00Z")
+        store.remember_job(
+            job_name="accounts/a/reinforcementFineTuningJobs/j1",
+            base_url="https://api.fireworks.ai",
+            account="a",
+            display_name="one",
+            dataset="accounts/a/datasets/d",
+            evaluator="e",
+            base_model="m",
+            created="2026-01-01T00:00:00Z",
+            last_state="JOB_STATE_CREATING",
+            job={"state": "JOB_STATE_CREATING"},
+        )
+        store.remember_job(
+            job_name="accounts/a/reinforcementFineTuningJobs/j2",
+            base_url="u",
+            account="a",
+            created="2026-02-01T00:00:00Z",
+        )
         assert [j["job_name"].rsplit("/", 1)[-1] for j in store.list_jobs()] == ["j2", "j1"]
-        assert store.update_job_state("accounts/a/reinforcementFineTuningJobs/j1", "JOB_STATE_COMPLETED",
-                                      {"state": "JOB_STATE_COMPLETED", "trainingConfig": {"outputModel": "om"}})
+        assert store.update_job_state(
+            "accounts/a/reinforcementFineTuningJobs/j1",
+            "JOB_STATE_COMPLETED",
+            {"state": "JOB_STATE_COMPLETED", "trainingConfig": {"outputModel": "om"}},
+        )
         assert not store.update_job_state("nope", "JOB_STATE_RUNNING")
-        store.remember_job(job_name="accounts/a/reinforcementFineTuningJobs/j1", base_url="https://api.fireworks.ai",
-                           account="a", display_name="renamed")
+        store.remember_job(
+            job_name="accounts/a/reinforcementFineTuningJobs/j1",
+            base_url="https://api.fireworks.ai",
+            account="a",
+            display_name="renamed",
+        )
         j1 = store.list_jobs()[1]
-    assert (j1["display_name"], j1["last_state"], j1["created"]) == ("renamed", "JOB_STATE_COMPLETED",
-                                                                     "2026-01-01T00:00:00Z")
+    assert (j1["display_name"], j1["last_state"], j1["created"]) == (
+        "renamed",
+        "JOB_STATE_COMPLETED",
+        "2026-01-01T00:00:00Z",
+    )
     assert j1["last"] == {"state": "JOB_STATE_COMPLETED", "trainingConfig": {"outputModel": "om"}}
 
 

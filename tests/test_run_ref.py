@@ -26,9 +26,20 @@ def runs(tmp_path: Path) -> Path:
     return tmp_path / "runs.db"
 
 
-@pytest.mark.parametrize(("ref", "wanted"), [(OLD, OLD), ("2025", OLD), ("20260101-120", NEW), ("latest", OTHER),
-                                             ("LATEST", OTHER), ("baseline", OLD), ("tuned", NEW),
-                                             ("tuned again", OTHER), ("cd99", None)])
+@pytest.mark.parametrize(
+    ("ref", "wanted"),
+    [
+        (OLD, OLD),
+        ("2025", OLD),
+        ("20260101-120", NEW),
+        ("latest", OTHER),
+        ("LATEST", OTHER),
+        ("baseline", OLD),
+        ("tuned", NEW),
+        ("tuned again", OTHER),
+        ("cd99", None),
+    ],
+)
 def test_resolver_rules(runs: Path, ref: str, wanted: str | None) -> None:
     with Store(runs) as store:
         if wanted is None:
@@ -57,8 +68,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out.out, out.err
 
 
-def test_every_command_takes_a_prefix_a_name_or_latest(runs: Path, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_command_takes_a_prefix_a_name_or_latest(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = ("--store", str(runs))
     code, out, _ = run_cli(capsys, "runs", "show", "2025", "--json", *store)
     assert code == 0
@@ -79,8 +91,9 @@ def test_every_command_takes_a_prefix_a_name_or_latest(runs: Path, tmp_path: Pat
     assert "2 runs start with '20260101'" in err
 
 
-def test_eval_resume_and_tui_take_them_too(runs: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_resume_and_tui_take_them_too(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from svgagent.tui.app import SvgAgentApp
 
     opened: dict[str, Any] = {}

@@ -13,14 +13,15 @@ from svgagent.core.scoring.models import DatasetRow, RolloutStatus
 from svgagent.core.stats import run_stats
 from svgagent.core.store import Store
 
-ROWS = [DatasetRow(0, "row_0", "Draw a red square.", ("A red square.",)),
-        DatasetRow(1, "row_1", "Draw a blue circle.", ("A blue circle.",))]
+ROWS = [
+    DatasetRow(0, "row_0", "Draw a red square.", ("A red square.",)),
+    DatasetRow(1, "row_1", "Draw a blue circle.", ("A blue circle.",)),
+]
 
 
 def _run_without_a_threshold(store: Store) -> str:
     """A run as an older svgagent (or an import) stored it: no threshold among its settings; mean score 0.6."""
-    run_id = store.create_run(name="no threshold", settings={"model": "m"}, dataset={"name": "d"}, rows=ROWS,
-                              samples=1)
+    run_id = store.create_run(name="no threshold", settings={"model": "m"}, dataset={"name": "d"}, rows=ROWS, samples=1)
     for rec, score in zip(store.list_rollouts(run_id), (1.0, 0.2), strict=True):
         store.update_rollout(rec.rollout_id, status=RolloutStatus.SCORED, score=score, is_score_valid=True)
     return run_id
@@ -55,16 +56,25 @@ def test_a_resumed_run_stored_without_a_threshold_keeps_that_fallback(isolated_e
 
     db = isolated_env / "runs.db"
     with Store(db) as store:
-        demo = {"model": DEMO_POLICY_MODEL, "judge_model": DEMO_JUDGE_MODEL, "base_url": "http://127.0.0.1:9",
-                "judge_base_url": "http://127.0.0.1:9"}  # a demo run: `--demo` may resume it
-        run_id = store.create_run(name="no threshold", settings=demo, dataset={"name": "d"}, rows=ROWS[:1],
-                                  samples=1)
+        demo = {
+            "model": DEMO_POLICY_MODEL,
+            "judge_model": DEMO_JUDGE_MODEL,
+            "base_url": "http://127.0.0.1:9",
+            "judge_base_url": "http://127.0.0.1:9",
+        }  # a demo run: `--demo` may resume it
+        run_id = store.create_run(name="no threshold", settings=demo, dataset={"name": "d"}, rows=ROWS[:1], samples=1)
         app = make_app(store, settings=settings_for(store.path, threshold=0.8))
         assert app.settings_for_run(store.get_run(run_id).settings).threshold == DEFAULT_THRESHOLD
     env = {**os.environ, "SVGAGENT_THRESHOLD": "0.8"}
-    out = subprocess.run(svgagent_argv("eval", "--demo", "--store", str(db), "--resume", run_id, "--json"),
-                         capture_output=True, text=True, timeout=180, env=env, cwd=isolated_env,
-                         stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        svgagent_argv("eval", "--demo", "--store", str(db), "--resume", run_id, "--json"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=isolated_env,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode in (0, 1), out.stderr
     assert json.loads(out.stdout)["threshold"] == DEFAULT_THRESHOLD
     with Store(db) as store:

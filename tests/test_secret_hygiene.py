@@ -59,14 +59,26 @@ def test_eval_export_and_store_never_hold_keys(tmp_path: Path) -> None:
     env = {**os.environ, "SVGAGENT_HOME": str(home), "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OA_KEY}
     outputs: list[bytes] = []
     with Simulator(judge_garbage_every=5, error_5xx_every=7) as sim:
+
         def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-            done = subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, capture_output=True,
-                                  timeout=180)
+            done = subprocess.run(
+                [sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, capture_output=True, timeout=180
+            )
             outputs.extend([done.stdout, done.stderr])
             return done
 
-        ev = cli("eval", "--base-url", sim.base_url, "--judge-base-url", sim.base_url, "--rows", "4",
-                 "--max-retries", "0", "--json")
+        ev = cli(
+            "eval",
+            "--base-url",
+            sim.base_url,
+            "--judge-base-url",
+            sim.base_url,
+            "--rows",
+            "4",
+            "--max-retries",
+            "0",
+            "--json",
+        )
         assert ev.returncode in (0, 1), ev.stderr
         import json
 
@@ -84,8 +96,9 @@ def test_eval_export_and_store_never_hold_keys(tmp_path: Path) -> None:
 
 
 # --- the terminal app ------------------------------------------------------------------------------------------
-async def test_tui_screens_store_and_logs_never_show_keys(tmp_path: Path, isolated_env: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_tui_screens_store_and_logs_never_show_keys(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A run against the simulator with the keys from the environment (and others in ./.env), then a screenshot of
     every pane and screen: keys appear only masked (first 4 + last 4), never whole, never their middle."""
     from job_fakes import fake_source, sample_jobs
@@ -110,8 +123,9 @@ async def test_tui_screens_store_and_logs_never_show_keys(tmp_path: Path, isolat
     shots: dict[str, str] = {}
     try:
         with Simulator(judge_garbage_every=3) as sim, Store(tmp_path / "store" / "runs.db") as store:
-            settings = load_settings(store=str(store.path), base_url=sim.base_url, judge_base_url=sim.base_url,
-                                     rows=4, max_retries=0)  # the keys: from the environment (over ./.env)
+            settings = load_settings(
+                store=str(store.path), base_url=sim.base_url, judge_base_url=sim.base_url, rows=4, max_retries=0
+            )  # the keys: from the environment (over ./.env)
             assert settings.fireworks_api_key is not None
             assert settings.fireworks_api_key.get_secret_value() == FW_KEY
             app = make_app(store, settings=settings, clock=time.monotonic, job_source=fake_source(sample_jobs()))
@@ -132,8 +146,13 @@ async def test_tui_screens_store_and_logs_never_show_keys(tmp_path: Path, isolat
                 pane = app.dashboard.query_one(SecretsPane)
                 assert {e.name for e in pane.entries} >= {"FIREWORKS_API_KEY", "OPENAI_API_KEY", "EXTRA_TOKEN"}
                 assert pane.revealed == frozenset()  # nothing revealed
-                for key, screen in (("enter", "rollout detail"), ("question_mark", "help"), ("o", "run picker"),
-                                    ("i", "stats"), ("x", "export dialog")):
+                for key, screen in (
+                    ("enter", "rollout detail"),
+                    ("question_mark", "help"),
+                    ("o", "run picker"),
+                    ("i", "stats"),
+                    ("x", "export dialog"),
+                ):
                     await pilot.press("1", "escape")
                     await settle(pilot)
                     await pilot.press(key)
@@ -169,8 +188,14 @@ async def test_tui_screens_store_and_logs_never_show_keys(tmp_path: Path, isolat
 
 # --- RFT: a launch against the simulated Fireworks control plane ---------------------------------------------
 def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "svgagent.tui.cli.main", *args], env=env, cwd=cwd, capture_output=True,
-                          timeout=300, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "svgagent.tui.cli.main", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_rft_launch_sends_the_judge_key_only_as_a_secret(tmp_path: Path, isolated_env: Path) -> None:
@@ -182,12 +207,29 @@ def test_rft_launch_sends_the_judge_key_only_as_a_secret(tmp_path: Path, isolate
     from svgagent.core.sim.control_plane_state import MASK
 
     _write_dotenv(isolated_env)
-    env = {**os.environ, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OA_KEY, "SVGAGENT_MAX_RETRIES": "0",
-           "SVGAGENT_HOME": str(tmp_path / "home")}
+    env = {
+        **os.environ,
+        "FIREWORKS_API_KEY": FW_KEY,
+        "OPENAI_API_KEY": OA_KEY,
+        "SVGAGENT_MAX_RETRIES": "0",
+        "SVGAGENT_HOME": str(tmp_path / "home"),
+    }
     with FireworksSim() as sim:
         env["FIREWORKS_BASE_URL"] = sim.base_url
-        done = _cli("rft", "create", "--base-model", "accounts/fireworks/models/qwen3-0p6b", "--rows", "3", "--yes",
-                    "--json", "--poll-interval", "0.01", env=env, cwd=isolated_env)
+        done = _cli(
+            "rft",
+            "create",
+            "--base-model",
+            "accounts/fireworks/models/qwen3-0p6b",
+            "--rows",
+            "3",
+            "--yes",
+            "--json",
+            "--poll-interval",
+            "0.01",
+            env=env,
+            cwd=isolated_env,
+        )
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         result = json.loads(done.stdout)
         evaluator_id = result["evaluator"]["name"].rsplit("/", 1)[-1]
@@ -224,10 +266,20 @@ def test_rft_demo_launch_never_shows_the_users_keys(tmp_path: Path, isolated_env
     """`svgagent rft create --demo --yes --json` with the user's (fake) keys in the environment and ./.env: the demo
     uses its own simulated keys, and the user's appear in no output and no file."""
     _write_dotenv(isolated_env)
-    env = {**os.environ, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OA_KEY,
-           "SVGAGENT_HOME": str(tmp_path / "home")}
-    done = _cli("rft", "create", "--demo", "--yes", "--json", "--rows", "3", "--base-model",
-                "accounts/fireworks/models/qwen3-0p6b", env=env, cwd=isolated_env)
+    env = {**os.environ, "FIREWORKS_API_KEY": FW_KEY, "OPENAI_API_KEY": OA_KEY, "SVGAGENT_HOME": str(tmp_path / "home")}
+    done = _cli(
+        "rft",
+        "create",
+        "--demo",
+        "--yes",
+        "--json",
+        "--rows",
+        "3",
+        "--base-model",
+        "accounts/fireworks/models/qwen3-0p6b",
+        env=env,
+        cwd=isolated_env,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert json.loads(done.stdout)["simulated"] is True
     for blob in (done.stdout, done.stderr):

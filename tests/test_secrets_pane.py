@@ -8,9 +8,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from dotenv import dotenv_values
-from textual.widgets import DataTable, Input
-
 from apps.settings_panes import (
     FAKE_ACCOUNT,
     GOOD_FIREWORKS,
@@ -21,6 +18,9 @@ from apps.settings_panes import (
     fake_key_server,
     screen_text,
 )
+from dotenv import dotenv_values
+from textual.widgets import DataTable, Input
+
 from svgagent.tui.widgets.config_form import FocusHome
 from svgagent.tui.widgets.secrets_form import SecretsPane
 
@@ -79,7 +79,10 @@ async def test_table_lists_keys_with_source_and_mask(env_file: Path, monkeypatch
         await pilot.pause()
         pane = _pane(app)
         assert [e.name for e in pane.entries] == [
-            "FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID", "EXTRA_TOKEN"
+            "FIREWORKS_API_KEY",
+            "OPENAI_API_KEY",
+            "FIREWORKS_ACCOUNT_ID",
+            "EXTRA_TOKEN",
         ]
         assert pane.row_cells("FIREWORKS_API_KEY")[:3] == ["FIREWORKS_API_KEY", ".env", "fw_g…0002"]
         assert pane.row_cells("OPENAI_API_KEY")[:3] == ["OPENAI_API_KEY", "env over .env", "oa-g…0001"]
@@ -178,8 +181,9 @@ async def test_reveal_toggles_only_on_the_key(env_file: Path) -> None:
 
 
 async def test_verify_ok_and_rejected_against_local_server(env_file: Path, server: FakeKeyServer) -> None:
-    app = SecretsPaneApp(env_file, control_plane_url=server.url, policy_base_url=f"{server.url}/v1",
-                         judge_base_url=f"{server.url}/v1")
+    app = SecretsPaneApp(
+        env_file, control_plane_url=server.url, policy_base_url=f"{server.url}/v1", judge_base_url=f"{server.url}/v1"
+    )
     async with app.run_test(size=(120, 40)) as pilot:
         pane = _pane(app)
         await _select(app, pilot, "FIREWORKS_API_KEY")
@@ -278,8 +282,10 @@ async def test_delete_needs_confirmation(env_file: Path) -> None:
         await pilot.press("d")
         await pilot.pause()
         assert pane.mode == "table"
-    assert dotenv_values(env_file) == {"FIREWORKS_API_KEY": GOOD_FIREWORKS,
-                                       "OPENAI_API_KEY": "skX-wrong-key-for-the-judge-1111"}
+    assert dotenv_values(env_file) == {
+        "FIREWORKS_API_KEY": GOOD_FIREWORKS,
+        "OPENAI_API_KEY": "skX-wrong-key-for-the-judge-1111",
+    }
     assert "# judge\n" in env_file.read_text()
 
 
@@ -296,8 +302,14 @@ async def test_footer_shows_the_mode_keys(env_file: Path) -> None:
     app = SecretsPaneApp(env_file)
     async with app.run_test(size=(120, 40)) as pilot:
         ids = lambda: {b.binding.id for b in app.screen.active_bindings.values() if b.binding.id}  # noqa: E731
-        assert {"secrets.edit", "secrets.reveal", "secrets.verify", "secrets.add", "secrets.delete",
-                "secrets.back"} <= ids()
+        assert {
+            "secrets.edit",
+            "secrets.reveal",
+            "secrets.verify",
+            "secrets.add",
+            "secrets.delete",
+            "secrets.back",
+        } <= ids()
         await _select(app, pilot, "EXTRA_TOKEN")
         await pilot.press("d")
         await pilot.pause()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from serve_support import REQUEST_KEY, init_body, post_init, serving, wait_for
 
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
@@ -21,8 +22,6 @@ from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TracingGateway
 from svgagent.core.store import Store
 from svgagent.core.training import TrainingStore
-
-from serve_support import REQUEST_KEY, init_body, post_init, serving, wait_for
 
 OWN_KEY = "own-fw-key-never-to-strangers"
 
@@ -66,7 +65,8 @@ def codes(gateway: TracingGateway, rollout_id: str) -> list[int]:
 
 
 async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
-        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
         bodies = [init_body(gateway.base_url, f"basic-{i}", row=i) for i in range(3)]
         for body in bodies:
@@ -76,8 +76,11 @@ async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
         await server.wait_idle()
         async with session.get(f"{server.url}/status", params={"rollout_id": "basic-0"}) as resp:
             assert resp.status == 200
-            assert await resp.json() == {"terminated": True, "info": {"state": "done"},
-                                         "status": {"code": 100, "message": "Rollout finished", "details": []}}
+            assert await resp.json() == {
+                "terminated": True,
+                "info": {"state": "done"},
+                "status": {"code": 100, "message": "Rollout finished", "details": []},
+            }
         async with session.get(f"{server.url}/") as resp:
             health = await resp.json()
         for i in range(3):
@@ -113,11 +116,12 @@ async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
     assert store.get_run(step.run_id).status == "served"  # closed when the server stopped
 
 
-async def test_the_policy_call_and_the_status_carry_any_text_as_sent(store: Store, gateway: TracingGateway,
-                                                                      renderer: Renderer) -> None:
+async def test_the_policy_call_and_the_status_carry_any_text_as_sent(
+    store: Store, gateway: TracingGateway, renderer: Renderer
+) -> None:
     """The two bodies the server writes (JSON by pydantic's encoder) reach the gateway as eval-protocol sent them."""
     body = init_body(gateway.base_url, "unicode-1", row=0)
-    body["messages"][0]["content"] += " caf\u00e9 \u2615 \u2028 \U0001f600 \"quoted\" \\ \x00"
+    body["messages"][0]["content"] += ' caf\u00e9 \u2615 \u2028 \U0001f600 "quoted" \\ \x00'
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
         status, _, _ = await post_init(session, server.url, body)
         assert status == 200
@@ -131,9 +135,18 @@ async def test_the_policy_call_and_the_status_carry_any_text_as_sent(store: Stor
 def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_say_it() -> None:
     from svgagent.core.json_body import json_bytes
 
-    values = [{"messages": [{"role": "user", "content": "caf\u00e9 \u2028 \U0001f600 \x00 \"q\" \\"}],
-               "temperature": 0.7, "max_tokens": 2048, "big": 10**30, "stop": None, "tools": [{"a": [1, 2.5]}]},
-              {"content": "lone \ud800 surrogate"}, {"x": float("nan")}]
+    values = [
+        {
+            "messages": [{"role": "user", "content": 'caf\u00e9 \u2028 \U0001f600 \x00 "q" \\'}],
+            "temperature": 0.7,
+            "max_tokens": 2048,
+            "big": 10**30,
+            "stop": None,
+            "tools": [{"a": [1, 2.5]}],
+        },
+        {"content": "lone \ud800 surrogate"},
+        {"x": float("nan")},
+    ]
     for value in values[:2]:
         assert json.loads(json_bytes(value)) == json.loads(json.dumps(value))
     assert json_bytes(values[1]) == json.dumps(values[1]).encode()  # (UTF-8 cannot hold it: json.dumps' escape)
@@ -143,9 +156,13 @@ def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_s
 def test_an_answer_body_is_read_as_json_loads_reads_it() -> None:
     from svgagent.core.json_body import json_value
 
-    bodies = [json.dumps({"choices": [{"message": {"content": "caf\u00e9 \"q\" \\ \u2028"}}], "n": 10**30}).encode(),
-              b'{"a": NaN, "b": -Infinity, "c": -0, "d": 1e400, "g": 1, "g": 2}', b'{"s": "lone \\ud800"}',
-              codecs.BOM_UTF8 + b'{"x": 1}', '{"x": [1.5, true, null]}'.encode("utf-16")]
+    bodies = [
+        json.dumps({"choices": [{"message": {"content": 'caf\u00e9 "q" \\ \u2028'}}], "n": 10**30}).encode(),
+        b'{"a": NaN, "b": -Infinity, "c": -0, "d": 1e400, "g": 1, "g": 2}',
+        b'{"s": "lone \\ud800"}',
+        codecs.BOM_UTF8 + b'{"x": 1}',
+        '{"x": [1.5, true, null]}'.encode("utf-16"),
+    ]
     for raw in bodies:
         assert repr(json_value(raw)) == repr(json.loads(raw)), raw[:30]
     for raw in (b"[1,]", b'{"a": "\xff"}', b"", b"{"):
@@ -160,8 +177,10 @@ def test_the_accepted_answer_is_what_json_response_wrote(rollout_id: str, retry:
 
     from svgagent.core.serve.server import _accepted
 
-    ours, theirs = _accepted(rollout_id, retry), web.json_response(
-        {"status": "accepted", "rollout_id": rollout_id, "retry": retry})
+    ours, theirs = (
+        _accepted(rollout_id, retry),
+        web.json_response({"status": "accepted", "rollout_id": rollout_id, "retry": retry}),
+    )
     assert (ours.body, ours.status, dict(ours.headers)) == (theirs.body, theirs.status, dict(theirs.headers))
 
 
@@ -177,8 +196,9 @@ def test_a_prompt_is_read_once_per_text_as_parse_formatted_prompt_reads_it() -> 
     assert _prompt_of("Draw a cat.") == ("Draw a cat.", ())  # not a formatted prompt: the whole text, no requirements
 
 
-async def test_a_repeated_init_is_the_same_rollout(store: Store, gateway: TracingGateway, sim: Simulator,
-                                                   renderer: Renderer) -> None:
+async def test_a_repeated_init_is_the_same_rollout(
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     sim.configure(policy_latency_s=0.3)
     body = init_body(gateway.base_url, "dup-1")
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
@@ -197,8 +217,9 @@ async def test_a_repeated_init_is_the_same_rollout(store: Store, gateway: Tracin
     assert set(codes(gateway, "dup-1")) == {StatusCode.FINISHED}
 
 
-async def test_a_retry_after_an_error_is_a_new_attempt(store: Store, gateway: TracingGateway, sim: Simulator,
-                                                       renderer: Renderer) -> None:
+async def test_a_retry_after_an_error_is_a_new_attempt(
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     sim.configure(error_5xx_every=1)
     body = init_body(gateway.base_url, "retry-1")
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
@@ -222,14 +243,24 @@ async def test_a_retry_after_an_error_is_a_new_attempt(store: Store, gateway: Tr
     assert store.get_rollout(served.rollout_id).raw_answer
 
 
-@pytest.mark.parametrize(("knobs", "code", "words"), [
-    ({"rate_limit_every": 1}, StatusCode.RESOURCE_EXHAUSTED, "rate-limited (HTTP 429)"),
-    ({"error_5xx_every": 1}, StatusCode.INTERNAL, "HTTP 500"),
-    ({"timeout_every": 1, "timeout_hang_s": 30.0}, StatusCode.DEADLINE_EXCEEDED, "rollout deadline of 0.5 s"),
-], ids=["429", "500", "timeout"])
+@pytest.mark.parametrize(
+    ("knobs", "code", "words"),
+    [
+        ({"rate_limit_every": 1}, StatusCode.RESOURCE_EXHAUSTED, "rate-limited (HTTP 429)"),
+        ({"error_5xx_every": 1}, StatusCode.INTERNAL, "HTTP 500"),
+        ({"timeout_every": 1, "timeout_hang_s": 30.0}, StatusCode.DEADLINE_EXCEEDED, "rollout deadline of 0.5 s"),
+    ],
+    ids=["429", "500", "timeout"],
+)
 async def test_a_policy_fault_ends_in_an_error_status_not_a_poll_timeout(
-        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer, knobs: dict[str, object],
-        code: StatusCode, words: str) -> None:
+    store: Store,
+    gateway: TracingGateway,
+    sim: Simulator,
+    renderer: Renderer,
+    knobs: dict[str, object],
+    code: StatusCode,
+    words: str,
+) -> None:
     sim.configure(**knobs)
     async with serving(store, renderer, rollout_timeout_s=0.5) as server, aiohttp.ClientSession() as session:
         await post_init(session, server.url, init_body(gateway.base_url, f"fault-{code.name}"))
@@ -247,12 +278,12 @@ async def test_a_policy_fault_ends_in_an_error_status_not_a_poll_timeout(
 
 
 async def test_a_burst_of_1000_inits_all_finish_with_16_at_a_time(
-        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     sim.configure(policy_latency_s=0.005)
     async with serving(store, renderer, settings={"render_size": 32}, concurrency=16) as server:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-            bodies = [init_body(gateway.base_url, f"burst-{i}", row=i % 3, row_id=f"row_{i % 50}")
-                      for i in range(1000)]
+            bodies = [init_body(gateway.base_url, f"burst-{i}", row=i % 3, row_id=f"row_{i % 50}") for i in range(1000)]
             answers = await asyncio.gather(*(post_init(session, server.url, b) for b in bodies))
             await server.wait_idle()
         stats = server.stats
@@ -269,7 +300,8 @@ async def test_a_burst_of_1000_inits_all_finish_with_16_at_a_time(
 
 
 async def test_a_full_server_answers_429_with_retry_after_and_nothing_is_lost(
-        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     sim.configure(policy_latency_s=0.2)
     async with serving(store, renderer, concurrency=2, queue_limit=1) as server, aiohttp.ClientSession() as session:
         bodies = [init_body(gateway.base_url, f"full-{i}") for i in range(6)]
@@ -289,17 +321,22 @@ async def test_a_full_server_answers_429_with_retry_after_and_nothing_is_lost(
     assert server.stats.finished == 6
 
 
-@pytest.mark.parametrize(("mutate", "words"), [
-    (lambda b: b.pop("metadata"), "metadata: Field required"),
-    (lambda b: b["metadata"].update(rollout_id="a/b"), "metadata.rollout_id"),
-    (lambda b: b.update(model_base_url="file:///etc/passwd"), "model_base_url: must be an http:// or https:// URL"),
-    (lambda b: b.update(model_base_url="http://user:pw@localhost:1"), "must not carry credentials"),
-    (lambda b: b.update(messages=[]), "messages"),
-    (lambda b: b.update(completion_params={}), "needs 'model'"),
-    (lambda b: b["messages"].append({"role": "wizard", "content": "x"}), "messages.1.role"),
-], ids=["no-metadata", "id-with-slash", "file-url", "url-credentials", "no-messages", "no-model", "bad-role"])
-async def test_invalid_bodies_get_a_400_naming_the_field(store: Store, gateway: TracingGateway,
-                                                         renderer: Renderer, mutate: object, words: str) -> None:
+@pytest.mark.parametrize(
+    ("mutate", "words"),
+    [
+        (lambda b: b.pop("metadata"), "metadata: Field required"),
+        (lambda b: b["metadata"].update(rollout_id="a/b"), "metadata.rollout_id"),
+        (lambda b: b.update(model_base_url="file:///etc/passwd"), "model_base_url: must be an http:// or https:// URL"),
+        (lambda b: b.update(model_base_url="http://user:pw@localhost:1"), "must not carry credentials"),
+        (lambda b: b.update(messages=[]), "messages"),
+        (lambda b: b.update(completion_params={}), "needs 'model'"),
+        (lambda b: b["messages"].append({"role": "wizard", "content": "x"}), "messages.1.role"),
+    ],
+    ids=["no-metadata", "id-with-slash", "file-url", "url-credentials", "no-messages", "no-model", "bad-role"],
+)
+async def test_invalid_bodies_get_a_400_naming_the_field(
+    store: Store, gateway: TracingGateway, renderer: Renderer, mutate: object, words: str
+) -> None:
     body = init_body(gateway.base_url, "bad-1")
     mutate(body)  # type: ignore[operator]
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
@@ -310,8 +347,9 @@ async def test_invalid_bodies_get_a_400_naming_the_field(store: Store, gateway: 
     assert REQUEST_KEY not in json.dumps(answer)
 
 
-async def test_oversized_and_non_json_bodies_get_a_400(store: Store, gateway: TracingGateway,
-                                                       renderer: Renderer) -> None:
+async def test_oversized_and_non_json_bodies_get_a_400(
+    store: Store, gateway: TracingGateway, renderer: Renderer
+) -> None:
     huge = init_body(gateway.base_url, "big-1")
     huge["messages"][0]["content"] += "x" * 20_000
     async with serving(store, renderer, max_body_bytes=8192) as server, aiohttp.ClientSession() as session:
@@ -351,21 +389,34 @@ def test_a_raw_body_is_accepted_or_refused_as_json_loads_and_validation_did() ->
 
     good = init_body("http://127.0.0.1:9", "raw-1", row=1)
     encoded = json.dumps(good)
-    bodies = [encoded.encode(), codecs.BOM_UTF8 + encoded.encode(), encoded.encode("utf-16"), b"{not json", b"[1, 2]",
-              b"null", b'{"a": "\xff"}', b"", json.dumps({**good, "metadata": {}}).encode(),
-              json.dumps({**good, "messages": [{"role": "wizard"}]}).encode(), json.dumps({**good, "extra": 1}).encode()]
+    bodies = [
+        encoded.encode(),
+        codecs.BOM_UTF8 + encoded.encode(),
+        encoded.encode("utf-16"),
+        b"{not json",
+        b"[1, 2]",
+        b"null",
+        b'{"a": "\xff"}',
+        b"",
+        json.dumps({**good, "metadata": {}}).encode(),
+        json.dumps({**good, "messages": [{"role": "wizard"}]}).encode(),
+        json.dumps({**good, "extra": 1}).encode(),
+    ]
     for raw in bodies:
         assert outcome(parse_init_body, raw) == outcome(old, raw), raw[:40]
     assert isinstance(parse_init_body(encoded.encode("utf-16")), type(parse_init(good)))
     assert outcome(parse_init_body, b"[" * 5000) == "the body is not valid JSON"
 
 
-async def test_the_servers_own_key_goes_only_to_allowlisted_hosts(store: Store, sim: Simulator, renderer: Renderer,
-                                                                 tmp_path: Path) -> None:
+async def test_the_servers_own_key_goes_only_to_allowlisted_hosts(
+    store: Store, sim: Simulator, renderer: Renderer, tmp_path: Path
+) -> None:
     assert sim.base_url is not None
     with TracingGateway(sim.base_url) as stranger:  # a loopback host that is not on the allowlist
-        async with serving(store, renderer, settings={"fireworks_api_key": OWN_KEY}) as server, \
-                aiohttp.ClientSession() as session:
+        async with (
+            serving(store, renderer, settings={"fireworks_api_key": OWN_KEY}) as server,
+            aiohttp.ClientSession() as session,
+        ):
             await post_init(session, server.url, init_body(stranger.base_url, "keyless", api_key=None))
             await post_init(session, server.url, init_body(stranger.base_url, "keyed"))
             await server.wait_idle()
@@ -377,8 +428,12 @@ async def test_the_servers_own_key_goes_only_to_allowlisted_hosts(store: Store, 
 
     with TracingGateway(sim.base_url) as allowed, Store(tmp_path / "other.db") as other_store:
         # the same request once the host is allowlisted
-        async with serving(other_store, renderer, settings={"fireworks_api_key": OWN_KEY},
-                           allow_hosts=("localhost",)) as server, aiohttp.ClientSession() as session:
+        async with (
+            serving(
+                other_store, renderer, settings={"fireworks_api_key": OWN_KEY}, allow_hosts=("localhost",)
+            ) as server,
+            aiohttp.ClientSession() as session,
+        ):
             await post_init(session, server.url, init_body(allowed.base_url, "keyless", api_key=None))
             await server.wait_idle()
         assert allowed.stats()["authorizations"] == [f"Bearer {OWN_KEY}"]
@@ -386,7 +441,8 @@ async def test_the_servers_own_key_goes_only_to_allowlisted_hosts(store: Store, 
 
 
 async def test_shutdown_lets_running_rollouts_finish_then_logs_the_rest_unavailable(
-        store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer) -> None:
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     sim.configure(timeout_every=2, timeout_hang_s=60.0)  # every second policy call hangs
     async with serving(store, renderer, grace_s=0.5) as server, aiohttp.ClientSession() as session:
         await post_init(session, server.url, init_body(gateway.base_url, "quick"))  # policy call 1: answered
@@ -409,12 +465,13 @@ async def test_shutdown_lets_running_rollouts_finish_then_logs_the_rest_unavaila
     assert training.served("late") is None
 
 
-async def test_a_store_failure_never_becomes_an_error_status(store: Store, gateway: TracingGateway,
-                                                             renderer: Renderer,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_store_failure_never_becomes_an_error_status(
+    store: Store, gateway: TracingGateway, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from svgagent.core.scoring.errors import StoreError
 
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
+
         def broken(*args: object, **kwargs: object) -> None:
             raise StoreError("disk full")
 
@@ -425,7 +482,8 @@ async def test_a_store_failure_never_becomes_an_error_status(store: Store, gatew
 
 
 async def test_a_finished_status_is_posted_only_once_its_rollout_is_committed(
-        store: Store, gateway: TracingGateway, renderer: Renderer, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, gateway: TracingGateway, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The store writes are batched (core/serve/recorder.py): still, when the gateway hears FINISHED, another
     connection to the store (eval-protocol's user opening the TUI) already reads the rollout."""
     import sqlite3
@@ -437,9 +495,14 @@ async def test_a_finished_status_is_posted_only_once_its_rollout_is_committed(
         async def checked(gateway_url: str, record: dict[str, object], key: str | None) -> bool:
             rollout_id = str(record["tags"][0]).removeprefix("rollout_id:")  # type: ignore[index]
             with sqlite3.connect(store.path) as other:
-                committed[rollout_id] = other.execute(
-                    "SELECT COUNT(*) FROM served_rollouts s JOIN rollouts r ON r.rollout_id = s.rollout_id"
-                    " WHERE s.ep_rollout_id = ? AND r.raw_answer IS NOT NULL", (rollout_id,)).fetchone()[0] == 1
+                committed[rollout_id] = (
+                    other.execute(
+                        "SELECT COUNT(*) FROM served_rollouts s JOIN rollouts r ON r.rollout_id = s.rollout_id"
+                        " WHERE s.ep_rollout_id = ? AND r.raw_answer IS NOT NULL",
+                        (rollout_id,),
+                    ).fetchone()[0]
+                    == 1
+                )
             return await post(gateway_url, record, key)
 
         monkeypatch.setattr(server.ctx.status_log, "post", checked)
@@ -451,7 +514,8 @@ async def test_a_finished_status_is_posted_only_once_its_rollout_is_committed(
 
 
 async def test_the_access_log_is_one_json_line_per_request_without_keys(
-        store: Store, gateway: TracingGateway, renderer: Renderer, caplog: pytest.LogCaptureFixture) -> None:
+    store: Store, gateway: TracingGateway, renderer: Renderer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="svgagent.serve.access")
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
         await post_init(session, server.url, init_body(gateway.base_url, "logged"))
@@ -478,13 +542,20 @@ def test_an_access_log_line_is_json_whatever_its_path_and_rollout_id(caplog: pyt
     JsonAccessLogger(access_log, "").log(request, web.Response(status=200), 0.5)
     first, second = (json.loads(r.getMessage()) for r in caplog.records if r.name == "svgagent.serve.access")
     assert {k: v for k, v in first.items() if k != "ts"} == {
-        "remote": None, "method": "POST", "path": '/a"b\\c/\u00e9\n', "status": 404, "ms": 1.23, "bytes": 0,
-        "rollout_id": 'id"with\\quote\u00e9'}
+        "remote": None,
+        "method": "POST",
+        "path": '/a"b\\c/\u00e9\n',
+        "status": 404,
+        "ms": 1.23,
+        "bytes": 0,
+        "rollout_id": 'id"with\\quote\u00e9',
+    }
     assert isinstance(first["ts"], float) and "rollout_id" not in second and second["ms"] == 500.0
 
 
-async def test_a_served_rollout_is_judged_locally_only_with_judge(store: Store, gateway: TracingGateway,
-                                                                  sim: Simulator, renderer: Renderer) -> None:
+async def test_a_served_rollout_is_judged_locally_only_with_judge(
+    store: Store, gateway: TracingGateway, sim: Simulator, renderer: Renderer
+) -> None:
     judge = {"openai_api_key": "judge-key", "judge_base_url": sim.base_url, "judge_model": "simulated-judge"}
     async with serving(store, renderer, settings=judge, judge=True) as server, aiohttp.ClientSession() as session:
         for i in range(6):
@@ -505,14 +576,19 @@ def test_store_reopens_at_the_new_schema(tmp_path: Path) -> None:
         assert store.query("SELECT COUNT(*) FROM served_rollouts")[0][0] == 0
 
 
-@pytest.mark.parametrize(("flags", "words"), [
-    (["--max-body", "10"], "--max-body must be from 1024"),
-    (["--rollout-timeout", "0"], "--rollout-timeout must be more than 0"),
-    (["--gateway-url", "ftp://x"], "--gateway-url must be an http:// or https:// URL"),
-    (["--judge"], "--judge needs OPENAI_API_KEY"),
-], ids=["max-body", "rollout-timeout", "gateway-url", "judge-without-key"])
-def test_serve_refuses_bad_options_with_one_line(flags: list[str], words: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--max-body", "10"], "--max-body must be from 1024"),
+        (["--rollout-timeout", "0"], "--rollout-timeout must be more than 0"),
+        (["--gateway-url", "ftp://x"], "--gateway-url must be an http:// or https:// URL"),
+        (["--judge"], "--judge needs OPENAI_API_KEY"),
+    ],
+    ids=["max-body", "rollout-timeout", "gateway-url", "judge-without-key"],
+)
+def test_serve_refuses_bad_options_with_one_line(
+    flags: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from svgagent.tui.cli.main import main
 
     assert main(["serve", "--port", "0", *flags]) == 2
@@ -529,8 +605,14 @@ def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path:
     import urllib.request
 
     env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "serve", "--demo", "--json", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svgagent.tui.cli.main", "serve", "--demo", "--json", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert proc.stdout is not None
         line = json.loads(proc.stdout.readline())

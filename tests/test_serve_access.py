@@ -18,7 +18,8 @@ async def _until_flushed(lines: StderrLines) -> None:
 
 
 async def test_access_lines_on_a_loop_are_written_together_in_order_once_due(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     lines = StderrLines()
     lines.FLUSH_S = 0.0
     lines.info('{"path": "/init", "n": 1}')
@@ -32,7 +33,8 @@ async def test_access_lines_on_a_loop_are_written_together_in_order_once_due(
 
 
 async def test_another_record_on_stderr_comes_after_the_access_lines_before_it(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     lines = StderrLines()
     handler = _FlushingHandler(lines)
     handler.setFormatter(_JsonLines())

@@ -29,8 +29,9 @@ def test_remote_mode_is_baked_into_the_bundle_and_names_another_evaluator() -> N
 
 
 def test_rft_create_remote_dry_run_says_the_url_must_be_reachable(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["rft", "create", "--demo", "--rows", "2", "--rollouts", "remote", "--remote-url", URL + "/",
-                 "--dry-run"])
+    code = main(
+        ["rft", "create", "--demo", "--rows", "2", "--rollouts", "remote", "--remote-url", URL + "/", "--dry-run"]
+    )
     text = capsys.readouterr()
     assert code == 0, text.err
     out = text.out + text.err
@@ -38,12 +39,17 @@ def test_rft_create_remote_dry_run_says_the_url_must_be_reachable(capsys: pytest
     assert "must be reachable from the Fireworks platform" in out
 
 
-@pytest.mark.parametrize(("flags", "words"), [
-    (["--rollouts", "remote"], "--rollouts remote needs --remote-url"),
-    (["--remote-url", URL], "--remote-url needs --rollouts remote"),
-    (["--rollouts", "remote", "--remote-url", "ftp://x"], "--remote-url must be an http:// or https:// URL"),
-], ids=["no-url", "url-without-remote", "bad-url"])
-def test_rft_create_refuses_an_incomplete_remote_mode(flags: list[str], words: str,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--rollouts", "remote"], "--rollouts remote needs --remote-url"),
+        (["--remote-url", URL], "--remote-url needs --rollouts remote"),
+        (["--rollouts", "remote", "--remote-url", "ftp://x"], "--remote-url must be an http:// or https:// URL"),
+    ],
+    ids=["no-url", "url-without-remote", "bad-url"],
+)
+def test_rft_create_refuses_an_incomplete_remote_mode(
+    flags: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["rft", "create", "--demo", "--rows", "2", "--dry-run", *flags]) == 2
     assert words in capsys.readouterr().err

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ep_venv import ep_command, ep_env
+
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.prompt import ep_row
 from svgagent.core.rft.bundle_entry import JudgeConfig, close_renderer, score_answer
@@ -38,10 +38,20 @@ from svgagent.core.training import TrainingStore
 
 FW_KEY = "fw-FAKE-serve-e2e-0123456789"
 OPENAI_KEY = "FAKEOA-serve-e2e-9876543210"
-SUBJECTS = ["a red fox", "a lighthouse", "three balloons", "a sailing boat", "a cactus in a pot", "a snowman",
-            "a bicycle", "a cup of tea", "a hot-air balloon", "an owl on a branch"]
+SUBJECTS = [
+    "a red fox",
+    "a lighthouse",
+    "three balloons",
+    "a sailing boat",
+    "a cactus in a pot",
+    "a snowman",
+    "a bicycle",
+    "a cup of tea",
+    "a hot-air balloon",
+    "an owl on a branch",
+]
 
-EP_TEST = r'''
+EP_TEST = r"""
 import json, os, sys
 sys.path.insert(0, os.environ["SVGAGENT_BUNDLE_DIR"])
 import importlib
@@ -69,9 +79,9 @@ async def test_remote_svg_rollouts(row: EvaluationRow) -> EvaluationRow:
         metrics={"requirements": MetricResult(score=result.reward, is_score_valid=result.is_score_valid,
                                               reason=f"{result.fulfilled} of {result.total}")})
     return row
-'''
+"""
 
-FAULTS = r'''
+FAULTS = r"""
 import asyncio, json, os, sys, time, urllib.request
 from eval_protocol.models import EvaluationRow, InputMetadata, Message
 from eval_protocol.pytest.remote_rollout_processor import RemoteRolloutProcessor
@@ -112,7 +122,7 @@ async def main():
     print(json.dumps(dict([await one(name, knobs) for name, knobs in cases])))
 
 asyncio.run(main())
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -142,11 +152,33 @@ def gateway(policy_judge: Simulator) -> Iterator[TracingGateway]:
 def server(work: Path) -> Iterator[dict[str, Any]]:
     """`svgagent serve` in its own process, on a store of its own; stopped with SIGTERM at the end."""
     home = work / "serve-home"
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "SVGAGENT_HOME": str(home / "data"),
-           "XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "svgagent.tui.cli.main", "serve", "--port", "0", "--json",
-                             "--rollout-timeout", "2", "--max-retries", "0"], stdout=subprocess.PIPE,
-                            stderr=open(work / "serve.stderr", "w"), text=True, env=env, cwd=work)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "SVGAGENT_HOME": str(home / "data"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "svgagent.tui.cli.main",
+            "serve",
+            "--port",
+            "0",
+            "--json",
+            "--rollout-timeout",
+            "2",
+            "--max-retries",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=open(work / "serve.stderr", "w"),
+        text=True,
+        env=env,
+        cwd=work,
+    )
     assert proc.stdout is not None
     line = json.loads(proc.stdout.readline())
     assert line["event"] == "listening"
@@ -165,19 +197,34 @@ def stop(server: dict[str, Any]) -> int:
 
 
 def svgbench_rows(path: Path) -> list[DatasetRow]:
-    rows = [DatasetRow(index=i, row_id=f"row_{i}", prompt=f"Draw {subject} on a plain background.",
-                       requirements=(f"{subject} is the main subject", "the background is plain",
-                                     f"{subject} is drawn with at least two colours"))
-            for i, subject in enumerate(SUBJECTS)]
+    rows = [
+        DatasetRow(
+            index=i,
+            row_id=f"row_{i}",
+            prompt=f"Draw {subject} on a plain background.",
+            requirements=(
+                f"{subject} is the main subject",
+                "the background is plain",
+                f"{subject} is drawn with at least two colours",
+            ),
+        )
+        for i, subject in enumerate(SUBJECTS)
+    ]
     path.write_text("".join(json.dumps(ep_row(row)) + "\n" for row in rows), encoding="utf-8")
     return rows
 
 
 def test_policy_faults_reach_eval_protocol_as_terminal_errors_not_poll_timeouts(
-        ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any]) -> None:
+    ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any]
+) -> None:
     assert server["proc"].poll() is None  # runs before the end-to-end test, which stops the server
-    env = ep_env(work / "fault-home", FIREWORKS_API_KEY=FW_KEY, SVGAGENT_SERVE_URL=server["url"],
-                 SVGAGENT_GATEWAY_URL=str(gateway.base_url), SVGAGENT_SIM_URL=str(policy_judge.base_url))
+    env = ep_env(
+        work / "fault-home",
+        FIREWORKS_API_KEY=FW_KEY,
+        SVGAGENT_SERVE_URL=server["url"],
+        SVGAGENT_GATEWAY_URL=str(gateway.base_url),
+        SVGAGENT_SIM_URL=str(policy_judge.base_url),
+    )
     proc = subprocess.run([ep, "-c", FAULTS], capture_output=True, text=True, timeout=200, env=env)
     policy_judge.configure(rate_limit_every=0, error_5xx_every=0, timeout_every=0)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -189,13 +236,17 @@ def test_policy_faults_reach_eval_protocol_as_terminal_errors_not_poll_timeouts(
     assert outcomes["hang"]["error"] == "DeadlineExceededError"
     assert "deadline of 2 s" in outcomes["hang"]["message"]
     # raised from the status the server logged: a poll timeout would not raise, it would mark the row code 4
-    for name, code in (("429", StatusCode.RESOURCE_EXHAUSTED), ("500", StatusCode.INTERNAL),
-                       ("hang", StatusCode.DEADLINE_EXCEEDED)):
+    for name, code in (
+        ("429", StatusCode.RESOURCE_EXHAUSTED),
+        ("500", StatusCode.INTERNAL),
+        ("hang", StatusCode.DEADLINE_EXCEEDED),
+    ):
         assert gateway.status_code(f"fault-{name}") == code
 
 
 def test_the_remote_mode_bundle_runs_its_rollouts_through_svgagent_serve(
-        ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any]) -> None:
+    ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any]
+) -> None:
     """`svgagent rft create --rollouts remote --remote-url URL`'s evaluator, unpacked and run by eval-protocol's
     pytest plugin as `ep local-test` runs it: its RemoteRolloutProcessor posts every row to the server (the
     gateway comes from EP_MODEL_BASE_URL, eval-protocol's own override of the quickstart's default)."""
@@ -206,13 +257,38 @@ def test_the_remote_mode_bundle_runs_its_rollouts_through_svgagent_serve(
     project = unpack_archive(bundle.archive, work / "remote-bundle")
     svgbench_rows(work / "remote-rows.jsonl")
     out = work / "remote-out"
-    env = ep_env(work / "remote-home", FIREWORKS_API_KEY=FW_KEY, OPENAI_API_KEY=OPENAI_KEY,
-                 EP_MODEL_BASE_URL=str(gateway.base_url))
+    env = ep_env(
+        work / "remote-home",
+        FIREWORKS_API_KEY=FW_KEY,
+        OPENAI_API_KEY=OPENAI_KEY,
+        EP_MODEL_BASE_URL=str(gateway.base_url),
+    )
     params = {"model": "simulated-policy", "temperature": 0.7, "max_tokens": 2048}
-    proc = subprocess.run([ep, "-m", "pytest", "--ep-success-threshold", "0.001", "--ep-jsonl-path",
-                           str(work / "remote-rows.jsonl"), "--ep-completion-params", json.dumps(params),
-                           "--ep-output-dir", str(out), "--ep-no-upload", "-p", "no:cacheprovider",
-                           bundle.entry_point, "-q"], cwd=project, capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [
+            ep,
+            "-m",
+            "pytest",
+            "--ep-success-threshold",
+            "0.001",
+            "--ep-jsonl-path",
+            str(work / "remote-rows.jsonl"),
+            "--ep-completion-params",
+            json.dumps(params),
+            "--ep-output-dir",
+            str(out),
+            "--ep-no-upload",
+            "-p",
+            "no:cacheprovider",
+            bundle.entry_point,
+            "-q",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     (results,) = (out / "experiment_results").glob("*.jsonl")
     ep_rows = [json.loads(line) for line in results.read_text().splitlines()]
@@ -226,10 +302,19 @@ def test_the_remote_mode_bundle_runs_its_rollouts_through_svgagent_serve(
 
 
 def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
-        ep: str, work: Path, policy_judge: Simulator, gateway: TracingGateway, server: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    judge = {"judge_model": "simulated-judge", "judge_base_url": policy_judge.base_url, "max_retries": 1,
-             "request_timeout_s": 20.0}
+    ep: str,
+    work: Path,
+    policy_judge: Simulator,
+    gateway: TracingGateway,
+    server: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judge = {
+        "judge_model": "simulated-judge",
+        "judge_base_url": policy_judge.base_url,
+        "max_retries": 1,
+        "request_timeout_s": 20.0,
+    }
     bundle = build_bundle(config=config_from_settings(load_settings(**judge)))
     project = unpack_archive(bundle.archive, work / "bundle")
     entry = project / bundle.entry_point.split("::")[0]
@@ -238,13 +323,35 @@ def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
     test_file = work / "ep-project" / "test_remote_svg.py"
     test_file.write_text(EP_TEST, encoding="utf-8")
     out = work / "ep-out"
-    env = ep_env(work / "ep-home", FIREWORKS_API_KEY=FW_KEY, OPENAI_API_KEY=OPENAI_KEY,
-                 SVGAGENT_SERVE_URL=server["url"], SVGAGENT_GATEWAY_URL=str(gateway.base_url),
-                 SVGAGENT_ROWS=str(work / "rows.jsonl"), SVGAGENT_BUNDLE_DIR=str(entry.parent),
-                 SVGAGENT_BUNDLE_MODULE=entry.stem)
-    proc = subprocess.run([ep, "-m", "pytest", "--ep-output-dir", str(out), "--ep-no-upload", "-p",
-                           "no:cacheprovider", "-q", str(test_file)], cwd=test_file.parent, capture_output=True,
-                          text=True, timeout=300, env=env)
+    env = ep_env(
+        work / "ep-home",
+        FIREWORKS_API_KEY=FW_KEY,
+        OPENAI_API_KEY=OPENAI_KEY,
+        SVGAGENT_SERVE_URL=server["url"],
+        SVGAGENT_GATEWAY_URL=str(gateway.base_url),
+        SVGAGENT_ROWS=str(work / "rows.jsonl"),
+        SVGAGENT_BUNDLE_DIR=str(entry.parent),
+        SVGAGENT_BUNDLE_MODULE=entry.stem,
+    )
+    proc = subprocess.run(
+        [
+            ep,
+            "-m",
+            "pytest",
+            "--ep-output-dir",
+            str(out),
+            "--ep-no-upload",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            str(test_file),
+        ],
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     (results,) = (out / "experiment_results").glob("*.jsonl")
     ep_rows = {r["input_metadata"]["row_id"]: r for r in map(json.loads, results.read_text().splitlines())}
@@ -274,8 +381,12 @@ def test_eval_protocols_remote_rollout_processor_through_svgagent_serve(
         assert run.rollouts == 10
         (step,) = training.steps(run.training_id)
         stored = {r.row_id: store.get_rollout(r.rollout_id) for r in store.list_rollouts(step.run_id)}
-        served_ids = {row[0] for row in store.query("SELECT ep_rollout_id FROM served_rollouts WHERE training_id = ?",
-                                                    (run.training_id,))}
+        served_ids = {
+            row[0]
+            for row in store.query(
+                "SELECT ep_rollout_id FROM served_rollouts WHERE training_id = ?", (run.training_id,)
+            )
+        }
         assert store.get_run(step.run_id).status == "served"
     assert served_ids == {r["execution_metadata"]["rollout_id"] for r in ep_rows.values()}
     assert sorted(stored) == sorted(ep_rows)
@@ -303,5 +414,3 @@ def score_answer_sync_here(answer: str, requirements: list[str], prompt: str, co
     import asyncio
 
     return asyncio.run(score_answer(answer, requirements, prompt, config=config)).reward
-
-

@@ -21,8 +21,17 @@ from svgagent.core.training import Served, StepHint, TrainingStore
 def served(training: TrainingStore, name: str) -> Served:
     ident = SimpleNamespace(invocation_id="inv", experiment_id="exp", rollout_id=name, run_id="run", row_id=name)
     place = training.place(ids=ident, model="m", hint=StepHint(None, None, "run order"), judged=False)
-    return Served(place, ident, "m", "Draw", ("a",), False, {"status": RolloutStatus.SCORED, "raw_answer": name},
-                  StatusCode.FINISHED, "Rollout finished")
+    return Served(
+        place,
+        ident,
+        "m",
+        "Draw",
+        ("a",),
+        False,
+        {"status": RolloutStatus.SCORED, "raw_answer": name},
+        StatusCode.FINISHED,
+        "Rollout finished",
+    )
 
 
 async def until_pending(recorder: Recorder, count: int) -> None:

@@ -90,8 +90,9 @@ def test_a_project_config_is_read_as_untrusted_text(isolated_env: Path) -> None:
         load_settings()
 
 
-def test_the_capped_reader_is_the_one_pydantic_settings_calls(isolated_env: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_capped_reader_is_the_one_pydantic_settings_calls(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """CappedTomlSource overrides pydantic-settings' private ``_read_file``: if a release renamed it, both TOML
     layers would silently go back to a plain uncapped read. Through the public path (load_settings): each file is
     read by the capped reader, an oversized user config file is refused with one line too, and a FIFO named
@@ -155,7 +156,23 @@ def test_public_dict_has_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_settings_model_has_every_documented_field() -> None:
-    for name in ("model", "base_url", "temperature", "max_tokens", "reasoning_effort", "judge_model",
-                 "judge_base_url", "judge_mode", "concurrency", "judge_concurrency", "request_timeout_s",
-                 "max_retries", "render_size", "threshold", "dataset", "rows", "samples"):
+    for name in (
+        "model",
+        "base_url",
+        "temperature",
+        "max_tokens",
+        "reasoning_effort",
+        "judge_model",
+        "judge_base_url",
+        "judge_mode",
+        "concurrency",
+        "judge_concurrency",
+        "request_timeout_s",
+        "max_retries",
+        "render_size",
+        "threshold",
+        "dataset",
+        "rows",
+        "samples",
+    ):
         assert name in Settings.model_fields

@@ -52,8 +52,11 @@ def test_a_flag_draws_equal_stripes_and_a_named_flag_its_colours() -> None:
     assert [num(r, "x") for r in stripes] == [42, 102, 162]
     for seed in (1, 2, 3, 4):
         found = elements("A flag for a small sailing club", seed=seed)
-        stripes = [r for r in tags(found, "rect") if num(r, "width") in (60, 180) and num(r, "height") in (40, 120)
-                   and r.get("fill") != "none"]
+        stripes = [
+            r
+            for r in tags(found, "rect")
+            if num(r, "width") in (60, 180) and num(r, "height") in (40, 120) and r.get("fill") != "none"
+        ]
         assert len(stripes) == 3
         assert len({r.get("fill") for r in stripes}) == 3
         assert len({(num(r, "width"), num(r, "height")) for r in stripes}) == 1  # equal stripes

@@ -17,8 +17,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.content import QUALITIES, choose_quality, parse_requirements
+from svgagent.core.sim.simulator import SimConfig, Simulator
 
 REQUIREMENTS = ["A lighthouse", "A rocky cliff", "Waves", "A seagull", "A sunset sky", "A small boat"]
 
@@ -314,7 +314,8 @@ async def test_judge_and_policy_are_told_apart_by_the_image_not_the_model(
         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
     ]
     answer = await client.chat.completions.create(
-        model="simulated-policy", messages=[{"role": "user", "content": content}]  # type: ignore[list-item]
+        model="simulated-policy",
+        messages=[{"role": "user", "content": content}],  # type: ignore[list-item]
     )
     assert answer.model == "simulated-judge"
     assert '"number_of_fulfilled_requirements": 0' in (answer.choices[0].message.content or "")
@@ -403,9 +404,11 @@ def _ask_policy(base_url: str, *, timeout: float) -> str:
     import urllib.request
 
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a red circle\n1. a circle"}]})
-    request = urllib.request.Request(f"{base_url}/chat/completions", data=body.encode(),
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": "Bearer simulated-key"})
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        data=body.encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer simulated-key"},
+    )
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return str(json.loads(response.read())["choices"][0]["message"]["content"])
 
@@ -484,8 +487,10 @@ async def test_policy_answers_draw_the_given_svgs_in_turn(tmp_path: Any) -> None
     """SimConfig.policy_svg_file (bench/engine.py --svgs model-like): every answer is the next SVG of the file."""
     import json
 
-    svgs = [f'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="{i}" height="3"/></svg>'
-            for i in (1, 2, 3)]
+    svgs = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="{i}" height="3"/></svg>'
+        for i in (1, 2, 3)
+    ]
     path = tmp_path / "svgs.jsonl"
     path.write_text("".join(json.dumps(svg) + "\n" for svg in svgs))
     with Simulator(SimConfig(seed=3, policy_svg_file=str(path))) as server:
@@ -496,4 +501,5 @@ async def test_policy_answers_draw_the_given_svgs_in_turn(tmp_path: Any) -> None
     path.write_text("not json\n")
     with pytest.raises(ValueError, match="JSON"):
         from svgagent.core.sim.content import svgs_of_file
+
         svgs_of_file(str(path))

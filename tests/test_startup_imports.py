@@ -6,16 +6,26 @@ UI libraries; a subcommand's own `--help` still shows every flag it had.
 
 from __future__ import annotations
 
-import os
 import json
-from pathlib import Path
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-HEAVY = ("pydantic", "pydantic_settings", "openai", "fireworks", "aiohttp", "httpx", "textual", "rich", "PIL",
-         "asyncio")
+HEAVY = (
+    "pydantic",
+    "pydantic_settings",
+    "openai",
+    "fireworks",
+    "aiohttp",
+    "httpx",
+    "textual",
+    "rich",
+    "PIL",
+    "asyncio",
+)
 
 
 def _imported_after(code: str) -> set[str]:
@@ -31,8 +41,7 @@ def test_top_level_help_imports_nothing_heavy() -> None:
 
 def test_building_the_parser_for_a_command_imports_nothing_heavy() -> None:
     """argv decides which subcommand parses; the others' deferred flags are never built."""
-    code = ("from svgagent.tui.cli.main import build_parser\n"
-            "build_parser().parse_args(['runs', 'list'])")
+    code = "from svgagent.tui.cli.main import build_parser\nbuild_parser().parse_args(['runs', 'list'])"
     modules = _imported_after(code)
     assert sorted(name for name in HEAVY if name in modules) == []
 
@@ -44,13 +53,15 @@ OTHER_COMMANDS = ("svgagent.tui.cli.serve", "svgagent.tui.cli.rft", "svgagent.tu
 def test_eval_and_tui_build_their_own_parser_alone(argv: list[str]) -> None:
     """`svgagent eval` and `svgagent tui` (start-up targets) neither import nor build the other commands' parsers;
     what they parse is what the whole parser gives."""
-    code = ("from svgagent.tui.cli.main import build_parser\n"
-            f"alone = vars(build_parser({argv[0]!r}).parse_args({argv!r}))\n"
-            "import sys\n"
-            "early = sorted(m for m in sys.modules if m.startswith('svgagent.tui.cli.'))\n"
-            f"whole = vars(build_parser().parse_args({argv!r}))\n"
-            "assert alone == whole, (alone, whole)\n"
-            "print(json.dumps(early))")
+    code = (
+        "from svgagent.tui.cli.main import build_parser\n"
+        f"alone = vars(build_parser({argv[0]!r}).parse_args({argv!r}))\n"
+        "import sys\n"
+        "early = sorted(m for m in sys.modules if m.startswith('svgagent.tui.cli.'))\n"
+        f"whole = vars(build_parser().parse_args({argv!r}))\n"
+        "assert alone == whole, (alone, whole)\n"
+        "print(json.dumps(early))"
+    )
     probe = f"import sys, json\n{code}"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -131,16 +142,31 @@ def test_eval_sends_its_first_request_before_importing_the_display_or_the_render
     """`svgagent eval` imports rich (its progress bar), cairosvg (only the render workers draw) and the openai /
     fireworks / UI libraries only after its first request is out."""
     env = {**os.environ, "FIREWORKS_API_KEY": "FAKEFW-startup", "OPENAI_API_KEY": "FAKEOA-startup"}
-    proc = subprocess.run([sys.executable, "-c", _FIRST_REQUEST_PROBE, str(tmp_path / "runs.db")], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIRST_REQUEST_PROBE, str(tmp_path / "runs.db")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     modules = set(json.loads(proc.stdout.splitlines()[-1]))
     assert "svgagent.core.http1" in modules  # the probe saw the real request path
-    late = ("rich", "cairosvg", "cairocffi", "PIL", "openai", "fireworks", "textual", "term_image", "httpx",
-            "aiohttp",  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
-            "svgagent.core.scoring.render_draw",  # only the render workers draw
-            "svgagent.core.scoring.extract",  # its patterns compile once the first answer is in
-            *OTHER_COMMANDS)  # the parser is eval's alone (tui/cli/main.ALONE)
+    late = (
+        "rich",
+        "cairosvg",
+        "cairocffi",
+        "PIL",
+        "openai",
+        "fireworks",
+        "textual",
+        "term_image",
+        "httpx",
+        "aiohttp",  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
+        "svgagent.core.scoring.render_draw",  # only the render workers draw
+        "svgagent.core.scoring.extract",  # its patterns compile once the first answer is in
+        *OTHER_COMMANDS,
+    )  # the parser is eval's alone (tui/cli/main.ALONE)
     assert sorted(name for name in late if name in modules) == []
 
 
@@ -148,9 +174,11 @@ def test_the_demo_job_source_is_made_without_the_fireworks_client() -> None:
     """The Jobs pane makes its source on the app's loop when first shown (at 120x40: right after the first frame);
     in demo mode that imported the fireworks-ai client there (≈0.5 s of CPU, a frozen screen). It connects — and
     imports the client — in its polling thread."""
-    modules = _imported_after("from svgagent.core.demo import job_source_for\n"
-                              "from svgagent.core.settings import Settings\n"
-                              "job_source_for(Settings(), demo=True)")
+    modules = _imported_after(
+        "from svgagent.core.demo import job_source_for\n"
+        "from svgagent.core.settings import Settings\n"
+        "job_source_for(Settings(), demo=True)"
+    )
     assert "fireworks" not in modules
 
 
@@ -217,9 +245,13 @@ asyncio.run(first_frame())
 def first_frame_probe(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The probe's output lines: the GC state, the modules imported before the later panes mount, all of them."""
     tmp_path = tmp_path_factory.mktemp("first-frame")
-    proc = subprocess.run([sys.executable, "-c", _FIRST_FRAME_PROBE, str(tmp_path / "runs.db"),
-                           str(Path(__file__).parent)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FIRST_FRAME_PROBE, str(tmp_path / "runs.db"), str(Path(__file__).parent)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.splitlines()
 
@@ -230,10 +262,16 @@ def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax_and_ends_the_g
     app's thread imports (the Jobs pane polls in a thread of its own, which imports the fireworks client)."""
     modules = set(json.loads(first_frame_probe[-1]))
     assert "svgagent.screens.dashboard" in modules  # the probe saw the real first frame
-    late = ("PIL", "rich.syntax", "pygments", "openai", "cairosvg",
-            "svgagent.screens.help",  # the help screen imports every other screen: only a keymap needs it at start
-            "svgagent.core.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
-            "svgagent.core.scoring.render_draw")  # the store's caps import the renderer's limits, not its drawing
+    late = (
+        "PIL",
+        "rich.syntax",
+        "pygments",
+        "openai",
+        "cairosvg",
+        "svgagent.screens.help",  # the help screen imports every other screen: only a keymap needs it at start
+        "svgagent.core.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
+        "svgagent.core.scoring.render_draw",
+    )  # the store's caps import the renderer's limits, not its drawing
     assert sorted(name for name in late if name in modules) == []
     assert json.loads(first_frame_probe[-3]) == {"gc_enabled": True}  # the app ended the start-up pause
 
@@ -246,8 +284,15 @@ def test_the_later_panes_and_the_screens_keys_open_are_imported_after_the_first_
     assert snapshots, "the later panes never started to mount"
     before = set(snapshots[0])
     assert "svgagent.screens.dashboard" in before and "svgagent.tui.widgets.rollout_table" in before
-    late = ("svgagent.tui.widgets.secrets_form", "svgagent.tui.widgets.job_panel", "svgagent.tui.widgets.config_form",
-            "textual.widgets._data_table", "svgagent.screens.rollout_detail", "svgagent.screens.run_picker",
-            "svgagent.screens.sort_picker", "svgagent.screens.confirm")
+    late = (
+        "svgagent.tui.widgets.secrets_form",
+        "svgagent.tui.widgets.job_panel",
+        "svgagent.tui.widgets.config_form",
+        "textual.widgets._data_table",
+        "svgagent.screens.rollout_detail",
+        "svgagent.screens.run_picker",
+        "svgagent.screens.sort_picker",
+        "svgagent.screens.confirm",
+    )
     assert sorted(name for name in late if name in before) == []
     assert "svgagent.tui.widgets.secrets_form" in set(json.loads(first_frame_probe[-1]))  # the panes did mount

@@ -12,11 +12,12 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from test_compare import make_run
 
-from svgagent.core.scoring.extract import NO_SVG
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.policy import classify_api_error
 from svgagent.core.prompt import format_prompt
+from svgagent.core.scoring.extract import NO_SVG
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.settings import load_settings
 from svgagent.core.stats import (
     CATEGORY_OF_KIND,
@@ -31,7 +32,6 @@ from svgagent.core.stats import (
 )
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
-from test_compare import make_run
 
 FAILED = RolloutStatus.FAILED
 
@@ -93,8 +93,11 @@ def test_histogram_lines() -> None:
         assert line.split("│")[2].split()[0] == str(count)
         assert line.endswith(f"{100 * count / len(scores):.1f}%")
     assert lines[2].split("│")[1] == "█" * 12  # the largest bin fills the width
-    assert histogram_lines([], 3) == ["0.0–0.3 │" + " " * 40 + "│ 0     –", "0.3–0.7 │" + " " * 40 + "│ 0     –",
-                                      "0.7–1.0 │" + " " * 40 + "│ 0     –"]
+    assert histogram_lines([], 3) == [
+        "0.0–0.3 │" + " " * 40 + "│ 0     –",
+        "0.3–0.7 │" + " " * 40 + "│ 0     –",
+        "0.7–1.0 │" + " " * 40 + "│ 0     –",
+    ]
 
 
 # --- failure categories ----------------------------------------------------------------------------------------------
@@ -107,12 +110,21 @@ def _api_errors() -> list[tuple[BaseException, str, FailureCategory]]:
         (openai.APITimeoutError(request=request), "policy", FailureCategory.TIMEOUT),
         (openai.APITimeoutError(request=request), "judge", FailureCategory.TIMEOUT),
         (openai.APIConnectionError(request=request), "judge", FailureCategory.ENDPOINT_ERROR),
-        (openai.InternalServerError("overloaded", response=response, body=None), "policy",
-         FailureCategory.ENDPOINT_ERROR),
-        (openai.RateLimitError("slow down", response=httpx.Response(429, request=request), body=None), "policy",
-         FailureCategory.ENDPOINT_ERROR),
-        (openai.AuthenticationError("bad key", response=httpx.Response(401, request=request), body=None), "judge",
-         FailureCategory.ENDPOINT_ERROR),
+        (
+            openai.InternalServerError("overloaded", response=response, body=None),
+            "policy",
+            FailureCategory.ENDPOINT_ERROR,
+        ),
+        (
+            openai.RateLimitError("slow down", response=httpx.Response(429, request=request), body=None),
+            "policy",
+            FailureCategory.ENDPOINT_ERROR,
+        ),
+        (
+            openai.AuthenticationError("bad key", response=httpx.Response(401, request=request), body=None),
+            "judge",
+            FailureCategory.ENDPOINT_ERROR,
+        ),
     ]
 
 
@@ -140,12 +152,36 @@ def test_failures_are_counted_by_their_stored_kind_not_their_words(store: Store)
         ("no SVG, says the endpoint's error page", FailureKind.HTTP_ERROR),
         ("judge endpoint unreachable, then no usable answer", FailureKind.JUDGE_UNUSABLE),
     ]
-    run = make_run(store, [("row_0", "Draw a cat", 2, [
-        {"status": FAILED, "is_score_valid": kind.is_model_fault, "score": 0.0 if kind.is_model_fault else None,
-         "reason": reason, "error": reason, "failure_kind": kind} for reason, kind in misleading])])
+    run = make_run(
+        store,
+        [
+            (
+                "row_0",
+                "Draw a cat",
+                2,
+                [
+                    {
+                        "status": FAILED,
+                        "is_score_valid": kind.is_model_fault,
+                        "score": 0.0 if kind.is_model_fault else None,
+                        "reason": reason,
+                        "error": reason,
+                        "failure_kind": kind,
+                    }
+                    for reason, kind in misleading
+                ],
+            )
+        ],
+    )
     s = run_stats(store, run)
-    assert s.failures == {"no SVG": 0, "render error": 1, "judge invalid": 1, "timeout": 1, "endpoint error": 2,
-                          "other": 0}
+    assert s.failures == {
+        "no SVG": 0,
+        "render error": 1,
+        "judge invalid": 1,
+        "timeout": 1,
+        "endpoint error": 2,
+        "other": 0,
+    }
 
 
 def test_imported_failures_get_their_kind_from_the_status_code(store: Store, tmp_path: Path) -> None:
@@ -154,9 +190,18 @@ def test_imported_failures_get_their_kind_from_the_status_code(store: Store, tmp
         {"rollout_status": {"code": 14, "message": "x"}},  # UNAVAILABLE
         {"evaluation_result": {"score": 0.0, "is_score_valid": False, "reason": "bad"}},  # no error code
     ]
-    lines = [json.dumps({"messages": [{"role": "user", "content": format_prompt(f"Draw {i}", ["a circle"])},
-                                      {"role": "assistant", "content": "<svg/>"}], **row})
-             for i, row in enumerate(rows)]
+    lines = [
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": format_prompt(f"Draw {i}", ["a circle"])},
+                    {"role": "assistant", "content": "<svg/>"},
+                ],
+                **row,
+            }
+        )
+        for i, row in enumerate(rows)
+    ]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
     assert main(["import", str(tmp_path / "in.jsonl"), "--store", str(store.path)]) == 0
     (run,) = [r.run_id for r in store.list_runs()]
@@ -171,19 +216,61 @@ def test_imported_failures_get_their_kind_from_the_status_code(store: Store, tmp
 ROWS = [
     ("row_0", "Draw a cat", 4, [4, 3, 1]),
     ("row_1", "Draw a dog", 5, [0, 5, None]),
-    ("row_2", "Draw a sun", 2, [1, {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-                                    "reason": NO_SVG, "generation_s": 9.0, "failure_kind": FailureKind.NO_SVG}]),
-    ("row_3", "Draw a car", 4, [{"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-                                 "reason": "render failed: SVG is empty", "failure_kind": FailureKind.RENDER},
-                                {"status": FAILED, "is_score_valid": False, "reason": "policy request timed out "
-                                 "after 120 s (3 retries)", "error": "policy request timed out after 120 s",
-                                 "failure_kind": FailureKind.TIMEOUT},
-                                {"status": FAILED, "is_score_valid": False, "reason": "The judge gave no usable "
-                                 "answer after 2 attempts: not JSON.", "error": "judge gave no usable answer",
-                                 "failure_kind": FailureKind.JUDGE_UNUSABLE}]),
-    ("row_4", "Draw a hat", 5, [{"status": RolloutStatus.SCORED, "score": 0.2, "fulfilled": 1, "is_score_valid": True,
-                                 "override": 4}, {"status": RolloutStatus.QUEUED, "generation_s": None,
-                                                  "prompt_tokens": None, "completion_tokens": None}]),
+    (
+        "row_2",
+        "Draw a sun",
+        2,
+        [
+            1,
+            {
+                "status": FAILED,
+                "score": 0.0,
+                "fulfilled": 0,
+                "is_score_valid": True,
+                "reason": NO_SVG,
+                "generation_s": 9.0,
+                "failure_kind": FailureKind.NO_SVG,
+            },
+        ],
+    ),
+    (
+        "row_3",
+        "Draw a car",
+        4,
+        [
+            {
+                "status": FAILED,
+                "score": 0.0,
+                "fulfilled": 0,
+                "is_score_valid": True,
+                "reason": "render failed: SVG is empty",
+                "failure_kind": FailureKind.RENDER,
+            },
+            {
+                "status": FAILED,
+                "is_score_valid": False,
+                "reason": "policy request timed out after 120 s (3 retries)",
+                "error": "policy request timed out after 120 s",
+                "failure_kind": FailureKind.TIMEOUT,
+            },
+            {
+                "status": FAILED,
+                "is_score_valid": False,
+                "reason": "The judge gave no usable answer after 2 attempts: not JSON.",
+                "error": "judge gave no usable answer",
+                "failure_kind": FailureKind.JUDGE_UNUSABLE,
+            },
+        ],
+    ),
+    (
+        "row_4",
+        "Draw a hat",
+        5,
+        [
+            {"status": RolloutStatus.SCORED, "score": 0.2, "fulfilled": 1, "is_score_valid": True, "override": 4},
+            {"status": RolloutStatus.QUEUED, "generation_s": None, "prompt_tokens": None, "completion_tokens": None},
+        ],
+    ),
 ]
 
 
@@ -205,8 +292,14 @@ def test_summary_statistics(store: Store) -> None:
     assert s.passed == sum(1 for x in scores if x >= 0.6)
     assert s.pass_rate == pytest.approx(s.passed / len(scores))
     assert list(s.histogram) == exact_counts([Fraction(x).limit_denominator(100) for x in scores], 10)
-    assert s.failures == {"no SVG": 1, "render error": 1, "judge invalid": 1, "timeout": 1, "endpoint error": 1,
-                          "other": 0}
+    assert s.failures == {
+        "no SVG": 1,
+        "render error": 1,
+        "judge invalid": 1,
+        "timeout": 1,
+        "endpoint error": 1,
+        "other": 0,
+    }
     assert list(s.failures) == [c.value for c in FailureCategory]
     by_count = {g.key: g for g in s.by_requirement_count}
     for n in (2, 4, 5):
@@ -254,23 +347,60 @@ def test_requirements_most_often_failed(store: Store) -> None:
     judged = [[1, t, "ok"], [2, f, "missing"], [3, f, "wrong colour"]]
     all_ok = [[1, t, ""], [2, t, ""], [3, t, ""]]
     rows = [
-        ("row_0", "Draw a cat", 3, [
-            {"status": RolloutStatus.SCORED, "score": 1 / 3, "fulfilled": 1, "is_score_valid": True,
-             "verdicts_json": json.dumps(judged)},
-            {"status": RolloutStatus.SCORED, "score": 1.0, "fulfilled": 3, "is_score_valid": True,
-             "verdicts_json": json.dumps(all_ok)},
-            # A person's per-requirement verdicts replace the judge's.
-            {"status": RolloutStatus.SCORED, "score": 1.0, "fulfilled": 3, "is_score_valid": True,
-             "verdicts_json": json.dumps(all_ok), "override_verdicts": [f, f, t]},
-            # Overridden with a bare count: the judge's verdicts are no longer the truth; left out.
-            {"status": RolloutStatus.SCORED, "score": 1 / 3, "fulfilled": 1, "is_score_valid": True,
-             "verdicts_json": json.dumps(judged), "override": 3},
-        ]),
-        ("row_1", "Draw a dog", 2, [
-            {"status": RolloutStatus.SCORED, "score": 0.5, "fulfilled": 1, "is_score_valid": True,
-             "verdicts_json": json.dumps([[1, f, "no dog"], [2, t, "grass"]])},
-            1,  # count mode: no verdicts
-        ]),
+        (
+            "row_0",
+            "Draw a cat",
+            3,
+            [
+                {
+                    "status": RolloutStatus.SCORED,
+                    "score": 1 / 3,
+                    "fulfilled": 1,
+                    "is_score_valid": True,
+                    "verdicts_json": json.dumps(judged),
+                },
+                {
+                    "status": RolloutStatus.SCORED,
+                    "score": 1.0,
+                    "fulfilled": 3,
+                    "is_score_valid": True,
+                    "verdicts_json": json.dumps(all_ok),
+                },
+                # A person's per-requirement verdicts replace the judge's.
+                {
+                    "status": RolloutStatus.SCORED,
+                    "score": 1.0,
+                    "fulfilled": 3,
+                    "is_score_valid": True,
+                    "verdicts_json": json.dumps(all_ok),
+                    "override_verdicts": [f, f, t],
+                },
+                # Overridden with a bare count: the judge's verdicts are no longer the truth; left out.
+                {
+                    "status": RolloutStatus.SCORED,
+                    "score": 1 / 3,
+                    "fulfilled": 1,
+                    "is_score_valid": True,
+                    "verdicts_json": json.dumps(judged),
+                    "override": 3,
+                },
+            ],
+        ),
+        (
+            "row_1",
+            "Draw a dog",
+            2,
+            [
+                {
+                    "status": RolloutStatus.SCORED,
+                    "score": 0.5,
+                    "fulfilled": 1,
+                    "is_score_valid": True,
+                    "verdicts_json": json.dumps([[1, f, "no dog"], [2, t, "grass"]]),
+                },
+                1,  # count mode: no verdicts
+            ],
+        ),
     ]
     run = make_run(store, rows)
     assert set(store.rollout_verdicts(run)) == {f"{run}.0.0", f"{run}.0.1", f"{run}.0.2", f"{run}.0.3", f"{run}.1.0"}

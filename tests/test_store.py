@@ -24,8 +24,9 @@ def store(tmp_path: Path) -> Store:
 
 
 def _run(store: Store, samples: int = 2) -> str:
-    return store.create_run(name="t", settings={"model": "m", "threshold": 0.5}, dataset={"name": "d"},
-                            rows=ROWS, samples=samples)
+    return store.create_run(
+        name="t", settings={"model": "m", "threshold": 0.5}, dataset={"name": "d"}, rows=ROWS, samples=samples
+    )
 
 
 def test_schema_is_versioned_and_wal(store: Store) -> None:
@@ -66,8 +67,16 @@ def test_create_run_queues_every_row_and_sample(store: Store) -> None:
 def test_update_and_heavy_columns(store: Store) -> None:
     run_id = _run(store)
     rid = store.list_rollouts(run_id)[0].rollout_id
-    store.update_rollout(rid, status=RolloutStatus.SCORED, score=0.5, fulfilled=1, is_score_valid=True,
-                         png=b"\x89PNG...", svg="<svg/>", raw_answer="```svg<svg/>```")
+    store.update_rollout(
+        rid,
+        status=RolloutStatus.SCORED,
+        score=0.5,
+        fulfilled=1,
+        is_score_valid=True,
+        png=b"\x89PNG...",
+        svg="<svg/>",
+        raw_answer="```svg<svg/>```",
+    )
     light = store.list_rollouts(run_id)[0]
     assert light.png is None
     assert light.score == 0.5
@@ -233,10 +242,22 @@ def test_summary_reads_one_snapshot_when_a_rerun_commits_between_its_reads(store
     replaced attempts' tokens) must not count the replaced attempt twice (or not at all): one snapshot."""
     run_id = _run(store, samples=1)
     first, second = store.list_rollouts(run_id)
-    store.update_rollout(first.rollout_id, status=RolloutStatus.FAILED, is_score_valid=False, error="boom",
-                         prompt_tokens=100, completion_tokens=40)
-    store.update_rollout(second.rollout_id, status=RolloutStatus.SCORED, score=1.0, is_score_valid=True,
-                         prompt_tokens=10, completion_tokens=4)
+    store.update_rollout(
+        first.rollout_id,
+        status=RolloutStatus.FAILED,
+        is_score_valid=False,
+        error="boom",
+        prompt_tokens=100,
+        completion_tokens=40,
+    )
+    store.update_rollout(
+        second.rollout_id,
+        status=RolloutStatus.SCORED,
+        score=1.0,
+        is_score_valid=True,
+        prompt_tokens=10,
+        completion_tokens=4,
+    )
     paid = (110, 44)
     other = Store(store.path)  # another process's connection (the app's `R` while `runs show` summarizes)
     read_current = store.list_rollouts
@@ -264,8 +285,10 @@ def test_runs_made_in_the_same_millisecond_list_the_later_one_first(tmp_path: Pa
     # run picker, and tests/test_run_ref.py's fixture now and then) took the older one
     from unittest import mock
 
-    with Store(tmp_path / "runs.db") as store, mock.patch("svgagent.core.store.now_iso",
-                                                          return_value="2026-01-01T00:00:00.000Z"):
+    with (
+        Store(tmp_path / "runs.db") as store,
+        mock.patch("svgagent.core.store.now_iso", return_value="2026-01-01T00:00:00.000Z"),
+    ):
         first = store.create_run(name="first", settings={}, dataset={}, rows=[], samples=1)
         second = store.create_run(name="second", settings={}, dataset={}, rows=[], samples=1)
         assert [r.run_id for r in store.list_runs()] == [second, first]

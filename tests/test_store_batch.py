@@ -48,8 +48,11 @@ async def test_a_committed_change_is_visible_to_other_connections_when_commit_re
     store, ids = run
     seen: list[str] = []
     async with RolloutWriter(store) as writer:
-        await writer.commit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "paid"},
-                            done=lambda error: seen.append(_status_elsewhere(store.path, ids[0])))
+        await writer.commit(
+            ids[0],
+            {"status": RolloutStatus.RENDERING, "raw_answer": "paid"},
+            done=lambda error: seen.append(_status_elsewhere(store.path, ids[0])),
+        )
         assert _status_elsewhere(store.path, ids[0]) == "rendering"
     assert seen == ["rendering"]  # the publish callback runs after the commit: events describe stored state
 
@@ -69,7 +72,9 @@ async def test_the_commits_of_one_batch_wake_their_loop_once(run, monkeypatch) -
 
     monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
     async with RolloutWriter(store, window_s=60, urgent_s=0.5) as writer:  # the three commits share a batch
-        await asyncio.gather(*[writer.commit(i, {"status": RolloutStatus.RENDERING, "raw_answer": "paid"}) for i in ids])
+        await asyncio.gather(
+            *[writer.commit(i, {"status": RolloutStatus.RENDERING, "raw_answer": "paid"}) for i in ids]
+        )
     assert writer.batches == 1
     assert len(wakes) == 1
     assert [_status_elsewhere(store.path, i) for i in ids] == ["rendering"] * 3
@@ -78,8 +83,9 @@ async def test_the_commits_of_one_batch_wake_their_loop_once(run, monkeypatch) -
 async def test_cache_entries_commit_with_their_answer(run) -> None:
     store, ids = run
     async with RolloutWriter(store) as writer:
-        await writer.commit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "a"},
-                            cache=("key1", "policy", {"content": "a"}))
+        await writer.commit(
+            ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "a"}, cache=("key1", "policy", {"content": "a"})
+        )
     assert store.cache_get("key1") == {"content": "a"}
 
 
@@ -151,8 +157,9 @@ async def test_batches_that_queue_while_one_is_written_share_the_next_transactio
         await asyncio.to_thread(entered.wait, 10)
         later = []
         for count, rollout_id in enumerate(ids[1:], start=1):  # each its own batch
-            later.append(asyncio.ensure_future(writer.commit(rollout_id, {"status": RolloutStatus.RENDERING,
-                                                                          "raw_answer": "b"})))
+            later.append(
+                asyncio.ensure_future(writer.commit(rollout_id, {"status": RolloutStatus.RENDERING, "raw_answer": "b"}))
+            )
             await cut(count)
         assert not first.done() and not any(f.done() for f in later)
         release.set()
@@ -180,23 +187,32 @@ async def test_the_committed_hook_gets_each_transactions_changes_after_the_commi
     told: list[list[tuple[str, str, str]]] = []
 
     def committed(changes) -> None:  # on the writer's thread
-        told.append([(rollout_id, fields["status"].value, _status_elsewhere(store.path, rollout_id))
-                     for rollout_id, fields in changes])
+        told.append(
+            [
+                (rollout_id, fields["status"].value, _status_elsewhere(store.path, rollout_id))
+                for rollout_id, fields in changes
+            ]
+        )
 
     async with RolloutWriter(store, window_s=60, committed=committed) as writer:
         writer.submit(ids[0], {"status": RolloutStatus.GENERATING})
         writer.submit(ids[0], {"status": RolloutStatus.RENDERING, "raw_answer": "a"})
         await writer.commit(ids[1], {"status": RolloutStatus.RENDERING, "raw_answer": "b"})
-    assert told == [[(ids[0], "generating", "rendering"), (ids[0], "rendering", "rendering"),
-                     (ids[1], "rendering", "rendering")]]
+    assert told == [
+        [(ids[0], "generating", "rendering"), (ids[0], "rendering", "rendering"), (ids[1], "rendering", "rendering")]
+    ]
 
 
 def _rows(store: Store, ids: list[str]) -> list[tuple[object, ...]]:
     with sqlite3.connect(store.path) as db:  # every column but the ids and times (another run's in each store)
-        cols = [r[1] for r in db.execute("PRAGMA table_info(rollouts)")
-                if r[1] not in ("rollout_id", "run_id", "created", "updated")]
-        return [db.execute(f"SELECT {', '.join(cols)} FROM rollouts WHERE rollout_id = ?", (i,)).fetchone()
-                for i in ids]
+        cols = [
+            r[1]
+            for r in db.execute("PRAGMA table_info(rollouts)")
+            if r[1] not in ("rollout_id", "run_id", "created", "updated")
+        ]
+        return [
+            db.execute(f"SELECT {', '.join(cols)} FROM rollouts WHERE rollout_id = ?", (i,)).fetchone() for i in ids
+        ]
 
 
 def test_a_batch_stores_what_the_same_updates_stored_one_at_a_time_cuts_included(tmp_path: Path) -> None:
@@ -204,25 +220,37 @@ def test_a_batch_stores_what_the_same_updates_stored_one_at_a_time_cuts_included
     statement built once for its columns; what ends up stored is what one UPDATE per change gave, the general path
     (store._cut_update) with its caps and truncated_json notes."""
     from svgagent.core import store as store_module
-    from svgagent.core.caps import SVG_CAP, LINE_CAP
+    from svgagent.core.caps import LINE_CAP, SVG_CAP
     from svgagent.core.scoring.models import FailureKind
 
     changes = [  # (rollout, fields): shapes shared by several rollouts, values over their caps, enums and flags
         (0, {"status": RolloutStatus.RENDERING, "raw_answer": "a", "svg": "<svg/>", "cached": False}),
         (1, {"status": RolloutStatus.RENDERING, "raw_answer": "b", "svg": "x" * (SVG_CAP + 5), "cached": True}),
-        (2, {"status": RolloutStatus.FAILED, "reason": "r" * (LINE_CAP + 1), "failure_kind": FailureKind.RENDER,
-             "is_score_valid": True, "score": 0.0}),
+        (
+            2,
+            {
+                "status": RolloutStatus.FAILED,
+                "reason": "r" * (LINE_CAP + 1),
+                "failure_kind": FailureKind.RENDER,
+                "is_score_valid": True,
+                "score": 0.0,
+            },
+        ),
         (3, {"status": RolloutStatus.RENDERING, "raw_answer": "d", "svg": "<svg/>", "cached": False}),
         (4, {"status": RolloutStatus.SCORED, "score": 0.5, "fulfilled": 1, "png": b"\x89PNG", "reason": "ok"}),
     ]
-    later = [(1, {"status": RolloutStatus.JUDGING, "svg": "<svg/>", "render_s": 0.1}),  # stored whole again
-             (2, {"status": RolloutStatus.FAILED, "reason": "short", "error": "e"})]
+    later = [
+        (1, {"status": RolloutStatus.JUDGING, "svg": "<svg/>", "render_s": 0.1}),  # stored whole again
+        (2, {"status": RolloutStatus.FAILED, "reason": "short", "error": "e"}),
+    ]
     stored = []
     for how in ("batch", "one at a time"):
         store = Store(tmp_path / f"{how}.db")
         rows = [DatasetRow(index=i, row_id=f"r{i}", prompt=f"p{i}", requirements=("a", "b")) for i in range(5)]
-        ids = [r.rollout_id for r in store.list_rollouts(store.create_run(name=None, settings={}, dataset={},
-                                                                          rows=rows, samples=1))]
+        ids = [
+            r.rollout_id
+            for r in store.list_rollouts(store.create_run(name=None, settings={}, dataset={}, rows=rows, samples=1))
+        ]
         for step in (changes, later):
             if how == "batch":
                 store.write_batch([(ids[i], fields) for i, fields in step])
@@ -249,8 +277,12 @@ def test_a_batch_stores_what_the_same_updates_stored_one_at_a_time_cuts_included
 
 def test_a_rollout_named_twice_in_a_batch_keeps_its_updates_in_order(run) -> None:
     store, ids = run
-    store.write_batch([(ids[0], {"status": RolloutStatus.GENERATING, "reason": "first"}),
-                       (ids[1], {"status": RolloutStatus.GENERATING}),
-                       (ids[0], {"status": RolloutStatus.RENDERING, "svg": "<svg/>"})])
+    store.write_batch(
+        [
+            (ids[0], {"status": RolloutStatus.GENERATING, "reason": "first"}),
+            (ids[1], {"status": RolloutStatus.GENERATING}),
+            (ids[0], {"status": RolloutStatus.RENDERING, "svg": "<svg/>"}),
+        ]
+    )
     rec = store.get_rollouts([ids[0]], heavy=True)[0]
     assert (rec.status, rec.reason, rec.svg) == (RolloutStatus.RENDERING, "first", "<svg/>")

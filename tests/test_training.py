@@ -14,15 +14,19 @@ from svgagent.core.store import Store
 from svgagent.core.training import StepHint, TrainingStore, step_hint
 
 
-@pytest.mark.parametrize(("params", "model", "expected"), [
-    ({"step": 7, "epoch": 1}, "m", StepHint(7, 1, "metadata")),
-    ({"training_step": "12"}, "m", StepHint(12, None, "metadata")),
-    ({"global_step": True}, "accounts/a/models/x-step-400", StepHint(400, None, "model")),
-    ({}, "accounts/a/deployedModels/run-epoch-2-checkpoint-1500", StepHint(1500, 2, "model")),
-    ({}, "fireworks_ai/accounts/a/models/ckpt_30", StepHint(30, None, "model")),
-    ({}, "accounts/fireworks/models/qwen3-0p6b", StepHint(None, None, "run order")),
-    ({}, "stepwise-model", StepHint(None, None, "run order")),
-], ids=["metadata", "string-step", "model-step", "checkpoint-and-epoch", "ckpt", "nothing", "no-digits"])
+@pytest.mark.parametrize(
+    ("params", "model", "expected"),
+    [
+        ({"step": 7, "epoch": 1}, "m", StepHint(7, 1, "metadata")),
+        ({"training_step": "12"}, "m", StepHint(12, None, "metadata")),
+        ({"global_step": True}, "accounts/a/models/x-step-400", StepHint(400, None, "model")),
+        ({}, "accounts/a/deployedModels/run-epoch-2-checkpoint-1500", StepHint(1500, 2, "model")),
+        ({}, "fireworks_ai/accounts/a/models/ckpt_30", StepHint(30, None, "model")),
+        ({}, "accounts/fireworks/models/qwen3-0p6b", StepHint(None, None, "run order")),
+        ({}, "stepwise-model", StepHint(None, None, "run order")),
+    ],
+    ids=["metadata", "string-step", "model-step", "checkpoint-and-epoch", "ckpt", "nothing", "no-digits"],
+)
 def test_step_hint(params: dict[str, object], model: str, expected: StepHint) -> None:
     assert step_hint(params, model) == expected
 
@@ -31,13 +35,26 @@ def ids(rollout: str, run: str, row: str, experiment: str = "exp") -> SimpleName
     return SimpleNamespace(invocation_id="inv", experiment_id=experiment, rollout_id=rollout, run_id=run, row_id=row)
 
 
-def store_one(training: TrainingStore, ident: SimpleNamespace, code: StatusCode = StatusCode.FINISHED,
-              previous: object = None) -> object:
+def store_one(
+    training: TrainingStore, ident: SimpleNamespace, code: StatusCode = StatusCode.FINISHED, previous: object = None
+) -> object:
     place = training.place(ids=ident, model="m", hint=StepHint(None, None, "run order"), judged=False)
-    columns = {"status": RolloutStatus.SCORED if code is StatusCode.FINISHED else RolloutStatus.FAILED,
-               "raw_answer": "answer"}
-    return training.record(place, ids=ident, model="m", prompt="Draw", requirements=("a",), judged=False,
-                           columns=columns, code=code, message="m", previous=previous)  # type: ignore[arg-type]
+    columns = {
+        "status": RolloutStatus.SCORED if code is StatusCode.FINISHED else RolloutStatus.FAILED,
+        "raw_answer": "answer",
+    }
+    return training.record(
+        place,
+        ids=ident,
+        model="m",
+        prompt="Draw",
+        requirements=("a",),
+        judged=False,
+        columns=columns,
+        code=code,
+        message="m",
+        previous=previous,
+    )  # type: ignore[arg-type]
 
 
 def test_each_new_eval_protocol_run_is_the_next_step_and_rows_keep_their_index(tmp_path: Path) -> None:
@@ -86,8 +103,11 @@ def test_storing_a_rollout_reads_only_its_row_of_the_run_not_every_rollout_of_it
             store_one(training, ids("r0", "run", "row_0"), previous=training.served("r0"))
         finally:
             store._db.set_trace_callback(None)  # noqa: SLF001
-        lookups = [sql for sql in statements if ("FROM rollouts WHERE" in sql or "UPDATE rollouts SET" in sql)
-                   and "sample_index" in sql]
+        lookups = [
+            sql
+            for sql in statements
+            if ("FROM rollouts WHERE" in sql or "UPDATE rollouts SET" in sql) and "sample_index" in sql
+        ]
         assert len(lookups) == 3  # the new sample's index; the retry's attempt number and the old attempt's flag
         for sql in lookups:
             plan = " ".join(str(row[3]) for row in store._db.execute(f"EXPLAIN QUERY PLAN {sql}"))  # noqa: SLF001
@@ -108,8 +128,19 @@ def test_a_batch_stores_each_rollout_on_a_savepoint_of_its_own(tmp_path: Path) -
         for name in ("b1", "b2", "b3"):
             ident = ids(name, "run", f"row_{name}")
             place = training.place(ids=ident, model="m", hint=hint, judged=False)
-            served.append(Served(place, ident, "m", "Draw", ("a",), False,
-                                 {"status": RolloutStatus.SCORED, "raw_answer": name}, StatusCode.FINISHED, "done"))
+            served.append(
+                Served(
+                    place,
+                    ident,
+                    "m",
+                    "Draw",
+                    ("a",),
+                    False,
+                    {"status": RolloutStatus.SCORED, "raw_answer": name},
+                    StatusCode.FINISHED,
+                    "done",
+                )
+            )
         served[1] = replace(served[1], place=replace(served[1].place, run_id="no-such-run"))  # a foreign key fails
         first, failed, third = training.record_many(served)
         assert isinstance(failed, StoreError)
@@ -129,8 +160,19 @@ def test_a_batch_that_can_be_written_is_written_without_savepoints(tmp_path: Pat
         for name in ("c1", "c2"):
             ident = ids(name, "run", f"row_{name}")
             place = training.place(ids=ident, model="m", hint=hint, judged=False)
-            batch.append(Served(place, ident, "m", "Draw", ("a",), False,
-                                {"status": RolloutStatus.SCORED, "raw_answer": name}, StatusCode.FINISHED, "done"))
+            batch.append(
+                Served(
+                    place,
+                    ident,
+                    "m",
+                    "Draw",
+                    ("a",),
+                    False,
+                    {"status": RolloutStatus.SCORED, "raw_answer": name},
+                    StatusCode.FINISHED,
+                    "done",
+                )
+            )
         statements: list[str] = []
         store._db.set_trace_callback(statements.append)
         try:
@@ -158,15 +200,30 @@ def test_a_rows_next_sample_index_is_read_once_then_counted(tmp_path: Path) -> N
             for name in ("s2", "s3"):  # two samples of the row in one batch
                 ident = ids(name, "run", "row_0")
                 place = training.place(ids=ident, model="m", hint=StepHint(None, None, "run order"), judged=False)
-                batch.append(Served(place, ident, "m", "Draw", ("a",), False,
-                                    {"status": RolloutStatus.SCORED, "raw_answer": name}, StatusCode.FINISHED, "done"))
+                batch.append(
+                    Served(
+                        place,
+                        ident,
+                        "m",
+                        "Draw",
+                        ("a",),
+                        False,
+                        {"status": RolloutStatus.SCORED, "raw_answer": name},
+                        StatusCode.FINISHED,
+                        "done",
+                    )
+                )
             training.record_many(batch)
         finally:
             store._db.set_trace_callback(None)  # noqa: SLF001
         assert sum("MAX(sample_index)" in sql for sql in statements) == 1
         (step,) = training.steps("exp")
         assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
-            ("row_0", 0), ("row_0", 1), ("row_0", 2), ("row_0", 3)]
+            ("row_0", 0),
+            ("row_0", 1),
+            ("row_0", 2),
+            ("row_0", 3),
+        ]
 
 
 def test_another_writer_taking_a_rows_next_sample_index_costs_no_rollout(tmp_path: Path) -> None:
@@ -181,12 +238,17 @@ def test_another_writer_taking_a_rows_next_sample_index_costs_no_rollout(tmp_pat
         assert (third.sample_index, fourth.sample_index) == (2, 3)  # type: ignore[attr-defined]
         (step,) = mine.steps("exp")
         assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
-            ("row_0", 0), ("row_0", 1), ("row_0", 2), ("row_0", 3)]
+            ("row_0", 0),
+            ("row_0", 1),
+            ("row_0", 2),
+            ("row_0", 3),
+        ]
         assert all(mine.served(name) is not None for name in ("m0", "t0", "m1", "m2"))
 
 
 def test_the_remembered_sample_indexes_are_bounded_and_a_forgotten_row_is_read_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A long training stores rollouts of ever new (step run, row) pairs: the next indexes kept are capped, the least
     recently stored row is forgotten first, and a forgotten row's next index comes from the database again."""
     import svgagent.core.training as training_module
@@ -202,4 +264,9 @@ def test_the_remembered_sample_indexes_are_bounded_and_a_forgotten_row_is_read_a
         assert again.sample_index == 1  # type: ignore[attr-defined]
         (step,) = training.steps("exp")
         assert sorted((r.row_id, r.sample_index) for r in store.list_rollouts(step.run_id)) == [
-            ("row_a", 0), ("row_a", 1), ("row_b", 0), ("row_b", 1), ("row_c", 0)]
+            ("row_a", 0),
+            ("row_a", 1),
+            ("row_b", 0),
+            ("row_b", 1),
+            ("row_c", 0),
+        ]

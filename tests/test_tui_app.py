@@ -9,8 +9,20 @@ from factories import RUN_ID, Spec, build_run
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Tabs
-from tui_support import (burst, make_app, notifications, picture_colours, plain, preview_of, rows, settings_for, settle,
-                         summary_lines, table_of, wait_until)
+from tui_support import (
+    burst,
+    make_app,
+    notifications,
+    picture_colours,
+    plain,
+    preview_of,
+    rows,
+    settings_for,
+    settle,
+    summary_lines,
+    table_of,
+    wait_until,
+)
 
 from svgagent.core.store import Store
 from svgagent.screens.help import HelpScreen
@@ -31,14 +43,32 @@ async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
         await settle(pilot)
         assert isinstance(app.focused, RolloutTable)
         assert ids(app) == ["0.0", "1.0", "2.0", "3.0", "4.0", "5.0"]
-        assert rows(app)[0] == ("", "landscape with a sun", "row_0", "0", "✓ scored", "0.75", "3/4", "1.5", "0.8",
-                                "460")
+        assert rows(app)[0] == (
+            "",
+            "landscape with a sun",
+            "row_0",
+            "0",
+            "✓ scored",
+            "0.75",
+            "3/4",
+            "1.5",
+            "0.8",
+            "460",
+        )
         assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")
         assert rows(app)[4][5] == "0.75*"  # the human override, marked
         assert rows(app)[5][4] == "· queued"
         summary = app.dashboard.query_one(SummaryBar).plain
-        for part in ("fixture run", "5/6 done", "mean 0.625 ± 0.217", "PASS", "2 failed (1 invalid)", "2,300 tokens",
-                     "1 overridden", "elapsed –"):
+        for part in (
+            "fixture run",
+            "5/6 done",
+            "mean 0.625 ± 0.217",
+            "PASS",
+            "2 failed (1 invalid)",
+            "2,300 tokens",
+            "1 overridden",
+            "elapsed –",
+        ):
             assert part in summary
 
 
@@ -56,8 +86,9 @@ async def test_empty_state_tells_a_newcomer_what_to_press(store: Store) -> None:
 async def test_work_for_after_the_first_frame_runs_once_the_dashboard_is_composed(store: Store) -> None:
     """`tui --demo` starts its simulator's process from this hook: once, with the dashboard's table already there."""
     seen: list[tuple[str, int]] = []
-    app = make_app(store, after_first_frame=lambda: seen.append(
-        (type(app.screen).__name__, len(app.screen.query(RolloutTable)))))
+    app = make_app(
+        store, after_first_frame=lambda: seen.append((type(app.screen).__name__, len(app.screen.query(RolloutTable))))
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("2")
@@ -66,7 +97,8 @@ async def test_work_for_after_the_first_frame_runs_once_the_dashboard_is_compose
 
 
 async def test_the_first_frame_is_rendered_once_and_written_before_the_later_panes_and_the_work_after_it(
-        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Textual composes the first frame inside its start-up batch, where anything scheduled after a refresh runs at
     once: the Secrets and Jobs panes mounted (≈0.1 s of CPU) and the simulator started before a byte of the frame
     reached the terminal. The first frame written (``App._display`` outside the batch: what a terminal gets) comes
@@ -110,7 +142,8 @@ async def test_the_first_frame_is_rendered_once_and_written_before_the_later_pan
 
 
 async def test_the_dashboards_widgets_are_styled_once_before_its_first_frame(
-        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Mounting styles each widget; the screen's first resume (as it is first shown) restyled all of them again
     before the first frame (≈0.02 – 0.03 s of CPU). Counted on widgets that neither focus nor change state then."""
     from textual.css.stylesheet import Stylesheet
@@ -201,7 +234,7 @@ async def test_preview_picture_uses_the_space_it_has(store: Store, size: tuple[i
             assert body.text_x >= len(rows[0])
             assert text_width >= 34  # the rationale beside it
             assert "triangle is too small" in plain(body)
-            assert max(len(line) for line in lines[len(rows) + 1:]) <= text_width  # wrapped at its column
+            assert max(len(line) for line in lines[len(rows) + 1 :]) <= text_width  # wrapped at its column
         else:
             assert not preview.beside
             assert len(rows[0]) == body.size.width  # the whole width of the pane
@@ -221,14 +254,17 @@ async def test_the_preview_scrolls_its_text_beside_a_still_picture(store: Store)
         assert body.beside and body.max_scroll_y > 10  # the SVG source is long
         picture_row = body.image.plain.split("\n")[0]
         text = body.text.split("\n")
-        for keys, offset in ((("pagedown",), body.scrollable_content_region.height),
-                             (("end",), body.max_scroll_y), (("home",), 0)):
+        for keys, offset in (
+            (("pagedown",), body.scrollable_content_region.height),
+            (("end",), body.max_scroll_y),
+            (("home",), 0),
+        ):
             await pilot.press(*keys)
             await settle(pilot)
             assert body.scroll_y == min(offset, body.max_scroll_y)
             top = body.render_line(0).text
             assert top.startswith(picture_row)  # the picture does not scroll
-            assert top[body.text_x:].rstrip() == text[int(body.scroll_y)]
+            assert top[body.text_x :].rstrip() == text[int(body.scroll_y)]
         assert len(text) == body.virtual_size.height
 
 
@@ -236,8 +272,15 @@ async def test_filter_language_and_escape(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        cases = {"score<0.5": ["2.0"], "status:failed": ["2.0", "3.0"], "invalid": ["3.0"],
-                 "overridden": ["4.0"], "row:3": ["3.0"], "flag": ["1.0"], "score>=0.75 -overridden": ["0.0", "1.0"]}
+        cases = {
+            "score<0.5": ["2.0"],
+            "status:failed": ["2.0", "3.0"],
+            "invalid": ["3.0"],
+            "overridden": ["4.0"],
+            "row:3": ["3.0"],
+            "flag": ["1.0"],
+            "score>=0.75 -overridden": ["0.0", "1.0"],
+        }
         for text, expected in cases.items():
             await pilot.press("slash")
             box = app.dashboard.query_one("#filter", Input)
@@ -285,13 +328,16 @@ async def test_filter_says_when_a_word_matches_nothing(store: Store) -> None:
         assert bar.query_one("#filter-note").has_class("-hidden")
 
 
-@pytest.mark.parametrize(("typed", "said"), [
-    ("score<abc", "'score<abc': 'abc' is not a number"),
-    ("status:bogus", "'status:bogus': no status starts with 'bogus'"),
-    ("bogus:xyz", "unknown field 'bogus' in 'bogus:xyz'"),
-    ("score<", "'score<' needs a number after it, e.g. score<0.5"),
-    ("status:", "'status:' needs a status: queued, generating"),
-])
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("score<abc", "'score<abc': 'abc' is not a number"),
+        ("status:bogus", "'status:bogus': no status starts with 'bogus'"),
+        ("bogus:xyz", "unknown field 'bogus' in 'bogus:xyz'"),
+        ("score<", "'score<' needs a number after it, e.g. score<0.5"),
+        ("status:", "'status:' needs a status: queued, generating"),
+    ],
+)
 async def test_the_filter_says_what_is_wrong_with_the_text_as_typed(store: Store, typed: str, said: str) -> None:
     """As you type `score<abc`, the line under the filter said "'score<' is not a filter term … did you mean
     score<?" (the note of the text before the value, kept once the text became invalid)."""
@@ -483,9 +529,21 @@ async def test_help_lists_every_binding_id(store: Store) -> None:
         every = [b.id for _, bindings in binding_sections(app) for b in bindings]
         assert None not in every
         assert len(every) == len(set(every)) >= 30
-        for ident in ("app.run", "app.stop", "app.resume", "app.rerun", "app.open_run", "table.filter",
-                      "table.sort", "table.mark", "detail.toggle", "preview.full", "pane.secrets", "secrets.down",
-                      "secrets.up"):
+        for ident in (
+            "app.run",
+            "app.stop",
+            "app.resume",
+            "app.rerun",
+            "app.open_run",
+            "table.filter",
+            "table.sort",
+            "table.mark",
+            "detail.toggle",
+            "preview.full",
+            "pane.secrets",
+            "secrets.down",
+            "secrets.up",
+        ):
             assert ident in every
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
@@ -518,8 +576,11 @@ async def test_panes_are_tabs_at_80x24_and_side_by_side_at_120x40(store: Store) 
         await settle(pilot)
         dash = app.dashboard
         assert dash.has_class("-narrow")
-        shown = lambda: [n for n in ("rollouts", "preview", "config", "secrets", "jobs")  # noqa: E731
-                         if dash.query_one(f"#pane-{n}").region.area > 0]
+
+        def shown():
+            panes = ("rollouts", "preview", "config", "secrets", "jobs")
+            return [n for n in panes if dash.query_one(f"#pane-{n}").region.area > 0]
+
         assert shown() == ["rollouts"]
         for key, name in (("2", "preview"), ("3", "config"), ("4", "secrets"), ("5", "jobs"), ("1", "rollouts")):
             await pilot.press("escape", key)
@@ -588,9 +649,15 @@ async def test_demo_banner_names_the_keys_still_missing(store: Store, size: tupl
     from svgagent.core.settings import load_settings
 
     overrides = demo_overrides("http://127.0.0.1:9/v1")
-    app = make_app(store, run_id=RUN_ID, demo=True, settings=settings_for(store.path, **overrides),
-                   demo_overrides=overrides, settings_loader=lambda: load_settings(store=str(store.path)),
-                   missing_keys=["FIREWORKS_API_KEY", "OPENAI_API_KEY"])
+    app = make_app(
+        store,
+        run_id=RUN_ID,
+        demo=True,
+        settings=settings_for(store.path, **overrides),
+        demo_overrides=overrides,
+        settings_loader=lambda: load_settings(store=str(store.path)),
+        missing_keys=["FIREWORKS_API_KEY", "OPENAI_API_KEY"],
+    )
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
         banner = app.dashboard.query_one("#banner")
@@ -637,12 +704,16 @@ def _every_binding_id() -> set[str]:
     import inspect
     import pkgutil
 
-    import svgagent.screens
-    import svgagent.tui.widgets
     from textual.binding import Binding
 
-    names = ["svgagent.tui.app"] + [f"{package.__name__}.{info.name}" for package in (svgagent.screens, svgagent.tui.widgets)
-                                    for info in pkgutil.iter_modules(package.__path__)]
+    import svgagent.screens
+    import svgagent.tui.widgets
+
+    names = ["svgagent.tui.app"] + [
+        f"{package.__name__}.{info.name}"
+        for package in (svgagent.screens, svgagent.tui.widgets)
+        for info in pkgutil.iter_modules(package.__path__)
+    ]
     ids: set[str] = set()
     for name in names:
         module = importlib.import_module(name)
@@ -677,8 +748,20 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
         from svgagent.tui.commands import screen_commands
 
         names = [command.name for command in screen_commands(app.dashboard)]
-        for wanted in ("Run", "Rerun", "Filter", "Sort", "Mark", "Open", "Help", "Quit", "Runs",
-                       "Config: Save config", "Secrets: Edit", "Jobs: Refresh"):  # the panes' keys too
+        for wanted in (
+            "Run",
+            "Rerun",
+            "Filter",
+            "Sort",
+            "Mark",
+            "Open",
+            "Help",
+            "Quit",
+            "Runs",
+            "Config: Save config",
+            "Secrets: Edit",
+            "Jobs: Refresh",
+        ):  # the panes' keys too
             assert wanted in names
         await pilot.press("ctrl+p")
         await pilot.press(*"rerun")
@@ -715,8 +798,18 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
         for key in ("q Quit", "? Help", "⏎ Open", "/ Filter", "r Run", "o Runs", "i Stats", "x Export"):
             assert key in footer, footer
         shown = app.screen.query_one(KeysFooter).shown()
-        for key, label in (("x", "Export"), ("⏎", "Open"), ("/", "Filter"), ("r", "Run"), ("c", "Resume"),
-                           ("o", "Runs"), ("f", "Image"), ("i", "Stats"), ("?", "Help"), ("q", "Quit")):
+        for key, label in (
+            ("x", "Export"),
+            ("⏎", "Open"),
+            ("/", "Filter"),
+            ("r", "Run"),
+            ("c", "Resume"),
+            ("o", "Runs"),
+            ("f", "Image"),
+            ("i", "Stats"),
+            ("?", "Help"),
+            ("q", "Quit"),
+        ):
             assert shown.get(key) == label, (key, shown)
         assert "S" not in shown
         await pilot.press("S")
@@ -761,8 +854,11 @@ async def test_in_a_text_field_the_footer_shows_only_keys_that_work_there(store:
         assert isinstance(field, Input)
         footer = app.screen.query_one(KeysFooter)
         characters = {"plus": "+", "slash": "/", "minus": "-", "question_mark": "?", "space": " "}
-        typed = [i.display for i in footer.items
-                 if field.check_consume_key(i.key, characters.get(i.key, i.key if len(i.key) == 1 else None))]
+        typed = [
+            i.display
+            for i in footer.items
+            if field.check_consume_key(i.key, characters.get(i.key, i.key if len(i.key) == 1 else None))
+        ]
         assert typed == []
         await pilot.press("plus")
         await settle(pilot)

@@ -82,7 +82,7 @@ async def test_a_secret_typed_into_the_prompt_is_never_a_command(store: Store, s
         assert isinstance(app.focused, DataTable)  # back on the key table once saved
         assert app.settings.model == model_before  # nothing leaked into another field:
         for box in app.dashboard.query("#field-model").results(Input):  # (in tabs the Config form is not mounted
-            assert box.value == model_before                           # until it is first shown)
+            assert box.value == model_before  # until it is first shown)
         assert app.dashboard.query_one("#secrets-input", Input).value == ""
         assert not any(SECRET in n for n in notifications(app))
         assert not any("real terminal" in n for n in notifications(app))  # f (full image) never ran
@@ -190,8 +190,16 @@ async def test_export_dialog_takes_a_burst_into_both_of_its_fields(store: Store)
         await burst(pilot, "x", "ctrl+u", *"two.jsonl", "tab", paste="pics", then=("enter",))
         await settle(pilot)
         assert (Path.cwd() / "two.jsonl").is_file()
-        assert sorted(p.suffix for p in (Path.cwd() / "pics").iterdir()) == [".png", ".png", ".png", ".png",
-                                                                               ".svg", ".svg", ".svg", ".svg"]
+        assert sorted(p.suffix for p in (Path.cwd() / "pics").iterdir()) == [
+            ".png",
+            ".png",
+            ".png",
+            ".png",
+            ".svg",
+            ".svg",
+            ".svg",
+            ".svg",
+        ]
         assert not isinstance(app.screen, ExportDialog)
 
 

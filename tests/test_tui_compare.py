@@ -59,10 +59,14 @@ async def test_header_shows_the_independently_computed_numbers(store: Store, run
         header = plain(screen.query_one("#compare-header"), width=200)
         assert f"A  mean {want['mean_a']:.3f} ± {want['stderr_a']:.3f}  baseline ({run_a})" in header
         assert f"B  mean {want['mean_b']:.3f} ± {want['stderr_b']:.3f}  candidate ({run_b})" in header
-        assert (f"paired rows {len(want['deltas'])}: B − A = {want['mean_diff']:+.3f} ± {want['diff_stderr']:.3f} "
-                f"(A {want['paired_mean_a']:.3f}, B {want['paired_mean_b']:.3f})") in header
-        assert (f"wins {want['wins']} · losses {want['losses']} · ties {want['ties']} · only in A {want['only_a']} "
-                f"· only in B {want['only_b']} · unscored in one run {want['unscored']}") in header
+        assert (
+            f"paired rows {len(want['deltas'])}: B − A = {want['mean_diff']:+.3f} ± {want['diff_stderr']:.3f} "
+            f"(A {want['paired_mean_a']:.3f}, B {want['paired_mean_b']:.3f})"
+        ) in header
+        assert (
+            f"wins {want['wins']} · losses {want['losses']} · ties {want['ties']} · only in A {want['only_a']} "
+            f"· only in B {want['only_b']} · unscored in one run {want['unscored']}"
+        ) in header
         # Every row of either run is in the table; paired rows carry their delta, the others say why not.
         shown = table_rows(screen)
         assert len(shown) == len({(r[0], r[1]) for r in ROWS_A + ROWS_B}) == 9
@@ -185,11 +189,18 @@ async def test_only_in_one_run_side_says_so(store: Store, runs: tuple[str, str])
 
 
 async def test_pictures_are_drawn_side_by_side(store: Store) -> None:
-    build_run(store, [Spec(0, fulfilled=2), Spec(1, fulfilled=4, prompt="Draw a flag", svg=FLAG_SVG)],
-              run_id="20260101-000000-aaaa", name="A")
-    build_run(store, [Spec(0, fulfilled=4, svg=SCENE_SVG), Spec(1, fulfilled=1, prompt="Draw a flag", svg=None,
-                                                                 rationale=None)],
-              run_id="20260101-000000-bbbb", name="B")
+    build_run(
+        store,
+        [Spec(0, fulfilled=2), Spec(1, fulfilled=4, prompt="Draw a flag", svg=FLAG_SVG)],
+        run_id="20260101-000000-aaaa",
+        name="A",
+    )
+    build_run(
+        store,
+        [Spec(0, fulfilled=4, svg=SCENE_SVG), Spec(1, fulfilled=1, prompt="Draw a flag", svg=None, rationale=None)],
+        run_id="20260101-000000-bbbb",
+        name="B",
+    )
     app = make_app(store, run_id="20260101-000000-aaaa")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -218,8 +229,9 @@ async def test_run_picker_marks_a_and_b_then_compares(store: Store) -> None:
 
         async def highlight(run_id: str) -> None:
             options = app.screen.query_one(OptionList)
-            options.highlighted = next(i for i in range(options.option_count)
-                                       if options.get_option_at_index(i).id == run_id)
+            options.highlighted = next(
+                i for i in range(options.option_count) if options.get_option_at_index(i).id == run_id
+            )
             await pilot.pause()
 
         await pilot.press("o")

@@ -34,19 +34,39 @@ FLAG = ("Three vertical bands.", "Blue on the left.", "Red on the right.", "Whit
 
 def compare_runs_specs() -> tuple[list[Spec], list[Spec]]:
     a = [
-        Spec(0, 0, fulfilled=3), Spec(0, 1, fulfilled=2, rationale="The sun is missing."),
-        Spec(1, fulfilled=4, prompt="Draw the French flag", svg=FLAG_SVG, requirements=FLAG,
-             rationale="All four requirements are met."),
-        Spec(2, status=RolloutStatus.FAILED, fulfilled=0, svg=None, rationale=None, prompt="Draw a red bicycle",
-             reason="no <svg> element in the answer"),
+        Spec(0, 0, fulfilled=3),
+        Spec(0, 1, fulfilled=2, rationale="The sun is missing."),
+        Spec(
+            1,
+            fulfilled=4,
+            prompt="Draw the French flag",
+            svg=FLAG_SVG,
+            requirements=FLAG,
+            rationale="All four requirements are met.",
+        ),
+        Spec(
+            2,
+            status=RolloutStatus.FAILED,
+            fulfilled=0,
+            svg=None,
+            rationale=None,
+            prompt="Draw a red bicycle",
+            reason="no <svg> element in the answer",
+        ),
         Spec(3, fulfilled=2, prompt="Draw a lighthouse at night", svg=NIGHT_SVG),
         Spec(4, fulfilled=1, prompt="Draw a cat sitting on a mat"),
     ]
     b = [
         Spec(0, 0, fulfilled=4, svg=NIGHT_SVG, rationale="Sky, sun, grass and a triangle: all four."),
         Spec(0, 1, fulfilled=4),
-        Spec(1, fulfilled=2, prompt="Draw the French flag", svg=WRONG_FLAG_SVG, requirements=FLAG,
-             rationale="The bands are horizontal; blue and red are top and bottom, not left and right."),
+        Spec(
+            1,
+            fulfilled=2,
+            prompt="Draw the French flag",
+            svg=WRONG_FLAG_SVG,
+            requirements=FLAG,
+            rationale="The bands are horizontal; blue and red are top and bottom, not left and right.",
+        ),
         Spec(2, fulfilled=1, prompt="Draw a red bicycle"),
         Spec(3, fulfilled=2, prompt="Draw a lighthouse at night", svg=NIGHT_SVG),
         Spec(5, fulfilled=3, prompt="Draw a sailboat on waves"),
@@ -58,18 +78,53 @@ def stats_specs() -> list[Spec]:
     three = ("A red circle.", "A blue square.", "A green triangle.")
     five = ("One.", "Two.", "Three.", "Four.", "Five.")
     per_req = [[1, True, "red circle"], [2, False, "the square is purple"], [3, True, "green triangle"]]
-    specs = [Spec(i, fulfilled=f, requirements=three, prompt=f"Draw shapes {i}", verdicts=[
-        [1, f >= 1, ""], [2, f >= 3, "the square is purple"], [3, f >= 2, ""]]) for i, f in enumerate([3, 2, 2, 1, 3])]
-    specs += [Spec(5 + i, fulfilled=f, requirements=five, prompt=f"Count to five {i}", gen_s=1.0 + i / 2,
-                   tokens=(100, 200 + 40 * i)) for i, f in enumerate([5, 4, 4, 3, 2, 4])]
-    specs += [Spec(11 + i, fulfilled=f, prompt=f"Landscape {i}", judge_s=0.5 + i / 10) for i, f in enumerate([4, 3, 3, 0])]
+    specs = [
+        Spec(
+            i,
+            fulfilled=f,
+            requirements=three,
+            prompt=f"Draw shapes {i}",
+            verdicts=[[1, f >= 1, ""], [2, f >= 3, "the square is purple"], [3, f >= 2, ""]],
+        )
+        for i, f in enumerate([3, 2, 2, 1, 3])
+    ]
     specs += [
-        Spec(15, status=RolloutStatus.FAILED, fulfilled=None, valid=False, rationale=None, judge_s=None,
-             reason="judge unreachable: connection refused", prompt="Draw a lighthouse",
-             extra={"failure_kind": FailureKind.UNREACHABLE}),
-        Spec(16, status=RolloutStatus.FAILED, fulfilled=0, svg=None, rationale=None, judge_s=None,
-             reason="no <svg> element in the answer", prompt="Draw a bicycle",
-             extra={"failure_kind": FailureKind.NO_SVG}),
+        Spec(
+            5 + i,
+            fulfilled=f,
+            requirements=five,
+            prompt=f"Count to five {i}",
+            gen_s=1.0 + i / 2,
+            tokens=(100, 200 + 40 * i),
+        )
+        for i, f in enumerate([5, 4, 4, 3, 2, 4])
+    ]
+    specs += [
+        Spec(11 + i, fulfilled=f, prompt=f"Landscape {i}", judge_s=0.5 + i / 10) for i, f in enumerate([4, 3, 3, 0])
+    ]
+    specs += [
+        Spec(
+            15,
+            status=RolloutStatus.FAILED,
+            fulfilled=None,
+            valid=False,
+            rationale=None,
+            judge_s=None,
+            reason="judge unreachable: connection refused",
+            prompt="Draw a lighthouse",
+            extra={"failure_kind": FailureKind.UNREACHABLE},
+        ),
+        Spec(
+            16,
+            status=RolloutStatus.FAILED,
+            fulfilled=0,
+            svg=None,
+            rationale=None,
+            judge_s=None,
+            reason="no <svg> element in the answer",
+            prompt="Draw a bicycle",
+            extra={"failure_kind": FailureKind.NO_SVG},
+        ),
         Spec(17, fulfilled=1, requirements=three, prompt="Draw shapes again", verdicts=per_req, override=2),
     ]
     return specs

@@ -76,16 +76,18 @@ async def test_the_panes_first_imports_are_frozen_with_the_rest_of_the_heap(tmp_
         calls.append("import")
         import_deferred()
 
-    with Store(tmp_path / "runs.db") as store, \
-            mock.patch.object(HeapPolicy, "freeze", staticmethod(recording_freeze)), \
-            mock.patch.object(HeapPolicy, "import_deferred", staticmethod(recording_imports)):
+    with (
+        Store(tmp_path / "runs.db") as store,
+        mock.patch.object(HeapPolicy, "freeze", staticmethod(recording_freeze)),
+        mock.patch.object(HeapPolicy, "import_deferred", staticmethod(recording_imports)),
+    ):
         app = make_app(store)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             app._warm_up()  # what the timer does FREEZE_AGAIN_S after the first frame
             await settle(pilot)
             assert calls[0] == "freeze"  # at the first frame
-            assert "freeze" in calls[calls.index("import") + 1:]  # and again after the imports
+            assert "freeze" in calls[calls.index("import") + 1 :]  # and again after the imports
             assert all(name in sys.modules for name in DEFERRED_IMPORTS)
             frozen = {id(obj) for obj in gc.get_objects()}  # every object the collector still walks
             assert not any(id(sys.modules[name]) in frozen for name in DEFERRED_IMPORTS)

@@ -44,8 +44,15 @@ async def jobs_pane(tmp_path: Path, one_job: dict[str, Any]) -> AsyncIterator[tu
 
 
 async def test_jobs_pane_ticks_and_polls_without_redrawing_what_did_not_change(tmp_path: Path) -> None:
-    finished = job("svgagent-rft-0f9e8d7c6b5a", "COMPLETED", percent=100, processed=132, total=132,
-                   created="2025-12-31T09:00:00Z", completed="2025-12-31T10:12:30Z")
+    finished = job(
+        "svgagent-rft-0f9e8d7c6b5a",
+        "COMPLETED",
+        percent=100,
+        processed=132,
+        total=132,
+        created="2025-12-31T09:00:00Z",
+        completed="2025-12-31T10:12:30Z",
+    )
     async with jobs_pane(tmp_path, finished) as (pilot, panel, offset):
         status = count_updates(panel.query_one("#jobs-status", Static))
         detail = count_updates(panel.query_one("#jobs-detail", Static))
@@ -84,8 +91,9 @@ async def test_jobs_pane_polls_slowly_while_no_job_moves(tmp_path: Path) -> None
 async def test_a_moving_jobs_elapsed_second_repaints_the_detail_without_a_layout(tmp_path: Path) -> None:
     """While a job runs its detail's "N s elapsed" changes every second: the detail is repainted in place (its
     height is the same), the screen is not laid out again."""
-    running = job("svgagent-rft-1a2b3c4d5e6f", "RUNNING", percent=40, processed=53, total=132,
-                  created="2026-01-01T12:02:00Z")
+    running = job(
+        "svgagent-rft-1a2b3c4d5e6f", "RUNNING", percent=40, processed=53, total=132, created="2026-01-01T12:02:00Z"
+    )
     async with jobs_pane(tmp_path, running) as (pilot, panel, offset):
         box = panel.query_one("#jobs-detail", TextBox)
         detail = count_updates(box)

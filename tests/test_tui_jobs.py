@@ -14,17 +14,17 @@ from job_fakes import NOW, fake_source, job, sample_jobs
 from textual.widgets import Input
 from tui_support import make_app, notifications, plain, settings_for, settle, summary_lines, wait_until
 
-from svgagent.core.rft.fireworks_api import ControlPlane
-from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.rft.demo_identity import DEMO_JOB_ID
+from svgagent.core.rft.fireworks_api import ControlPlane
+from svgagent.core.rft.job_source import JobSource, JobsPoller
 from svgagent.core.rft.launch import seed_demo_job
+from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.store import Store
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.help import binding_sections
 from svgagent.screens.rft_launch import RftLaunchScreen
 from svgagent.tui.widgets import job_panel as job_panel_module
 from svgagent.tui.widgets.job_panel import JobPanel
-from svgagent.core.rft.job_source import JobSource, JobsPoller
 from svgagent.tui.widgets.job_table import JobTable
 
 ACCOUNT = "sim-account"
@@ -59,14 +59,19 @@ def advance(sim: FireworksSim, steps: int) -> None:
 
 def sim_source(sim: FireworksSim, store: Store | None = None) -> JobSource:
     """The pane's source for Fireworks (not demo mode) pointed at the simulator."""
-    return JobSource(lambda: ControlPlane("fw-test-key", base_url=sim.base_url, max_retries=0), label="Fireworks",
-                     store=store, request_overrides=FAST)
+    return JobSource(
+        lambda: ControlPlane("fw-test-key", base_url=sim.base_url, max_retries=0),
+        label="Fireworks",
+        store=store,
+        request_overrides=FAST,
+    )
 
 
 def sim_app(store: Store, source: JobSource, **kwargs: Any):  # type: ignore[no-untyped-def]
     settings = settings_for(store.path, max_retries=0, rows=4, **kwargs.pop("settings", {}))
-    return make_app(store, settings=settings, job_source=source, wall_clock=kwargs.pop("wall_clock", time.time),
-                    **kwargs)
+    return make_app(
+        store, settings=settings, job_source=source, wall_clock=kwargs.pop("wall_clock", time.time), **kwargs
+    )
 
 
 def panel_of(app) -> JobPanel:  # type: ignore[no-untyped-def]
@@ -205,7 +210,8 @@ async def test_cancel_asks_first_then_the_job_ends_cancelled_and_resumes(store: 
 
 
 async def test_links_copy_to_the_clipboard_and_open_only_with_a_browser(
-        store: Store, sim: FireworksSim, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, sim: FireworksSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seeded(sim)
     app = sim_app(store, sim_source(sim))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -224,8 +230,7 @@ async def test_links_copy_to_the_clipboard_and_open_only_with_a_browser(
         assert opened == [app.clipboard]
 
 
-async def test_launch_screen_validates_previews_without_sending_then_launches(store: Store,
-                                                                             sim: FireworksSim) -> None:
+async def test_launch_screen_validates_previews_without_sending_then_launches(store: Store, sim: FireworksSim) -> None:
     source = sim_source(sim, store)
     app = sim_app(store, sim_source(sim, store))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -261,8 +266,12 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         assert lines[0] == "GET /verifyApiKey"
         assert "POST /v1/accounts/{account}/reinforcementFineTuningJobs" in lines
         # only what was typed is sent: Fireworks chooses the rest (no chunkSize, lossConfig, inferenceParameters)
-        assert screen.steps[-1].body["trainingConfig"] == {"baseModel": "accounts/fireworks/models/qwen3-0p6b",
-                                                           "epochs": 2, "loraRank": 16, "maxContextLength": 8192}
+        assert screen.steps[-1].body["trainingConfig"] == {
+            "baseModel": "accounts/fireworks/models/qwen3-0p6b",
+            "epochs": 2,
+            "loraRank": 16,
+            "maxContextLength": 8192,
+        }
         assert not {"chunkSize", "lossConfig", "inferenceParameters"} & set(screen.steps[-1].body)
         secret = next(s for s in screen.steps if s.method == "POST" and s.path.endswith("/secrets"))
         assert secret.body["value"] == "••••"
@@ -272,7 +281,13 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         await wait_until(pilot, lambda: screen.stage in ("done", "failed"), timeout=30)
         assert screen.stage == "done", screen.error
         assert [e.step for e in screen.events if e.status in ("done", "reused")] == [
-            "account", "secrets", "secrets", "evaluator", "dataset", "job"]  # judge key, then FIREWORKS_API_KEY
+            "account",
+            "secrets",
+            "secrets",
+            "evaluator",
+            "dataset",
+            "job",
+        ]  # judge key, then FIREWORKS_API_KEY
         paths = sim.paths()
         assert f"POST /v1/accounts/{ACCOUNT}/evaluatorsV2" in paths
         assert f"POST /v1/accounts/{ACCOUNT}/datasets" in paths
@@ -280,12 +295,12 @@ async def test_launch_screen_validates_previews_without_sending_then_launches(st
         remembered = store.list_jobs()
         assert [j["job_name"] for j in remembered] == [screen.result.job_name]
         assert remembered[0]["base_url"] == sim.base_url
-        assert (remembered[0]["dataset"].startswith(
-            f"accounts/{ACCOUNT}/datasets/svgagent-builtin-"))
+        assert remembered[0]["dataset"].startswith(f"accounts/{ACCOUNT}/datasets/svgagent-builtin-")
 
 
-async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(store: Store,
-                                                                               sim: FireworksSim) -> None:
+async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(
+    store: Store, sim: FireworksSim
+) -> None:
     app = sim_app(store, sim_source(sim, store))
     async with app.run_test(size=(120, 40)) as pilot:
         panel = await mounted_panel(pilot)
@@ -318,12 +333,22 @@ async def test_new_job_from_the_pane_appears_there_and_stop_works_between_steps(
 async def test_remembered_jobs_show_with_the_account_list_and_store_follows(store: Store, sim: FireworksSim) -> None:
     seeded(sim)
     other = "accounts/sim-account/reinforcementFineTuningJobs/gone-from-the-list"
-    store.remember_job(job_name=other, base_url=sim.base_url, account=ACCOUNT, display_name="an old job",
-                       created="2020-01-01T00:00:00Z", last_state="COMPLETED",
-                       job={"name": other, "state": "JOB_STATE_COMPLETED", "createTime": "2020-01-01T00:00:00Z"})
+    store.remember_job(
+        job_name=other,
+        base_url=sim.base_url,
+        account=ACCOUNT,
+        display_name="an old job",
+        created="2020-01-01T00:00:00Z",
+        last_state="COMPLETED",
+        job={"name": other, "state": "JOB_STATE_COMPLETED", "createTime": "2020-01-01T00:00:00Z"},
+    )
     store.remember_job(job_name=JOB_NAME, base_url=sim.base_url, account=ACCOUNT, last_state="CREATING")
-    store.remember_job(job_name="accounts/x/reinforcementFineTuningJobs/elsewhere", base_url="http://127.0.0.1:1",
-                       account="x", last_state="RUNNING")  # another control plane: not shown
+    store.remember_job(
+        job_name="accounts/x/reinforcementFineTuningJobs/elsewhere",
+        base_url="http://127.0.0.1:1",
+        account="x",
+        last_state="RUNNING",
+    )  # another control plane: not shown
     advance(sim, 2)
     source = sim_source(sim, store)
     jobs = source.fetch()
@@ -335,13 +360,15 @@ async def test_remembered_jobs_show_with_the_account_list_and_store_follows(stor
 async def test_eval_of_the_output_model_starts_a_named_run(store: Store) -> None:
     from svgagent.core.demo import demo_overrides, demo_simulator
 
-    jobs = [job("svgagent-demo-job", "COMPLETED", percent=100, processed=16, total=16,
-                completed="2026-01-01T12:02:00Z")]
+    jobs = [
+        job("svgagent-demo-job", "COMPLETED", percent=100, processed=16, total=16, completed="2026-01-01T12:02:00Z")
+    ]
     with demo_simulator(policy_latency_s=0.0, judge_latency_s=0.0) as openai_sim:
         overrides = {**demo_overrides(openai_sim.base_url), "rows": 4}
         overrides.pop("model")
-        app = make_app(store, settings=settings_for(store.path, **overrides), job_source=fake_source(jobs),
-                       wall_clock=lambda: NOW)
+        app = make_app(
+            store, settings=settings_for(store.path, **overrides), job_source=fake_source(jobs), wall_clock=lambda: NOW
+        )
         async with app.run_test(size=(120, 40)) as pilot:
             panel = await mounted_panel(pilot)
             await polled(pilot, panel, 1)
@@ -404,8 +431,15 @@ async def test_keys_have_ids_and_show_in_help_footer_and_palette(store: Store) -
         assert "jobs.eval_output" not in active  # the selected job is still running
         sections = dict(binding_sections(app))
         ids = {b.id for b in sections["Jobs pane (RFT)"]}
-        assert {"jobs.refresh", "jobs.cancel", "jobs.resume", "jobs.new", "jobs.copy_link", "jobs.open_link",
-                "jobs.eval_output"} <= ids
+        assert {
+            "jobs.refresh",
+            "jobs.cancel",
+            "jobs.resume",
+            "jobs.new",
+            "jobs.copy_link",
+            "jobs.open_link",
+            "jobs.eval_output",
+        } <= ids
         assert all(b.id and b.description for b in sections["Jobs pane (RFT)"] + sections["RFT launch screen"])
         await pilot.press("j")  # the completed job: its output model can be evaluated
         assert panel_of(app).check_action("eval_output", ()) is True

@@ -56,7 +56,8 @@ def test_jobs_pane_stale_after_failed_polls(snap_compare, store: Store) -> None:
         await ready()(pilot)
         panel = pilot.app.dashboard.query_one(JobPanel)
         panel.source.fake.fail = FireworksError(  # type: ignore[union-attr]
-            "cannot reach api.fireworks.ai while listing RFT jobs: check your network connection", kind="network")
+            "cannot reach api.fireworks.ai while listing RFT jobs: check your network connection", kind="network"
+        )
         for polls in (2, 3):
             clock[0] += 45
             panel.poll()

@@ -37,13 +37,14 @@ def recording(log: list[str], after_move: Any = lambda: None) -> Any:
         log.append("merge")
         return merge(self, *args, **kwargs)
 
-    return (mock.patch.object(Screen, "_compositor_refresh", frame),
-            mock.patch.object(RolloutTable, "move_cursor", moving),
-            mock.patch.object(RolloutTable, "merge", merging))
+    return (
+        mock.patch.object(Screen, "_compositor_refresh", frame),
+        mock.patch.object(RolloutTable, "move_cursor", moving),
+        mock.patch.object(RolloutTable, "merge", merging),
+    )
 
 
-async def test_a_live_batch_that_comes_with_a_key_is_applied_after_the_frame_that_shows_the_key(
-        tmp_path: Path) -> None:
+async def test_a_live_batch_that_comes_with_a_key_is_applied_after_the_frame_that_shows_the_key(tmp_path: Path) -> None:
     with Store(tmp_path / "runs.db") as store:
         build_run(store)
         app = make_app(store, run_id=RUN_ID)
@@ -88,4 +89,4 @@ async def test_input_is_on_its_way_until_a_frame_after_it_was_handled(tmp_path: 
                 while app.input_on_its_way():
                     await pilot.pause()
             assert seen == [True]  # while the key was handled
-            assert "frame" in log[log.index("key"):]  # and no longer once a frame showed it
+            assert "frame" in log[log.index("key") :]  # and no longer once a frame showed it

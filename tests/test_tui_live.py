@@ -33,8 +33,9 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 def demo_app(store: Store, overrides: dict[str, Any], **settings: Any) -> Any:
     values = {**overrides, **settings}
-    return make_app(store, demo=True, settings=settings_for(store.path, **values), demo_overrides=overrides,
-                    clock=time.monotonic)
+    return make_app(
+        store, demo=True, settings=settings_for(store.path, **values), demo_overrides=overrides, clock=time.monotonic
+    )
 
 
 async def test_r_starts_a_run_that_fills_the_table_live(store: Store, sim_overrides: dict[str, Any]) -> None:
@@ -239,8 +240,9 @@ async def test_r_s_in_one_burst_stores_the_run_interrupted(store: Store, sim_ove
         assert store.get_run(run_id).status == "completed"
 
 
-async def test_a_rerun_adds_the_new_attempts_tokens_to_the_runs_total(store: Store, sim_overrides: dict[str, Any],
-                                                                       capsys: Any) -> None:
+async def test_a_rerun_adds_the_new_attempts_tokens_to_the_runs_total(
+    store: Store, sim_overrides: dict[str, Any], capsys: Any
+) -> None:
     # a user test: marking two rollouts and pressing R took the status line from 16,830 to 16,577 tokens; the first
     # attempts' tokens were paid for. The run's figure counts every attempt; a rollout's own stays its attempt's.
     import json

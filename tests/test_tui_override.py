@@ -106,9 +106,22 @@ async def test_count_keys_back_at_the_judges_count_are_no_override(tmp_path: Pat
 async def test_a_rollout_without_svg_says_the_judge_did_not_see_it(tmp_path: Path) -> None:
     nine = tuple(f"requirement {i}" for i in range(1, 10))
     with Store(tmp_path / "runs.db") as store:
-        build_run(store, [Spec(0, status=RolloutStatus.FAILED, fulfilled=0, requirements=nine, svg=None,
-                               rationale=None, reason="no SVG found in the answer", judge_s=None,
-                               extra={"failure_kind": FailureKind.NO_SVG})])
+        build_run(
+            store,
+            [
+                Spec(
+                    0,
+                    status=RolloutStatus.FAILED,
+                    fulfilled=0,
+                    requirements=nine,
+                    svg=None,
+                    rationale=None,
+                    reason="no SVG found in the answer",
+                    judge_s=None,
+                    extra={"failure_kind": FailureKind.NO_SVG},
+                )
+            ],
+        )
         app = make_app(store, run_id=RUN_ID)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)

@@ -107,7 +107,8 @@ async def test_the_command_palette_has_one_provider_and_each_command_once(store:
         options = palette.query_one(OptionList)
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert [p for p in prompts if p.split("\n")[0] == "Quit"] == [
-            "Quit\nkey q — Quit (a run in progress is stopped, finished work kept)"]  # once: ctrl+q and q reach it
+            "Quit\nkey q — Quit (a run in progress is stopped, finished work kept)"
+        ]  # once: ctrl+q and q reach it
         await burst(pilot, "ctrl+u", *"theme")
         await settle(pilot)
         prompts = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]

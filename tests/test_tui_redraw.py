@@ -13,7 +13,6 @@ from unittest import mock
 
 import pytest
 from factories import RUN_ID, big_run, build_run
-from test_tui_idle import count_updates
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
@@ -23,8 +22,8 @@ from tui_support import make_app, plain, preview_of, settle, table_of
 
 from svgagent.core.store import Store
 from svgagent.tui import imaging
-from svgagent.tui.widgets.rollout_info import SECTIONS, RolloutInfo
 from svgagent.tui.widgets.picture import Picture
+from svgagent.tui.widgets.rollout_info import SECTIONS, RolloutInfo
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.text_box import TextBox, signature
 
@@ -120,8 +119,10 @@ async def test_preview_of_an_unchanged_rollout_draws_nothing_again(store: Store)
         preview = preview_of(app)
         assert preview.picture.image is not None
         drawn = preview.picture.image
-        with mock.patch.object(imaging, "png_to_blocks", wraps=imaging.png_to_blocks) as converted, \
-                layout_requests() as asked:
+        with (
+            mock.patch.object(imaging, "png_to_blocks", wraps=imaging.png_to_blocks) as converted,
+            layout_requests() as asked,
+        ):
             preview.reload()
             await settle(pilot)
             assert converted.call_count == 0
@@ -208,8 +209,7 @@ def full_reflows() -> Iterator[list[int]]:
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
-async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store: Store,
-                                                                           size: tuple[int, int]) -> None:
+async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store: Store, size: tuple[int, int]) -> None:
     """The cursor moves between rollouts whose pictures and texts differ in size (the scene, the flag, one
     without a picture): the preview (picture on top at 120×40, text beside it in the 80×24 pane) is repainted,
     the screen is never laid out again, and each rollout's text is shown, wrapped at its column — wrapped in the
@@ -234,10 +234,17 @@ async def test_moving_the_cursor_repaints_the_preview_and_lays_nothing_out(store
             await settle(pilot)
         preview = preview_of(app)
         body = preview.picture
-        with full_reflows() as reflows, layout_requests() as asked, \
-                mock.patch.object(preview_body, "_wrap", counting_wrap):
-            for row, expected in ((1, "All four requirements are met."), (2, "no <svg> element"),
-                                  (0, "triangle is too small to count"), (1, "All four requirements are met.")):
+        with (
+            full_reflows() as reflows,
+            layout_requests() as asked,
+            mock.patch.object(preview_body, "_wrap", counting_wrap),
+        ):
+            for row, expected in (
+                (1, "All four requirements are met."),
+                (2, "no <svg> element"),
+                (0, "triangle is too small to count"),
+                (1, "All four requirements are met."),
+            ):
                 assert table_of(app).move_to(f"{RUN_ID}.{row}.0")
                 await settle(pilot)
                 assert body.rollout_id == f"{RUN_ID}.{row}.0"

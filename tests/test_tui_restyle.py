@@ -25,7 +25,7 @@ def _after(selector: str, name: str) -> str | None:
     compounds = selector.split()
     for index, compound in enumerate(compounds):
         if re.search(rf"\.{re.escape(name)}(?![\w-])", compound):
-            return " ".join(compounds[index + 1:])
+            return " ".join(compounds[index + 1 :])
     return None
 
 
@@ -62,13 +62,19 @@ def _count_restyles(app) -> list[int]:  # type: ignore[no-untyped-def]
 
 # style applications counted for the same keys before tui/own_class: Escape 4 495, Escape 1 410, Escape + 659,
 # ctrl+t from a Config field 631
-@pytest.mark.parametrize(("size", "steps"), [
-    ((80, 24), [(("escape", "4"), 60), (("3",), None), (("escape", "1"), 60)]),
-    ((120, 40), [(("escape", "4"), 60), (("3",), None), (("ctrl+t",), 200), (("ctrl+t",), 200),
-                 (("escape", "plus"), 60)]),
-])  # None: not counted; 200: the zoomed form is wide, its rows are restyled unstacked
-async def test_a_pane_key_restyles_a_handful_of_nodes(store: Store, size: tuple[int, int],
-                                                      steps: list[tuple[tuple[str, ...], int | None]]) -> None:
+@pytest.mark.parametrize(
+    ("size", "steps"),
+    [
+        ((80, 24), [(("escape", "4"), 60), (("3",), None), (("escape", "1"), 60)]),
+        (
+            (120, 40),
+            [(("escape", "4"), 60), (("3",), None), (("ctrl+t",), 200), (("ctrl+t",), 200), (("escape", "plus"), 60)],
+        ),
+    ],
+)  # None: not counted; 200: the zoomed form is wide, its rows are restyled unstacked
+async def test_a_pane_key_restyles_a_handful_of_nodes(
+    store: Store, size: tuple[int, int], steps: list[tuple[tuple[str, ...], int | None]]
+) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)

@@ -29,8 +29,14 @@ def sim_url() -> Iterator[str]:
 
 def demo_app(store: Store, url: str, **kwargs: Any) -> Any:
     overrides = demo_overrides(url)
-    return make_app(store, run_id=RUN_ID, demo=True, settings=settings_for(store.path, **overrides),
-                    demo_overrides=overrides, **kwargs)
+    return make_app(
+        store,
+        run_id=RUN_ID,
+        demo=True,
+        settings=settings_for(store.path, **overrides),
+        demo_overrides=overrides,
+        **kwargs,
+    )
 
 
 def field(app: Any, name: str) -> Input:
@@ -63,8 +69,14 @@ async def test_nothing_changed_nothing_saved(store: Store, sim_url: str, monkeyp
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("3")
-        await wait_until(pilot, lambda: bool(app.dashboard.query(ConfigForm)) and app.focused is not None
-                         and app.dashboard.query_one(ConfigForm) in app.focused.ancestors)
+        await wait_until(
+            pilot,
+            lambda: (
+                bool(app.dashboard.query(ConfigForm))
+                and app.focused is not None
+                and app.dashboard.query_one(ConfigForm) in app.focused.ancestors
+            ),
+        )
         assert app.dashboard.query_one(ConfigForm)._dataset_pending is not None  # still checking
         await pilot.press("ctrl+s")
         checked.set()
@@ -108,8 +120,9 @@ async def test_leaving_demo_mode_puts_the_real_settings_in_the_config_pane(store
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await burst(pilot, "3", "tab", "tab", "ctrl+u", *"1.3")  # a change the person made while in demo mode
-        app.dashboard.query_one(SecretsPane).post_message(SecretsPane.Saved(app.dashboard.query_one(SecretsPane),
-                                                                            ["OPENAI_API_KEY"]))
+        app.dashboard.query_one(SecretsPane).post_message(
+            SecretsPane.Saved(app.dashboard.query_one(SecretsPane), ["OPENAI_API_KEY"])
+        )
         await settle(pilot)
         assert not app.demo
         form = app.dashboard.query_one(ConfigForm)

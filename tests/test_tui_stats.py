@@ -22,9 +22,9 @@ from test_compare import make_run
 from textual.widgets import Input
 from tui_support import make_app, notifications, plain, settle, table_of
 
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.query import parse_query
 from svgagent.core.records import RolloutRecord
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.stats import histogram_counts
 from svgagent.core.store import Store
 from svgagent.screens.export_dialog import ExportDialog
@@ -33,12 +33,29 @@ from svgagent.tui.cli.main import main
 from svgagent.tui.widgets.histogram import Histogram, bin_of_query, bin_query
 
 FAILED, SCORED = RolloutStatus.FAILED, RolloutStatus.SCORED
-NO_SVG = {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": True,
-          "reason": "no <svg> element in the answer", "failure_kind": FailureKind.NO_SVG}
-JUDGE_INVALID = {"status": FAILED, "score": 0.0, "fulfilled": 0, "is_score_valid": False,
-                 "reason": "judge invalid: no usable answer", "failure_kind": FailureKind.JUDGE_UNUSABLE}  # has a number, but it must not count
-RENDER_FAILED = {"status": FAILED, "score": None, "is_score_valid": False, "reason": "render failed: timed out",
-                 "failure_kind": FailureKind.RENDER}
+NO_SVG = {
+    "status": FAILED,
+    "score": 0.0,
+    "fulfilled": 0,
+    "is_score_valid": True,
+    "reason": "no <svg> element in the answer",
+    "failure_kind": FailureKind.NO_SVG,
+}
+JUDGE_INVALID = {
+    "status": FAILED,
+    "score": 0.0,
+    "fulfilled": 0,
+    "is_score_valid": False,
+    "reason": "judge invalid: no usable answer",
+    "failure_kind": FailureKind.JUDGE_UNUSABLE,
+}  # has a number, but it must not count
+RENDER_FAILED = {
+    "status": FAILED,
+    "score": None,
+    "is_score_valid": False,
+    "reason": "render failed: timed out",
+    "failure_kind": FailureKind.RENDER,
+}
 OVERRIDDEN = {"status": SCORED, "score": 0.25, "fulfilled": 1, "is_score_valid": True, "override": 4}
 
 # (row id, prompt, requirements, samples): an int is that many requirements fulfilled; None a judge outage.
@@ -113,12 +130,23 @@ async def test_stats_screen_shows_mean_median_pass_rate_and_failures(store: Stor
         assert f"mean {mean:.3f} ± {stderr:.3f} · median {statistics.median(scores):.3f}" in summary
         assert f"pass rate (score ≥ 0.5) {100 * passed / 10:.1f}% ({passed}/10)" in summary
         tables = plain(screen.query_one("#stats-tables"), width=120)
-        failures = dict(re.findall(r"^(no SVG|render error|judge invalid|timeout|endpoint error|other|total)\s+(\d+)",
-                                   tables, re.M))
-        assert failures == {"no SVG": "1", "render error": "1", "judge invalid": "1", "timeout": "0",
-                            "endpoint error": "1", "other": "0", "total": "4"}
-        four = [float(s) for rid, s in expected_scores_by_rollout(store, run).items()
-                if s is not None and ROWS[int(rid.split(".")[-2])][2] == 4]
+        failures = dict(
+            re.findall(r"^(no SVG|render error|judge invalid|timeout|endpoint error|other|total)\s+(\d+)", tables, re.M)
+        )
+        assert failures == {
+            "no SVG": "1",
+            "render error": "1",
+            "judge invalid": "1",
+            "timeout": "0",
+            "endpoint error": "1",
+            "other": "0",
+            "total": "4",
+        }
+        four = [
+            float(s)
+            for rid, s in expected_scores_by_rollout(store, run).items()
+            if s is not None and ROWS[int(rid.split(".")[-2])][2] == 4
+        ]
         assert re.search(rf"^4\s+{len(four)}\s+{statistics.fmean(four):.3f}\s", tables, re.M)
         assert re.search(r"^tokens\s+13\s+150\s+150\s+150", tables, re.M)
         assert "no per-requirement verdicts" in tables
@@ -135,11 +163,21 @@ async def test_stats_screen_shows_mean_median_pass_rate_and_failures(store: Stor
 async def test_per_requirement_mode_lists_the_requirements_most_often_failed(store: Store) -> None:
     def judged(*oks: bool) -> dict[str, Any]:
         verdicts = [[i, ok, "" if ok else "missing"] for i, ok in enumerate(oks, start=1)]
-        return {"status": SCORED, "score": sum(oks) / len(oks), "fulfilled": sum(oks), "is_score_valid": True,
-                "verdicts_json": json.dumps(verdicts)}
+        return {
+            "status": SCORED,
+            "score": sum(oks) / len(oks),
+            "fulfilled": sum(oks),
+            "is_score_valid": True,
+            "verdicts_json": json.dumps(verdicts),
+        }
 
-    run = make_run(store, [("q0", "Draw a fox", 2, [judged(True, False), judged(False, False)]),
-                           ("q1", "Draw an owl", 3, [judged(True, True, False)])])
+    run = make_run(
+        store,
+        [
+            ("q0", "Draw a fox", 2, [judged(True, False), judged(False, False)]),
+            ("q1", "Draw an owl", 3, [judged(True, True, False)]),
+        ],
+    )
     app = make_app(store, run_id=run)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -148,14 +186,19 @@ async def test_per_requirement_mode_lists_the_requirements_most_often_failed(sto
         assert "Requirements most often failed" in tables
         assert "3 rollouts with verdicts, 0 of them" in tables
         found = re.findall(r"^(q\d)\s+(\d)\s+(\d/\d)\s+(.+?)\s*$", tables, re.M)
-        assert found == [("q0", "2", "2/2", "q0: requirement 2"), ("q1", "3", "1/1", "q1: requirement 3"),
-                         ("q0", "1", "1/2", "q0: requirement 1")]  # most failures first, then the highest rate
+        assert found == [
+            ("q0", "2", "2/2", "q0: requirement 2"),
+            ("q1", "3", "1/1", "q1: requirement 3"),
+            ("q0", "1", "1/2", "q0: requirement 1"),
+        ]  # most failures first, then the highest rate
 
 
-@pytest.mark.parametrize(("moves", "index"), [(("left",), 0), (("right",) * 3, 3), (("l",) * 12, 9),
-                                               (("right",) * 7 + ("h",), 6)])
+@pytest.mark.parametrize(
+    ("moves", "index"), [(("left",), 0), (("right",) * 3, 3), (("l",) * 12, 9), (("right",) * 7 + ("h",), 6)]
+)
 async def test_choosing_a_bin_filters_the_table_to_exactly_its_rollouts(
-        store: Store, run: str, moves: tuple[str, ...], index: int) -> None:
+    store: Store, run: str, moves: tuple[str, ...], index: int
+) -> None:
     expected = expected_scores_by_rollout(store, run)
     want = sorted(rid for rid, s in expected.items() if s is not None and in_bin(s, index, 10))
     app = make_app(store, run_id=run)
@@ -189,7 +232,8 @@ async def test_bins_key_cycles_the_histogram_resolution(store: Store, run: str) 
         await settle(pilot)
         assert table_of(app).query_filter.text == "valid score>=0.3 score<0.35"
         assert sorted(table_of(app).visible_ids) == sorted(
-            rid for rid, s in expected.items() if s is not None and in_bin(s, 6, 20))
+            rid for rid, s in expected.items() if s is not None and in_bin(s, 6, 20)
+        )
 
 
 async def test_compact_histogram_under_the_table(store: Store, run: str) -> None:
@@ -224,9 +268,19 @@ def test_bin_queries_select_what_the_histogram_counts() -> None:
 
 
 def _scored(score: float) -> RolloutRecord:
-    return RolloutRecord(rollout_id="r.0.0", run_id="r", row_index=0, row_id="row_0", sample_index=0,
-                         status=RolloutStatus.SCORED, prompt="", requirements=["x"], total=1, score=score,
-                         is_score_valid=True)
+    return RolloutRecord(
+        rollout_id="r.0.0",
+        run_id="r",
+        row_index=0,
+        row_id="row_0",
+        sample_index=0,
+        status=RolloutStatus.SCORED,
+        prompt="",
+        requirements=["x"],
+        total=1,
+        score=score,
+        is_score_valid=True,
+    )
 
 
 # --- export ----------------------------------------------------------------------------------------------------------
@@ -239,7 +293,8 @@ def cli_export(store: Store, run_id: str, *args: str, capsys: pytest.CaptureFixt
 
 
 async def test_export_dialog_writes_what_svgagent_export_writes(
-        store: Store, run: str, capsys: pytest.CaptureFixture[str]) -> None:
+    store: Store, run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from_cli = cli_export(store, run, capsys=capsys)  # before the app starts: it captures stdout while it runs
     app = make_app(store, run_id=run)
     exports = app.settings.exports_dir()

@@ -29,8 +29,14 @@ class Tmux:
         self.env = env
 
     def run(self, *args: str) -> str:
-        result = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], env=self.env,
-                                capture_output=True, text=True, timeout=30, check=True)
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
         return result.stdout
 
     def capture(self, *, escapes: bool = False) -> str:
@@ -53,8 +59,13 @@ class Tmux:
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
-    env.update(TERM="xterm-256color", COLORTERM="truecolor", SVGAGENT_HOME=str(tmp_path / "svgagent-home"),
-               LANG="C.UTF-8", LC_ALL="C.UTF-8")
+    env.update(
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+        SVGAGENT_HOME=str(tmp_path / "svgagent-home"),
+        LANG="C.UTF-8",
+        LC_ALL="C.UTF-8",
+    )
     # a socket of its own per test: reusing one name right after the last test's kill-server could reach that
     # server while it was still exiting (new-session then failed with status 1)
     server = Tmux(f"svgagent-test-{os.getpid()}-{uuid.uuid4().hex[:8]}", env)
@@ -76,8 +87,9 @@ def launch(tmux: Tmux, tmp_path: Path, size: tuple[int, int] = (80, 24)) -> Path
         f"echo $? > {shlex.quote(str(exit_file))}\n"
         "exec sleep 600\n"
     )
-    tmux.run("new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]),
-             f"sh {shlex.quote(str(wrapper))}")
+    tmux.run(
+        "new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]), f"sh {shlex.quote(str(wrapper))}"
+    )
     return exit_file
 
 

@@ -29,22 +29,45 @@ REQS = ("three vertical bands", "blue on the left", "red on the right", "a white
 SIZES = [(80, 24), (120, 40)]
 
 
-def serve_steps(store: Store, scores: dict[int, list[int]], *, job_name: str = JOB_NAME,
-                experiment: str = "exp-train") -> TrainingStore:
+def serve_steps(
+    store: Store, scores: dict[int, list[int]], *, job_name: str = JOB_NAME, experiment: str = "exp-train"
+) -> TrainingStore:
     """Store rollouts as `svgagent serve --judge --job JOB_NAME` does: step -> fulfilled counts, one per row."""
     training = TrainingStore(store, job_name=job_name)
     png = render_svg_to_png(FLAG_SVG, 64)
     for step, fulfilled in scores.items():
         model = f"accounts/test-account/models/{JOB_ID}-step-{step}"
         for row, count in enumerate(fulfilled):
-            ids = SimpleNamespace(invocation_id="inv", experiment_id=experiment, rollout_id=f"{experiment}-s{step}r{row}",
-                                  run_id=f"run-{step}", row_id=f"row_{row}")
+            ids = SimpleNamespace(
+                invocation_id="inv",
+                experiment_id=experiment,
+                rollout_id=f"{experiment}-s{step}r{row}",
+                run_id=f"run-{step}",
+                row_id=f"row_{row}",
+            )
             place = training.place(ids=ids, model=model, hint=StepHint(step, None, "model"), judged=True)
-            columns = {"status": RolloutStatus.SCORED, "raw_answer": f"```svg\n{FLAG_SVG}\n```", "svg": FLAG_SVG,
-                       "png": png, "score": count / len(REQS), "fulfilled": count, "is_score_valid": True,
-                       "rationale": f"{count} of 4", "reason": f"{count} of 4"}
-            training.record(place, ids=ids, model=model, prompt=f"Draw flag {row}", requirements=REQS, judged=True,
-                            columns=columns, code=StatusCode.FINISHED, message="Rollout finished")
+            columns = {
+                "status": RolloutStatus.SCORED,
+                "raw_answer": f"```svg\n{FLAG_SVG}\n```",
+                "svg": FLAG_SVG,
+                "png": png,
+                "score": count / len(REQS),
+                "fulfilled": count,
+                "is_score_valid": True,
+                "rationale": f"{count} of 4",
+                "reason": f"{count} of 4",
+            }
+            training.record(
+                place,
+                ids=ids,
+                model=model,
+                prompt=f"Draw flag {row}",
+                requirements=REQS,
+                judged=True,
+                columns=columns,
+                code=StatusCode.FINISHED,
+                message="Rollout finished",
+            )
     return training
 
 
@@ -55,8 +78,9 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def jobs_app(store: Store):  # type: ignore[no-untyped-def]
-    source = fake_source([job(JOB_ID, "RUNNING", percent=40, processed=53, total=132,
-                              display="svgagent builtin qwen3-0p6b")])
+    source = fake_source(
+        [job(JOB_ID, "RUNNING", percent=40, processed=53, total=132, display="svgagent builtin qwen3-0p6b")]
+    )
     return make_app(store, job_source=source)
 
 
@@ -77,15 +101,19 @@ async def open_training(pilot: Pilot) -> TrainingScreen:
 
 async def test_t_on_a_job_opens_its_steps_with_counts_and_local_means(store: Store) -> None:
     serve_steps(store, {1: [1, 0, 2], 2: [2, 2, 3], 3: [4, 3, 4]})
-    serve_steps(store, {1: [4, 4]}, job_name="accounts/test-account/reinforcementFineTuningJobs/another",
-                experiment="exp-other")
+    serve_steps(
+        store, {1: [4, 4]}, job_name="accounts/test-account/reinforcementFineTuningJobs/another", experiment="exp-other"
+    )
     app = jobs_app(store)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_training(pilot)
         table = screen.query_one("#training-steps", DataTable)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
-        assert [r[:5] for r in rows] == [["1", "3", "3", "0", "0.250"], ["2", "3", "3", "0", "0.583"],
-                                         ["3", "3", "3", "0", "0.917"]]
+        assert [r[:5] for r in rows] == [
+            ["1", "3", "3", "0", "0.250"],
+            ["2", "3", "3", "0", "0.583"],
+            ["3", "3", "3", "0", "0.917"],
+        ]
         spark = screen.query_one(Sparkline)
         assert list(spark.data or []) == pytest.approx([0.25, 7 / 12, 11 / 12])
         assert screen.training_run is not None
@@ -180,7 +208,9 @@ async def test_tui_serve_runs_the_server_and_its_rollouts_stream_into_the_view(s
                 assert screen.training_run is None
                 async with aiohttp.ClientSession() as session:
                     for i in range(3):
-                        status, _, _ = await post_init(session, url, init_body(str(gateway.base_url), f"live-{i}", row=i))
+                        status, _, _ = await post_init(
+                            session, url, init_body(str(gateway.base_url), f"live-{i}", row=i)
+                        )
                         assert status == 200
                 await wait_until(pilot, lambda: all(gateway.status_code(f"live-{i}") is not None for i in range(3)))
                 await pilot.press("r")
@@ -191,5 +221,8 @@ async def test_tui_serve_runs_the_server_and_its_rollouts_stream_into_the_view(s
                 assert [(s.step, s.rollouts, s.done) for s in screen.steps] == [(1, 3, 3)]
         finally:
             server.stop()
-    assert {row[0] for row in store.query("SELECT ep_rollout_id FROM served_rollouts")} == {"live-0", "live-1",
-                                                                                              "live-2"}
+    assert {row[0] for row in store.query("SELECT ep_rollout_id FROM served_rollouts")} == {
+        "live-0",
+        "live-1",
+        "live-2",
+    }

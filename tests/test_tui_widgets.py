@@ -12,8 +12,8 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from tui_support import FIXED_CLOCK, picture_colours  # noqa: F401 - FIXED_CLOCK: configures term-image here too
 
-from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.records import summarize_rows
+from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.settings import load_settings
 from svgagent.core.store import Store
 from svgagent.tui.cli.main import main
@@ -38,14 +38,24 @@ class TableApp(App[None]):
 # --- the table -------------------------------------------------------------------------------------------------
 def test_columns_fit_an_80_column_terminal() -> None:
     assert TABLE_WIDTH <= 78  # 80 minus the scrollbar and a margin
-    assert [c.key for c in COLUMNS][1:] == ["prompt", "row", "sample", "status", "score", "fulfilled", "gen",
-                                             "judge", "tokens"]
+    assert [c.key for c in COLUMNS][1:] == [
+        "prompt",
+        "row",
+        "sample",
+        "status",
+        "score",
+        "fulfilled",
+        "gen",
+        "judge",
+        "tokens",
+    ]
 
 
 def test_rows_are_named_by_what_they_draw(tmp_path: Path) -> None:
     """Not "0.0" / "32.0.a2" (read as scores): the prompt's subject, the row and the sample (↻ for a rerun)."""
-    assert prompt_topic("Write `svg` code to draw a mobile app login screen mock-up.") == \
-        "mobile app login screen mock-up"
+    assert (
+        prompt_topic("Write `svg` code to draw a mobile app login screen mock-up.") == "mobile app login screen mock-up"
+    )
     assert prompt_topic("Draw the French flag") == "French flag"
     assert prompt_topic("Create an SVG of a red bicycle.") == "red bicycle"
     assert prompt_topic("A lighthouse at night") == "lighthouse at night"
@@ -72,7 +82,7 @@ async def test_sort_direction_shows_on_every_column_and_a_header_click_sorts(tmp
                 for reverse, arrow in ((False, "▲"), (True, "▼")):
                     table.set_sort(column.key, reverse)
                     header = table.render_line(0).text
-                    assert arrow in header[start:start + width], (column.key, header[start:start + width])
+                    assert arrow in header[start : start + width], (column.key, header[start : start + width])
             score = [c.key for c in COLUMNS].index("score")
             x = table.column_offsets()[score] + 1
             await pilot.click(RolloutTable, offset=(x, 0))
@@ -130,8 +140,10 @@ async def test_apply_repaints_only_the_cells_that_changed(tmp_path: Path, monkey
             table.apply([row])
             score_col = [c.key for c in COLUMNS].index("score")
             offsets, widths = table.column_offsets(), table.widths()
-            assert painted == [Region(offsets[score_col], 2, widths[score_col] + 1, 1),
-                               Region(offsets[score_col + 1], 2, widths[score_col + 1] + 1, 1)]
+            assert painted == [
+                Region(offsets[score_col], 2, widths[score_col] + 1, 1),
+                Region(offsets[score_col + 1], 2, widths[score_col + 1] + 1, 1),
+            ]
             assert table.row_cells(row.rollout_id)[5:7] == ("0.50", "2/4")
             painted.clear()
             table.apply([row])  # same state again: nothing to repaint
@@ -154,8 +166,9 @@ async def test_merge_keeps_rows_a_live_update_made_newer(tmp_path: Path) -> None
             live = replace(records[0], score=1.0, fulfilled=4, updated="2999-01-01T00:00:00.000Z")
             table.apply([live])  # a live batch, newer than the snapshot below
             older = replace(snapshot[records[0].rollout_id], score=0.0, fulfilled=0)
-            reread = replace(snapshot[records[1].rollout_id], score=0.25, fulfilled=1,
-                             updated="2998-01-01T00:00:00.000Z")
+            reread = replace(
+                snapshot[records[1].rollout_id], score=0.25, fulfilled=1, updated="2998-01-01T00:00:00.000Z"
+            )
             table.merge([older, reread], removed=[records[2].rollout_id])
             assert table.records[records[0].rollout_id].fulfilled == 4  # the live state wins
             assert table.records[records[1].rollout_id].fulfilled == 1
@@ -211,8 +224,18 @@ def test_summary_line_has_every_figure(tmp_path: Path) -> None:
         build_run(store)
         summary = summarize_rows(store.list_rollouts(RUN_ID), 0.5)
     text = format_summary(summary, run_label="fixture run", elapsed=65, eta=30, shown=2, state="running").plain
-    for part in ("fixture run", "running", "5/6 done", "showing 2", "mean 0.625 ± 0.217 PASS (≥0.5)",
-                 "2 failed (1 invalid)", "2,300 tokens", "elapsed 1m05s", "ETA 30s", "1 overridden"):
+    for part in (
+        "fixture run",
+        "running",
+        "5/6 done",
+        "showing 2",
+        "mean 0.625 ± 0.217 PASS (≥0.5)",
+        "2 failed (1 invalid)",
+        "2,300 tokens",
+        "elapsed 1m05s",
+        "ETA 30s",
+        "1 overridden",
+    ):
         assert part in text
     assert "ETA" not in format_summary(summary, elapsed=None, state="completed").plain
     assert format_summary(None).plain == "no run open"
@@ -239,13 +262,29 @@ def test_a_mean_next_to_its_verdict_is_never_rounded_across_the_threshold() -> N
 
     from svgagent.core.records import RunSummary, mean_text
 
-    summary = RunSummary(rollouts=8, done=8, scored=8, failed=0, invalid=0, mean_score=0.4997, stderr=0.117,
-                         threshold=0.5, passed=False, prompt_tokens=0, completion_tokens=0)
+    summary = RunSummary(
+        rollouts=8,
+        done=8,
+        scored=8,
+        failed=0,
+        invalid=0,
+        mean_score=0.4997,
+        stderr=0.117,
+        threshold=0.5,
+        passed=False,
+        prompt_tokens=0,
+        completion_tokens=0,
+    )
     assert "mean 0.4997 ± 0.117 FAIL (≥0.5)" in format_summary(summary).plain
     close_pass = dataclasses.replace(summary, mean_score=0.5004, passed=True)
     assert "mean 0.500 ± 0.117 PASS (≥0.5)" in format_summary(close_pass).plain
-    assert [mean_text(m, 0.5) for m in (0.49996, 0.5, 0.49949, 0.123456, None)] == \
-        ["0.49996", "0.500", "0.499", "0.123", "–"]
+    assert [mean_text(m, 0.5) for m in (0.49996, 0.5, 0.49949, 0.123456, None)] == [
+        "0.49996",
+        "0.500",
+        "0.499",
+        "0.123",
+        "–",
+    ]
     assert mean_text(0.4997) == "0.500"  # no verdict beside it: the usual three decimals
 
 
@@ -315,9 +354,11 @@ def test_full_resolution_view_uses_the_terminals_graphics_and_deletes_them(name:
     cls = getattr(images, name)
     cleared: list[bool] = []
     out = io.StringIO()
-    with mock.patch("term_image.image.auto_image_class", return_value=cls), \
-            mock.patch.object(cls, "is_supported", classmethod(lambda _cls: True)), \
-            mock.patch.object(cls, "clear", lambda *a, **k: cleared.append(True)):
+    with (
+        mock.patch("term_image.image.auto_image_class", return_value=cls),
+        mock.patch.object(cls, "is_supported", classmethod(lambda _cls: True)),
+        mock.patch.object(cls, "clear", lambda *a, **k: cleared.append(True)),
+    ):
         style = show_full_resolution(render_png(SCENE_SVG), "cap", stdin=io.StringIO(), stdout=out, size=(80, 24))
     written = out.getvalue()
     assert style == name.removesuffix("Image").lower()
@@ -358,9 +399,15 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
     seen: dict[str, Any] = {}
 
     def fake_run(self: SvgAgentApp, *args: Any, **kwargs: Any) -> None:
-        seen.update(demo=self.demo, base_url=self.settings.base_url, model=self.settings.model,
-                    loader=self.settings_loader is not None, store=self.store.path, keymap=self.keymap,
-                    missing=self.missing_keys)
+        seen.update(
+            demo=self.demo,
+            base_url=self.settings.base_url,
+            model=self.settings.model,
+            loader=self.settings_loader is not None,
+            store=self.store.path,
+            keymap=self.keymap,
+            missing=self.missing_keys,
+        )
 
     monkeypatch.setattr(SvgAgentApp, "run", fake_run)
     from svgagent.core.settings import user_config_file

@@ -52,8 +52,16 @@ def _outcome(fn: Any, url: str) -> Any:
 def test_split_origin_cuts_only_urls_urlsplit_reads_unchanged() -> None:
     assert split_origin("http://127.0.0.1:4000/rollout_id/r-1") == ("http://127.0.0.1:4000", "/rollout_id/r-1")
     assert split_origin("https://api.example.com") == ("https://api.example.com", "")
-    for odd in ("HTTP://x/y", "http://x/y?q", "http://x/y#f", "http://x/y z", "http://x/\u00e9", "ftp://x/y",
-                "http://x/\ty", " http://x/y"):
+    for odd in (
+        "HTTP://x/y",
+        "http://x/y?q",
+        "http://x/y#f",
+        "http://x/y z",
+        "http://x/\u00e9",
+        "ftp://x/y",
+        "http://x/\ty",
+        " http://x/y",
+    ):
         assert split_origin(odd) is None, odd
 
 
@@ -71,7 +79,8 @@ def test_a_url_of_a_known_origin_is_read_as_urlsplit_reads_it(url: str) -> None:
 
 
 def test_urls_that_differ_in_their_path_are_read_and_their_heads_written_once_per_origin(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls = {"urlsplit": 0, "fields": 0}
     real_split, real_fields = http1.urlsplit, http1._fields
 
@@ -93,9 +102,11 @@ def test_urls_that_differ_in_their_path_are_read_and_their_heads_written_once_pe
         assert target.path == f"/rollout_id/r-{n}/row_id/row_0/chat/completions"
         heads.append(head)
     assert calls == {"urlsplit": 1, "fields": 1}
-    assert heads[2] == (b"POST /rollout_id/r-2/row_id/row_0/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:4000\r\n"
-                        b"Accept-Encoding: gzip, deflate\r\nContent-Type: application/json\r\n"
-                        b"Authorization: Bearer k\r\nContent-Length: ")
+    assert heads[2] == (
+        b"POST /rollout_id/r-2/row_id/row_0/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:4000\r\n"
+        b"Accept-Encoding: gzip, deflate\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer k\r\nContent-Length: "
+    )
     json_post("http://127.0.0.1:4000/rollout_id/r-9/chat/completions", "another-key")  # another key: its own fields
     assert calls == {"urlsplit": 1, "fields": 2}
     with pytest.raises(ValueError, match="cannot be sent"):  # a refused value is refused every time, never kept

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-
 from apps.settings_panes import FAKE_ACCOUNT as ACCOUNT
 from apps.settings_panes import GOOD_FIREWORKS, GOOD_OPENAI, FakeKeyServer, closed_port_url, fake_key_server
+
 from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
 
 BAD = "skX-bad-key-that-must-not-leak-99"

@@ -29,8 +29,9 @@ def settings_for(store_path: Path, **extra: Any) -> Settings:
     return load_settings(store=str(store_path), **values)
 
 
-def make_app(store: Store, *, run_id: str | None = None, demo: bool = False, settings: Settings | None = None,
-             **kwargs: Any) -> SvgAgentApp:
+def make_app(
+    store: Store, *, run_id: str | None = None, demo: bool = False, settings: Settings | None = None, **kwargs: Any
+) -> SvgAgentApp:
     if "job_source" not in kwargs:  # the Jobs pane must never reach Fireworks from a test: an empty account
         from job_fakes import NOW, fake_source
 
@@ -74,7 +75,7 @@ async def settle(pilot: Pilot) -> None:
         await settled()
     await pilot.pause()
     for worker in list(pilot.app.workers):  # each in turn: one cancelled meanwhile (an exclusive worker replaced
-        try:                                # by a newer one, e.g. the preview's picture) is no reason to stop waiting
+        try:  # by a newer one, e.g. the preview's picture) is no reason to stop waiting
             await worker.wait()
         except WorkerCancelled:
             pass
@@ -93,8 +94,12 @@ async def wait_until(pilot: Pilot, condition: Callable[[], bool], timeout: float
 
 def picture_colours(image: Any, layer: str = "bgcolor") -> set[tuple[int, int, int]]:
     """The 24-bit colours of a drawn picture (``HalfBlocks``): its backgrounds, or ``layer="color"`` foregrounds."""
-    return {getattr(segment.style, layer).triplet for row in image.rows for segment in row
-            if segment.style and getattr(segment.style, layer) and getattr(segment.style, layer).triplet}
+    return {
+        getattr(segment.style, layer).triplet
+        for row in image.rows
+        for segment in row
+        if segment.style and getattr(segment.style, layer) and getattr(segment.style, layer).triplet
+    }
 
 
 def plain(widget: Any, width: int = 100) -> str:

@@ -39,9 +39,14 @@ def warm_python(python: str, modules: tuple[str, ...], env: Callable[[Path], dic
     folder = Path(tempfile.mkdtemp(prefix=f"svgagent-{name}-fork-"))
     socket_path = folder / "s"
     (folder / "home").mkdir()
-    server = subprocess.Popen([python, str(REPO / "tests" / "fork_server.py"), str(socket_path), *modules],
-                              env=env(folder / "home"), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=(folder / "server.log").open("w"), text=True)
+    server = subprocess.Popen(
+        [python, str(REPO / "tests" / "fork_server.py"), str(socket_path), *modules],
+        env=env(folder / "home"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=(folder / "server.log").open("w"),
+        text=True,
+    )
     if not _SERVERS:
         atexit.register(_stop_all)
     assert server.stdout is not None
@@ -51,8 +56,9 @@ def warm_python(python: str, modules: tuple[str, ...], env: Callable[[Path], dic
         raise RuntimeError(f"the {name} fork server did not start (exit {server.poll()}): {line!r}\n{log}")
     wrapper = folder / "python"
     client = REPO / "tests" / "fork_client.py"
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} -I -S {shlex.quote(str(client))} '
-                       f'{shlex.quote(str(socket_path))} "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\nexec {shlex.quote(python)} -I -S {shlex.quote(str(client))} {shlex.quote(str(socket_path))} "$@"\n'
+    )
     wrapper.chmod(0o755)
     _SERVERS[(python, modules)] = (server, folder, str(wrapper))
     return str(wrapper)

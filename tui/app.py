@@ -13,19 +13,18 @@ from typing import Any
 from pydantic import SecretStr
 from textual import events
 from textual.app import App
-from textual.notifications import SeverityLevel
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.events import EventBus
 from svgagent.core.records import run_threshold
+from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
 from svgagent.core.store import Store
-
 from svgagent.tui.commands import ScreenCommands
 from svgagent.tui.heap import FREEZE_AGAIN_S, IDLE_CHECK_S, HeapPolicy
 from svgagent.tui.input_order import InOrderInput
@@ -33,8 +32,6 @@ from svgagent.tui.message_log import MessageLog
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
 
 log = logging.getLogger(__name__)
-
-
 
 
 class SvgAgentApp(InOrderInput, App[int]):
@@ -52,12 +49,30 @@ class SvgAgentApp(InOrderInput, App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit (a run in progress is stopped, finished work kept)"),
         Binding("question_mark", "help", "Help", key_display="?", id="app.help", tooltip="Every key"),
-        Binding("L", "messages", "Messages", show=False, id="app.messages",
-                tooltip="Every notification and error of this session"),
-        Binding("y", "copy", "Copy", show=False, id="app.copy",
-                tooltip="Copy the rollout's SVG, rationale, prompt or id (OSC 52: works over SSH)"),
-        Binding("w", "save_picture", "Save picture", show=False, id="app.save_picture",
-                tooltip="Write the rollout's PNG and SVG into the exports directory"),
+        Binding(
+            "L",
+            "messages",
+            "Messages",
+            show=False,
+            id="app.messages",
+            tooltip="Every notification and error of this session",
+        ),
+        Binding(
+            "y",
+            "copy",
+            "Copy",
+            show=False,
+            id="app.copy",
+            tooltip="Copy the rollout's SVG, rationale, prompt or id (OSC 52: works over SSH)",
+        ),
+        Binding(
+            "w",
+            "save_picture",
+            "Save picture",
+            show=False,
+            id="app.save_picture",
+            tooltip="Write the rollout's PNG and SVG into the exports directory",
+        ),
     ]
     COMMANDS = {ScreenCommands}  # the only provider: it folds in Textual's system commands
 
@@ -122,8 +137,12 @@ class SvgAgentApp(InOrderInput, App[int]):
             self.set_keymap(self.keymap)
             unknown = unknown_binding_ids(self, self.keymap)
             if unknown:
-                self.notify(f"no key has the id {', '.join(unknown)}: ? lists every id (check the spelling)",
-                            title="[keymap] in your config", severity="warning", timeout=15)
+                self.notify(
+                    f"no key has the id {', '.join(unknown)}: ? lists every id (check the spelling)",
+                    title="[keymap] in your config",
+                    severity="warning",
+                    timeout=15,
+                )
         self.push_screen(Dashboard())
         if self.serve_url:
             from svgagent.screens.training import TrainingScreen
@@ -164,8 +183,9 @@ class SvgAgentApp(InOrderInput, App[int]):
 
     def _warm_up(self) -> None:
         """Import what the panes import on first use in a thread, then freeze the heap again (tui/heap)."""
-        self.run_worker(self.heap.import_deferred, name="warm up", group="warm-up", thread=True,
-                        exit_on_error=False)  # its end: on_worker_state_changed freezes
+        self.run_worker(
+            self.heap.import_deferred, name="warm up", group="warm-up", thread=True, exit_on_error=False
+        )  # its end: on_worker_state_changed freezes
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste, events.MouseDown)):
@@ -190,16 +210,18 @@ class SvgAgentApp(InOrderInput, App[int]):
     def _with_demo(self, settings: Settings) -> Settings:
         if not self.demo or not self.demo_overrides:
             return settings
-        update = {k: SecretStr(v) if k in SECRET_FIELDS and isinstance(v, str) else v
-                  for k, v in self.demo_overrides.items()}
+        update = {
+            k: SecretStr(v) if k in SECRET_FIELDS and isinstance(v, str) else v for k, v in self.demo_overrides.items()
+        }
         return settings.model_copy(update=update)
 
     def settings_for_run(self, stored: Mapping[str, Any]) -> Settings:
         """Settings to resume a stored run: what it was started with, plus this session's keys / demo endpoints."""
         threshold = run_threshold(stored)  # the run's, else the default every summary of it uses: not this session's
         try:
-            base = load_settings(**{**{k: v for k, v in stored.items() if k in Settings.model_fields},
-                                    "threshold": threshold})
+            base = load_settings(
+                **{**{k: v for k, v in stored.items() if k in Settings.model_fields}, "threshold": threshold}
+            )
         except ConfigError:
             base = self.settings.model_copy(update={"threshold": threshold})
         return self._with_demo(base)
@@ -224,8 +246,9 @@ class SvgAgentApp(InOrderInput, App[int]):
             self.demo = False
             self.settings = fresh
             self.dashboard.demo_ended(fresh)
-            self.notify(f"keys saved: the next run uses {fresh.model}, judged by {fresh.judge_model}",
-                        title="Demo mode off")
+            self.notify(
+                f"keys saved: the next run uses {fresh.model}, judged by {fresh.judge_model}", title="Demo mode off"
+            )
 
     def open_compare(self, run_a: str, run_b: str) -> bool:
         """Show run B compared with run A row by row (the run picker and the job pane call this). An unknown run
@@ -241,8 +264,15 @@ class SvgAgentApp(InOrderInput, App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         self.message_log.add(self.wall_clock(), severity, title, message)  # kept after the toast goes (``L``)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
@@ -302,8 +332,7 @@ class SvgAgentApp(InOrderInput, App[int]):
                 self.dashboard.post_message(RunEnded(self.control.run_id, error=_describe(worker.error)))
         elif event.state is WorkerState.ERROR:
             log.error("worker %s failed", worker.name, exc_info=worker.error)
-            self.notify(_describe(worker.error), title=f"{worker.name or 'background task'} failed",
-                        severity="error")
+            self.notify(_describe(worker.error), title=f"{worker.name or 'background task'} failed", severity="error")
 
 
 def _describe(error: BaseException | None) -> str:

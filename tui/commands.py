@@ -43,9 +43,11 @@ def screen_commands(screen: Screen[object]) -> list[Command]:
             continue
         seen.add(ident)
         title = getattr(type(active.node), "PALETTE_TITLE", "")
-        command = Command(f"{title}: {binding.description}" if title else binding.description,
-                          _help(app.get_key_display(binding), binding),
-                          partial(app.run_action, binding.action, active.node))
+        command = Command(
+            f"{title}: {binding.description}" if title else binding.description,
+            _help(app.get_key_display(binding), binding),
+            partial(app.run_action, binding.action, active.node),
+        )
         earlier = where.get((active.node, binding.action))
         if earlier is None:
             where[(active.node, binding.action)] = (len(found), binding.id is not None)
@@ -64,9 +66,13 @@ def screen_commands(screen: Screen[object]) -> list[Command]:
             if ident in seen or widget.check_action(binding.action, ()) is False:
                 continue
             seen.add(ident)
-            found.append(Command(f"{title}: {binding.description}",
-                                 _help(app.get_key_display(binding), binding),
-                                 partial(widget.run_action, binding.action)))
+            found.append(
+                Command(
+                    f"{title}: {binding.description}",
+                    _help(app.get_key_display(binding), binding),
+                    partial(widget.run_action, binding.action),
+                )
+            )
     names = {command.name for command in found}
     for system in app.get_system_commands(screen):
         if system.title not in names and system.title not in SUPERSEDED:

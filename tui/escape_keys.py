@@ -46,8 +46,7 @@ class EscapeThenKeyParser(XTermParser):
             yield _escape()
             yield from super()._sequence_to_key_events(sequence)
             return
-        if len(sequence) == 2 and sequence[0] == ESC and sequence[1].isprintable() \
-                and sequence[1] not in INTRODUCERS:
+        if len(sequence) == 2 and sequence[0] == ESC and sequence[1].isprintable() and sequence[1] not in INTRODUCERS:
             # ESC then a character Textual would map at once (ESC 1 → "¡", ESC f → ctrl+right)
             yield _escape()
             yield from super()._sequence_to_key_events(sequence[1])

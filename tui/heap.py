@@ -32,8 +32,14 @@ IDLE_S = 1.0  # no key or click for this long: a full collection that is due run
 IDLE_CHECK_S = 1.0
 FULL_EVERY_GEN1 = 1000  # while the app runs, gen2's threshold: a safety net (a person typing without a pause)
 # imported on first use (the preview's first picture and SVG, the Jobs pane's client): before the second freeze
-DEFERRED_IMPORTS = ("PIL.Image", "PIL.PngImagePlugin", "term_image.image", "rich.syntax", "pygments.lexers.html",
-                    "svgagent.core.rft.launch")
+DEFERRED_IMPORTS = (
+    "PIL.Image",
+    "PIL.PngImagePlugin",
+    "term_image.image",
+    "rich.syntax",
+    "pygments.lexers.html",
+    "svgagent.core.rft.launch",
+)
 
 
 class HeapPolicy:

@@ -178,8 +178,9 @@ def terminal_size(out: Any) -> os.terminal_size:
         return shutil.get_terminal_size()
 
 
-def show_full_resolution(png: bytes, caption: str, *, stdin: Any = None, stdout: Any = None,
-                         size: tuple[int, int] | None = None) -> str:
+def show_full_resolution(
+    png: bytes, caption: str, *, stdin: Any = None, stdout: Any = None, size: tuple[int, int] | None = None
+) -> str:
     """Draw ``png`` as large as the (suspended) terminal allows — all of it but the caption line — with the best
     protocol the terminal speaks (kitty or iTerm2 graphics, else 24-bit half blocks), wait for a key, and leave
     nothing behind: it is drawn on the terminal's alternate screen, which is cleared and left afterwards, so the

@@ -40,7 +40,7 @@ async def _processed(node: MessagePump) -> bool:
         return False
     try:
         await asyncio.wait_for(done.wait(), NODE_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     return True
 
@@ -94,8 +94,11 @@ class InOrderInput(App[Any]):  # type: ignore[misc]
     def _consumer(self, event: InputEvent) -> object | None:
         """The focused widget if it takes ``event`` as text (a character typed into an Input), else None."""
         focused = self.focused
-        if isinstance(event, events.Key) and focused is not None and focused.check_consume_key(event.key,
-                                                                                              event.character):
+        if (
+            isinstance(event, events.Key)
+            and focused is not None
+            and focused.check_consume_key(event.key, event.character)
+        ):
             return focused
         return None
 

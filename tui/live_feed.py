@@ -52,8 +52,9 @@ class LiveBatch(Message):
 class RunReloaded(Message):
     """A big run read again in a thread: the rows that differ from what the table showed, and those now gone."""
 
-    def __init__(self, run_id: str, changed: list[RolloutRecord], removed: list[str],
-                 earlier_tokens: tuple[int, int] = (0, 0)) -> None:
+    def __init__(
+        self, run_id: str, changed: list[RolloutRecord], removed: list[str], earlier_tokens: tuple[int, int] = (0, 0)
+    ) -> None:
         """``earlier_tokens``: the run's replaced attempts' (prompt, completion) tokens, read in the same thread."""
         super().__init__()
         self.run_id, self.changed, self.removed = run_id, changed, removed
@@ -67,8 +68,9 @@ class LiveFeed:
     ``stop()`` when the engine has stopped — then reload: a batch still in flight is from an older
     ``generation`` and the screen drops it (:meth:`is_current`)."""
 
-    def __init__(self, screen: Widget, store: Store, bus: EventBus[RolloutUpdate], *,
-                 interval: float = FEED_INTERVAL_S) -> None:
+    def __init__(
+        self, screen: Widget, store: Store, bus: EventBus[RolloutUpdate], *, interval: float = FEED_INTERVAL_S
+    ) -> None:
         self.screen = screen
         self.store = store
         self.bus = bus
@@ -94,9 +96,15 @@ class LiveFeed:
         assert self._follower is not None
         self._follower.run_id = run_id
         self._stop = threading.Event()
-        self.screen.run_worker(partial(self._deliver, self._follower, self._stop, self.generation, self.screen),
-                               name="live feed", description="live feed", group="live-feed", thread=True,
-                               exclusive=True, exit_on_error=False)
+        self.screen.run_worker(
+            partial(self._deliver, self._follower, self._stop, self.generation, self.screen),
+            name="live feed",
+            description="live feed",
+            group="live-feed",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def stop(self) -> None:
         """Stop following (the engine has stopped; the caller reloads the run)."""
@@ -130,9 +138,15 @@ class LiveFeed:
     def reload(self, run_id: str, shown: Mapping[str, RolloutRecord]) -> None:
         """Read ``run_id`` again in a thread and post :class:`RunReloaded` with what differs from ``shown``."""
         # a description of our own: Textual's default is the repr of the work, here 10,000 records (0.3 s)
-        self.screen.run_worker(partial(self._reload, run_id, dict(shown), self.screen), name="reload run",
-                               description=f"reload run {run_id}", group="reload", thread=True, exclusive=True,
-                               exit_on_error=False)
+        self.screen.run_worker(
+            partial(self._reload, run_id, dict(shown), self.screen),
+            name="reload run",
+            description=f"reload run {run_id}",
+            group="reload",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def _reload(self, run_id: str, shown: dict[str, RolloutRecord], target: MessagePump) -> None:
         # its own read-only connection: WAL lets it read while the engine writes, and the engine's writes never

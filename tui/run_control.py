@@ -47,8 +47,9 @@ class RunControl:
     ``engine_factory`` ("module:attribute", found on ``engine_path`` in the child) lets tests and benchmarks run
     a stand-in engine through the same process."""
 
-    def __init__(self, app: App[object], store: Store, bus: EventBus[RolloutUpdate],
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self, app: App[object], store: Store, bus: EventBus[RolloutUpdate], clock: Callable[[], float]
+    ) -> None:
         self.app = app
         self.store = store
         self.bus = bus
@@ -81,8 +82,9 @@ class RunControl:
         session = self.session_elapsed(run_id)
         return self.worked_before + session if session is not None else stored
 
-    def start(self, settings: Settings, *, dataset: Dataset | None = None, run_id: str | None = None,
-              name: str | None = None) -> str:
+    def start(
+        self, settings: Settings, *, dataset: Dataset | None = None, run_id: str | None = None, name: str | None = None
+    ) -> str:
         """Create a run from ``dataset`` (or continue ``run_id``) and process it in the engine's process.
         Subscribe to the bus before calling this, or the first events may be missed."""
         if self.running:
@@ -97,12 +99,14 @@ class RunControl:
         self.started_at, self.finished_at = self.clock(), None
         self.done_at_start = self._terminal(run_id)
         self.worked_before = self.store.get_run(run_id).worked_s or 0.0  # the engine adds this session's at its end
-        child = EngineProcess(settings, str(self.store.path), self.bus, run_id, factory=self.engine_factory,
-                              path=self.engine_path)
+        child = EngineProcess(
+            settings, str(self.store.path), self.bus, run_id, factory=self.engine_factory, path=self.engine_path
+        )
         self.engine_process = child
         child.start()
-        self.worker = self.app.run_worker(self._wait(child), name=f"engine {run_id}", group=ENGINE_GROUP,
-                                          exclusive=True, exit_on_error=False)
+        self.worker = self.app.run_worker(
+            self._wait(child), name=f"engine {run_id}", group=ENGINE_GROUP, exclusive=True, exit_on_error=False
+        )
         return run_id
 
     async def _wait(self, child: EngineProcess) -> RunSummary:

@@ -27,9 +27,10 @@ import asyncio
 import json
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import openai
 
@@ -62,7 +63,7 @@ class JudgeConfig:
     # How rollouts are made (not part of the score): "single-turn" (eval-protocol calls the policy itself) or
     # "remote" (every rollout is an /init to the remote rollout server at remote_url, e.g. `svgagent serve`).
     rollouts: str = "single-turn"
-    remote_url: Optional[str] = None
+    remote_url: str | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> "JudgeConfig":
@@ -70,7 +71,7 @@ class JudgeConfig:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     @classmethod
-    def load(cls, path: Optional[Path] = None) -> "JudgeConfig":
+    def load(cls, path: Path | None = None) -> "JudgeConfig":
         """The config written next to this file by the bundle builder (defaults when there is none)."""
         target = path or Path(__file__).resolve().with_name(CONFIG_FILE)
         if not target.is_file():
@@ -85,9 +86,9 @@ class JudgeConfig:
 class RolloutScore:
     """One rollout's score. `score` is None when it is not a valid measurement (judge outage / garbage)."""
 
-    score: Optional[float]
+    score: float | None
     is_score_valid: bool
-    fulfilled: Optional[int]
+    fulfilled: int | None
     total: int
     reason: str
     stage: str  # "extract", "render" or "judge": where the outcome was decided
@@ -103,8 +104,8 @@ class RolloutScore:
 
 # ---- the sandboxed renderer, shared by every rollout of this process -------------------------------------------
 _renderer_lock = threading.Lock()
-_renderer: Optional[Renderer] = None
-_renderer_problem: Optional[str] = None  # set when the self-test render failed: the environment is broken
+_renderer: Renderer | None = None
+_renderer_problem: str | None = None  # set when the self-test render failed: the environment is broken
 _renderer_tested = False
 SELF_TEST_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/></svg>'
 
@@ -125,8 +126,12 @@ def shared_renderer(config: JudgeConfig) -> Renderer:
     with _renderer_lock:
         if _renderer is None or _renderer.closed:
             _worker_path()
-            _renderer = Renderer(size=config.render_size, timeout_s=config.render_timeout_s,
-                                 memory_mb=config.render_memory_mb, workers=min(4, usable_cpus()))
+            _renderer = Renderer(
+                size=config.render_size,
+                timeout_s=config.render_timeout_s,
+                memory_mb=config.render_memory_mb,
+                workers=min(4, usable_cpus()),
+            )
         return _renderer
 
 
@@ -144,8 +149,10 @@ class EvaluatorEnvironmentError(RuntimeError):
     the first one included, so the job stops with the reason instead of scoring every rollout 0."""
 
 
-CAIRO_HINT = ("the system library libcairo (libcairo.so.2) must be installed where the evaluator runs (Debian/Ubuntu: "
-              "apt-get install libcairo2; the bundle's Dockerfile installs it), together with the cairosvg package")
+CAIRO_HINT = (
+    "the system library libcairo (libcairo.so.2) must be installed where the evaluator runs (Debian/Ubuntu: "
+    "apt-get install libcairo2; the bundle's Dockerfile installs it), together with the cairosvg package"
+)
 
 
 async def check_renderer(config: JudgeConfig) -> None:
@@ -183,9 +190,15 @@ def _invalid(total: int, reason: str) -> RolloutScore:
     return RolloutScore(None, False, None, total, reason, "judge")
 
 
-async def score_answer(answer: Optional[str], requirements: Sequence[str], prompt: Optional[str] = None, *,
-                       config: Optional[JudgeConfig] = None, judge_client: Optional[openai.AsyncOpenAI] = None,
-                       renderer: Optional[Renderer] = None) -> RolloutScore:
+async def score_answer(
+    answer: str | None,
+    requirements: Sequence[str],
+    prompt: str | None = None,
+    *,
+    config: JudgeConfig | None = None,
+    judge_client: openai.AsyncOpenAI | None = None,
+    renderer: Renderer | None = None,
+) -> RolloutScore:
     """Score a policy answer against its numbered requirements (see the module docstring for the rules)."""
     cfg = config or JudgeConfig.load()
     if renderer is None:
@@ -205,10 +218,14 @@ async def score_answer(answer: Optional[str], requirements: Sequence[str], promp
     if client is None:
         key = os.environ.get(KEY_ENV, "").strip()
         if not key:
-            return _invalid(total, f"{KEY_ENV} is not set in the evaluator: store the judge key as a Fireworks "
-                                   "secret (svgagent rft create uploads it)")
-        client = openai.AsyncOpenAI(base_url=cfg.judge_base_url, api_key=key, timeout=cfg.request_timeout_s,
-                                    max_retries=cfg.max_retries)
+            return _invalid(
+                total,
+                f"{KEY_ENV} is not set in the evaluator: store the judge key as a Fireworks "
+                "secret (svgagent rft create uploads it)",
+            )
+        client = openai.AsyncOpenAI(
+            base_url=cfg.judge_base_url, api_key=key, timeout=cfg.request_timeout_s, max_retries=cfg.max_retries
+        )
     try:
         judge = Judge(client, cfg.judge_model, JudgeMode(cfg.judge_mode), cfg.max_format_retries)
         verdict = await judge.judge(png, reqs, prompt)
@@ -222,8 +239,9 @@ async def score_answer(answer: Optional[str], requirements: Sequence[str], promp
     return _invalid(total, verdict.rationale)
 
 
-def score_answer_sync(answer: Optional[str], requirements: Sequence[str], prompt: Optional[str] = None,
-                      **kwargs: Any) -> RolloutScore:
+def score_answer_sync(
+    answer: str | None, requirements: Sequence[str], prompt: str | None = None, **kwargs: Any
+) -> RolloutScore:
     """`score_answer` for callers without an event loop."""
     return asyncio.run(score_answer(answer, requirements, prompt, **kwargs))
 
@@ -236,7 +254,7 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def rollout_inputs(messages: Sequence[Any], dataset_info: Optional[dict]) -> tuple:
+def rollout_inputs(messages: Sequence[Any], dataset_info: dict | None) -> tuple:
     """(answer, requirements, original prompt) from a rollout: the last assistant message and the row's info."""
     answer = ""
     for message in reversed(list(messages or [])):
@@ -257,7 +275,7 @@ async def score_row(row: dict, **kwargs: Any) -> RolloutScore:
 
 
 # ---- the Eval Protocol evaluation test (only when eval-protocol is installed) --------------------------------
-def _eval_protocol() -> Optional[dict]:
+def _eval_protocol() -> dict | None:
     try:
         from eval_protocol.models import EvaluateResult, EvaluationRow, MetricResult
         from eval_protocol.pytest import evaluation_test
@@ -279,8 +297,13 @@ def _eval_protocol() -> Optional[dict]:
             from eval_protocol.pytest import default_single_turn_rollout_processor as processor
         except ImportError:
             processor = None
-    return {"EvaluateResult": EvaluateResult, "EvaluationRow": EvaluationRow, "MetricResult": MetricResult,
-            "evaluation_test": evaluation_test, "processor": processor}
+    return {
+        "EvaluateResult": EvaluateResult,
+        "EvaluationRow": EvaluationRow,
+        "MetricResult": MetricResult,
+        "evaluation_test": evaluation_test,
+        "processor": processor,
+    }
 
 
 def _define_evaluation_test(ep: dict) -> Any:
@@ -305,9 +328,15 @@ def _define_evaluation_test(ep: dict) -> Any:
         result = await score_answer(answer, requirements, prompt)
         counted = f"{result.fulfilled} of {result.total} requirements" if result.fulfilled is not None else "no count"
         row.evaluation_result = EvaluateResult(
-            score=result.reward, is_score_valid=result.is_score_valid, reason=result.reason,
-            metrics={"requirements": MetricResult(score=result.reward, is_score_valid=result.is_score_valid,
-                                                  reason=f"{counted} ({result.stage})")})
+            score=result.reward,
+            is_score_valid=result.is_score_valid,
+            reason=result.reason,
+            metrics={
+                "requirements": MetricResult(
+                    score=result.reward, is_score_valid=result.is_score_valid, reason=f"{counted} ({result.stage})"
+                )
+            },
+        )
         return row
 
     test_svgagent_judge.__name__ = test_svgagent_judge.__qualname__ = ENTRY_FUNCTION

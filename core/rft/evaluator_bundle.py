@@ -34,14 +34,15 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.output import write_output
+from svgagent.core.prompt import ep_row
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
-from svgagent.core.prompt import ep_row
 
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings
@@ -50,8 +51,22 @@ RFT_DIR = Path(__file__).resolve().parent
 SCORING_DIR = RFT_DIR.parent / "scoring"
 SOURCE_PACKAGE = "svgagent.core.scoring"
 BUNDLE_PACKAGE = "svgjudge"
-SOURCE_MODULES = ("errors", "models", "extract", "render_guard", "render_draw", "render_context", "render_paint",
-                  "render_tree", "render_shortcuts", "render_path", "render_worker", "render", "chat", "judge")
+SOURCE_MODULES = (
+    "errors",
+    "models",
+    "extract",
+    "render_guard",
+    "render_draw",
+    "render_context",
+    "render_paint",
+    "render_tree",
+    "render_shortcuts",
+    "render_path",
+    "render_worker",
+    "render",
+    "chat",
+    "judge",
+)
 TEMPLATE_MODULE = "bundle_entry"
 ENTRY_FILE = "test_svgagent_judge.py"
 ENTRY_FUNCTION = "test_svgagent_judge"
@@ -88,12 +103,28 @@ WORKDIR /workspace
 COPY requirements.txt /tmp/requirements.txt
 RUN pip install --no-cache-dir -r /tmp/requirements.txt
 """
-CONFIG_FIELDS = ("judge_model", "judge_base_url", "judge_mode", "render_size", "render_timeout_s", "render_memory_mb",
-                 "request_timeout_s", "max_retries")
+CONFIG_FIELDS = (
+    "judge_model",
+    "judge_base_url",
+    "judge_mode",
+    "render_size",
+    "render_timeout_s",
+    "render_memory_mb",
+    "request_timeout_s",
+    "max_retries",
+)
 _FIXED_MTIME = 315_532_800  # 1980-01-01, as wheels use: archives do not depend on when they were built
-_SAMPLE_ROW = DatasetRow(index=0, row_id="sample_0", prompt="A red circle centred on a white background.",
-                         requirements=("There is exactly one circle.", "The circle is red.",
-                                       "The circle is centred.", "The background is white."))
+_SAMPLE_ROW = DatasetRow(
+    index=0,
+    row_id="sample_0",
+    prompt="A red circle centred on a white background.",
+    requirements=(
+        "There is exactly one circle.",
+        "The circle is red.",
+        "The circle is centred.",
+        "The background is white.",
+    ),
+)
 
 
 class BundleError(SvgAgentError):
@@ -155,8 +186,9 @@ def _check_imports(name: str, source: str) -> None:
             if node.level == 1:
                 targets = [f"{BUNDLE_PACKAGE}.{node.module}"] if node.module else []
             elif node.level > 1:
-                raise BundleError(f"{name}: relative import beyond the bundled package ({'.' * node.level}"
-                                  f"{node.module or ''})")
+                raise BundleError(
+                    f"{name}: relative import beyond the bundled package ({'.' * node.level}{node.module or ''})"
+                )
             elif node.module and node.module.split(".")[0] == BUNDLE_PACKAGE:
                 targets = [node.module]
             elif node.module and node.module.split(".")[0] == "svgagent":
@@ -164,8 +196,10 @@ def _check_imports(name: str, source: str) -> None:
         for target in targets:
             parts = target.split(".")
             if parts[0] != BUNDLE_PACKAGE or len(parts) != 2 or parts[1] not in SOURCE_MODULES:
-                raise BundleError(f"{name} imports {target}, which the evaluator bundle does not contain: add it to "
-                                  "SOURCE_MODULES in core/rft/evaluator_bundle.py or drop the import")
+                raise BundleError(
+                    f"{name} imports {target}, which the evaluator bundle does not contain: add it to "
+                    "SOURCE_MODULES in core/rft/evaluator_bundle.py or drop the import"
+                )
 
 
 def _source(module: str, folder: Path = SCORING_DIR) -> bytes:
@@ -203,7 +237,8 @@ def bundle_files(config: Mapping[str, Any]) -> dict[str, bytes]:
         _check_imports(f"{BUNDLE_PACKAGE}/{module}.py", text)
         files[f"{BUNDLE_PACKAGE}/{module}.py"] = text.encode("utf-8")
     files[f"{BUNDLE_PACKAGE}/__init__.py"] = (
-        '"""Copies of the svgagent core modules that score a rollout (generated; do not edit)."""\n').encode()
+        b'"""Copies of the svgagent core modules that score a rollout (generated; do not edit)."""\n'
+    )
     raw = _source(TEMPLATE_MODULE, RFT_DIR)
     digests[f"core/rft/{TEMPLATE_MODULE}.py"] = hashlib.sha256(raw).hexdigest()
     entry = _rename(raw.decode("utf-8"))
@@ -262,8 +297,9 @@ def write_files(files: Mapping[str, bytes], directory: Path) -> Path:
     return directory
 
 
-def build_bundle(settings: Settings | None = None, *, config: Mapping[str, Any] | None = None,
-                 out_dir: Path | None = None) -> EvaluatorBundle:
+def build_bundle(
+    settings: Settings | None = None, *, config: Mapping[str, Any] | None = None, out_dir: Path | None = None
+) -> EvaluatorBundle:
     """Build the bundle from the current sources. The judge settings come from `config`, else `settings`, else
     the defaults of `svgagent.core.settings.Settings`. With `out_dir` the bundle directory is written there."""
     if config is None:

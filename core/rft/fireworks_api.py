@@ -14,16 +14,17 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import fireworks
 import httpx
 
-from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.rft.links import dataset_link, evaluator_link
 from svgagent.core.rft.params import check_job_id
+from svgagent.core.scoring.errors import SvgAgentError
 
 if TYPE_CHECKING:
     from fireworks.types.dataset_param import DatasetParam
@@ -34,10 +35,26 @@ MISSING_KEY = "FIREWORKS_API_KEY is not set: add it to .env or the environment"
 _ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 # What eval-protocol's `create_dataset_from_jsonl` sends: an Eval Protocol dataset, format left to the platform.
 DATASET_KIND: DatasetParam = {"eval_protocol": {}, "format": "FORMAT_UNSPECIFIED"}
-_JOB_KWARGS = ("dataset", "evaluator", "aws_s3_config", "azure_blob_storage_config", "chunk_size", "display_name",
-               "eval_auto_carveout", "evaluation_dataset", "inference_parameters", "loss_config",
-               "max_concurrent_evaluations", "max_concurrent_rollouts", "max_inference_replica_count", "mcp_server",
-               "node_count", "reservation_target", "training_config", "wandb_config")
+_JOB_KWARGS = (
+    "dataset",
+    "evaluator",
+    "aws_s3_config",
+    "azure_blob_storage_config",
+    "chunk_size",
+    "display_name",
+    "eval_auto_carveout",
+    "evaluation_dataset",
+    "inference_parameters",
+    "loss_config",
+    "max_concurrent_evaluations",
+    "max_concurrent_rollouts",
+    "max_inference_replica_count",
+    "mcp_server",
+    "node_count",
+    "reservation_target",
+    "training_config",
+    "wandb_config",
+)
 Progress = Callable[[str, str], None]  # (stage, detail): stage in create/update/reuse/upload/validate/building/active
 
 
@@ -45,8 +62,9 @@ class FireworksError(SvgAgentError):
     """A control-plane failure, explained. `kind`: missing_key, auth, permission, admin_required, rate_limit,
     network, timeout, build_failed, not_found, conflict, invalid, server, api."""
 
-    def __init__(self, message: str, *, kind: str = "api", status_code: int | None = None,
-                 link: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, kind: str = "api", status_code: int | None = None, link: str | None = None
+    ) -> None:
         super().__init__(message)
         self.kind, self.status_code, self.link = kind, status_code, link
 
@@ -63,13 +81,19 @@ def wire_body(kind: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The camelCase JSON the fireworks-ai client sends for snake_case arguments, by its own transform (`kind`:
     `job` for a job-create body, `dataset` / `evaluator` for the resource inside a create body, `secret`)."""
     from fireworks._utils import maybe_transform
-    from fireworks.types import dataset_param, evaluator_create_params, reinforcement_fine_tuning_job_create_params
-    from fireworks.types import secret_create_params
+    from fireworks.types import (
+        dataset_param,
+        evaluator_create_params,
+        reinforcement_fine_tuning_job_create_params,
+        secret_create_params,
+    )
 
     shapes: dict[str, Any] = {
         "job": reinforcement_fine_tuning_job_create_params.ReinforcementFineTuningJobCreateParams,
-        "dataset": dataset_param.DatasetParam, "evaluator": evaluator_create_params.Evaluator,
-        "secret": secret_create_params.SecretCreateParams}
+        "dataset": dataset_param.DatasetParam,
+        "evaluator": evaluator_create_params.Evaluator,
+        "secret": secret_create_params.SecretCreateParams,
+    }
     return dict(maybe_transform(dict(kwargs), shapes[kind]) or {})
 
 
@@ -86,8 +110,11 @@ def secret_id_for(key_name: str) -> str:
 
 def _check_id(kind: str, value: str) -> str:
     if not _ID_RE.match(value):
-        raise FireworksError(f"{value!r} is not a valid Fireworks {kind} id: use lowercase letters, digits and '-', "
-                             "start with a letter, at most 63 characters", kind="invalid")
+        raise FireworksError(
+            f"{value!r} is not a valid Fireworks {kind} id: use lowercase letters, digits and '-', "
+            "start with a letter, at most 63 characters",
+            kind="invalid",
+        )
     return value
 
 
@@ -108,9 +135,16 @@ class ControlPlane:
 
     DIRECT_UPLOAD_LIMIT = 150 * 1024 * 1024  # larger datasets go through a signed URL
 
-    def __init__(self, api_key: str | None = None, *, account_id: str | None = None, base_url: str | None = None,
-                 max_retries: int = 2, timeout: float | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        account_id: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         key = (api_key if api_key is not None else os.environ.get("FIREWORKS_API_KEY") or "").strip()
         if not key:
             raise FireworksError(MISSING_KEY, kind="missing_key")
@@ -118,9 +152,13 @@ class ControlPlane:
         for suffix in ("/inference/v1", "/v1"):  # the client adds /v1 itself
             base = base.removesuffix(suffix)
         self._account = (account_id or os.environ.get("FIREWORKS_ACCOUNT_ID") or "").strip() or None
-        self.client = fireworks.Fireworks(api_key=key, account_id=self._account, base_url=base,
-                                          max_retries=max_retries,
-                                          timeout=timeout if timeout is not None else fireworks.not_given)
+        self.client = fireworks.Fireworks(
+            api_key=key,
+            account_id=self._account,
+            base_url=base,
+            max_retries=max_retries,
+            timeout=timeout if timeout is not None else fireworks.not_given,
+        )
         self.base_url = str(self.client.base_url).rstrip("/")
         self._sleep = sleep
 
@@ -141,36 +179,64 @@ class ControlPlane:
         except fireworks.APIStatusError as exc:
             raise self._status_error(exc, action, evaluator_write) from exc
         except fireworks.APITimeoutError as exc:
-            raise FireworksError(f"timed out waiting for {_host(exc.request.url)} while {action}: the network or "
-                                 "Fireworks is slow; try again", kind="network") from exc
+            raise FireworksError(
+                f"timed out waiting for {_host(exc.request.url)} while {action}: the network or "
+                "Fireworks is slow; try again",
+                kind="network",
+            ) from exc
         except fireworks.APIConnectionError as exc:
-            raise FireworksError(f"cannot reach {_host(exc.request.url)} while {action}: check your network "
-                                 "connection (and FIREWORKS_BASE_URL if you set it)", kind="network") from exc
+            raise FireworksError(
+                f"cannot reach {_host(exc.request.url)} while {action}: check your network "
+                "connection (and FIREWORKS_BASE_URL if you set it)",
+                kind="network",
+            ) from exc
 
     def _status_error(self, exc: fireworks.APIStatusError, action: str, evaluator_write: bool) -> FireworksError:
         code = exc.status_code
         msg = _server_message(exc.body) or exc.response.reason_phrase
         account = self._account or "your account"
         if code == 401:
-            text, kind = (f"Fireworks rejected the API key ({msg}, 401) while {action}: check FIREWORKS_API_KEY in "
-                          ".env or the environment, or create a new key in the Fireworks dashboard"), "auth"
+            text, kind = (
+                (
+                    f"Fireworks rejected the API key ({msg}, 401) while {action}: check FIREWORKS_API_KEY in "
+                    ".env or the environment, or create a new key in the Fireworks dashboard"
+                ),
+                "auth",
+            )
         elif code == 403 and (evaluator_write or "admin" in msg.lower()):
-            text, kind = (f"Fireworks refused {action}: {msg} (403). Only an account admin can create or update "
-                          f"evaluators: ask an admin of {account} to grant your user the admin role (or to run "
-                          "this step), then try again"), "admin_required"
+            text, kind = (
+                (
+                    f"Fireworks refused {action}: {msg} (403). Only an account admin can create or update "
+                    f"evaluators: ask an admin of {account} to grant your user the admin role (or to run "
+                    "this step), then try again"
+                ),
+                "admin_required",
+            )
         elif code == 403:
-            text, kind = (f"Fireworks denied permission while {action} ({msg}, 403): check that the key belongs "
-                          f"to {account} (FIREWORKS_ACCOUNT_ID) and may do this"), "permission"
+            text, kind = (
+                (
+                    f"Fireworks denied permission while {action} ({msg}, 403): check that the key belongs "
+                    f"to {account} (FIREWORKS_ACCOUNT_ID) and may do this"
+                ),
+                "permission",
+            )
         elif code == 404:
             text, kind = f"not found while {action}: {msg} (404)", "not_found"
         elif code == 409:
             text, kind = f"conflict while {action}: {msg} (409)", "conflict"
         elif code == 429:
-            text, kind = (f"Fireworks rate limit or quota reached while {action} ({msg}, 429): wait a minute and "
-                          "try again, or check your account's quota and billing"), "rate_limit"
+            text, kind = (
+                (
+                    f"Fireworks rate limit or quota reached while {action} ({msg}, 429): wait a minute and "
+                    "try again, or check your account's quota and billing"
+                ),
+                "rate_limit",
+            )
         elif code >= 500:
-            text, kind = (f"Fireworks server error while {action} ({msg}, {code}): try again in a few minutes"), \
-                "server"
+            text, kind = (
+                (f"Fireworks server error while {action} ({msg}, {code}): try again in a few minutes"),
+                "server",
+            )
         else:
             text, kind = f"Fireworks rejected the request while {action}: {msg} ({code})", "invalid"
         return FireworksError(text, kind=kind, status_code=code)
@@ -182,8 +248,10 @@ class ControlPlane:
             response = self.client.get("/verifyApiKey", cast_to=httpx.Response)
         account = response.headers.get("x-fireworks-account-id", "").strip()
         if not account:
-            raise FireworksError("Fireworks accepted the API key but did not say which account it belongs to: set "
-                                 "FIREWORKS_ACCOUNT_ID in .env or the environment")
+            raise FireworksError(
+                "Fireworks accepted the API key but did not say which account it belongs to: set "
+                "FIREWORKS_ACCOUNT_ID in .env or the environment"
+            )
         return account
 
     def resolve_account(self) -> str:
@@ -228,17 +296,30 @@ class ControlPlane:
     def _put_signed(self, url: str, data: bytes, action: str) -> None:
         """PUT bytes to a signed storage URL through the client (its retries), sending neither the API key nor the
         client's X-Stainless-* headers there; Content-Type and the exact length range are part of the signature."""
-        headers: dict[str, Any] = {name: fireworks.omit for name in self.client.default_headers
-                                   if name.lower().startswith("x-stainless")}
-        headers.update({"Authorization": fireworks.omit, "X-Stainless-Retry-Count": fireworks.omit,
-                        "X-Stainless-Read-Timeout": fireworks.omit, "Content-Type": "application/octet-stream",
-                        "X-Goog-Content-Length-Range": f"{len(data)},{len(data)}"})
+        headers: dict[str, Any] = {
+            name: fireworks.omit for name in self.client.default_headers if name.lower().startswith("x-stainless")
+        }
+        headers.update(
+            {
+                "Authorization": fireworks.omit,
+                "X-Stainless-Retry-Count": fireworks.omit,
+                "X-Stainless-Read-Timeout": fireworks.omit,
+                "Content-Type": "application/octet-stream",
+                "X-Goog-Content-Length-Range": f"{len(data)},{len(data)}",
+            }
+        )
         with self._api(action):
             self.client.put(url, content=data, cast_to=httpx.Response, options={"headers": headers})
 
-    def _poll(self, fetch: Callable[[], dict[str, Any]], done: Callable[[dict[str, Any]], bool],
-              poll_s: float, timeout_s: float, on_wait: Callable[[dict[str, Any], float], None],
-              on_timeout: Callable[[dict[str, Any], float], FireworksError]) -> dict[str, Any]:
+    def _poll(
+        self,
+        fetch: Callable[[], dict[str, Any]],
+        done: Callable[[dict[str, Any]], bool],
+        poll_s: float,
+        timeout_s: float,
+        on_wait: Callable[[dict[str, Any], float], None],
+        on_timeout: Callable[[dict[str, Any], float], FireworksError],
+    ) -> dict[str, Any]:
         start = time.monotonic()
         while True:
             obj = fetch()
@@ -258,8 +339,9 @@ class ControlPlane:
             except fireworks.NotFoundError:
                 return None
 
-    def create_dataset(self, dataset_id: str, display_name: str, jsonl_bytes: bytes, *, poll_s: float = 2.0,
-                       timeout_s: float = 300.0) -> dict[str, Any]:
+    def create_dataset(
+        self, dataset_id: str, display_name: str, jsonl_bytes: bytes, *, poll_s: float = 2.0, timeout_s: float = 300.0
+    ) -> dict[str, Any]:
         """Create and upload an Eval Protocol JSONL dataset and wait until READY; a READY dataset with this id and
         the same number of examples is reused. Created as eval-protocol creates one (`DATASET_KIND`): a CHAT
         dataset may keep only `messages`, and the judge needs each row's `input_metadata`."""
@@ -272,23 +354,31 @@ class ControlPlane:
         if existing is not None and existing.get("state") == "READY":
             have = int_field(existing.get("exampleCount"))
             if have is not None and have != count:
-                raise FireworksError(f"dataset {dataset_id} already exists with {have} examples, but this upload "
-                                     f"has {count}: choose another dataset id or delete it ({link})",
-                                     kind="conflict", link=link)
+                raise FireworksError(
+                    f"dataset {dataset_id} already exists with {have} examples, but this upload "
+                    f"has {count}: choose another dataset id or delete it ({link})",
+                    kind="conflict",
+                    link=link,
+                )
             return existing
         if existing is None:
             with self._api(f"creating dataset {dataset_id}"):
-                self.client.datasets.create(account_id=acct, dataset_id=dataset_id, dataset={
-                    "display_name": display_name, "example_count": str(count), **DATASET_KIND})
+                self.client.datasets.create(
+                    account_id=acct,
+                    dataset_id=dataset_id,
+                    dataset={"display_name": display_name, "example_count": str(count), **DATASET_KIND},
+                )
         filename = f"{dataset_id}.jsonl"
         if len(jsonl_bytes) <= self.DIRECT_UPLOAD_LIMIT:
             with self._api(f"uploading dataset {dataset_id}"):
-                self.client.datasets.upload(dataset_id, account_id=acct,
-                                            file=(filename, jsonl_bytes, "application/jsonl"))
+                self.client.datasets.upload(
+                    dataset_id, account_id=acct, file=(filename, jsonl_bytes, "application/jsonl")
+                )
         else:
             with self._api(f"requesting an upload URL for dataset {dataset_id}"):
                 endpoint = self.client.datasets.get_upload_endpoint(
-                    dataset_id, account_id=acct, filename_to_size={filename: str(len(jsonl_bytes))})
+                    dataset_id, account_id=acct, filename_to_size={filename: str(len(jsonl_bytes))}
+                )
             url = (endpoint.filename_to_signed_urls or {}).get(filename)
             if not url:
                 raise FireworksError(f"Fireworks returned no upload URL for dataset {dataset_id}; try again")
@@ -297,11 +387,21 @@ class ControlPlane:
                 self.client.datasets.validate_upload(dataset_id, account_id=acct, body={})
 
         def timeout(obj: dict[str, Any], elapsed: float) -> FireworksError:
-            return FireworksError(f"dataset {dataset_id} is still {obj.get('state')} after {elapsed:.0f} s: check "
-                                  f"{link} and run again later", kind="timeout", link=link)
+            return FireworksError(
+                f"dataset {dataset_id} is still {obj.get('state')} after {elapsed:.0f} s: check "
+                f"{link} and run again later",
+                kind="timeout",
+                link=link,
+            )
 
-        return self._poll(lambda: self.get_dataset(dataset_id) or {}, lambda d: d.get("state") == "READY",
-                          poll_s, timeout_s, lambda d, e: None, timeout)
+        return self._poll(
+            lambda: self.get_dataset(dataset_id) or {},
+            lambda d: d.get("state") == "READY",
+            poll_s,
+            timeout_s,
+            lambda d, e: None,
+            timeout,
+        )
 
     # ---- evaluator -------------------------------------------------------------------------------------------
     def get_evaluator(self, evaluator_id: str) -> dict[str, Any] | None:
@@ -320,10 +420,21 @@ class ControlPlane:
             except fireworks.NotFoundError:
                 return False
 
-    def ensure_evaluator(self, evaluator_id: str, display_name: str, entry_point: str, archive_bytes: bytes,
-                         code_hash: str, *, filename: str | None = None, description: str = "", force: bool = False,
-                         poll_s: float = 10.0, timeout_s: float = 600.0,
-                         on_progress: Progress | None = None) -> dict[str, Any]:
+    def ensure_evaluator(
+        self,
+        evaluator_id: str,
+        display_name: str,
+        entry_point: str,
+        archive_bytes: bytes,
+        code_hash: str,
+        *,
+        filename: str | None = None,
+        description: str = "",
+        force: bool = False,
+        poll_s: float = 10.0,
+        timeout_s: float = 600.0,
+        on_progress: Progress | None = None,
+    ) -> dict[str, Any]:
         """Make evaluator `evaluator_id` ACTIVE with this code, as eval-protocol's `ep upload` does: an existing
         evaluator is used as it is (its id names its code: `svgagent-judge-<code hash>`) and waited for while it
         builds; with `force` it is deleted and created again. A new one is created, its bundle (`filename`,
@@ -345,8 +456,11 @@ class ControlPlane:
                 raise self._build_failed(evaluator_id, existing, again=True)
             notify("building", f"evaluator {evaluator_id} exists ({state}); waiting for its build")
             return self._wait_build(evaluator_id, poll_s, timeout_s, notify)
-        fields: Evaluator = {"display_name": display_name, "description": f"{description} [code {code_hash}]".strip(),
-                             "entry_point": entry_point}
+        fields: Evaluator = {
+            "display_name": display_name,
+            "description": f"{description} [code {code_hash}]".strip(),
+            "entry_point": entry_point,
+        }
         notify("create", f"creating evaluator {evaluator_id}")
         with self._api(f"creating evaluator {evaluator_id}", evaluator_write=True):
             self.client.evaluators.create(account_id=acct, evaluator_id=evaluator_id, evaluator=fields)
@@ -354,7 +468,8 @@ class ControlPlane:
         notify("upload", f"uploading {len(archive_bytes):,} bytes")
         with self._api(f"requesting an upload URL for evaluator {evaluator_id}"):
             endpoint = self.client.evaluators.get_upload_endpoint(
-                evaluator_id, account_id=acct, filename_to_size={name: str(len(archive_bytes))})
+                evaluator_id, account_id=acct, filename_to_size={name: str(len(archive_bytes))}
+            )
         url = (endpoint.filename_to_signed_urls or {}).get(name)
         if not url:
             raise FireworksError(f"Fireworks returned no upload URL for evaluator {evaluator_id}; try again")
@@ -376,11 +491,19 @@ class ControlPlane:
             return FireworksError(
                 f"evaluator {evaluator_id} is still {ev.get('state')} after {elapsed / 60:.1f} min: Fireworks may "
                 f"be busy; check {link} and run again later (a finished build of the same code is reused), or "
-                "run with --force to delete it and build it again if it stays stuck", kind="timeout", link=link)
+                "run with --force to delete it and build it again if it stays stuck",
+                kind="timeout",
+                link=link,
+            )
 
-        ev = self._poll(lambda: self.get_evaluator(evaluator_id) or {}, done, poll_s, timeout_s,
-                        lambda ev, elapsed: notify("building", f"{ev.get('state')} ({elapsed:.0f} s elapsed)"),
-                        timeout)
+        ev = self._poll(
+            lambda: self.get_evaluator(evaluator_id) or {},
+            done,
+            poll_s,
+            timeout_s,
+            lambda ev, elapsed: notify("building", f"{ev.get('state')} ({elapsed:.0f} s elapsed)"),
+            timeout,
+        )
         notify("active", f"evaluator {evaluator_id} is ACTIVE")
         return ev
 
@@ -389,13 +512,17 @@ class ControlPlane:
         log_url = None
         try:
             log_url = self.client.evaluators.get_build_log_endpoint(
-                evaluator_id, account_id=self.account).build_log_signed_uri
+                evaluator_id, account_id=self.account
+            ).build_log_signed_uri
         except fireworks.APIError:
             pass
         link = log_url or evaluator_link(self.base_url, evaluator_id)
         hint = " Run with --force to delete it and build it again." if again else ""
-        return FireworksError(f"evaluator {evaluator_id} failed to build: {reason}. Build log: {link}.{hint}",
-                              kind="build_failed", link=link)
+        return FireworksError(
+            f"evaluator {evaluator_id} failed to build: {reason}. Build log: {link}.{hint}",
+            kind="build_failed",
+            link=link,
+        )
 
     # ---- RFT jobs --------------------------------------------------------------------------------------------
     def _resource(self, collection: str, value: str) -> str:
@@ -413,15 +540,19 @@ class ControlPlane:
         body = dict(kwargs)
         if not body.get("dataset") or not body.get("evaluator"):
             raise FireworksError("an RFT job needs a dataset and an evaluator", kind="invalid")
-        for key, collection in (("dataset", "datasets"), ("evaluator", "evaluators"),
-                                ("evaluation_dataset", "datasets")):
+        for key, collection in (
+            ("dataset", "datasets"),
+            ("evaluator", "evaluators"),
+            ("evaluation_dataset", "datasets"),
+        ):
             if body.get(key):
                 body[key] = self._resource(collection, str(body[key]))
         if job_id:
             job_id = self._job_id(job_id)
         with self._api(f"creating RFT job {job_id or ''}".strip()):
             job = self.client.reinforcement_fine_tuning_jobs.create(
-                account_id=self.account, reinforcement_fine_tuning_job_id=job_id or fireworks.omit, **body)
+                account_id=self.account, reinforcement_fine_tuning_job_id=job_id or fireworks.omit, **body
+            )
         return job.to_dict(mode="json")
 
     @staticmethod
@@ -437,15 +568,20 @@ class ControlPlane:
     def get_job(self, job: str) -> dict[str, Any]:
         """A job by id or resource name."""
         with self._api(f"reading RFT job {self._job_id(job)}"):
-            return self.client.reinforcement_fine_tuning_jobs.get(
-                self._job_id(job), account_id=self.account).to_dict(mode="json")
+            return self.client.reinforcement_fine_tuning_jobs.get(self._job_id(job), account_id=self.account).to_dict(
+                mode="json"
+            )
 
-    def list_jobs(self, page_size: int = 50, page_token: str | None = None,
-                  order_by: str | None = "createTime desc") -> JobPage:
+    def list_jobs(
+        self, page_size: int = 50, page_token: str | None = None, order_by: str | None = "createTime desc"
+    ) -> JobPage:
         with self._api("listing RFT jobs"):
             page = self.client.reinforcement_fine_tuning_jobs.list(
-                account_id=self.account, page_size=page_size, page_token=page_token or fireworks.omit,
-                order_by=order_by or fireworks.omit)
+                account_id=self.account,
+                page_size=page_size,
+                page_token=page_token or fireworks.omit,
+                order_by=order_by or fireworks.omit,
+            )
         jobs = [job.to_dict(mode="json") for job in page.reinforcement_fine_tuning_jobs or []]
         return JobPage(jobs, page.next_page_token or None)
 
@@ -456,7 +592,8 @@ class ControlPlane:
     def resume_job(self, job: str) -> dict[str, Any]:
         with self._api(f"resuming RFT job {self._job_id(job)}"):
             return self.client.reinforcement_fine_tuning_jobs.resume(
-                self._job_id(job), account_id=self.account, body={}).to_dict(mode="json")
+                self._job_id(job), account_id=self.account, body={}
+            ).to_dict(mode="json")
 
     def delete_job(self, job: str) -> None:
         with self._api(f"deleting RFT job {self._job_id(job)}"):

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from svgagent.core.rft.job_states import EVALUABLE, RESUMABLE, TERMINAL, short_state  # noqa: F401 - the Jobs pane's
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
     from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
     from svgagent.core.rft.launch import LaunchRequest
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.rft.params import RftParams
+    from svgagent.core.settings import Settings
+    from svgagent.core.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,11 @@ DEMO_POLL_S = 2.0
 DEMO_STEP_S = 2.0  # the simulated job moves one lifecycle step every DEMO_STEP_S seconds
 DEMO_RUNNING_STEPS = 15
 LIST_LIMIT = 50
-NO_KEY = ("FIREWORKS_API_KEY is not set, so there are no RFT jobs to show: add it in the Secrets pane (4) or to "
-          ".env (FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL are optional), then press u. "
-          "`svgagent tui --demo` shows simulated jobs.")
+NO_KEY = (
+    "FIREWORKS_API_KEY is not set, so there are no RFT jobs to show: add it in the Secrets pane (4) or to "
+    ".env (FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL are optional), then press u. "
+    "`svgagent tui --demo` shows simulated jobs."
+)
 
 
 class JobSource:
@@ -50,9 +52,18 @@ class JobSource:
     thread; None: not available, ``unavailable`` says why). ``store``: remembered jobs are shown and launches are
     remembered there (None: neither). ``request_overrides`` replace fields of every `LaunchRequest`."""
 
-    def __init__(self, connect: Callable[[], ControlPlane] | None, *, label: str, store: Store | None = None,
-                 demo: bool = False, unavailable: str | None = None, on_close: Callable[[], None] | None = None,
-                 request_overrides: Mapping[str, Any] | None = None, limit: int = LIST_LIMIT) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], ControlPlane] | None,
+        *,
+        label: str,
+        store: Store | None = None,
+        demo: bool = False,
+        unavailable: str | None = None,
+        on_close: Callable[[], None] | None = None,
+        request_overrides: Mapping[str, Any] | None = None,
+        limit: int = LIST_LIMIT,
+    ) -> None:
         self._connect = connect
         self.label = label
         self.store = store
@@ -100,11 +111,15 @@ class JobSource:
             state = str(item.get("last_state") or "")
             if name in seen:
                 continue
-            last = item.get("last") or {"name": name, "displayName": item.get("display_name"),
-                                        "createTime": item.get("created"), "dataset": item.get("dataset"),
-                                        "evaluator": item.get("evaluator"),
-                                        "trainingConfig": {"outputModel": item.get("output_model")},
-                                        "state": state}
+            last = item.get("last") or {
+                "name": name,
+                "displayName": item.get("display_name"),
+                "createTime": item.get("created"),
+                "dataset": item.get("dataset"),
+                "evaluator": item.get("evaluator"),
+                "trainingConfig": {"outputModel": item.get("output_model")},
+                "state": state,
+            }
             if state not in TERMINAL:
                 try:
                     last = cp.get_job(name)
@@ -123,8 +138,11 @@ class JobSource:
             account = cp.account
         except Exception:  # noqa: BLE001 - the list call reports the same failure
             account = None
-        return {str(item["job_name"]): item for item in self.store.list_jobs()
-                if item.get("base_url") == cp.base_url and (account is None or item.get("account") == account)}
+        return {
+            str(item["job_name"]): item
+            for item in self.store.list_jobs()
+            if item.get("base_url") == cp.base_url and (account is None or item.get("account") == account)
+        }
 
     def remember_state(self, job: Mapping[str, Any], remembered: Mapping[str, Any] | None = None) -> None:
         """Keep the store's copy of a remembered job current (jobs not launched here are left alone)."""
@@ -182,8 +200,9 @@ def control_plane_source(settings: Settings, store: Store | None = None, *, base
     def connect() -> ControlPlane:
         from svgagent.core.rft.fireworks_api import ControlPlane
 
-        return ControlPlane(key, account_id=settings.fireworks_account_id, base_url=base_url,
-                            max_retries=settings.max_retries)
+        return ControlPlane(
+            key, account_id=settings.fireworks_account_id, base_url=base_url, max_retries=settings.max_retries
+        )
 
     return JobSource(connect, label="Fireworks", store=store)
 
@@ -211,8 +230,15 @@ class JobsPoller:
     """Polls a `JobSource`: ``interval`` seconds between successful polls, ``interval * factor**errors`` (at most
     ``max_interval``) after consecutive errors. ``clock`` is wall-clock seconds (injectable for tests)."""
 
-    def __init__(self, source: JobSource, *, interval: float = DEFAULT_POLL_S, max_interval: float | None = None,
-                 factor: float = 2.0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        source: JobSource,
+        *,
+        interval: float = DEFAULT_POLL_S,
+        max_interval: float | None = None,
+        factor: float = 2.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         max_interval = max(60.0, interval) if max_interval is None else max_interval
         if interval <= 0 or max_interval < interval or factor < 1:
             raise ValueError("need 0 < interval <= max_interval and factor >= 1")
@@ -228,7 +254,7 @@ class JobsPoller:
     def next_delay(self) -> float:
         if self.consecutive_errors == 0:
             return self.interval
-        return min(self.max_interval, self.interval * self.factor ** self.consecutive_errors)
+        return min(self.max_interval, self.interval * self.factor**self.consecutive_errors)
 
     def poll(self) -> JobsOutcome:
         """Fetch every job once (blocking)."""
@@ -266,5 +292,6 @@ class JobsPoller:
             return self._outcome(self.last_error, fatal=False)
 
     def _outcome(self, error: FireworksError | None, *, fatal: bool) -> JobsOutcome:
-        return JobsOutcome(tuple(self._views.values()), error, self.next_delay(), fatal, self.updated_at,
-                           self.consecutive_errors)
+        return JobsOutcome(
+            tuple(self._views.values()), error, self.next_delay(), fatal, self.updated_at, self.consecutive_errors
+        )

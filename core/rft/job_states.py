@@ -9,9 +9,26 @@ from __future__ import annotations
 
 PREFIX = "JOB_STATE_"
 # Every state of `fireworks.types.ReinforcementFineTuningJob.state` (short form).
-STATES = ("UNSPECIFIED", "CREATING", "PENDING", "VALIDATING", "RUNNING", "WRITING_RESULTS", "COMPLETED", "FAILED",
-          "CANCELLING", "CANCELLED", "EARLY_STOPPED", "PAUSED", "RE_QUEUEING", "CREATING_INPUT_DATASET", "IDLE",
-          "EXPIRED", "DELETING", "DELETING_CLEANING_UP")
+STATES = (
+    "UNSPECIFIED",
+    "CREATING",
+    "PENDING",
+    "VALIDATING",
+    "RUNNING",
+    "WRITING_RESULTS",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLING",
+    "CANCELLED",
+    "EARLY_STOPPED",
+    "PAUSED",
+    "RE_QUEUEING",
+    "CREATING_INPUT_DATASET",
+    "IDLE",
+    "EXPIRED",
+    "DELETING",
+    "DELETING_CLEANING_UP",
+)
 # The job is over: it will not change state again by itself.
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "EARLY_STOPPED", "EXPIRED"})
 # Not over, but it will not move until someone acts (resume): a watcher stops and says so.
@@ -45,6 +62,8 @@ def stops_watching(state: str | None) -> bool:
 def why_stopped(state: str | None, job: str = "the job") -> str:
     """What a watcher says when it stops on `state` ("" for a terminal state: the state says it all)."""
     if short_state(state) in WAITING_ON_USER:
-        return (f"{job} is {short_state(state)}: it will not continue by itself; `svgagent rft resume {job}` (or r in "
-                "the Jobs pane) continues it")
+        return (
+            f"{job} is {short_state(state)}: it will not continue by itself; `svgagent rft resume {job}` (or r in "
+            "the Jobs pane) continues it"
+        )
     return ""

@@ -25,15 +25,28 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.dataset import Dataset, load_dataset, select_rows
-from svgagent.core.scoring.errors import ConfigError, SvgAgentError
-from svgagent.core.rft.evaluator_bundle import DESCRIPTION, DISPLAY_NAME, EvaluatorBundle, build_bundle, config_from_settings
-from svgagent.core.rft.fireworks_api import DATASET_KIND, MISSING_KEY, ControlPlane, FireworksError, secret_id_for, wire_body
+from svgagent.core.prompt import ep_row
+from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
+from svgagent.core.rft.evaluator_bundle import (
+    DESCRIPTION,
+    DISPLAY_NAME,
+    EvaluatorBundle,
+    build_bundle,
+    config_from_settings,
+)
+from svgagent.core.rft.fireworks_api import (
+    DATASET_KIND,
+    MISSING_KEY,
+    ControlPlane,
+    FireworksError,
+    secret_id_for,
+    wire_body,
+)
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
-from svgagent.core.scoring.models import DatasetRow
-from svgagent.core.prompt import ep_row
 from svgagent.core.rft.params import RftParams, check_job_id
-from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
+from svgagent.core.scoring.errors import ConfigError, SvgAgentError
+from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
     from svgagent.core.settings import Settings
@@ -83,6 +96,7 @@ class LaunchRequest:
     @classmethod
     def from_settings(cls, settings: Settings, params: RftParams, **overrides: Any) -> LaunchRequest:
         """Keys, account and judge settings from a `Settings`; `overrides` win."""
+
         def secret(value: Any) -> str | None:
             return value.get_secret_value() if value is not None else None
 
@@ -133,9 +147,11 @@ class PreparedLaunch:
 
     def job_kwargs(self, account: str) -> dict[str, Any]:
         """The arguments of the client's `reinforcement_fine_tuning_jobs.create` (snake_case; only what is set)."""
-        return self.request.params.job_kwargs(f"accounts/{account}/datasets/{self.dataset_id}",
-                                              f"accounts/{account}/evaluators/{self.evaluator_id}",
-                                              display_name=self.display_name)
+        return self.request.params.job_kwargs(
+            f"accounts/{account}/datasets/{self.dataset_id}",
+            f"accounts/{account}/evaluators/{self.evaluator_id}",
+            display_name=self.display_name,
+        )
 
 
 def dataset_jsonl(rows: list[DatasetRow] | tuple[DatasetRow, ...]) -> bytes:
@@ -166,14 +182,24 @@ def prepare_launch(request: LaunchRequest, *, bundle: EvaluatorBundle | None = N
     name = "builtin" if dataset.source == "builtin" else dataset.name.rsplit(".", 1)[0]
     dataset_id = f"svgagent-{_slug(name, 30)}-{digest[:12]}"
     built = bundle if bundle is not None else build_bundle(config=request.judge_config)
-    identity = json.dumps({"dataset": dataset_id, "evaluator": built.evaluator_id,
-                           "params": request.params.model_dump(mode="json")}, sort_keys=True)
+    identity = json.dumps(
+        {"dataset": dataset_id, "evaluator": built.evaluator_id, "params": request.params.model_dump(mode="json")},
+        sort_keys=True,
+    )
     job_id = request.job_id or f"svgagent-rft-{hashlib.sha256(identity.encode()).hexdigest()[:12]}"
     model = request.params.base_model.rsplit("/", 1)[-1]
     display = request.params.display_name or f"svgagent {name} ({len(rows)} rows) {model}"[:128]
-    return PreparedLaunch(request=request, dataset=dataset, rows=rows, jsonl=jsonl, dataset_id=dataset_id,
-                          dataset_display_name=f"svgagent {name} ({len(rows)} rows)"[:128], bundle=built,
-                          job_id=job_id, display_name=display)
+    return PreparedLaunch(
+        request=request,
+        dataset=dataset,
+        rows=rows,
+        jsonl=jsonl,
+        dataset_id=dataset_id,
+        dataset_display_name=f"svgagent {name} ({len(rows)} rows)"[:128],
+        bundle=built,
+        job_id=job_id,
+        display_name=display,
+    )
 
 
 # ---- the plan -----------------------------------------------------------------------------------------------
@@ -212,63 +238,164 @@ def plan(prepared: PreparedLaunch, account: str | None = None) -> list[PlannedRe
     base = f"/v1/accounts/{acct}"
     out: list[PlannedRequest] = []
     if not (account or req.account_id):
-        out.append(PlannedRequest("account", "GET", "/verifyApiKey",
-                                  note="the account id comes back in the x-fireworks-account-id header"))
+        out.append(
+            PlannedRequest(
+                "account", "GET", "/verifyApiKey", note="the account id comes back in the x-fireworks-account-id header"
+            )
+        )
     for name, value in prepared.secrets.items():
         sid = secret_id_for(name)
         shown = mask_secret(value) or "(not set)"
-        out.append(PlannedRequest("secrets", "GET", f"{base}/secrets/{sid}",
-                                  note="404 or 500: not there yet (eval-protocol reads a 500 the same way)"))
-        out.append(PlannedRequest("secrets", "POST", f"{base}/secrets",
-                                  wire_body("secret", {"name": sid, "key_name": name, "value": shown}),
-                                  note=f"PATCH {base}/secrets/{sid} {{keyName, value}} instead when it exists"))
+        out.append(
+            PlannedRequest(
+                "secrets",
+                "GET",
+                f"{base}/secrets/{sid}",
+                note="404 or 500: not there yet (eval-protocol reads a 500 the same way)",
+            )
+        )
+        out.append(
+            PlannedRequest(
+                "secrets",
+                "POST",
+                f"{base}/secrets",
+                wire_body("secret", {"name": sid, "key_name": name, "value": shown}),
+                note=f"PATCH {base}/secrets/{sid} {{keyName, value}} instead when it exists",
+            )
+        )
     b, eid = prepared.bundle, prepared.evaluator_id
-    reuse = "an existing evaluator with this id (the id names the code) is used as it is, waited for while it builds: " \
-            "the next requests are skipped"
+    reuse = (
+        "an existing evaluator with this id (the id names the code) is used as it is, waited for while it builds: "
+        "the next requests are skipped"
+    )
     if req.force_evaluator:
-        out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}",
-                                  note="--force: an existing evaluator is deleted and built again"))
+        out.append(
+            PlannedRequest(
+                "evaluator",
+                "GET",
+                f"{base}/evaluators/{eid}",
+                note="--force: an existing evaluator is deleted and built again",
+            )
+        )
         out.append(PlannedRequest("evaluator", "DELETE", f"{base}/evaluators/{eid}", note="only when it exists"))
     else:
         out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}", note=reuse))
-    fields = wire_body("evaluator", {"display_name": DISPLAY_NAME, "entry_point": b.entry_point,
-                                     "description": f"{DESCRIPTION} [code {b.code_hash}]"})
+    fields = wire_body(
+        "evaluator",
+        {
+            "display_name": DISPLAY_NAME,
+            "entry_point": b.entry_point,
+            "description": f"{DESCRIPTION} [code {b.code_hash}]",
+        },
+    )
     remote = b.config.get("rollouts") == "remote"
-    out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluatorsV2", {"evaluatorId": eid, "evaluator": fields},
-                              note=f"remote rollouts: every rollout is a POST {b.config.get('remote_url')}/init, "
-                                   "so that URL must be reachable from the Fireworks platform (a loopback or "
-                                   "private address is not)" if remote else ""))
-    out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluators/{eid}:getUploadEndpoint",
-                              {"filenameToSize": {b.filename: str(len(b.archive))}}))
-    out.append(PlannedRequest("evaluator", "PUT", "<signed upload URL>", {"bytes": len(b.archive)},
-                              note=f"the .tar.gz bundle ({len(b.files)} files under {b.root}/, code "
-                                   f"{b.short_hash}); no API key is sent to the storage URL"))
+    out.append(
+        PlannedRequest(
+            "evaluator",
+            "POST",
+            f"{base}/evaluatorsV2",
+            {"evaluatorId": eid, "evaluator": fields},
+            note=f"remote rollouts: every rollout is a POST {b.config.get('remote_url')}/init, "
+            "so that URL must be reachable from the Fireworks platform (a loopback or "
+            "private address is not)"
+            if remote
+            else "",
+        )
+    )
+    out.append(
+        PlannedRequest(
+            "evaluator",
+            "POST",
+            f"{base}/evaluators/{eid}:getUploadEndpoint",
+            {"filenameToSize": {b.filename: str(len(b.archive))}},
+        )
+    )
+    out.append(
+        PlannedRequest(
+            "evaluator",
+            "PUT",
+            "<signed upload URL>",
+            {"bytes": len(b.archive)},
+            note=f"the .tar.gz bundle ({len(b.files)} files under {b.root}/, code "
+            f"{b.short_hash}); no API key is sent to the storage URL",
+        )
+    )
     out.append(PlannedRequest("evaluator", "POST", f"{base}/evaluators/{eid}:validateUpload", {}))
-    out.append(PlannedRequest("evaluator", "GET", f"{base}/evaluators/{eid}",
-                              note=f"polled every {req.evaluator_poll_s:g} s until ACTIVE; BUILD_FAILED stops "
-                                   f"with the build log; gives up after {req.evaluator_timeout_s / 60:g} min"))
+    out.append(
+        PlannedRequest(
+            "evaluator",
+            "GET",
+            f"{base}/evaluators/{eid}",
+            note=f"polled every {req.evaluator_poll_s:g} s until ACTIVE; BUILD_FAILED stops "
+            f"with the build log; gives up after {req.evaluator_timeout_s / 60:g} min",
+        )
+    )
     did, count = prepared.dataset_id, len(prepared.rows)
-    out.append(PlannedRequest("dataset", "GET", f"{base}/datasets/{did}",
-                              note="a READY dataset with this id, i.e. the same content, is reused: the next "
-                                   "requests are skipped"))
-    out.append(PlannedRequest("dataset", "POST", f"{base}/datasets", {"datasetId": did, "dataset": wire_body(
-        "dataset", {"display_name": prepared.dataset_display_name, "example_count": str(count), **DATASET_KIND})}))
+    out.append(
+        PlannedRequest(
+            "dataset",
+            "GET",
+            f"{base}/datasets/{did}",
+            note="a READY dataset with this id, i.e. the same content, is reused: the next requests are skipped",
+        )
+    )
+    out.append(
+        PlannedRequest(
+            "dataset",
+            "POST",
+            f"{base}/datasets",
+            {
+                "datasetId": did,
+                "dataset": wire_body(
+                    "dataset",
+                    {"display_name": prepared.dataset_display_name, "example_count": str(count), **DATASET_KIND},
+                ),
+            },
+        )
+    )
     if len(prepared.jsonl) <= ControlPlane.DIRECT_UPLOAD_LIMIT:
-        out.append(PlannedRequest("dataset", "POST", f"{base}/datasets/{did}:upload",
-                                  {"file": {"filename": f"{did}.jsonl", "size": len(prepared.jsonl)}},
-                                  note=f"multipart upload of {count} Eval Protocol rows"))
+        out.append(
+            PlannedRequest(
+                "dataset",
+                "POST",
+                f"{base}/datasets/{did}:upload",
+                {"file": {"filename": f"{did}.jsonl", "size": len(prepared.jsonl)}},
+                note=f"multipart upload of {count} Eval Protocol rows",
+            )
+        )
     else:
-        out.append(PlannedRequest("dataset", "POST", f"{base}/datasets/{did}:getUploadEndpoint",
-                                  {"filenameToSize": {f"{did}.jsonl": str(len(prepared.jsonl))}}))
+        out.append(
+            PlannedRequest(
+                "dataset",
+                "POST",
+                f"{base}/datasets/{did}:getUploadEndpoint",
+                {"filenameToSize": {f"{did}.jsonl": str(len(prepared.jsonl))}},
+            )
+        )
         out.append(PlannedRequest("dataset", "PUT", "<signed upload URL>", {"bytes": len(prepared.jsonl)}))
         out.append(PlannedRequest("dataset", "POST", f"{base}/datasets/{did}:validateUpload", {}))
-    out.append(PlannedRequest("dataset", "GET", f"{base}/datasets/{did}",
-                              note=f"polled every {req.dataset_poll_s:g} s until READY"))
-    out.append(PlannedRequest("job", "GET", f"{base}/reinforcementFineTuningJobs/{prepared.job_id}",
-                              note="a job with this id already exists: it is reported, not created again"))
-    out.append(PlannedRequest("job", "POST", f"{base}/reinforcementFineTuningJobs",
-                              wire_body("job", prepared.job_kwargs(acct)),
-                              query={"reinforcementFineTuningJobId": prepared.job_id}))
+    out.append(
+        PlannedRequest(
+            "dataset", "GET", f"{base}/datasets/{did}", note=f"polled every {req.dataset_poll_s:g} s until READY"
+        )
+    )
+    out.append(
+        PlannedRequest(
+            "job",
+            "GET",
+            f"{base}/reinforcementFineTuningJobs/{prepared.job_id}",
+            note="a job with this id already exists: it is reported, not created again",
+        )
+    )
+    out.append(
+        PlannedRequest(
+            "job",
+            "POST",
+            f"{base}/reinforcementFineTuningJobs",
+            wire_body("job", prepared.job_kwargs(acct)),
+            query={"reinforcementFineTuningJobId": prepared.job_id},
+        )
+    )
     return out
 
 
@@ -309,9 +436,11 @@ class LaunchResult:
 
     @property
     def links(self) -> dict[str, str]:
-        return {"evaluator": evaluator_link(self.base_url, str(self.evaluator.get("name") or "")),
-                "dataset": dataset_link(self.base_url, str(self.dataset.get("name") or "")),
-                "job": job_link(self.base_url, self.job_name)}
+        return {
+            "evaluator": evaluator_link(self.base_url, str(self.evaluator.get("name") or "")),
+            "dataset": dataset_link(self.base_url, str(self.dataset.get("name") or "")),
+            "job": job_link(self.base_url, self.job_name),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The `svgagent rft create --json` shape."""
@@ -326,8 +455,12 @@ def open_control_plane(request: LaunchRequest) -> ControlPlane:
     """A ControlPlane for the request's key, account and base URL (FireworksError `missing_key` without a key)."""
     if not (request.fireworks_api_key or "").strip():
         raise FireworksError(MISSING_KEY, kind="missing_key")
-    return ControlPlane(request.fireworks_api_key, account_id=request.account_id, base_url=request.base_url,
-                        max_retries=request.max_retries)
+    return ControlPlane(
+        request.fireworks_api_key,
+        account_id=request.account_id,
+        base_url=request.base_url,
+        max_retries=request.max_retries,
+    )
 
 
 def check_keys(request: LaunchRequest) -> None:
@@ -335,12 +468,20 @@ def check_keys(request: LaunchRequest) -> None:
     missing = request.missing_keys()
     if missing:
         why = {"FIREWORKS_API_KEY": "to talk to Fireworks", JUDGE_KEY: "for the judge the evaluator calls"}
-        raise ConfigError("; ".join(f"{name} is not set ({why[name]})" for name in missing)
-                          + ": add it to .env in this directory or the environment (or try --demo)")
+        raise ConfigError(
+            "; ".join(f"{name} is not set ({why[name]})" for name in missing)
+            + ": add it to .env in this directory or the environment (or try --demo)"
+        )
 
 
-def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[LaunchEvent], None] | None = None,
-           store: Store | None = None, should_stop: Callable[[], bool] | None = None) -> LaunchResult:
+def launch(
+    prepared: PreparedLaunch,
+    cp: ControlPlane,
+    *,
+    on_event: Callable[[LaunchEvent], None] | None = None,
+    store: Store | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> LaunchResult:
     """Run the five steps. Re-running after a failure resumes (see the module docstring). With `store` (a
     `Store`), the job is remembered for the app. Raises FireworksError (with the failed step in `step`)."""
     emit = on_event or (lambda event: None)
@@ -366,8 +507,9 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
         for name, value in prepared.secrets.items():
             secret = cp.upsert_secret(name, value)
             verb = "created" if secret.get("created") else "updated"
-            emit(LaunchEvent("secrets", "done", f"{name} ({mask_secret(value)}) {verb} as secret "
-                                                f"{secret_id_for(name)}"))
+            emit(
+                LaunchEvent("secrets", "done", f"{name} ({mask_secret(value)}) {verb} as secret {secret_id_for(name)}")
+            )
 
         b = prepared.bundle
         begin("evaluator", f"evaluator {b.evaluator_id} (code {b.short_hash}, {len(b.archive):,} bytes)")
@@ -378,12 +520,26 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
             emit(LaunchEvent("evaluator", "progress", detail))
 
         evaluator = cp.ensure_evaluator(
-            b.evaluator_id, DISPLAY_NAME, b.entry_point, b.archive, b.code_hash, filename=b.filename,
-            description=DESCRIPTION, force=req.force_evaluator, poll_s=req.evaluator_poll_s,
-            timeout_s=req.evaluator_timeout_s, on_progress=evaluator_progress)
+            b.evaluator_id,
+            DISPLAY_NAME,
+            b.entry_point,
+            b.archive,
+            b.code_hash,
+            filename=b.filename,
+            description=DESCRIPTION,
+            force=req.force_evaluator,
+            poll_s=req.evaluator_poll_s,
+            timeout_s=req.evaluator_timeout_s,
+            on_progress=evaluator_progress,
+        )
         reused["evaluator"] = "reuse" in stages
-        emit(LaunchEvent("evaluator", "reused" if reused["evaluator"] else "done",
-                         f"evaluator {b.evaluator_id} is ACTIVE" + (" (reused)" if reused["evaluator"] else "")))
+        emit(
+            LaunchEvent(
+                "evaluator",
+                "reused" if reused["evaluator"] else "done",
+                f"evaluator {b.evaluator_id} is ACTIVE" + (" (reused)" if reused["evaluator"] else ""),
+            )
+        )
 
         begin("dataset", f"dataset {prepared.dataset_id} ({len(prepared.rows)} rows, {len(prepared.jsonl):,} bytes)")
         existing = cp.get_dataset(prepared.dataset_id)
@@ -392,10 +548,20 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
             dataset = existing
         else:
             reused["dataset"] = False
-            dataset = cp.create_dataset(prepared.dataset_id, prepared.dataset_display_name, prepared.jsonl,
-                                        poll_s=req.dataset_poll_s, timeout_s=req.dataset_timeout_s)
-        emit(LaunchEvent("dataset", "reused" if reused["dataset"] else "done",
-                         f"dataset {prepared.dataset_id} is READY" + (" (reused)" if reused["dataset"] else "")))
+            dataset = cp.create_dataset(
+                prepared.dataset_id,
+                prepared.dataset_display_name,
+                prepared.jsonl,
+                poll_s=req.dataset_poll_s,
+                timeout_s=req.dataset_timeout_s,
+            )
+        emit(
+            LaunchEvent(
+                "dataset",
+                "reused" if reused["dataset"] else "done",
+                f"dataset {prepared.dataset_id} is READY" + (" (reused)" if reused["dataset"] else ""),
+            )
+        )
 
         begin("job", f"RFT job {prepared.job_id} on {req.params.base_model}")
         try:
@@ -408,16 +574,23 @@ def launch(prepared: PreparedLaunch, cp: ControlPlane, *, on_event: Callable[[La
             reused["job"] = False
         state = short_state(job.get("state"))
         if reused["job"]:
-            emit(LaunchEvent("job", "reused", f"job {prepared.job_id} already exists ({state}): not creating "
-                                              "another; pass a new job id (--job-id) to launch a second one"))
+            emit(
+                LaunchEvent(
+                    "job",
+                    "reused",
+                    f"job {prepared.job_id} already exists ({state}): not creating "
+                    "another; pass a new job id (--job-id) to launch a second one",
+                )
+            )
         else:
             emit(LaunchEvent("job", "done", f"job {prepared.job_id} created ({state})"))
     except FireworksError as err:
         err.step = step  # type: ignore[attr-defined]
         emit(LaunchEvent(step, "failed", str(err)))
         raise
-    result = LaunchResult(job=job, evaluator=evaluator, dataset=dataset, account=account, base_url=cp.base_url,
-                          reused=reused)
+    result = LaunchResult(
+        job=job, evaluator=evaluator, dataset=dataset, account=account, base_url=cp.base_url, reused=reused
+    )
     if store is not None:
         remember(store, result, prepared)
     return result
@@ -427,18 +600,28 @@ def remember(store: Store, result: LaunchResult, prepared: PreparedLaunch) -> No
     """Record the launched job in the run store (`Store.remember_job`)."""
     job = result.job
     store.remember_job(
-        job_name=result.job_name, display_name=job.get("displayName") or prepared.display_name,
-        base_url=result.base_url, account=result.account, dataset=str(result.dataset.get("name") or ""),
-        evaluator=str(result.evaluator.get("name") or ""), base_model=prepared.request.params.base_model,
-        output_model=(job.get("trainingConfig") or {}).get("outputModel"), created=job.get("createTime"),
-        last_state=short_state(job.get("state")) if job.get("state") else None, job=job)
+        job_name=result.job_name,
+        display_name=job.get("displayName") or prepared.display_name,
+        base_url=result.base_url,
+        account=result.account,
+        dataset=str(result.dataset.get("name") or ""),
+        evaluator=str(result.evaluator.get("name") or ""),
+        base_model=prepared.request.params.base_model,
+        output_model=(job.get("trainingConfig") or {}).get("outputModel"),
+        created=job.get("createTime"),
+        last_state=short_state(job.get("state")) if job.get("state") else None,
+        job=job,
+    )
 
 
 # ---- demo mode (the simulator itself is started by svgagent.core.demo) ---------------------------------------
 def demo_request(params: RftParams, **overrides: Any) -> LaunchRequest:
     """A LaunchRequest with the demo's fake keys (the simulator accepts them)."""
-    values: dict[str, Any] = {"fireworks_api_key": DEMO_FIREWORKS_KEY, "openai_api_key": DEMO_OPENAI_KEY,
-                              "max_retries": 0}
+    values: dict[str, Any] = {
+        "fireworks_api_key": DEMO_FIREWORKS_KEY,
+        "openai_api_key": DEMO_OPENAI_KEY,
+        "max_retries": 0,
+    }
     values.update(overrides)
     return LaunchRequest(params=params, **values)
 
@@ -446,6 +629,9 @@ def demo_request(params: RftParams, **overrides: Any) -> LaunchRequest:
 def seed_demo_job(cp: ControlPlane) -> str:
     """Launch a small job on a simulator (for demo monitoring); returns its resource name."""
     params = RftParams(base_model="accounts/fireworks/models/qwen3-0p6b", display_name="svgagent demo job")
-    prepared = prepare_launch(demo_request(params, rows=4, job_id=DEMO_JOB_ID, evaluator_poll_s=0.05,
-                                           dataset_poll_s=0.05, base_url=cp.base_url))
+    prepared = prepare_launch(
+        demo_request(
+            params, rows=4, job_id=DEMO_JOB_ID, evaluator_poll_s=0.05, dataset_poll_s=0.05, base_url=cp.base_url
+        )
+    )
     return launch(prepared, cp).job_name

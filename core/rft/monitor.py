@@ -10,26 +10,45 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
-from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError, int_field as _int
+from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
+from svgagent.core.rft.fireworks_api import int_field as _int
 from svgagent.core.rft.job_states import is_terminal, short_state, stops_watching, why_stopped
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 
 # state category -> what it means; the TUI and CLI map categories to colours
 CATEGORIES = ("success", "error", "warning", "active", "pending", "unknown")
-CATEGORY_STYLE = {"success": "green", "error": "red", "warning": "yellow", "active": "cyan", "pending": "blue",
-                  "unknown": "dim"}
+CATEGORY_STYLE = {
+    "success": "green",
+    "error": "red",
+    "warning": "yellow",
+    "active": "cyan",
+    "pending": "blue",
+    "unknown": "dim",
+}
 _CATEGORY_OF = {
     "COMPLETED": "success",
-    "FAILED": "error", "EXPIRED": "error",
-    "CANCELLED": "warning", "CANCELLING": "warning", "EARLY_STOPPED": "warning", "PAUSED": "warning",
-    "DELETING": "warning", "DELETING_CLEANING_UP": "warning",
-    "RUNNING": "active", "WRITING_RESULTS": "active", "PROVISIONING": "active",
-    "CREATING": "pending", "PENDING": "pending", "VALIDATING": "pending", "RE_QUEUEING": "pending",
-    "CREATING_INPUT_DATASET": "pending", "IDLE": "pending",
+    "FAILED": "error",
+    "EXPIRED": "error",
+    "CANCELLED": "warning",
+    "CANCELLING": "warning",
+    "EARLY_STOPPED": "warning",
+    "PAUSED": "warning",
+    "DELETING": "warning",
+    "DELETING_CLEANING_UP": "warning",
+    "RUNNING": "active",
+    "WRITING_RESULTS": "active",
+    "PROVISIONING": "active",
+    "CREATING": "pending",
+    "PENDING": "pending",
+    "VALIDATING": "pending",
+    "RE_QUEUEING": "pending",
+    "CREATING_INPUT_DATASET": "pending",
+    "IDLE": "pending",
 }
 RETRYABLE_KINDS = frozenset({"network", "server", "rate_limit", "timeout", "api", "conflict"})
 _FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -49,7 +68,7 @@ def parse_time(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def format_duration(seconds: float | None) -> str:
@@ -109,12 +128,25 @@ class JobView:
             links["dataset"] = dataset_link(base_url, str(job["dataset"]))
         if job.get("evaluator"):
             links["evaluator"] = evaluator_link(base_url, str(job["evaluator"]))
-        return cls(name=name, job_id=name.rsplit("/", 1)[-1], display_name=str(job.get("displayName") or ""),
-                   state=state, phase=phase, category=state_category(phase), status=str(status.get("message") or ""),
-                   percent=_int(progress.get("percent")), epoch=_int(progress.get("epoch")), processed=processed,
-                   failed=failed, total=total, created=job.get("createTime"), completed=job.get("completedTime"),
-                   output_model=(job.get("trainingConfig") or {}).get("outputModel") or job.get("outputModel"),
-                   links=links, fetched_at=time.time() if fetched_at is None else fetched_at)
+        return cls(
+            name=name,
+            job_id=name.rsplit("/", 1)[-1],
+            display_name=str(job.get("displayName") or ""),
+            state=state,
+            phase=phase,
+            category=state_category(phase),
+            status=str(status.get("message") or ""),
+            percent=_int(progress.get("percent")),
+            epoch=_int(progress.get("epoch")),
+            processed=processed,
+            failed=failed,
+            total=total,
+            created=job.get("createTime"),
+            completed=job.get("completedTime"),
+            output_model=(job.get("trainingConfig") or {}).get("outputModel") or job.get("outputModel"),
+            links=links,
+            fetched_at=time.time() if fetched_at is None else fetched_at,
+        )
 
     @property
     def provisioning(self) -> bool:
@@ -154,7 +186,7 @@ class JobView:
             return None
         end = parse_time(self.completed) if self.completed else None
         if end is None:
-            end = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+            end = datetime.fromtimestamp(time.time() if now is None else now, UTC)
         return max(0.0, (end - start).total_seconds())
 
     def with_error(self, error: FireworksError | str, kind: str | None = None) -> JobView:
@@ -189,10 +221,21 @@ class JobView:
 
     def to_json(self) -> dict[str, Any]:
         """The `svgagent rft status --json` shape."""
-        return {"name": self.name, "display_name": self.display_name, "state": self.state, "status": self.status,
-                "percent": self.percent, "epoch": self.epoch, "processed": self.processed, "failed": self.failed,
-                "total": self.total, "created": self.created, "completed": self.completed,
-                "output_model": self.output_model, "links": dict(self.links)}
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "state": self.state,
+            "status": self.status,
+            "percent": self.percent,
+            "epoch": self.epoch,
+            "processed": self.processed,
+            "failed": self.failed,
+            "total": self.total,
+            "created": self.created,
+            "completed": self.completed,
+            "output_model": self.output_model,
+            "links": dict(self.links),
+        }
 
 
 @dataclass(frozen=True)
@@ -216,8 +259,16 @@ class JobPoller:
     `max_interval`) after errors, the last good view kept. `fetch` returns the job dict (e.g.
     `lambda: cp.get_job(name)`); `clock` gives wall-clock seconds."""
 
-    def __init__(self, fetch: Callable[[], Mapping[str, Any]], base_url: str | None, *, interval: float = 5.0,
-                 max_interval: float = 60.0, factor: float = 2.0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        fetch: Callable[[], Mapping[str, Any]],
+        base_url: str | None,
+        *,
+        interval: float = 5.0,
+        max_interval: float = 60.0,
+        factor: float = 2.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if interval <= 0 or max_interval < interval or factor < 1:
             raise ValueError("need 0 < interval <= max_interval and factor >= 1")
         self._fetch, self.base_url = fetch, base_url
@@ -230,7 +281,7 @@ class JobPoller:
     def next_delay(self) -> float:
         if self.consecutive_errors == 0:
             return self.interval
-        return min(self.max_interval, self.interval * self.factor ** self.consecutive_errors)
+        return min(self.max_interval, self.interval * self.factor**self.consecutive_errors)
 
     def poll(self) -> PollOutcome:
         try:
@@ -246,9 +297,14 @@ class JobPoller:
         return PollOutcome(self.view, None, self.next_delay())
 
 
-def watch_job(poller: JobPoller, on_update: Callable[[PollOutcome], None], *,
-              sleep: Callable[[float], None] = time.sleep, max_errors: int | None = None,
-              max_errors_without_view: int | None = 3) -> PollOutcome:
+def watch_job(
+    poller: JobPoller,
+    on_update: Callable[[PollOutcome], None],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    max_errors: int | None = None,
+    max_errors_without_view: int | None = 3,
+) -> PollOutcome:
     """Poll until the job is terminal or paused (waiting on the person) or an error is fatal, or `max_errors` errors in a row (None: keep trying
     while there is a last known state to show), or `max_errors_without_view` errors before anything was known
     (then the outcome is made fatal: most likely a wrong job id, URL or network). `on_update` sees every outcome.
@@ -259,8 +315,11 @@ def watch_job(poller: JobPoller, on_update: Callable[[PollOutcome], None], *,
         if outcome.done:
             return outcome
         if outcome.error is not None:
-            if outcome.view is None and max_errors_without_view is not None \
-                    and poller.consecutive_errors >= max_errors_without_view:
+            if (
+                outcome.view is None
+                and max_errors_without_view is not None
+                and poller.consecutive_errors >= max_errors_without_view
+            ):
                 return replace(outcome, fatal=True)
             if max_errors is not None and poller.consecutive_errors >= max_errors:
                 return outcome

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.field_limits import numeric_range
+from svgagent.core.scoring.errors import ConfigError
 
 if TYPE_CHECKING:  # the client's own TypedDicts (types only: importing fireworks takes most of a second)
     from fireworks.types.reinforcement_fine_tuning_job_create_params import InferenceParameters
@@ -31,17 +31,35 @@ _MODEL_NAME = re.compile(r"^accounts/[a-z0-9][a-z0-9-]*/models/[A-Za-z0-9][A-Za-
 _JOB_NAME = re.compile(r"^accounts/[a-z0-9][a-z0-9-]*/reinforcementFineTuningJobs/(?P<id>[^/]+)$")
 ID_RULE = "lowercase letters, digits and '-', starting with a letter, at most 63 characters"
 # Fireworks' documented defaults, shown as hints only: svgagent sends a hyperparameter only when it is set.
-PLATFORM_DEFAULTS: dict[str, Any] = {"epochs": 1, "learning_rate": 1e-4, "lora_rank": 8, "max_context_length": 8192,
-                                     "temperature": 0.7, "top_p": 1.0, "max_output_tokens": 2048, "n": 4}
+PLATFORM_DEFAULTS: dict[str, Any] = {
+    "epochs": 1,
+    "learning_rate": 1e-4,
+    "lora_rank": 8,
+    "max_context_length": 8192,
+    "temperature": 0.7,
+    "top_p": 1.0,
+    "max_output_tokens": 2048,
+    "n": 4,
+}
 
 # What `ep create rft` sends whatever the flags: its boolean flags default to false and are sent as false. Sent the
 # same way, so svgagent's job body is the one known to work on the real service (docs/rft.md).
 EP_ALWAYS_SENT: dict[str, Any] = {"eval_auto_carveout": False, "wandb_config": {"enabled": False}}
 # RftParams field -> key of the client's TypedDict, for the nested parts of the job
-_TRAINING = (("output_model", "output_model"), ("epochs", "epochs"), ("learning_rate", "learning_rate"),
-             ("lora_rank", "lora_rank"), ("batch_size", "batch_size"), ("max_context_length", "max_context_length"))
-_INFERENCE = (("temperature", "temperature"), ("top_p", "top_p"), ("max_output_tokens", "max_output_tokens"),
-              ("n", "response_candidates_count"))
+_TRAINING = (
+    ("output_model", "output_model"),
+    ("epochs", "epochs"),
+    ("learning_rate", "learning_rate"),
+    ("lora_rank", "lora_rank"),
+    ("batch_size", "batch_size"),
+    ("max_context_length", "max_context_length"),
+)
+_INFERENCE = (
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("max_output_tokens", "max_output_tokens"),
+    ("n", "response_candidates_count"),
+)
 
 # field name -> the CLI flag that sets it (the TUI form can show the same names)
 FLAGS: dict[str, str] = {
@@ -68,8 +86,12 @@ class RftParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    base_model: str = Field(..., min_length=1, description="model to fine-tune, e.g. "
-                            "accounts/fireworks/models/qwen3-0p6b (a bare id means accounts/fireworks/models/<id>)")
+    base_model: str = Field(
+        ...,
+        min_length=1,
+        description="model to fine-tune, e.g. "
+        "accounts/fireworks/models/qwen3-0p6b (a bare id means accounts/fireworks/models/<id>)",
+    )
     chunk_size: int | None = Field(None, ge=1, le=10_000, description="dataset rows per rollout chunk")
     epochs: int | None = Field(None, ge=1, le=10, description="passes over the dataset")
     learning_rate: float | None = Field(None, ge=1e-5, le=5e-4, description="optimizer step size")
@@ -78,8 +100,9 @@ class RftParams(BaseModel):
     max_context_length: int | None = Field(None, ge=512, le=262_144, description="longest sequence in tokens")
     temperature: float | None = Field(None, gt=0.0, le=2.0, description="rollout sampling temperature")
     top_p: float | None = Field(None, gt=0.0, le=1.0, description="rollout nucleus sampling")
-    max_output_tokens: int | None = Field(None, ge=16, le=131_072, description="rollout completion token limit "
-                                          "(SVG answers often need 4096)")
+    max_output_tokens: int | None = Field(
+        None, ge=16, le=131_072, description="rollout completion token limit (SVG answers often need 4096)"
+    )
     n: int | None = Field(None, ge=2, le=64, description="responses sampled per prompt (responseCandidatesCount)")
     loss: Literal["grpo", "dapo"] | None = Field(None, description="policy-optimization loss")
     kl_beta: float | None = Field(None, ge=0.0, le=10.0, description="KL penalty weight")
@@ -135,8 +158,10 @@ class RftParams(BaseModel):
         if self.max_output_tokens is None or self.max_context_length is None:
             return self  # one of them is Fireworks' to choose
         if self.max_output_tokens >= self.max_context_length:
-            raise ValueError(f"--max-output-tokens ({self.max_output_tokens}) must be smaller than "
-                             f"--max-context-length ({self.max_context_length}): the prompt needs room too")
+            raise ValueError(
+                f"--max-output-tokens ({self.max_output_tokens}) must be smaller than "
+                f"--max-context-length ({self.max_context_length}): the prompt needs room too"
+            )
         return self
 
     # ---- the client's arguments ----------------------------------------------------------------------------
@@ -186,8 +211,9 @@ def check_job_id(value: str | None, flag: str = "--job-id") -> str | None:
     match = _JOB_NAME.match(text)
     bare = match["id"] if match else text
     if not _RESOURCE_ID.match(bare):
-        raise ConfigError(f"{flag} {value!r}: must be a job id: {ID_RULE} (or "
-                          "accounts/<account>/reinforcementFineTuningJobs/<id>)")
+        raise ConfigError(
+            f"{flag} {value!r}: must be a job id: {ID_RULE} (or accounts/<account>/reinforcementFineTuningJobs/<id>)"
+        )
     return text
 
 
@@ -211,8 +237,9 @@ class ParamsError(ConfigError):
 
     def __init__(self, problems: list[ParamProblem]) -> None:
         self.problems = problems
-        super().__init__("invalid hyperparameter" + ("s" if len(problems) > 1 else "") + ": "
-                         + "; ".join(str(p) for p in problems))
+        super().__init__(
+            "invalid hyperparameter" + ("s" if len(problems) > 1 else "") + ": " + "; ".join(str(p) for p in problems)
+        )
 
 
 def allowed_range(field: str) -> str:
@@ -233,10 +260,15 @@ def default_hint(field: str) -> str:
     if info is None or info.is_required():
         return ""
     if field in PLATFORM_DEFAULTS:
-        return f"Fireworks' default ({PLATFORM_DEFAULTS[field]:g})" if isinstance(PLATFORM_DEFAULTS[field], float) \
+        return (
+            f"Fireworks' default ({PLATFORM_DEFAULTS[field]:g})"
+            if isinstance(PLATFORM_DEFAULTS[field], float)
             else f"Fireworks' default ({PLATFORM_DEFAULTS[field]})"
-    return {"display_name": "derived from the dataset and model",
-            "output_model": "the job id (Fireworks' default)"}.get(field, "Fireworks' default")
+        )
+    return {
+        "display_name": "derived from the dataset and model",
+        "output_model": "the job id (Fireworks' default)",
+    }.get(field, "Fireworks' default")
 
 
 def _problem(item: dict[str, Any]) -> ParamProblem:

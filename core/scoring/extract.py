@@ -68,9 +68,17 @@ _PARTIAL_ENTITY = re.compile(r"&[#\w]*$")
 _SVG_START = r"</?[sS][vV][gG](?=[\s/>])"
 _HIDING = r"<!--|<!\[CDATA\[|<\?"
 _TO_SVG_TAG = re.compile(
-    r"(?:[^<]++|(?!" + _SVG_START + "|" + _HIDING + r")(?>"
-    + "|".join(re.sub(r"\((?!\?)", "(?:", p.pattern) for p in (_CLOSE_TAG, _OPEN_TAG, _DECLARATION)) + r"|<))*+"
-    + r"(?:(<(/?)[sS][vV][gG](?=[\s/>]))|(" + _HIDING + "))")
+    r"(?:[^<]++|(?!"
+    + _SVG_START
+    + "|"
+    + _HIDING
+    + r")(?>"
+    + "|".join(re.sub(r"\((?!\?)", "(?:", p.pattern) for p in (_CLOSE_TAG, _OPEN_TAG, _DECLARATION))
+    + r"|<))*+"
+    + r"(?:(<(/?)[sS][vV][gG](?=[\s/>]))|("
+    + _HIDING
+    + "))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +132,9 @@ def _tokens(text: str) -> Iterator[_Token]:
             if closed_name is not None:
                 yield _Token("close", closed_name.lower(), closed_name, start, end)
             elif opened_name is not None:
-                yield _Token("open", opened_name.lower(), opened_name, start, end, match.group(4).rstrip().endswith("/"))
+                yield _Token(
+                    "open", opened_name.lower(), opened_name, start, end, match.group(4).rstrip().endswith("/")
+                )
             else:
                 yield _Token("other", "", "", start, end)
         match = search(text, end)
@@ -193,7 +203,7 @@ def _extract(answer: str | None) -> ExtractResult:
 
     start = next((m for m in _SVG_OPEN.finditer(text) if not _is_empty_svg_tag(m.group(0))), None)
     if start is not None:
-        region = text[start.start():]
+        region = text[start.start() :]
         next_fence = _backticks(region, 3, 0)
         if next_fence is not None:
             region = region[: next_fence[0]]
@@ -216,17 +226,17 @@ def strip_reasoning(answer: str) -> tuple[str, str]:
     if close is not None and (opening is None or opening.start() > close.start()):
         # A closing tag with no opening tag before it: the template opened the reasoning in the prompt.
         removed.append(text[: close.end()])
-        text = text[close.end():]
+        text = text[close.end() :]
     kept: list[str] = []
     pos = 0
     while (opening := _THINK_OPEN.search(text, pos)) is not None:
-        kept.append(text[pos:opening.start()])
+        kept.append(text[pos : opening.start()])
         close = _THINK_CLOSE.search(text, opening.end())
         if close is None:  # reasoning cut off before it closed: the rest of the answer is reasoning
-            removed.append(text[opening.start():])
+            removed.append(text[opening.start() :])
             pos = len(text)
             break
-        removed.append(text[opening.start():close.end()])
+        removed.append(text[opening.start() : close.end()])
         pos = close.end()
     kept.append(text[pos:])
     return "".join(kept), "\n".join(removed)
@@ -245,13 +255,13 @@ def _fences(text: str) -> list[_Fence]:
         line_end = text.find("\n", lang_match.end())
         line_end = len(text) if line_end == -1 else line_end
         # "```svg\n<svg…" starts on the next line; "```svg <svg…" or "```<svg…" starts right after the tag.
-        start = line_end + 1 if not text[lang_match.end():line_end].strip() else lang_match.end()
+        start = line_end + 1 if not text[lang_match.end() : line_end].strip() else lang_match.end()
         start = min(start, len(text))
         closing = _backticks(text, opening[1] - opening[0], start)
         if closing is None:
             fences.append(_Fence(language, text[start:], closed=False))
             return fences
-        fences.append(_Fence(language, text[start:closing[0]], closed=True))
+        fences.append(_Fence(language, text[start : closing[0]], closed=True))
         pos = closing[1]
 
 
@@ -286,7 +296,7 @@ def _first_complete_svg(text: str) -> str | None:
         if is_open and (level - 1) in next_at_depth:
             best = (start, next_at_depth[level - 1])
         next_at_depth[level] = end
-    return None if best is None else text[best[0]:best[1]]
+    return None if best is None else text[best[0] : best[1]]
 
 
 def _repair_truncated(text: str) -> tuple[str, str] | None:
@@ -295,7 +305,7 @@ def _repair_truncated(text: str) -> tuple[str, str] | None:
     opening = next((m for m in _SVG_OPEN.finditer(text) if not _is_empty_svg_tag(m.group(0))), None)
     if opening is None:
         return None
-    fragment = text[opening.start():]
+    fragment = text[opening.start() :]
     stack: list[str] = []
     open_counts: Counter[str] = Counter()
     last_end = 0

@@ -193,12 +193,14 @@ def judge_request_body(model: str, messages: list[dict[str, Any]], response_form
 
 
 @lru_cache(maxsize=256)
-def _judge_json_template(model: str, requirements: tuple[str, ...], mode: JudgeMode,
-                         prompt: str | None) -> tuple[bytes, bytes] | None:
+def _judge_json_template(
+    model: str, requirements: tuple[str, ...], mode: JudgeMode, prompt: str | None
+) -> tuple[bytes, bytes] | None:
     """The judge request's JSON around its base64 PNG (what comes before it, what after), or None when the texts
     hold the splice mark (then the whole body is serialised each time)."""
-    body = judge_request_body(model, build_judge_messages(b"", requirements, mode, prompt),
-                              response_format_for(mode, len(requirements)))
+    body = judge_request_body(
+        model, build_judge_messages(b"", requirements, mode, prompt), response_format_for(mode, len(requirements))
+    )
     body["messages"][0]["content"][1]["image_url"]["url"] = _PNG_URL_PREFIX + _SPLICE_MARK
     text = json.dumps(body)
     mark = json.dumps(_SPLICE_MARK)[1:-1]
@@ -208,15 +210,17 @@ def _judge_json_template(model: str, requirements: tuple[str, ...], mode: JudgeM
     return head.encode(), tail.encode()
 
 
-def judge_request_json(model: str, png: bytes, requirements: Sequence[str], mode: JudgeMode = JudgeMode.COUNT,
-                       prompt: str | None = None) -> bytes:
+def judge_request_json(
+    model: str, png: bytes, requirements: Sequence[str], mode: JudgeMode = JudgeMode.COUNT, prompt: str | None = None
+) -> bytes:
     """``json.dumps(body).encode()`` of a first judge request (:func:`judge_request_body` of
     :func:`build_judge_messages`), byte for byte, built without serialising the base64 PNG as a JSON string: the
     text around it is cached per model, requirements, mode and prompt, and base64 needs no JSON escaping."""
     template = _judge_json_template(model, tuple(map(str, requirements)), JudgeMode(mode), prompt)
     if template is None:
-        body = judge_request_body(model, build_judge_messages(png, requirements, mode, prompt),
-                                  response_format_for(mode, len(requirements)))
+        body = judge_request_body(
+            model, build_judge_messages(png, requirements, mode, prompt), response_format_for(mode, len(requirements))
+        )
         return json.dumps(body).encode()
     head, tail = template
     return b"".join((head, base64.b64encode(png), tail))
@@ -422,8 +426,9 @@ class Judge:
                     messages = build_judge_messages(png, requirements, self.mode, prompt)
                     response_format = response_format_for(self.mode, n)
                 request = messages if attempt == 1 else [*messages, _retry_note(why, n, self.mode)]
-                response = await chat_completion(self.client, **judge_request_body(self.model, request,
-                                                                                    response_format))
+                response = await chat_completion(
+                    self.client, **judge_request_body(self.model, request, response_format)
+                )
             usage = _add_usage(usage, getattr(response, "usage", None))
             text, why = _answer_text(response)
             if text is None:

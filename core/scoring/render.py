@@ -52,14 +52,27 @@ __all__ = ["Renderer", "RenderError", "RenderOutOfMemory", "render_svg_to_png", 
 STARTUP_TIMEOUT_S = 60.0
 GROW_AFTER_S = 0.1  # a render that waited this long for a free worker starts another (up to the pool's size)
 # Environment variables a worker may see: enough for Python, locale and fontconfig; never the app's API keys.
-_WORKER_ENV_NAMES = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
-                     "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH", "SYSTEMROOT")
+_WORKER_ENV_NAMES = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TMPDIR",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "DYLD_FALLBACK_LIBRARY_PATH",
+    "SYSTEMROOT",
+)
 _WORKER_ENV_PREFIXES = ("LC_", "XDG_", "FONTCONFIG_")
 # The worker's command line: `python -P -m <module>` without -P (Python 3.11+; the RFT bundle runs on 3.10): drop the
 # script directory ('' for -c) from sys.path by hand, then run the module as __main__.
 WORKER_MODULE = "svgagent.core.scoring.render_worker"
-_WORKER_BOOT = ("import runpy, sys; del sys.path[0]; "
-                f"runpy.run_module({WORKER_MODULE!r}, run_name='__main__', alter_sys=True)")
+_WORKER_BOOT = (
+    f"import runpy, sys; del sys.path[0]; runpy.run_module({WORKER_MODULE!r}, run_name='__main__', alter_sys=True)"
+)
 
 
 def usable_cpus() -> int:
@@ -164,8 +177,9 @@ class WorkerProcess:
         pipes = (proc.stdin, proc.stdout)
         with self._state:
             loop, fd = self._watch_loop, self._watch_fd
-            watched = (loop is not None and not loop.is_closed() and not proc.stdout.closed
-                       and fd == proc.stdout.fileno())
+            watched = (
+                loop is not None and not loop.is_closed() and not proc.stdout.closed and fd == proc.stdout.fileno()
+            )
             if watched or (loop is not None and loop.is_closed()):
                 self._watch_loop, self._watch_fd = None, -1
         if watched:
@@ -281,8 +295,10 @@ class WorkerProcess:
             raise RenderError(f"renderer did not start within {STARTUP_TIMEOUT_S:g} s") from None
         except _Died:
             code = describe_exit(self._discard())
-            raise RenderError(f"renderer failed to start ({code}; run python -m svgagent.core.scoring.render_worker "
-                              f"--memory-mb {self.memory_mb} --max-bytes {self.max_bytes} to see why)") from None
+            raise RenderError(
+                f"renderer failed to start ({code}; run python -m svgagent.core.scoring.render_worker "
+                f"--memory-mb {self.memory_mb} --max-bytes {self.max_bytes} to see why)"
+            ) from None
         if status != READY:
             self._discard()
             raise RenderError("renderer failed to start (unexpected reply)")
@@ -349,8 +365,15 @@ class _LoopRender:
     cancelled caller's render finishes, or times out, and is dropped); ``done`` then hands the worker back. A
     failure's restart (kill, reap, spawn) runs in ``executor``, not on the loop."""
 
-    def __init__(self, worker: WorkerProcess, loop: asyncio.AbstractEventLoop, request: bytes, timeout_s: float,
-                 executor: ThreadPoolExecutor, done: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        worker: WorkerProcess,
+        loop: asyncio.AbstractEventLoop,
+        request: bytes,
+        timeout_s: float,
+        executor: ThreadPoolExecutor,
+        done: Callable[[], None],
+    ) -> None:
         self.worker, self.loop, self.timeout_s, self.executor, self.done = worker, loop, timeout_s, executor, done
         self.future: asyncio.Future[bytes] = loop.create_future()
         proc = worker._proc
@@ -367,7 +390,7 @@ class _LoopRender:
     def _writable(self) -> None:
         try:
             while self.out:
-                self.out = self.out[os.write(self.fd_in, self.out):]
+                self.out = self.out[os.write(self.fd_in, self.out) :]
         except BlockingIOError:
             if not self.writing:
                 self.loop.add_writer(self.fd_in, self._writable)
@@ -420,8 +443,11 @@ class _LoopRender:
             worker.unwatch(self.loop, self.fd_out)  # the restart that follows (in a thread) closes the pipes
         if not failed:  # a PNG, or a reason (the worker carries on)
             status, payload = outcome
-            self._settle(payload if status == OK else
-                         RenderError(payload.decode("utf-8", "replace") or "renderer gave no reason"))
+            self._settle(
+                payload
+                if status == OK
+                else RenderError(payload.decode("utf-8", "replace") or "renderer gave no reason")
+            )
         else:  # what _render does with it, restarts included: in a thread
             try:
                 self.loop.run_in_executor(self.executor, self._failure, outcome).add_done_callback(self._failed)
@@ -441,8 +467,9 @@ class _LoopRender:
         return RenderError(outcome[1].decode("utf-8", "replace") or "renderer gave no reason")  # type: ignore[index]
 
     def _failed(self, job: asyncio.Future[RenderError]) -> None:
-        self._settle(job.result() if not job.cancelled() and job.exception() is None
-                     else RenderError("renderer is closed"))
+        self._settle(
+            job.result() if not job.cancelled() and job.exception() is None else RenderError("renderer is closed")
+        )
 
     def _settle(self, result: bytes | RenderError) -> None:
         worker = self.worker
@@ -545,8 +572,14 @@ class Renderer:
             raise
         try:
             if ready:  # booted and alive: the loop writes and reads (see the module docstring)
-                job = _LoopRender(worker, loop, REQUEST_HEADER.pack(size, len(data)) + data, self.timeout_s, executor,
-                                  lambda: self._release(worker)).future
+                job = _LoopRender(
+                    worker,
+                    loop,
+                    REQUEST_HEADER.pack(size, len(data)) + data,
+                    self.timeout_s,
+                    executor,
+                    lambda: self._release(worker),
+                ).future
             else:  # booting, or to be restarted first: blocking I/O in a thread
                 job = loop.run_in_executor(executor, self._render_on, worker, data, size)
         except BaseException:

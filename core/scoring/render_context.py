@@ -25,7 +25,8 @@ def _utf8(text) -> bytes:
 def unchecked_context_class():
     """A ``cairocffi.Context`` subclass whose listed calls skip cairocffi's status check."""
     import cairocffi
-    from cairocffi import cairo as lib, ffi
+    from cairocffi import cairo as lib
+    from cairocffi import ffi
 
     class UncheckedContext(cairocffi.Context):
         """cairosvg's most frequent calls (see the module docstring), without a status check after each."""
@@ -103,8 +104,14 @@ def unchecked_context_class():
         def text_extents(self, text):
             extents = ffi.new("cairo_text_extents_t *")
             lib.cairo_text_extents(self._pointer, _utf8(text), extents)
-            return (extents.x_bearing, extents.y_bearing, extents.width, extents.height, extents.x_advance,
-                    extents.y_advance)
+            return (
+                extents.x_bearing,
+                extents.y_bearing,
+                extents.width,
+                extents.height,
+                extents.x_advance,
+                extents.y_advance,
+            )
 
         def show_text(self, text):
             lib.cairo_show_text(self._pointer, _utf8(text))

@@ -50,11 +50,26 @@ from collections.abc import Callable
 from svgagent.core.scoring.render_context import unchecked_context_class
 from svgagent.core.scoring.render_paint import gradient_painter
 from svgagent.core.scoring.render_path import draw_path, draw_polygon, draw_polyline
-from svgagent.core.scoring.render_shortcuts import install as install_shortcuts, removed as shortcuts_removed
+from svgagent.core.scoring.render_shortcuts import install as install_shortcuts
+from svgagent.core.scoring.render_shortcuts import removed as shortcuts_removed
 
 # Attributes whose presence sends a node to cairosvg's full walk (rare in model SVGs, each needs real work there).
-_NEEDS_FULL_WALK = frozenset(("font", "mask", "filter", "clip", "clip-path", "stroke-dasharray", "marker",
-                              "marker-start", "marker-mid", "marker-end", "display", "visibility"))
+_NEEDS_FULL_WALK = frozenset(
+    (
+        "font",
+        "mask",
+        "filter",
+        "clip",
+        "clip-path",
+        "stroke-dasharray",
+        "marker",
+        "marker-start",
+        "marker-mid",
+        "marker-end",
+        "display",
+        "visibility",
+    )
+)
 _SHAPES = frozenset(("rect", "circle", "ellipse", "line", "path", "polygon", "polyline"))
 _TEXTS = frozenset(("text", "tspan"))
 _DEFAULT_FONT_SIZE = "12pt"
@@ -110,8 +125,7 @@ def _rgb_image(surface):
     width, height = cairo_surface.get_width(), cairo_surface.get_height()
     data = cairo_surface.get_data()  # 32 bits per pixel, native-endian xRGB
     raw_mode = "BGRX" if sys.byteorder == "little" else "XRGB"
-    return width, height, Image.frombuffer("RGB", (width, height), data, "raw", raw_mode, cairo_surface.get_stride(),
-                                           1)
+    return width, height, Image.frombuffer("RGB", (width, height), data, "raw", raw_mode, cairo_surface.get_stride(), 1)
 
 
 def surface_to_png(surface, deflate: Callable[[bytes], bytes] | None = None) -> bytes:
@@ -204,6 +218,7 @@ def _skip_empty_stylesheets() -> None:
     def parse_stylesheets(tree, url):
         normal, important = original(tree, url)
         return (normal if has_rules(normal) else NoRules(), important if has_rules(important) else NoRules())
+
     parse_stylesheets._svgagent_wrapped = True
     parse_stylesheets.__wrapped__ = original
     cairosvg.css.parse_stylesheets = parse_stylesheets
@@ -214,8 +229,8 @@ def lean_surface_class(base, fast_antialias: bool = False):
     """``base`` (a cairosvg PNGSurface subclass) with the lean ``draw`` described in the module docstring."""
     import cairocffi
     from cairocffi import cairo as lib
-    from cairosvg import surface as cs
     from cairosvg import helpers
+    from cairosvg import surface as cs
     from cairosvg.helpers import PointError, transform
     from cairosvg.text import text as draw_text
 
@@ -251,7 +266,8 @@ def lean_surface_class(base, fast_antialias: bool = False):
             if is_text and not self._plain_text(node, opacity):
                 return super().draw(node)
             if ("width" in node and helpers.size(self, node["width"]) == 0) or (
-                    "height" in node and helpers.size(self, node["height"]) == 0):
+                "height" in node and helpers.size(self, node["height"]) == 0
+            ):
                 return None
 
             parent = self.parent_node
@@ -281,10 +297,13 @@ def lean_surface_class(base, fast_antialias: bool = False):
                 except PointError:
                     pass
             # (a plain text node skips cairosvg's first pass, which only builds glyph outlines to stroke)
-            lib.cairo_set_antialias(pointer, shape_antialias.get(
-                node.get("shape-rendering"), cairocffi.ANTIALIAS_DEFAULT if is_text else plain_antialias))
-            if is_text or (not is_shape and (
-                    parent is None or "text-rendering" in node or "text-rendering" in parent)):
+            lib.cairo_set_antialias(
+                pointer,
+                shape_antialias.get(
+                    node.get("shape-rendering"), cairocffi.ANTIALIAS_DEFAULT if is_text else plain_antialias
+                ),
+            )
+            if is_text or (not is_shape and (parent is None or "text-rendering" in node or "text-rendering" in parent)):
                 # Font options only matter to text; when neither a group nor the node that set the context's
                 # options (its parent) has text-rendering, they already hold the defaults cairosvg would set.
                 self._set_font_options(node)

@@ -35,12 +35,26 @@ _HASHED_BYTES = re.compile(rb"#[\w-]*")
 _FOLD = bytes(0x30 if 0x30 <= b <= 0x39 else b for b in range(256)).replace(b"E", b"e")
 _SUSPECT_FOLDED = (b"0e0", b"0e+0", b".e0", b".e+0", b"0" * 10)
 _HASHED = re.compile(r"#[\w-]*")
-_NUMBER_TOKEN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|(?<![A-Za-z])(?:nan|inf(?:inity)?)(?![A-Za-z])",
-                           re.IGNORECASE)
+_NUMBER_TOKEN = re.compile(
+    r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|(?<![A-Za-z])(?:nan|inf(?:inity)?)(?![A-Za-z])", re.IGNORECASE
+)
 # Attributes that hold names or references, never numbers cairosvg reads.
-_TEXT_ATTRIBUTES = frozenset(("id", "class", "href", "{http://www.w3.org/1999/xlink}href", "font-family", "lang",
-                              "{http://www.w3.org/XML/1998/namespace}lang", "{http://www.w3.org/XML/1998/namespace}space",
-                              "{http://www.w3.org/XML/1998/namespace}base", "type", "media", "title"))
+_TEXT_ATTRIBUTES = frozenset(
+    (
+        "id",
+        "class",
+        "href",
+        "{http://www.w3.org/1999/xlink}href",
+        "font-family",
+        "lang",
+        "{http://www.w3.org/XML/1998/namespace}lang",
+        "{http://www.w3.org/XML/1998/namespace}space",
+        "{http://www.w3.org/XML/1998/namespace}base",
+        "type",
+        "media",
+        "title",
+    )
+)
 _HREFS = ("href", "{http://www.w3.org/1999/xlink}href")
 
 
@@ -98,8 +112,10 @@ def _check_numbers(root) -> None:
             bad = _bad_number(value)
             if bad is not None:
                 what = "not finite" if not math.isfinite(float(bad)) else f"beyond ±{MAX_ABS_NUMBER:g}"
-                raise RenderError(f"SVG {_local(name) or name} holds {bad[:20]}, {what}: refused up front "
-                                  "(such values hang the renderer)")
+                raise RenderError(
+                    f"SVG {_local(name) or name} holds {bad[:20]}, {what}: refused up front "
+                    "(such values hang the renderer)"
+                )
 
 
 def _check_expansion(root, *, has_use: bool) -> None:

@@ -29,7 +29,8 @@ _LINEAR, _RADIAL = "linearGradient", "radialGradient"
 @functools.cache
 def gradient_painter():
     """``paint(surface, node, name, opacity) -> bool``, as cairosvg's ``defs.gradient_or_pattern``."""
-    from cairocffi import cairo as lib, ffi
+    from cairocffi import cairo as lib
+    from cairocffi import ffi
     from cairosvg import defs, helpers
     from cairosvg.bounding_box import calculate_bounding_box, is_non_empty_bounding_box
 
@@ -39,10 +40,12 @@ def gradient_painter():
         """(geometry, stops, extend) of ``gradient`` as draw_gradient computes them."""
         size = helpers.size
         if gradient.tag == _LINEAR:
-            geometry = (size(surface, gradient.get("x1", "0%"), width_ref),
-                        size(surface, gradient.get("y1", "0%"), height_ref),
-                        size(surface, gradient.get("x2", "100%"), width_ref),
-                        size(surface, gradient.get("y2", "0%"), height_ref))
+            geometry = (
+                size(surface, gradient.get("x1", "0%"), width_ref),
+                size(surface, gradient.get("y1", "0%"), height_ref),
+                size(surface, gradient.get("x2", "100%"), width_ref),
+                size(surface, gradient.get("y2", "0%"), height_ref),
+            )
         else:
             r = size(surface, gradient.get("r", "50%"), diagonal_ref)
             cx = size(surface, gradient.get("cx", "50%"), width_ref)
@@ -60,8 +63,13 @@ def gradient_painter():
     def paint(surface, node, name, opacity) -> bool:
         gradients = surface.gradients
         gradient = gradients.get(name)
-        if (gradient is None or gradient.tag not in (_LINEAR, _RADIAL) or "gradientTransform" in gradient
-                or gradient.get_href() or "" in gradients):  # ("": what an absent href resolves to)
+        if (
+            gradient is None
+            or gradient.tag not in (_LINEAR, _RADIAL)
+            or "gradientTransform" in gradient
+            or gradient.get_href()
+            or "" in gradients
+        ):  # ("": what an absent href resolves to)
             return defs.gradient_or_pattern(surface, node, name, opacity)
         if gradient.get("gradientUnits") == "userSpaceOnUse":
             refs = ("x", "y", "xy")

@@ -108,8 +108,16 @@ def draw_path(surface, node) -> None:  # noqa: C901 - one command per branch, in
         return cairosvg_path(surface, node)  # (it reads the cut data from the node)
     size, point_error = helpers.size, helpers.PointError
     context = surface.context
-    calls = {"M": context.move_to, "m": context.rel_move_to, "L": context.line_to, "l": context.rel_line_to,
-             "C": context.curve_to, "c": context.rel_curve_to, "Q": context.curve_to, "q": context.rel_curve_to}
+    calls = {
+        "M": context.move_to,
+        "m": context.rel_move_to,
+        "L": context.line_to,
+        "l": context.rel_line_to,
+        "C": context.curve_to,
+        "c": context.rel_curve_to,
+        "Q": context.curve_to,
+        "q": context.rel_curve_to,
+    }
     if context.has_current_point():
         current_x, current_y = context.get_current_point()
     else:
@@ -196,4 +204,3 @@ def draw_polygon(surface, node) -> None:
     """``cairosvg.shapes.polygon``: the polyline, then the close (not reached after a ``PointError``)."""
     draw_polyline(surface, node)
     surface.context.close_path()
-

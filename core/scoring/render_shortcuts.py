@@ -90,7 +90,7 @@ def shortcuts() -> dict[str, tuple]:
         elif reference == "y":
             reference = surface.context_height or 0
         elif reference == "xy":
-            reference = math.hypot(surface.context_width, surface.context_height) / 2 ** 0.5
+            reference = math.hypot(surface.context_width, surface.context_height) / 2**0.5
         return float(string[:-1]) * reference / 100
 
     def point(surface, string):
@@ -118,8 +118,14 @@ def shortcuts() -> dict[str, tuple]:
             for child in node.children:
                 parse_all_defs(surface, child)
 
-    return {"parse_all_defs": (defs.parse_all_defs, parse_all_defs), "size": (own_size, size), "normalize": (own_normalize, normalize), "point": (helpers.point, point),
-            "color": (own_color, color), "paint": (own_paint, paint)}
+    return {
+        "parse_all_defs": (defs.parse_all_defs, parse_all_defs),
+        "size": (own_size, size),
+        "normalize": (own_normalize, normalize),
+        "point": (helpers.point, point),
+        "color": (own_color, color),
+        "paint": (own_paint, paint),
+    }
 
 
 def _swap(to_shortcut: bool) -> None:

@@ -26,8 +26,16 @@ _TEXT_ROOTS = ("text", "textPath", "a")
 
 def has_rules(matcher) -> bool:
     """Whether a cssselect2 matcher holds any selector (one without never matches anything)."""
-    return any((matcher.id_selectors, matcher.class_selectors, matcher.lower_local_name_selectors,
-                matcher.namespace_selectors, matcher.lang_attr_selectors, matcher.other_selectors))
+    return any(
+        (
+            matcher.id_selectors,
+            matcher.class_selectors,
+            matcher.lower_local_name_selectors,
+            matcher.namespace_selectors,
+            matcher.lang_attr_selectors,
+            matcher.other_selectors,
+        )
+    )
 
 
 def node_tag(etree_tag: str) -> str:
@@ -72,8 +80,9 @@ def _classes():
     def add_children(node, etree_element) -> None:
         """The node's children, as ``Node.__init__`` makes them (text through cairosvg's own code)."""
         if node.tag in _TEXT_ROOTS:
-            node.children, _ = node.text_children(cssselect2.ElementWrapper.from_xml_root(etree_element),
-                                                  trailing_space=True, text_root=True)
+            node.children, _ = node.text_children(
+                cssselect2.ElementWrapper.from_xml_root(etree_element), trailing_space=True, text_root=True
+            )
         if not node.children:
             children = []
             for child in etree_element:
@@ -87,8 +96,9 @@ def _classes():
         """cairosvg's ``Node`` for an element of a document without stylesheet rules."""
 
         def __init__(self, etree_element, parent) -> None:  # noqa: D107 - Node.__init__ is skipped on purpose
-            dict.__init__(self, [(name, value) for name, value in parent.items()
-                                 if name not in NOT_INHERITED_ATTRIBUTES])
+            dict.__init__(
+                self, [(name, value) for name, value in parent.items() if name not in NOT_INHERITED_ATTRIBUTES]
+            )
             self.children = ()
             self.root = False
             self.style = parent.style

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import base64
-import gc
 import binascii
+import gc
 import io
 import math
 import os
@@ -39,8 +39,9 @@ from svgagent.core.scoring.errors import RenderError
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
 OK, ERROR, ERROR_RECYCLE, READY = 0, 1, 2, 3
-_WARMUP_SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/>' \
-    b"<text>a</text></svg>"
+_WARMUP_SVG = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/><text>a</text></svg>'
+)
 DEFAULT_SIZE = 512
 DEFAULT_MAX_BYTES = 1_000_000
 MAX_OUTPUT_SIZE = 16_384  # cairo cannot make image surfaces wider than 32767 px
@@ -246,9 +247,10 @@ def fit_longest_side(width: float, height: float, size: int) -> tuple[int, int]:
 
 def _parse_tree(data: bytes, fetcher, fast: bool = True):
     """cairosvg's tree of ``data``; ``fast``: built by render_tree.py where that gives the same tree."""
+    from xml.etree.ElementTree import ParseError
+
     from cairosvg.parser import Tree
     from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden, NotSupportedError
-    from xml.etree.ElementTree import ParseError
 
     from svgagent.core.scoring.render_draw import cairosvg_checked
     from svgagent.core.scoring.render_tree import build_tree
@@ -275,8 +277,16 @@ def _check_root(tree) -> None:
     raise RenderError(f"not an SVG document: root element is <{_shorten(tag, 40)}>")
 
 
-def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                      surface=None, check_cost: bool = True, fast_tree: bool = True, encode=None) -> bytes:
+def render_svg_to_png(
+    svg: str | bytes,
+    size: int = DEFAULT_SIZE,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    surface=None,
+    check_cost: bool = True,
+    fast_tree: bool = True,
+    encode=None,
+) -> bytes:
     """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
 
     Raises :class:`RenderError` (one-line reason) for anything that cannot be rendered safely. It has no timeout
@@ -302,8 +312,9 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
         if check_cost:
             check_render_cost(data, tree.xml_tree)
         cut_path_data_at_closepath_errors()  # cairosvg loops for ever on "Z 5 5"; SVG draws up to the Z
-        surface = (surface or surface_class())(tree, None, _DPI, output_width=out_w, output_height=out_h,
-                                               background_color="white")
+        surface = (surface or surface_class())(
+            tree, None, _DPI, output_width=out_w, output_height=out_h, background_color="white"
+        )
         png = (encode or surface_to_png)(surface)
         surface.finish()
         return png

@@ -24,10 +24,18 @@ from svgagent.core.scoring.models import Usage
 
 RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
-_CODES = {400: StatusCode.INVALID_ARGUMENT, 401: StatusCode.UNAUTHENTICATED, 403: StatusCode.PERMISSION_DENIED,
-          404: StatusCode.NOT_FOUND, 408: StatusCode.DEADLINE_EXCEEDED, 422: StatusCode.INVALID_ARGUMENT,
-          429: StatusCode.RESOURCE_EXHAUSTED, 502: StatusCode.UNAVAILABLE, 503: StatusCode.UNAVAILABLE,
-          504: StatusCode.UNAVAILABLE}
+_CODES = {
+    400: StatusCode.INVALID_ARGUMENT,
+    401: StatusCode.UNAUTHENTICATED,
+    403: StatusCode.PERMISSION_DENIED,
+    404: StatusCode.NOT_FOUND,
+    408: StatusCode.DEADLINE_EXCEEDED,
+    422: StatusCode.INVALID_ARGUMENT,
+    429: StatusCode.RESOURCE_EXHAUSTED,
+    502: StatusCode.UNAVAILABLE,
+    503: StatusCode.UNAVAILABLE,
+    504: StatusCode.UNAVAILABLE,
+}
 
 
 class PolicyCallError(Exception):
@@ -62,15 +70,16 @@ def _delay(attempt: int, retry_after: str | None, policy: RetryPolicy) -> float:
             return min(max(0.0, float(retry_after)), 60.0)
         except ValueError:
             pass
-    return min(policy.base_delay_s * 2 ** attempt, policy.max_delay_s) * (0.75 + random.random() / 2)
+    return min(policy.base_delay_s * 2**attempt, policy.max_delay_s) * (0.75 + random.random() / 2)
 
 
 def _error_text(raw: bytes) -> str:
     try:
         data = json.loads(raw)
         err = data.get("error") if isinstance(data, dict) else None
-        message = err.get("message") if isinstance(err, dict) else (data.get("detail") if isinstance(data, dict)
-                                                                    else None)
+        message = (
+            err.get("message") if isinstance(err, dict) else (data.get("detail") if isinstance(data, dict) else None)
+        )
         if message:
             return str(message).splitlines()[0][:200]
     except (ValueError, AttributeError):
@@ -90,12 +99,16 @@ def parse_answer(raw: bytes) -> PolicyAnswer:
         raise PolicyCallError(StatusCode.INTERNAL, "the policy endpoint returned no usable choice") from None
     if isinstance(content, list):
         content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return PolicyAnswer(content=content if isinstance(content, str) else "", finish_reason=choice.get("finish_reason"),
-                        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+    return PolicyAnswer(
+        content=content if isinstance(content, str) else "",
+        finish_reason=choice.get("finish_reason"),
+        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+    )
 
 
-async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str | None,
-                    policy: RetryPolicy) -> PolicyAnswer:
+async def post_chat(
+    http: Http1Client, url: str, body: dict[str, Any], key: str | None, policy: RetryPolicy
+) -> PolicyAnswer:
     """POST ``body`` to ``url`` (…/chat/completions) until it answers, fails for good or the deadline passes."""
     try:
         target, head = json_post(url, key)
@@ -139,5 +152,8 @@ async def post_chat(http: Http1Client, url: str, body: dict[str, Any], key: str 
 
 
 def _past_deadline(policy: RetryPolicy, problem: str) -> PolicyCallError:
-    return PolicyCallError(StatusCode.DEADLINE_EXCEEDED, f"policy call exceeded the rollout deadline of "
-                           f"{policy.deadline_s:g} s" + (f" (last try: {problem})" if problem else ""))
+    return PolicyCallError(
+        StatusCode.DEADLINE_EXCEEDED,
+        f"policy call exceeded the rollout deadline of "
+        f"{policy.deadline_s:g} s" + (f" (last try: {problem})" if problem else ""),
+    )

@@ -20,9 +20,22 @@ MAX_TEXT_CHARS = 200_000
 # An id goes into URL paths (the tracing proxy's) and the store: printable, no spaces, no path or query syntax.
 Id = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\s/?#%\\]+$")]
 # The sampling parameters passed on to the policy; everything else in completion_params stays here.
-SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "stop", "seed",
-                 "presence_penalty", "frequency_penalty", "repetition_penalty", "reasoning_effort", "logprobs",
-                 "top_logprobs")
+SAMPLING_KEYS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "reasoning_effort",
+    "logprobs",
+    "top_logprobs",
+)
 
 
 class RolloutIds(BaseModel):

@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from svgagent.core.verdicts import verdict_columns
 from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
 from svgagent.core.http1 import Http1Client
@@ -31,11 +30,12 @@ from svgagent.core.scoring.models import FailureKind, RolloutStatus, RolloutUpda
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.policy_call import PolicyCallError, RetryPolicy, post_chat
 from svgagent.core.serve.protocol import InitRequest, gateway_base
+from svgagent.core.serve.recorder import Recorder
 from svgagent.core.serve.security import KeyPolicy, url_host
 from svgagent.core.serve.status_log import StatusLogger, log_record
 from svgagent.core.settings import Settings
-from svgagent.core.serve.recorder import Recorder
 from svgagent.core.training import Placement, Served, ServedRef, TrainingStore
+from svgagent.core.verdicts import verdict_columns
 
 log = logging.getLogger("svgagent.serve")
 NOT_JUDGED = "not judged here (the evaluator scores it on the platform; `svgagent serve --judge` scores locally)"
@@ -63,8 +63,11 @@ class ServeContext:
 
     @property
     def retry(self) -> RetryPolicy:
-        return RetryPolicy(max_retries=self.settings.max_retries, request_timeout_s=self.settings.request_timeout_s,
-                           deadline_s=self.rollout_timeout_s)
+        return RetryPolicy(
+            max_retries=self.settings.max_retries,
+            request_timeout_s=self.settings.request_timeout_s,
+            deadline_s=self.rollout_timeout_s,
+        )
 
     def gateway_for(self, req: InitRequest) -> str:
         return self.gateway_url or gateway_base(req.model_base_url)
@@ -78,7 +81,7 @@ class ServeContext:
 def policy_body(req: InitRequest) -> dict[str, Any]:
     model = req.model
     if model.startswith(_FIREWORKS_PREFIX) and url_host(req.model_base_url) == "api.fireworks.ai":
-        model = model[len(_FIREWORKS_PREFIX):]
+        model = model[len(_FIREWORKS_PREFIX) :]
     body: dict[str, Any] = {"model": model, "messages": req.chat_messages(), **req.sampling()}
     if req.tools:
         body["tools"] = req.tools
@@ -102,17 +105,31 @@ async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
     req = job.req
     started = time.perf_counter()
     try:
-        answer = await post_chat(ctx.http, f"{req.model_base_url}/chat/completions", policy_body(req),
-                                 ctx.keys.key_for(req.model_base_url, req.api_key), ctx.retry)
+        answer = await post_chat(
+            ctx.http,
+            f"{req.model_base_url}/chat/completions",
+            policy_body(req),
+            ctx.keys.key_for(req.model_base_url, req.api_key),
+            ctx.retry,
+        )
     except PolicyCallError as err:
         message = str(err)
-        columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=message, error=message,
-                       failure_kind=failure_kind_of(err.code), generation_s=time.perf_counter() - started)
+        columns = dict(
+            status=RolloutStatus.FAILED,
+            is_score_valid=False,
+            reason=message,
+            error=message,
+            failure_kind=failure_kind_of(err.code),
+            generation_s=time.perf_counter() - started,
+        )
         return await conclude(ctx, job, columns, err.code, message)
     columns: dict[str, Any] = dict(
-        raw_answer=answer.content, finish_reason=answer.finish_reason or "unknown",
-        prompt_tokens=answer.usage.prompt_tokens, completion_tokens=answer.usage.completion_tokens,
-        generation_s=time.perf_counter() - started)
+        raw_answer=answer.content,
+        finish_reason=answer.finish_reason or "unknown",
+        prompt_tokens=answer.usage.prompt_tokens,
+        completion_tokens=answer.usage.completion_tokens,
+        generation_s=time.perf_counter() - started,
+    )
     columns.update(await _picture_and_score(ctx, answer.content, job.prompt, job.requirements))
     return await conclude(ctx, job, columns, StatusCode.FINISHED, "Rollout finished")
 
@@ -128,8 +145,14 @@ async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requir
         png = await ctx.renderer.render(extracted.svg, ctx.settings.render_size)
     except RenderError as err:
         zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}
-        return dict(status=RolloutStatus.FAILED, svg=extracted.svg, reason=f"render failed: {err}",
-                    failure_kind=FailureKind.RENDER, render_s=time.perf_counter() - t0, **zero)
+        return dict(
+            status=RolloutStatus.FAILED,
+            svg=extracted.svg,
+            reason=f"render failed: {err}",
+            failure_kind=FailureKind.RENDER,
+            render_s=time.perf_counter() - t0,
+            **zero,
+        )
     columns: dict[str, Any] = dict(svg=extracted.svg, png=png, render_s=time.perf_counter() - t0)
     if not judged:
         return dict(columns, status=RolloutStatus.SCORED, reason=NOT_JUDGED)
@@ -139,8 +162,15 @@ async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requir
         verdict = await ctx.judge.judge(png, requirements, prompt)
     except api_errors() as err:  # a local judge outage: the rollout itself finished
         kind, reason = classify_api_error(err, "judge", ctx.settings)
-        return dict(columns, status=RolloutStatus.FAILED, is_score_valid=False, reason=reason, error=reason,
-                    failure_kind=kind, judge_s=time.perf_counter() - t0)
+        return dict(
+            columns,
+            status=RolloutStatus.FAILED,
+            is_score_valid=False,
+            reason=reason,
+            error=reason,
+            failure_kind=kind,
+            judge_s=time.perf_counter() - t0,
+        )
     status, judged_columns = verdict_columns(verdict, time.perf_counter() - t0)
     return dict(columns, status=status, **judged_columns)
 
@@ -151,8 +181,20 @@ async def conclude(ctx: ServeContext, job: Job, columns: dict[str, Any], code: S
     error would make it pay for the same answer again."""
     req = job.req
     try:
-        ref = await ctx.recorder.record(Served(job.place, req.metadata, req.model, job.prompt, job.requirements,
-                                               ctx.judge is not None, columns, code, message, job.previous))
+        ref = await ctx.recorder.record(
+            Served(
+                job.place,
+                req.metadata,
+                req.model,
+                job.prompt,
+                job.requirements,
+                ctx.judge is not None,
+                columns,
+                code,
+                message,
+                job.previous,
+            )
+        )
     except (StoreError, sqlite3.Error) as err:
         log.warning("could not store rollout %s: %s", req.metadata.rollout_id, err)
     else:
@@ -163,6 +205,12 @@ async def conclude(ctx: ServeContext, job: Job, columns: dict[str, Any], code: S
 
 async def log_status(ctx: ServeContext, req: InitRequest, code: StatusCode, message: str) -> bool:
     ids = req.metadata
-    record = log_record(code, message, rollout_id=ids.rollout_id, experiment_id=ids.experiment_id,
-                        run_id=ids.run_id, extras={"row_id": ids.row_id, "server": "svgagent serve"})
+    record = log_record(
+        code,
+        message,
+        rollout_id=ids.rollout_id,
+        experiment_id=ids.experiment_id,
+        run_id=ids.run_id,
+        extras={"row_id": ids.row_id, "server": "svgagent serve"},
+    )
     return await ctx.status_log.post(ctx.gateway_for(req), record, req.api_key)

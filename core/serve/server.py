@@ -76,7 +76,8 @@ class JsonAccessLogger(AbstractAccessLogger):
             f'{{"ts": {round(time.time(), 3)!r}, "remote": {_json_str(remote) if remote is not None else "null"}, '
             f'"method": {_json_str(request.method)}, "path": {_json_str(request.path)}, '
             f'"status": {int(response.status)}, "ms": {round(took * 1000, 2)!r}, "bytes": {int(response.body_length)}'
-            + (f', "rollout_id": {_json_str(rollout_id)}}}' if rollout_id else "}"))
+            + (f', "rollout_id": {_json_str(rollout_id)}}}' if rollout_id else "}")
+        )
 
 
 @dataclass
@@ -107,17 +108,29 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         return listening_socket(host, port)
     except OSError as err:
-        raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror or err}"
-                          + (" (another server is there: choose another --port, or 0 for a free one)"
-                             if err.errno == errno.EADDRINUSE else "")) from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {err.strerror or err}"
+            + (
+                " (another server is there: choose another --port, or 0 for a free one)"
+                if err.errno == errno.EADDRINUSE
+                else ""
+            )
+        ) from None
 
 
 class RolloutServer:
     """Serve rollouts for eval-protocol (see the module docstring). ``await start()``, then ``await stop()``."""
 
-    def __init__(self, ctx: ServeContext, *, concurrency: int = 16, queue_limit: int = 4096,
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, grace_s: float = 30.0,
-                 access: AccessSink = access_log) -> None:
+    def __init__(
+        self,
+        ctx: ServeContext,
+        *,
+        concurrency: int = 16,
+        queue_limit: int = 4096,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        grace_s: float = 30.0,
+        access: AccessSink = access_log,
+    ) -> None:
         if concurrency < 1 or queue_limit < 0:
             raise ValueError("concurrency must be >= 1 and queue_limit >= 0")
         self.ctx = ctx
@@ -149,9 +162,13 @@ class RolloutServer:
         """Serve on ``host:port``, or on ``sock`` when given (bound already: :func:`bind_socket`)."""
         if sock is None:
             sock = bind_socket(host, port)
-        runner = web.AppRunner(self.make_app(), access_log_class=JsonAccessLogger,
-                               access_log=self.access,  # type: ignore[arg-type]
-                               handler_cancellation=True, shutdown_timeout=2.0)
+        runner = web.AppRunner(
+            self.make_app(),
+            access_log_class=JsonAccessLogger,
+            access_log=self.access,  # type: ignore[arg-type]
+            handler_cancellation=True,
+            shutdown_timeout=2.0,
+        )
         await runner.setup()
         bound = await listen(runner, host, port, sock)
         self._runner = runner
@@ -213,8 +230,13 @@ class RolloutServer:
     async def _mark_stopped(self, entry: _Live) -> None:
         self.stats.stopped += 1
         self._live.pop(entry.job.req.metadata.rollout_id, None)
-        columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=STOPPED, error=STOPPED,
-                       failure_kind=FailureKind.OTHER)
+        columns = dict(
+            status=RolloutStatus.FAILED,
+            is_score_valid=False,
+            reason=STOPPED,
+            error=STOPPED,
+            failure_kind=FailureKind.OTHER,
+        )
         await asyncio.wait_for(conclude(self.ctx, entry.job, columns, StatusCode.UNAVAILABLE, STOPPED), timeout=10)
 
     # --- handlers ---------------------------------------------------------------------------------------------
@@ -246,12 +268,15 @@ class RolloutServer:
             return web.json_response({"status": "finished", "rollout_id": ids.rollout_id, "duplicate": True})
         if len(self._live) >= self.concurrency + self.queue_limit:
             self.stats.busy += 1
-            return _error(429, f"{self.concurrency} rollouts are running and {self.queue_limit} waiting",
-                          retry_after=1)
+            return _error(429, f"{self.concurrency} rollouts are running and {self.queue_limit} waiting", retry_after=1)
         prompt, requirements = _prompt_of(req.user_text())
         try:
-            place = self.ctx.training.place(ids=ids, model=req.model, hint=step_hint(req.completion_params, req.model),
-                                            judged=self.ctx.judge is not None)
+            place = self.ctx.training.place(
+                ids=ids,
+                model=req.model,
+                hint=step_hint(req.completion_params, req.model),
+                judged=self.ctx.judge is not None,
+            )
         except (StoreError, sqlite3.Error) as err:
             log.warning("the run store cannot be written: %s", err)
             return _error(503, "the run store cannot be written", retry_after=5)
@@ -280,8 +305,13 @@ class RolloutServer:
                 except Exception as err:  # a bug must not leave eval-protocol polling until its timeout
                     log.exception("rollout %s failed unexpectedly", rid)
                     message = f"internal error in svgagent serve: {type(err).__name__}: {str(err)[:200]}"
-                    columns = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=message, error=message,
-                                   failure_kind=FailureKind.INTERNAL)
+                    columns = dict(
+                        status=RolloutStatus.FAILED,
+                        is_score_valid=False,
+                        reason=message,
+                        error=message,
+                        failure_kind=FailureKind.INTERNAL,
+                    )
                     await conclude(self.ctx, job, columns, code, message)
                 finally:
                     self._running -= 1
@@ -308,23 +338,41 @@ class RolloutServer:
         request[ROLLOUT_ID] = rollout_id
         live = self._live.get(rollout_id)
         if live is not None:
-            return web.json_response({"terminated": False, "info": {"state": "running" if live.running else "queued"},
-                                      "status": status_dict(StatusCode.RUNNING, "Rollout is running")})
+            return web.json_response(
+                {
+                    "terminated": False,
+                    "info": {"state": "running" if live.running else "queued"},
+                    "status": status_dict(StatusCode.RUNNING, "Rollout is running"),
+                }
+            )
         code, message = self.ctx.training.ep_status(rollout_id)
         if code is None:
             return web.json_response({"terminated": False, "info": {"state": "unknown"}, "status": None}, status=404)
-        return web.json_response({"terminated": True, "info": {"state": "done"},
-                                  "status": status_dict(StatusCode(code), message or "")})
+        return web.json_response(
+            {"terminated": True, "info": {"state": "done"}, "status": status_dict(StatusCode(code), message or "")}
+        )
 
     async def _handle_health(self, request: web.Request) -> web.Response:
         s = self.stats
-        return web.json_response({
-            "status": "ok" if self._accepting else "stopping", "service": "svgagent serve",
-            "running": self._running, "queued": len(self._live) - self._running, "concurrency": self.concurrency,
-            "queue_limit": self.queue_limit, "accepted": s.accepted, "finished": s.finished, "errors": s.errors,
-            "duplicates": s.duplicates, "busy": s.busy, "bad_requests": s.bad_requests,
-            "status_logs_lost": self.ctx.status_log.lost, "stored": self.ctx.recorder.stored,
-            "store_transactions": self.ctx.recorder.batches})
+        return web.json_response(
+            {
+                "status": "ok" if self._accepting else "stopping",
+                "service": "svgagent serve",
+                "running": self._running,
+                "queued": len(self._live) - self._running,
+                "concurrency": self.concurrency,
+                "queue_limit": self.queue_limit,
+                "accepted": s.accepted,
+                "finished": s.finished,
+                "errors": s.errors,
+                "duplicates": s.duplicates,
+                "busy": s.busy,
+                "bad_requests": s.bad_requests,
+                "status_logs_lost": self.ctx.status_log.lost,
+                "stored": self.ctx.recorder.stored,
+                "store_transactions": self.ctx.recorder.batches,
+            }
+        )
 
 
 def _accepted(rollout_id: str, retry: bool) -> web.Response:

@@ -25,8 +25,15 @@ PROGRAM = "svgagent-serve"
 RETRY_DELAYS_S = (0.2, 0.5, 1.0)
 
 
-def log_record(code: StatusCode, message: str, *, rollout_id: str, experiment_id: str, run_id: str,
-               extras: dict[str, Any] | None = None) -> dict[str, Any]:
+def log_record(
+    code: StatusCode,
+    message: str,
+    *,
+    rollout_id: str,
+    experiment_id: str,
+    run_id: str,
+    extras: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     level = "ERROR" if code.is_error else "INFO"
     stamp = datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"  # (strftime's %f…Z, at half the cost)
     return {
@@ -42,8 +49,9 @@ class StatusLogger:
     """Posts status records on pooled keep-alive connections (:mod:`svgagent.core.http1`, as the policy calls;
     ``await close()`` when done)."""
 
-    def __init__(self, keys: KeyPolicy, *, timeout_s: float = 10.0,
-                 retry_delays_s: tuple[float, ...] = RETRY_DELAYS_S) -> None:
+    def __init__(
+        self, keys: KeyPolicy, *, timeout_s: float = 10.0, retry_delays_s: tuple[float, ...] = RETRY_DELAYS_S
+    ) -> None:
         self.keys = keys
         self.timeout_s = timeout_s
         self.retry_delays_s = retry_delays_s
@@ -65,7 +73,7 @@ class StatusLogger:
         base = gateway.rstrip("/")
         key = self.keys.key_for(base, request_key)
         problem = ""
-        for attempt, delay in enumerate((0.0, *self.retry_delays_s)):
+        for delay in (0.0, *self.retry_delays_s):
             if delay:
                 await asyncio.sleep(delay)
             try:
@@ -90,4 +98,3 @@ class StatusLogger:
         target, head = json_post(url, key)
         response = await self._client().post(target, head, json_bytes(record), max_body=1 << 20, timeout=self.timeout_s)
         return response.status
-

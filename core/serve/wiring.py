@@ -25,7 +25,6 @@ from svgagent.core.store import Store
 from svgagent.core.training import TrainingStore
 
 
-
 @dataclass(frozen=True)
 class ServeOptions:
     host: str = "127.0.0.1"
@@ -58,34 +57,58 @@ class ServeOptions:
         return found
 
 
-async def build_context(settings: Settings, store: Store, options: ServeOptions, *, bus: EventBus[RolloutUpdate] | None = None,
-                  renderer: Renderer | None = None) -> ServeContext:
+async def build_context(
+    settings: Settings,
+    store: Store,
+    options: ServeOptions,
+    *,
+    bus: EventBus[RolloutUpdate] | None = None,
+    renderer: Renderer | None = None,
+) -> ServeContext:
     own = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else None
     keys = KeyPolicy.build(own, options.allow_hosts)
     http = Http1Client()
     judge = Judge(judge_client(settings), settings.judge_model, settings.judge_mode) if options.judge else None
     return ServeContext(
-        settings=settings, keys=keys,
+        settings=settings,
+        keys=keys,
         training=TrainingStore(store, job_name=options.job_name, settings=settings.public_dict()),
         status_log=StatusLogger(keys, retry_delays_s=options.status_retry_delays_s),
-        renderer=renderer or Renderer(size=settings.render_size, timeout_s=settings.render_timeout_s,
-                                      memory_mb=settings.render_memory_mb),
-        http=http, judge=judge, gateway_url=options.gateway_url, rollout_timeout_s=options.rollout_timeout_s,
-        bus=bus)
+        renderer=renderer
+        or Renderer(
+            size=settings.render_size, timeout_s=settings.render_timeout_s, memory_mb=settings.render_memory_mb
+        ),
+        http=http,
+        judge=judge,
+        gateway_url=options.gateway_url,
+        rollout_timeout_s=options.rollout_timeout_s,
+        bus=bus,
+    )
 
 
 @asynccontextmanager
-async def rollout_server(settings: Settings, store: Store, options: ServeOptions, *,
-                         bus: EventBus[RolloutUpdate] | None = None,
-                         renderer: Renderer | None = None,
-                         access: AccessSink = access_log,
-                         sock: socket.socket | None = None) -> AsyncIterator[RolloutServer]:
+async def rollout_server(
+    settings: Settings,
+    store: Store,
+    options: ServeOptions,
+    *,
+    bus: EventBus[RolloutUpdate] | None = None,
+    renderer: Renderer | None = None,
+    access: AccessSink = access_log,
+    sock: socket.socket | None = None,
+) -> AsyncIterator[RolloutServer]:
     """A started server; on exit it stops (``options.grace_s``) and closes what it created. ``access``: where the
     access-log lines go (the ``svgagent.serve.access`` logger); ``sock``: the socket to serve on, bound already
     (else ``options.host:port`` is bound)."""
     ctx = await build_context(settings, store, options, bus=bus, renderer=renderer)
-    server = RolloutServer(ctx, concurrency=options.concurrency, queue_limit=options.queue_limit,
-                           max_body_bytes=options.max_body_bytes, grace_s=options.grace_s, access=access)
+    server = RolloutServer(
+        ctx,
+        concurrency=options.concurrency,
+        queue_limit=options.queue_limit,
+        max_body_bytes=options.max_body_bytes,
+        grace_s=options.grace_s,
+        access=access,
+    )
     try:
         await server.start(options.host, options.port, sock)
         yield server

@@ -29,8 +29,13 @@ class BackgroundLoop:
         """True when called from outside the loop's thread while it runs (then hand work over threadsafe)."""
         return self.thread is not None and threading.current_thread() is not self.thread
 
-    def start(self, setup: Callable[[], Awaitable[object]], teardown: Callable[[], Awaitable[object]],
-              *, timeout_s: float | None = None) -> None:
+    def start(
+        self,
+        setup: Callable[[], Awaitable[object]],
+        teardown: Callable[[], Awaitable[object]],
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
         """Run `setup()` on a new loop in the thread, then serve until `stop()`, then `teardown()`.
 
         Returns once `setup` finished; an exception it raised is raised here, and the thread is gone.

@@ -146,7 +146,7 @@ def make_svg(seed: int, prompt: str, nth: int, quality: Quality, n: int, pad_to:
         scale, palette = (0.8, colours[:3]) if quality == "partial" else (1.0, colours)
         shapes = [_shape(rng, i % 5, palette[i % len(palette)], scale) for i in range(max(1, n))]
     n = max(1, n)  # one group per requirement: the drawing's parts spread over them
-    groups = ["".join(shapes[i * len(shapes) // n:(i + 1) * len(shapes) // n]) for i in range(n)]
+    groups = ["".join(shapes[i * len(shapes) // n : (i + 1) * len(shapes) // n]) for i in range(n)]
     count = n if quality != "partial" else max(1, n // 2 - rng.randint(0, 1))
     parts = [
         '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 256 256" width="256" height="256">',
@@ -217,9 +217,7 @@ def policy_answer(seed: int, prompt: str, nth: int, huge_bytes: int = 0) -> tupl
         )
         return quality, text, False
     svg = make_svg(seed, prompt, nth, quality, n, pad_to=huge_bytes)
-    intro = rng.choice(
-        ("Here is the SVG", "Here's an SVG", "Below is the SVG", "This SVG should work")
-    )
+    intro = rng.choice(("Here is the SVG", "Here's an SVG", "Below is the SVG", "This SVG should work"))
     if quality == "broken":
         svg = _break_xml(svg, rng)
     if quality == "truncated":
@@ -297,9 +295,7 @@ def _cached_analysis(png: bytes, key: bytes) -> ImageStats | None:
     return stats
 
 
-def judge_decisions(
-    seed: int, png: bytes, n: int, inspect_pixels: bool = True
-) -> tuple[list[bool], ImageStats | None]:
+def judge_decisions(seed: int, png: bytes, n: int, inspect_pixels: bool = True) -> tuple[list[bool], ImageStats | None]:
     """Which of the ``n`` requirements the simulated judge calls fulfilled, from the image's look and hash.
 
     ``inspect_pixels=False`` uses :func:`estimate_png` instead of decoding (a few ms of CPU saved per image).
@@ -379,8 +375,9 @@ def judge_answer(
     if garbage == "unreadable":  # per requirement: nested 100,000 deep; a count: 5,000 digits long
         if per_requirement:
             return "[" * 100_000 + "]" * 100_000
-        return json.dumps({"reasoning": reasoning, COUNT_KEY: 0}).replace(f'"{COUNT_KEY}": 0',
-                                                                           f'"{COUNT_KEY}": {"9" * 5000}')
+        return json.dumps({"reasoning": reasoning, COUNT_KEY: 0}).replace(
+            f'"{COUNT_KEY}": 0', f'"{COUNT_KEY}": {"9" * 5000}'
+        )
     # non_integer
     if per_requirement:
         bad = [dict(v, fulfilled="yes" if v["fulfilled"] else "no") for v in verdicts]

@@ -21,7 +21,8 @@ import dataclasses
 import json
 import re
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -62,19 +63,24 @@ _ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
         ("GET", _A + "/datasets/" + _I, lambda s, m, q, b: s.dataset_get(m["id"])),
         ("DELETE", _A + "/datasets/" + _I, lambda s, m, q, b: s.dataset_delete(m["id"])),
         ("POST", _A + "/datasets/" + _I + ":upload", lambda s, m, q, b: s.dataset_upload(m["id"], *_file(b))),
-        ("POST", _A + "/datasets/" + _I + ":getUploadEndpoint",
-         lambda s, m, q, b: s.dataset_upload_endpoint(m["id"], _obj(b))),
+        (
+            "POST",
+            _A + "/datasets/" + _I + ":getUploadEndpoint",
+            lambda s, m, q, b: s.dataset_upload_endpoint(m["id"], _obj(b)),
+        ),
         ("POST", _A + "/datasets/" + _I + ":validateUpload", lambda s, m, q, b: s.dataset_validate(m["id"])),
         ("POST", _A + "/evaluatorsV2", lambda s, m, q, b: s.evaluator_create(_obj(b))),
         ("GET", _A + "/evaluators", lambda s, m, q, b: s.evaluator_list(q)),
         ("GET", _A + "/evaluators/" + _I, lambda s, m, q, b: s.evaluator_get(m["id"])),
         ("PATCH", _A + "/evaluators/" + _I, lambda s, m, q, b: s.evaluator_update(m["id"], _obj(b), q)),
         ("DELETE", _A + "/evaluators/" + _I, lambda s, m, q, b: s.evaluator_delete(m["id"])),
-        ("POST", _A + "/evaluators/" + _I + ":getUploadEndpoint",
-         lambda s, m, q, b: s.evaluator_upload_endpoint(m["id"], _obj(b))),
+        (
+            "POST",
+            _A + "/evaluators/" + _I + ":getUploadEndpoint",
+            lambda s, m, q, b: s.evaluator_upload_endpoint(m["id"], _obj(b)),
+        ),
         ("POST", _A + "/evaluators/" + _I + ":validateUpload", lambda s, m, q, b: s.evaluator_validate(m["id"])),
-        ("GET", _A + "/evaluators/" + _I + ":getBuildLogEndpoint",
-         lambda s, m, q, b: s.evaluator_build_log(m["id"])),
+        ("GET", _A + "/evaluators/" + _I + ":getBuildLogEndpoint", lambda s, m, q, b: s.evaluator_build_log(m["id"])),
         ("POST", _A + "/reinforcementFineTuningJobs", lambda s, m, q, b: s.job_create(_obj(b), q)),
         ("GET", _A + "/reinforcementFineTuningJobs", lambda s, m, q, b: s.job_list(q)),
         ("GET", _A + "/reinforcementFineTuningJobs/" + _I, lambda s, m, q, b: s.job_get(m["id"])),
@@ -119,15 +125,36 @@ class FireworksSim:
         with self.state.lock:
             return list(self.state.upload_log)
 
-    def inject(self, status: int, *, times: int | None = 1, route: str | None = None, method: str | None = None,
-               message: str | None = None, retry_after_s: float | None = None) -> None:
+    def inject(
+        self,
+        status: int,
+        *,
+        times: int | None = 1,
+        route: str | None = None,
+        method: str | None = None,
+        message: str | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         """Fail the next `times` matching requests (None: until `clear_faults()`). `route` is a regex searched
         in the path, `method` an HTTP method."""
-        default = {401: "invalid API key", 403: "permission denied", 429: "rate limit exceeded: quota exhausted",
-                   500: "internal error", 503: "service unavailable"}.get(status, "injected failure")
+        default = {
+            401: "invalid API key",
+            403: "permission denied",
+            429: "rate limit exceeded: quota exhausted",
+            500: "internal error",
+            503: "service unavailable",
+        }.get(status, "injected failure")
         with self.state.lock:
-            self.state.faults.append(Fault(status, times, re.compile(route) if route else None,
-                                           method.upper() if method else None, message or default, retry_after_s))
+            self.state.faults.append(
+                Fault(
+                    status,
+                    times,
+                    re.compile(route) if route else None,
+                    method.upper() if method else None,
+                    message or default,
+                    retry_after_s,
+                )
+            )
 
     def clear_faults(self) -> None:
         with self.state.lock:
@@ -169,10 +196,14 @@ class FireworksSim:
             return {
                 "account": self.config.account_id,
                 "secrets": {k: {"keyName": v["keyName"], "value": MASK} for k, v in s.secrets.items()},
-                "datasets": {k: {**s._dataset_out(d), "files": {n: len(b) for n, b in d.files.items()}}
-                             for k, d in s.datasets.items()},
-                "evaluators": {k: {**s._evaluator_out(e), "files": {n: len(b) for n, b in e.files.items()}}
-                               for k, e in s.evaluators.items()},
+                "datasets": {
+                    k: {**s._dataset_out(d), "files": {n: len(b) for n, b in d.files.items()}}
+                    for k, d in s.datasets.items()
+                },
+                "evaluators": {
+                    k: {**s._evaluator_out(e), "files": {n: len(b) for n, b in e.files.items()}}
+                    for k, e in s.evaluators.items()
+                },
                 "jobs": {k: mask_secrets(s._job_out(j)) for k, j in s.jobs.items()},
             }
 
@@ -244,9 +275,11 @@ class FireworksSim:
 
     def _dashboard(self, kind: str, rid: str) -> str:
         s = self.state
-        lookup = {"evaluators": lambda: s._evaluator_out(s._evaluator(rid)),
-                  "datasets": lambda: s._dataset_out(s._dataset(rid)),
-                  "fine-tuning/reinforcement": lambda: mask_secrets(s._job_out(s._job(rid)))}[kind]
+        lookup = {
+            "evaluators": lambda: s._evaluator_out(s._evaluator(rid)),
+            "datasets": lambda: s._dataset_out(s._dataset(rid)),
+            "fine-tuning/reinforcement": lambda: mask_secrets(s._job_out(s._job(rid))),
+        }[kind]
         return f"Fireworks SIMULATOR (local, not app.fireworks.ai): {kind} {rid}\n\n" + json.dumps(lookup(), indent=2)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -306,8 +339,10 @@ class FireworksSim:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m svgagent.core.sim.control_plane",
-                                     description="Run the simulated Fireworks control plane on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        prog="python -m svgagent.core.sim.control_plane",
+        description="Run the simulated Fireworks control plane on 127.0.0.1.",
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--account", default="sim-account", help="account id reported by /verifyApiKey")
     parser.add_argument("--advance", choices=["poll", "time"], default="time")
@@ -315,12 +350,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--build-failure", default=None, help="make evaluator builds fail with this message")
     parser.add_argument("--job-failure", default=None, help="make jobs fail half-way with this message")
     parser.add_argument("--no-admin", action="store_true", help="answer 403 admin role required on evaluator create")
-    parser.add_argument("--build-python", default=None,
-                        help="a python with eval-protocol installed: builds import the evaluator's entry module")
+    parser.add_argument(
+        "--build-python",
+        default=None,
+        help="a python with eval-protocol installed: builds import the evaluator's entry module",
+    )
     args = parser.parse_args(argv)
-    sim = FireworksSim(account_id=args.account, advance=args.advance, step_seconds=args.step_seconds,
-                       evaluator_build_failure=args.build_failure, job_failure=args.job_failure,
-                       admin=not args.no_admin, build_python=args.build_python)
+    sim = FireworksSim(
+        account_id=args.account,
+        advance=args.advance,
+        step_seconds=args.step_seconds,
+        evaluator_build_failure=args.build_failure,
+        job_failure=args.job_failure,
+        admin=not args.no_admin,
+        build_python=args.build_python,
+    )
     url = sim.start(args.port)
     print(f"Fireworks simulator on {url} (account {args.account}); use FIREWORKS_BASE_URL={url}. Ctrl-C stops.")
     try:

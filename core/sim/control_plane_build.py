@@ -69,8 +69,10 @@ def inspect_archive(archive: bytes, entry_point: str) -> tuple[str | None, str]:
         return f"the uploaded code is not a readable .tar.gz archive ({err})", ""
     roots = {name.split("/", 1)[0] for name in files}
     if len(roots) != 1 or any("/" not in name for name in files):
-        return ("the archive must hold one top-level folder with the project in it (as `ep upload` packs it), "
-                f"found {len(roots)} top-level entries"), ""
+        return (
+            "the archive must hold one top-level folder with the project in it (as `ep upload` packs it), "
+            f"found {len(roots)} top-level entries"
+        ), ""
     root = roots.pop()
     if f"{root}/requirements.txt" not in files:
         return f"requirements.txt is missing from the project folder {root}/", root
@@ -89,8 +91,9 @@ def inspect_archive(archive: bytes, entry_point: str) -> tuple[str | None, str]:
     return None, root
 
 
-def import_entry(archive: bytes, root: str, entry_point: str, python: str,
-                 timeout_s: float = IMPORT_TIMEOUT_S) -> str | None:
+def import_entry(
+    archive: bytes, root: str, entry_point: str, python: str, timeout_s: float = IMPORT_TIMEOUT_S
+) -> str | None:
     """Unpack into a temporary directory and import the entry module with `python`; the reason it fails, or None."""
     path, _, func = entry_point.partition("::")
     module = str(PurePosixPath(path).with_suffix("")).replace("/", ".")
@@ -99,10 +102,14 @@ def import_entry(archive: bytes, root: str, entry_point: str, python: str,
             tar.extractall(tmp, filter="data")
         project = Path(tmp) / root
         try:
-            proc = subprocess.run([python, "-c", _IMPORT_SCRIPT, str(project), module, func], cwd=project,
-                                  capture_output=True, text=True, timeout=timeout_s,
-                                  env={"PATH": "/usr/bin:/bin", "HOME": tmp, "EP_NO_UPLOAD": "1",
-                                       "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+            proc = subprocess.run(
+                [python, "-c", _IMPORT_SCRIPT, str(project), module, func],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env={"PATH": "/usr/bin:/bin", "HOME": tmp, "EP_NO_UPLOAD": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+            )
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"importing {module} failed: {err}"
     if proc.returncode != 0:

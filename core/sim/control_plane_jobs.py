@@ -56,8 +56,13 @@ class SimState(ResourceState):
             return 1
 
     def _job_out(self, j: _Job) -> dict[str, Any]:
-        out = {**j.spec, "name": self.name("reinforcementFineTuningJobs", j.id), "state": j.state,
-               "createTime": j.created, "status": {"code": j.status[0], "message": j.status[1]}}
+        out = {
+            **j.spec,
+            "name": self.name("reinforcementFineTuningJobs", j.id),
+            "state": j.state,
+            "createTime": j.created,
+            "status": {"code": j.status[0], "message": j.status[1]},
+        }
         if j.completed:
             out["completedTime"] = j.completed
         if j.started:
@@ -68,9 +73,12 @@ class SimState(ResourceState):
             out["jobProgress"] = {
                 "percent": 0 if j.provisioning else j.run_step * 100 // steps,
                 "epoch": min(epochs - 1, j.run_step * epochs // steps),
-                "totalInputRequests": total, "totalProcessedRequests": done,
-                "successfullyProcessedRequests": done - failed, "failedRequests": failed,
-                "inputTokens": done * 350, "outputTokens": done * 900,
+                "totalInputRequests": total,
+                "totalProcessedRequests": done,
+                "successfullyProcessedRequests": done - failed,
+                "failedRequests": failed,
+                "inputTokens": done * 350,
+                "outputTokens": done * 900,
             }
         return out
 
@@ -103,8 +111,9 @@ class SimState(ResourceState):
     def _job(self, jid: str, polled: bool = False) -> _Job:
         j = self.jobs.get(jid)
         if j is None:
-            raise SimError(404, f"reinforcement fine-tuning job {self.name('reinforcementFineTuningJobs', jid)} "
-                                "not found")
+            raise SimError(
+                404, f"reinforcement fine-tuning job {self.name('reinforcementFineTuningJobs', jid)} not found"
+            )
         self._drive(j, self._job_step, polled)
         return j
 
@@ -133,9 +142,13 @@ class SimState(ResourceState):
             if d.state != "READY":
                 raise SimError(400, f"{key} {body[key]} is {d.state}, not READY", "FAILED_PRECONDITION")
             if "evalProtocol" not in d.spec:  # a CHAT dataset may keep only `messages`: the evaluator needs more
-                raise SimError(400, f"{key} {body[key]} is not an Eval Protocol dataset (format "
-                                    f"{d.spec.get('format', 'FORMAT_UNSPECIFIED')}): an RFT job with an evaluator "
-                                    "needs one created with evalProtocol {}", "FAILED_PRECONDITION")
+                raise SimError(
+                    400,
+                    f"{key} {body[key]} is not an Eval Protocol dataset (format "
+                    f"{d.spec.get('format', 'FORMAT_UNSPECIFIED')}): an RFT job with an evaluator "
+                    "needs one created with evalProtocol {}",
+                    "FAILED_PRECONDITION",
+                )
             examples = examples or d.example_count
         eid = self._ref(body, "evaluator", "evaluators", required=True)
         e = self.evaluators.get(eid or "")
@@ -163,8 +176,9 @@ class SimState(ResourceState):
             raise SimError(400, "request body must be a JSON object")
         jid = check_id("job", query.get("reinforcementFineTuningJobId") or "rft" + _secrets.token_hex(5))
         if jid in self.jobs:
-            raise SimError(409, f"reinforcement fine-tuning job {self.name('reinforcementFineTuningJobs', jid)} "
-                                "already exists")
+            raise SimError(
+                409, f"reinforcement fine-tuning job {self.name('reinforcementFineTuningJobs', jid)} already exists"
+            )
         examples = self._check_refs(body)
         spec = {**body, "trainingConfig": self._training_config(body, jid)}
         chunk = spec.get("chunkSize")
@@ -194,8 +208,11 @@ class SimState(ResourceState):
     def job_resume(self, jid: str) -> dict[str, Any]:
         j = self._job(jid)
         if j.state not in RESUMABLE_JOB_STATES:
-            raise SimError(400, f"job {jid} is {j.state}; only cancelled, failed or paused jobs can be resumed",
-                           "FAILED_PRECONDITION")
+            raise SimError(
+                400,
+                f"job {jid} is {j.state}; only cancelled, failed or paused jobs can be resumed",
+                "FAILED_PRECONDITION",
+            )
         j.state, j.status, j.completed = "JOB_STATE_RUNNING", ("OK", ""), None
         j.started, j.provisioning = True, not j.run_step
         j.clock.restart()

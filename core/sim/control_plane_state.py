@@ -15,17 +15,28 @@ import re
 import secrets as _secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from svgagent.core.rft.job_states import RESUMABLE, TERMINAL, wire_state
 from svgagent.core.sim.control_plane_build import BuildCheck
 
 ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-GRPC_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-               409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "UNIMPLEMENTED",
-               502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+GRPC_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 TERMINAL_JOB_STATES = frozenset(wire_state(state) for state in TERMINAL)
 RESUMABLE_JOB_STATES = frozenset(wire_state(state) for state in RESUMABLE)
 MASK = "***"
@@ -129,7 +140,7 @@ class _Evaluator:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def mask_secrets(body: Any) -> Any:
@@ -143,8 +154,11 @@ def mask_secrets(body: Any) -> Any:
 
 def check_id(kind: str, value: Any) -> str:
     if not isinstance(value, str) or not ID_RE.match(value):
-        raise SimError(400, f"invalid {kind} id {value!r}: use lowercase letters, digits and '-', start with a "
-                            "letter, at most 63 characters")
+        raise SimError(
+            400,
+            f"invalid {kind} id {value!r}: use lowercase letters, digits and '-', start with a "
+            "letter, at most 63 characters",
+        )
     return value
 
 
@@ -174,7 +188,7 @@ def paginate(items: list[dict[str, Any]], query: dict[str, str], key: str) -> di
     except (ValueError, UnicodeDecodeError):
         raise SimError(400, "invalid pageSize or pageToken") from None
     size = 50 if size <= 0 else min(size, 200)
-    out: dict[str, Any] = {key: items[offset:offset + size], "totalSize": len(items)}
+    out: dict[str, Any] = {key: items[offset : offset + size], "totalSize": len(items)}
     if offset + size < len(items):
         out["nextPageToken"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
     return out
@@ -238,8 +252,9 @@ class ResourceState:
     def put_upload(self, token: str, data: bytes, headers: dict[str, str]) -> None:
         """A PUT to a signed URL. Like GCS, Content-Type and X-Goog-Content-Length-Range are signed headers."""
         names = sorted(headers)
-        self.upload_log.append({"token": token, "size": len(data), "authorization_sent": "authorization" in names,
-                                "headers": names})
+        self.upload_log.append(
+            {"token": token, "size": len(data), "authorization_sent": "authorization" in names, "headers": names}
+        )
         if token not in self.uploads:
             raise SimError(404, "signed URL not found or expired")
         if headers.get("content-type", "").split(";")[0].strip() != "application/octet-stream":
@@ -303,8 +318,14 @@ class ResourceState:
 
     # ---- datasets --------------------------------------------------------------------------------------------
     def _dataset_out(self, d: _Dataset) -> dict[str, Any]:
-        return {**d.spec, "name": self.name("datasets", d.id), "createTime": d.created, "state": d.state,
-                "exampleCount": str(d.example_count), "status": {"code": "OK", "message": ""}}
+        return {
+            **d.spec,
+            "name": self.name("datasets", d.id),
+            "createTime": d.created,
+            "state": d.state,
+            "exampleCount": str(d.example_count),
+            "status": {"code": "OK", "message": ""},
+        }
 
     def _dataset_step(self, d: _Dataset) -> bool:
         if d.ready_left is None:
@@ -348,8 +369,14 @@ class ResourceState:
             raise SimError(400, f"dataset {self.name('datasets', did)} is already READY", "FAILED_PRECONDITION")
         d.files = {filename: data}
         self._dataset_uploaded(d)
-        return {"id": did, "bytes": len(data), "filename": filename, "object": "file",
-                "created_at": int(time.time()), "purpose": "fine-tune"}
+        return {
+            "id": did,
+            "bytes": len(data),
+            "filename": filename,
+            "object": "file",
+            "created_at": int(time.time()),
+            "purpose": "fine-tune",
+        }
 
     def dataset_upload_endpoint(self, did: str, body: Any) -> dict[str, Any]:
         d = self._dataset(did)
@@ -378,8 +405,13 @@ class ResourceState:
     # ---- evaluators ------------------------------------------------------------------------------------------
     def _evaluator_out(self, e: _Evaluator) -> dict[str, Any]:
         status = {"code": "INTERNAL" if e.state == "BUILD_FAILED" else "OK", "message": e.message}
-        return {**e.spec, "name": self.name("evaluators", e.id), "createTime": e.created, "state": e.state,
-                "status": status}
+        return {
+            **e.spec,
+            "name": self.name("evaluators", e.id),
+            "createTime": e.created,
+            "state": e.state,
+            "status": status,
+        }
 
     def _evaluator_step(self, e: _Evaluator) -> bool:
         if e.build_left is None:

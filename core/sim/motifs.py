@@ -33,17 +33,19 @@ def _circle(cx: float, cy: float, r: float, fill: str, extra: str = "") -> str:
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, stroke: str, width: float = 3, extra: str = "") -> str:
-    return (f'<line x1="{x1:g}" y1="{y1:g}" x2="{x2:g}" y2="{y2:g}" stroke="{stroke}" '
-            f'stroke-width="{width:g}"{extra}/>')
+    return f'<line x1="{x1:g}" y1="{y1:g}" x2="{x2:g}" y2="{y2:g}" stroke="{stroke}" stroke-width="{width:g}"{extra}/>'
 
 
 def _text(x: float, y: float, text: str, fill: str, size: int = 14, anchor: str = "middle") -> str:
-    return (f'<text x="{x:g}" y="{y:g}" font-family="sans-serif" font-size="{size}" text-anchor="{anchor}" '
-            f'fill="{fill}">{text}</text>')
+    return (
+        f'<text x="{x:g}" y="{y:g}" font-family="sans-serif" font-size="{size}" text-anchor="{anchor}" '
+        f'fill="{fill}">{text}</text>'
+    )
 
 
 def _wedge(cx: float, cy: float, r: float, start: float, end: float, fill: str) -> str:
     """A pie slice from angle ``start`` to ``end`` (fractions of a turn, clockwise from 12 o'clock)."""
+
     def point(t: float) -> str:
         a = 2 * math.pi * t - math.pi / 2
         return f"{cx + r * math.cos(a):.1f} {cy + r * math.sin(a):.1f}"
@@ -131,23 +133,34 @@ def snowman(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
 
 def _clock_face(rng: random.Random, cx: float, cy: float, r: float, rim: str) -> str:
     hour = rng.uniform(0, 2 * math.pi)
-    return (_circle(cx, cy, r, "#ffffff", extra=f' stroke="{rim}" stroke-width="5"')
-            + _line(cx, cy, cx + 0.5 * r * math.sin(hour), cy - 0.5 * r * math.cos(hour), "#222222", 4)
-            + _line(cx, cy, cx, cy - 0.8 * r, "#222222", 2))
+    return (
+        _circle(cx, cy, r, "#ffffff", extra=f' stroke="{rim}" stroke-width="5"')
+        + _line(cx, cy, cx + 0.5 * r * math.sin(hour), cy - 0.5 * r * math.cos(hour), "#222222", 4)
+        + _line(cx, cy, cx, cy - 0.8 * r, "#222222", 2)
+    )
 
 
 def clock(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
-    ticks = "".join(_line(128 + 80 * math.sin(a * math.pi / 6), 128 - 80 * math.cos(a * math.pi / 6),
-                          128 + 90 * math.sin(a * math.pi / 6), 128 - 90 * math.cos(a * math.pi / 6), "#222222", 3)
-                    for a in range(12))
+    ticks = "".join(
+        _line(
+            128 + 80 * math.sin(a * math.pi / 6),
+            128 - 80 * math.cos(a * math.pi / 6),
+            128 + 90 * math.sin(a * math.pi / 6),
+            128 - 90 * math.cos(a * math.pi / 6),
+            "#222222",
+            3,
+        )
+        for a in range(12)
+    )
     return "#fdf0d5", [_clock_face(rng, 128, 128, 96, colours[0]), ticks, _circle(128, 128, 5, colours[1])]
 
 
 def clocks(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
     """A row of three clocks (time zones)."""
     faces = [_clock_face(rng, x, 128, 34, colours[k]) for k, x in enumerate((50, 128, 206))]
-    labels = "".join(_text(x, 190, city, "#222222", 11) for x, city in ((50, "London"), (128, "New York"),
-                                                                          (206, "Tokyo")))
+    labels = "".join(
+        _text(x, 190, city, "#222222", 11) for x, city in ((50, "London"), (128, "New York"), (206, "Tokyo"))
+    )
     return "#fdf0d5", [_rect(6, 80, 244, 124, "#e9c46a", rx=10), *faces, labels]
 
 
@@ -156,8 +169,11 @@ def skyline(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
     x = 4
     while x < 250:
         width, height = rng.randint(22, 36), rng.randint(60, 170)
-        windows = "".join(_rect(x + 5 + 9 * c, 256 - height + 10 + 14 * r, 4, 6, "#ffd166")
-                          for r in range(min(5, height // 20)) for c in range(max(1, (width - 8) // 9)))
+        windows = "".join(
+            _rect(x + 5 + 9 * c, 256 - height + 10 + 14 * r, 4, 6, "#ffd166")
+            for r in range(min(5, height // 20))
+            for c in range(max(1, (width - 8) // 9))
+        )
         parts.append(_rect(x, 256 - height, width, height, rng.choice(("#14213d", "#1b263b", "#000814"))) + windows)
         x += width + 4
     return "#0d1b2a", parts
@@ -180,10 +196,14 @@ def boxes_and_arrows(rng: random.Random, colours: Sequence[str], asked: str) -> 
     top, level = (128, 40), [(48, 140), (128, 140), (208, 140)]
     parts = [_rect(top[0] - 34, top[1] - 16, 68, 32, colours[0], rx=8)]
     for k, (x, y) in enumerate(level):
-        parts.append(_line(top[0], top[1] + 16, x, y - 16, "#333333", 2)
-                     + _rect(x - 34, y - 16, 68, 32, colours[1 + k % 3], rx=4))
-    parts.append(_line(128, 156, 128, 204, "#333333", 2) + '<polygon points="128,232 100,212 128,192 156,212" '
-                 f'fill="{colours[4]}"/>')
+        parts.append(
+            _line(top[0], top[1] + 16, x, y - 16, "#333333", 2)
+            + _rect(x - 34, y - 16, 68, 32, colours[1 + k % 3], rx=4)
+        )
+    parts.append(
+        _line(128, 156, 128, 204, "#333333", 2) + '<polygon points="128,232 100,212 128,192 156,212" '
+        f'fill="{colours[4]}"/>'
+    )
     parts.append(_text(top[0], top[1] + 5, "CEO" if "org" in asked else "Start", "#ffffff", 13))
     return "#ffffff", parts
 
@@ -193,17 +213,21 @@ def board(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
     parts = []
     for k in range(3):
         x = 10 + k * 82
-        cards = "".join(_rect(x + 6, 48 + 34 * i, 62, 26, colours[(k + i) % 5], rx=4)
-                        for i in range(rng.randint(1, 4)))
-        parts.append(_rect(x, 10, 74, 236, "#e9ecef", rx=6) + _text(x + 37, 32, ("To do", "Doing", "Done")[k],
-                                                                    "#222222", 11) + cards)
+        cards = "".join(_rect(x + 6, 48 + 34 * i, 62, 26, colours[(k + i) % 5], rx=4) for i in range(rng.randint(1, 4)))
+        parts.append(
+            _rect(x, 10, 74, 236, "#e9ecef", rx=6)
+            + _text(x + 37, 32, ("To do", "Doing", "Done")[k], "#222222", 11)
+            + cards
+        )
     return "#ffffff", parts
 
 
 def app_screen(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
     """App screens, cards, dashboards, calculators, icons: a rounded panel with rows of controls."""
-    parts = [_rect(28, 14, 200, 228, "#ffffff", rx=14, extra=' stroke="#adb5bd" stroke-width="3"'),
-             _rect(44, 30, 168, 40, colours[0], rx=6)]
+    parts = [
+        _rect(28, 14, 200, 228, "#ffffff", rx=14, extra=' stroke="#adb5bd" stroke-width="3"'),
+        _rect(44, 30, 168, 40, colours[0], rx=6),
+    ]
     for row in range(4):
         for col in range(3):
             parts.append(_rect(44 + col * 58, 86 + row * 38, 50, 30, colours[1 + (row + col) % 4], rx=6))
@@ -236,13 +260,17 @@ def camera(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
 
 def venn(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
     centres = ((100, 100), (156, 100), (128, 150))
-    return "#ffffff", [_circle(x + _j(rng, 3), y, 62, colours[k], extra=' fill-opacity="0.5"')
-                       for k, (x, y) in enumerate(centres)]
+    return "#ffffff", [
+        _circle(x + _j(rng, 3), y, 62, colours[k], extra=' fill-opacity="0.5"') for k, (x, y) in enumerate(centres)
+    ]
 
 
 def bicycle(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
-    spokes = "".join(_line(cx, 170, cx + 40 * math.cos(a * math.pi / 4), 170 + 40 * math.sin(a * math.pi / 4),
-                           "#888888", 1) for cx in (68, 188) for a in range(8))
+    spokes = "".join(
+        _line(cx, 170, cx + 40 * math.cos(a * math.pi / 4), 170 + 40 * math.sin(a * math.pi / 4), "#888888", 1)
+        for cx in (68, 188)
+        for a in range(8)
+    )
     return "#fdf0d5", [
         _circle(68, 170, 42, "none", extra=' stroke="#222222" stroke-width="6"'),
         _circle(188, 170, 42, "none", extra=' stroke="#222222" stroke-width="6"'),
@@ -255,13 +283,17 @@ def bicycle(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
 
 
 def fish_tank(rng: random.Random, colours: Sequence[str], asked: str) -> Parts:
-    parts = [_rect(20, 40, 216, 180, "#90e0ef", extra=' stroke="#264653" stroke-width="5"'),
-             _rect(22, 196, 212, 22, "#e9c46a")]
+    parts = [
+        _rect(20, 40, 216, 180, "#90e0ef", extra=' stroke="#264653" stroke-width="5"'),
+        _rect(22, 196, 212, 22, "#e9c46a"),
+    ]
     for k in range(3):
         x, y = rng.randint(60, 190), rng.randint(70, 170)
-        parts.append(f'<ellipse cx="{x}" cy="{y}" rx="22" ry="12" fill="{colours[k]}"/>'
-                     f'<polygon points="{x - 20},{y} {x - 36},{y - 12} {x - 36},{y + 12}" fill="{colours[k]}"/>'
-                     + _circle(x + 12, y - 3, 2, "#000000"))
+        parts.append(
+            f'<ellipse cx="{x}" cy="{y}" rx="22" ry="12" fill="{colours[k]}"/>'
+            f'<polygon points="{x - 20},{y} {x - 36},{y - 12} {x - 36},{y + 12}" fill="{colours[k]}"/>'
+            + _circle(x + 12, y - 3, 2, "#000000")
+        )
     return "#ffffff", parts
 
 
@@ -286,10 +318,29 @@ MOTIFS: tuple[tuple[tuple[str, ...], Motif], ...] = (
     (("treasure", "island"), landscape),
     (("kanban", "gantt", "timeline", "floor plan", "periodic"), board),
     (("flowchart", "org chart", "circuit", "diagram", "subway", "intersection", "map"), boxes_and_arrows),
-    (("screen", "app", "card", "dashboard", "gauge", "icon", "calculator", "watch", "smartwatch", "logo",
-      "page"), app_screen),
-    (("castle", "windmill", "balloon", "hill", "valley", "garden", "field", "landscape", "robot", "hedgehog",
-      "house", "tree", "sun", "island"), landscape),
+    (
+        ("screen", "app", "card", "dashboard", "gauge", "icon", "calculator", "watch", "smartwatch", "logo", "page"),
+        app_screen,
+    ),
+    (
+        (
+            "castle",
+            "windmill",
+            "balloon",
+            "hill",
+            "valley",
+            "garden",
+            "field",
+            "landscape",
+            "robot",
+            "hedgehog",
+            "house",
+            "tree",
+            "sun",
+            "island",
+        ),
+        landscape,
+    ),
 )
 
 
@@ -305,5 +356,6 @@ def motif_for(prompt: str) -> Motif | None:
 
 @functools.lru_cache(maxsize=4096)  # a run asks each of its prompts many times (a few hundred regex searches each)
 def _motif_asked(first: str) -> Motif | None:
-    return next((motif for words, motif in MOTIFS
-                 if any(re.search(rf"\b{re.escape(word)}", first) for word in words)), None)
+    return next(
+        (motif for words, motif in MOTIFS if any(re.search(rf"\b{re.escape(word)}", first) for word in words)), None
+    )

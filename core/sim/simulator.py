@@ -330,8 +330,9 @@ class Simulator(BackgroundServer):
             due = loop.time() + config.policy_latency_s
             contents, finish = self._policy_contents(body, config, prompt, fault, count)
             model = config.policy_model
-        response = completion_response(number, model, contents, finish, texts, completion_limit(body),
-                                       empty_choices=fault == "empty_choices")
+        response = completion_response(
+            number, model, contents, finish, texts, completion_limit(body), empty_choices=fault == "empty_choices"
+        )
         if due > loop.time():
             await asyncio.sleep(due - loop.time())
         return response
@@ -382,7 +383,8 @@ class Simulator(BackgroundServer):
         png = image_bytes(body["messages"])
         if config.judge_pixel_analysis:  # decoding the image takes milliseconds: in a thread, not on the loop
             text = await asyncio.get_running_loop().run_in_executor(
-                self._executor, judge_answer, config.seed, png, requirements, mode, garbage, True)
+                self._executor, judge_answer, config.seed, png, requirements, mode, garbage, True
+            )
         else:  # an estimate from the PNG's header and size: tens of µs
             text = judge_answer(config.seed, png, requirements, mode, garbage, False)
         return [text], ["stop"]
@@ -413,8 +415,9 @@ class Simulator(BackgroundServer):
 # ------------------------------------------------------------------------------------------------------- CLI
 
 
-async def _run(config: SimConfig, host: str, port: int, exit_on_stdin_eof: bool = False,
-               listen_fd: int | None = None) -> None:
+async def _run(
+    config: SimConfig, host: str, port: int, exit_on_stdin_eof: bool = False, listen_fd: int | None = None
+) -> None:
     sim = Simulator(config)
     sock = None if listen_fd is None else socket.socket(fileno=listen_fd)
     url = await sim.start_async(host, port, sock)

@@ -69,8 +69,15 @@ class TracingGateway(BackgroundServer):
         self._logs: list[dict[str, Any]] = []
         self._traces: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
-        self._stats: dict[str, Any] = {"chat": 0, "chat_ok": 0, "logs_posted": 0, "status_polls": 0,
-                                       "log_searches": 0, "trace_fetches": 0, "unauthorized": 0}
+        self._stats: dict[str, Any] = {
+            "chat": 0,
+            "chat_ok": 0,
+            "logs_posted": 0,
+            "status_polls": 0,
+            "log_searches": 0,
+            "trace_fetches": 0,
+            "unauthorized": 0,
+        }
         self._authorizations: set[str] = set()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -168,8 +175,9 @@ class TracingGateway(BackgroundServer):
         assert self._session is not None
         headers = {"Authorization": request.headers["Authorization"], "Content-Type": "application/json"}
         try:
-            async with self._session.post(f"{target}/chat/completions", data=body, headers=headers,
-                                          timeout=aiohttp.ClientTimeout(total=None)) as upstream:
+            async with self._session.post(
+                f"{target}/chat/completions", data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=None)
+            ) as upstream:
                 payload = await upstream.read()
                 status = upstream.status
                 passed = {h: upstream.headers[h] for h in _PASSED_HEADERS if h in upstream.headers}
@@ -226,8 +234,13 @@ class TracingGateway(BackgroundServer):
             self._logs.append(entry)
         return web.json_response({"ok": True})
 
-    def _tagged(self, request: web.Request, stat: str, items: list[dict[str, Any]],
-                copy_out: Callable[[dict[str, Any]], dict[str, Any]]) -> web.Response | list[dict[str, Any]]:
+    def _tagged(
+        self,
+        request: web.Request,
+        stat: str,
+        items: list[dict[str, Any]],
+        copy_out: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> web.Response | list[dict[str, Any]]:
         """Copies of the newest ``items`` that carry every ``tags`` query value (at most ``limit``), or the error
         response of a request without a key or without tags; counts the request under ``stat``."""
         if not self._authorized(request):
@@ -242,8 +255,9 @@ class TracingGateway(BackgroundServer):
             return [copy_out(item) for item in found]
 
     async def _handle_search_logs(self, request: web.Request) -> web.Response:
-        found = self._tagged(request, "log_searches", self._logs,
-                             lambda entry: {k: v for k, v in entry.items() if k != "received"})
+        found = self._tagged(
+            request, "log_searches", self._logs, lambda entry: {k: v for k, v in entry.items() if k != "received"}
+        )
         return found if isinstance(found, web.Response) else web.json_response({"entries": found})
 
     def _status(self, rollout_id: str) -> int | None:
@@ -263,8 +277,9 @@ class TracingGateway(BackgroundServer):
         with self._lock:
             self._stats["status_polls"] += 1
             code = self._status(rollout_id)
-        return web.json_response({"rollout_id": rollout_id, "status": None if code is None else {"code": code},
-                                  "extras": None})
+        return web.json_response(
+            {"rollout_id": rollout_id, "status": None if code is None else {"code": code}, "extras": None}
+        )
 
     async def _handle_traces(self, request: web.Request) -> web.Response:
         found = self._tagged(request, "trace_fetches", self._traces, copy.deepcopy)

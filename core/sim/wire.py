@@ -226,14 +226,25 @@ def arg_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--exit-on-stdin-eof", action="store_true",
-                        help="stop when stdin closes (a parent process that started it ended, however it ended)")
-    parser.add_argument("--nice", type=int, default=0, metavar="N",
-                        help="lower this process's CPU priority by N before serving (a simulator on the app's own "
-                        "machine stands in for remote servers: it must not take the CPU the terminal UI needs)")
-    parser.add_argument("--listen-fd", type=int, metavar="FD",
-                        help="serve on this inherited listening socket (bound to --host by the parent) instead of "
-                        "binding --port")
+    parser.add_argument(
+        "--exit-on-stdin-eof",
+        action="store_true",
+        help="stop when stdin closes (a parent process that started it ended, however it ended)",
+    )
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="lower this process's CPU priority by N before serving (a simulator on the app's own "
+        "machine stands in for remote servers: it must not take the CPU the terminal UI needs)",
+    )
+    parser.add_argument(
+        "--listen-fd",
+        type=int,
+        metavar="FD",
+        help="serve on this inherited listening socket (bound to --host by the parent) instead of binding --port",
+    )
     for name, field in SimConfig.model_fields.items():
         flags = [f"--{name.replace('_', '-')}"]
         if name.endswith("_s"):

@@ -92,8 +92,16 @@ def screen_text(app: App[object]) -> str:
     from rich.console import Console
 
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
-                      color_system="truecolor", legacy_windows=False, safe_box=False)
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        record=True,
+        color_system="truecolor",
+        legacy_windows=False,
+        safe_box=False,
+    )
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
 
@@ -159,8 +167,9 @@ async def fake_key_server() -> AsyncIterator[FakeKeyServer]:
 
     async def broken(request: web.Request) -> web.Response:
         count("broken")
-        return web.json_response({"error": {"message": f"boom for {bearer(request)}"}}, status=500,
-                                 headers={"retry-after-ms": "5"})
+        return web.json_response(
+            {"error": {"message": f"boom for {bearer(request)}"}}, status=500, headers={"retry-after-ms": "5"}
+        )
 
     async def slow(request: web.Request) -> web.Response:
         await asyncio.sleep(2)

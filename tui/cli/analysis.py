@@ -60,23 +60,40 @@ examples:
 def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._SubParsersAction) -> None:
     """Register `runs compare`, `runs stats` (under ``runs_sub``) and `import` (under ``sub``)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = runs_sub.add_parser("compare", help="compare two runs row by row", formatter_class=fmt,
-                            description="Compare run B against run A, row by row.", epilog=COMPARE_EPILOG)
+    p = runs_sub.add_parser(
+        "compare",
+        help="compare two runs row by row",
+        formatter_class=fmt,
+        description="Compare run B against run A, row by row.",
+        epilog=COMPARE_EPILOG,
+    )
     p.add_argument("run_a", metavar="RUN_A", help=f"the baseline: {RUN_HELP}")
     p.add_argument("run_b", metavar="RUN_B", help="the run compared with it (the same forms)")
-    p.add_argument("--only", choices=["regressions", "improvements"],
-                   help="show only rows where B got worse/better (default: every row)")
-    p.add_argument("--sort", choices=["delta", "abs", "row"], default="delta",
-                   help="delta: worst first (default); abs: biggest change first; row: dataset order")
+    p.add_argument(
+        "--only",
+        choices=["regressions", "improvements"],
+        help="show only rows where B got worse/better (default: every row)",
+    )
+    p.add_argument(
+        "--sort",
+        choices=["delta", "abs", "row"],
+        default="delta",
+        help="delta: worst first (default); abs: biggest change first; row: dataset order",
+    )
     p.add_argument("--reverse", action="store_true", help="reverse the order (delta: best first)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="show at most N rows (default: all)")
     add_json(p)
     add_store(p)
     p.set_defaults(analysis="compare")
 
-    p = runs_sub.add_parser("stats", help="score distribution and summary statistics of a run", formatter_class=fmt,
-                            description="Score histogram, summary statistics, failures by category, latency and "
-                            "token percentiles, and the requirements most often failed.", epilog=STATS_EPILOG)
+    p = runs_sub.add_parser(
+        "stats",
+        help="score distribution and summary statistics of a run",
+        formatter_class=fmt,
+        description="Score histogram, summary statistics, failures by category, latency and "
+        "token percentiles, and the requirements most often failed.",
+        epilog=STATS_EPILOG,
+    )
     p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     p.add_argument("--bins", type=_bins, default=10, help="histogram bins, 1..100 (default 10)")
     p.add_argument("--threshold", type=float, help="pass threshold, 0..1 (default: the run's own)")
@@ -86,9 +103,14 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     add_store(p)
     p.set_defaults(analysis="stats")
 
-    p = sub.add_parser("import", help="import evaluated Eval Protocol JSONL as a run", formatter_class=fmt,
-                       description="Turn evaluated Eval Protocol rows into a run in the store, reviewable and "
-                       "comparable like one made here.", epilog=IMPORT_EPILOG)
+    p = sub.add_parser(
+        "import",
+        help="import evaluated Eval Protocol JSONL as a run",
+        formatter_class=fmt,
+        description="Turn evaluated Eval Protocol rows into a run in the store, reviewable and "
+        "comparable like one made here.",
+        epilog=IMPORT_EPILOG,
+    )
     p.add_argument("file", metavar="FILE.jsonl")
     p.add_argument("--name", help="a name for the run (default: 'import of FILE')")
     p.add_argument("--judge", action="store_true", help="judge rows that have no score with svgagent's judge")
@@ -145,7 +167,6 @@ def _clip(text: str, width: int) -> str:
 def cmd_compare(args: argparse.Namespace) -> int:
     from svgagent.core.compare import compare_runs
     from svgagent.core.run_ref import resolve_run
-
     from svgagent.tui.cli.console import cli_console
     from svgagent.tui.cli.store_cmd import open_store
 
@@ -169,12 +190,19 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
     console.print(f"[bold]A[/] {c.run_a} {name_a} mean {_fmt(c.mean_a)}{spread_text(c.stderr_a)}")
     console.print(f"[bold]B[/] {c.run_b} {name_b} mean {_fmt(c.mean_b)}{spread_text(c.stderr_b)}")
     if c.paired_rows:
-        console.print(f"paired rows {c.paired_rows}: B − A = [bold]{_fmt(c.mean_diff, sign=True)}[/]"
-                      f"{spread_text(c.diff_stderr)}  (A {_fmt(c.paired_mean_a)}, B {_fmt(c.paired_mean_b)})")
+        console.print(
+            f"paired rows {c.paired_rows}: B − A = [bold]{_fmt(c.mean_diff, sign=True)}[/]"
+            f"{spread_text(c.diff_stderr)}  (A {_fmt(c.paired_mean_a)}, B {_fmt(c.paired_mean_b)})"
+        )
     else:
         console.print("no row has a valid score in both runs: nothing to pair")
-    notes = [f"wins [green]{c.wins}[/]", f"losses [red]{c.losses}[/]", f"ties {c.ties}", f"only in A: {c.only_a}",
-             f"only in B: {c.only_b}"]
+    notes = [
+        f"wins [green]{c.wins}[/]",
+        f"losses [red]{c.losses}[/]",
+        f"ties {c.ties}",
+        f"only in A: {c.only_a}",
+        f"only in B: {c.only_b}",
+    ]
     if c.unscored:
         notes.append(f"no valid score in one run: {c.unscored}")
     if c.requirements_changed:
@@ -193,11 +221,20 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
     for r in rows:
         delta = r.delta
         style = "green" if r.outcome == "improvement" else "red" if r.outcome == "regression" else ""
-        shown = _fmt(delta, sign=True) if delta is not None else {"only_a": "only A", "only_b": "only B"}.get(
-            r.outcome, "–")
+        shown = (
+            _fmt(delta, sign=True)
+            if delta is not None
+            else {"only_a": "only A", "only_b": "only B"}.get(r.outcome, "–")
+        )
         counts = f"{len(r.a.valid_scores) if r.a else '–'}/{len(r.b.valid_scores) if r.b else '–'}"
-        table.add_row(escape(r.row_id), _fmt(r.mean_a), _fmt(r.mean_b), f"[{style}]{shown}[/]" if style else shown,
-                      counts, escape(_clip(r.prompt, prompt_width)))
+        table.add_row(
+            escape(r.row_id),
+            _fmt(r.mean_a),
+            _fmt(r.mean_b),
+            f"[{style}]{shown}[/]" if style else shown,
+            counts,
+            escape(_clip(r.prompt, prompt_width)),
+        )
     console.print(table)
 
 
@@ -205,10 +242,9 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.run_ref import resolve_run
+    from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.stats import run_stats
-
     from svgagent.tui.cli.console import cli_console
     from svgagent.tui.cli.store_cmd import open_store
 
@@ -229,11 +265,12 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
     from rich.table import Table
 
     title = f"[bold]{escape(name)}[/] ({s.run_id})" if name and name != s.run_id else f"[bold]{s.run_id}[/]"
-    console.print(f"{title}: {s.rollouts} rollouts, {s.terminal} finished, "
-                  f"{s.valid} with a valid score")
+    console.print(f"{title}: {s.rollouts} rollouts, {s.terminal} finished, {s.valid} with a valid score")
     if s.valid:
-        console.print(f"mean {_fmt(s.mean)}{spread_text(s.stderr)} · median {_fmt(s.median)} · pass rate (score ≥ "
-                      f"{s.threshold:g}) {100 * (s.pass_rate or 0):.1f}% ({s.passed}/{s.valid})")
+        console.print(
+            f"mean {_fmt(s.mean)}{spread_text(s.stderr)} · median {_fmt(s.median)} · pass rate (score ≥ "
+            f"{s.threshold:g}) {100 * (s.pass_rate or 0):.1f}% ({s.passed}/{s.valid})"
+        )
         console.print()
         for line in s.histogram_lines(width):
             console.print(escape(line), highlight=False)
@@ -245,8 +282,9 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
         table.add_row(category, str(count))
     console.print(table)
     if s.by_requirement_count:
-        table = Table("requirements", "n", "mean", "± stderr", title="score by number of requirements",
-                      title_justify="left")
+        table = Table(
+            "requirements", "n", "mean", "± stderr", title="score by number of requirements", title_justify="left"
+        )
         for g in s.by_requirement_count:
             table.add_row(str(g.key), str(g.n), _fmt(g.mean), _fmt(g.stderr))
         console.print(table)
@@ -257,25 +295,44 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
     console.print(table)
     report = s.requirements
     if report.most_failed:
-        table = Table("row", "#", "failed", "rate", "requirement", title=(
-            f"requirements most often failed ({report.rollouts_with_verdicts} rollouts with verdicts, "
-            f"{report.from_overrides} from human review)"), title_justify="left")
-        widths = (min(max(len(r.row_id) for r in report.most_failed), 24), 2,
-                  max(len(f"{r.failed}/{r.judged}") for r in report.most_failed), 4)
+        table = Table(
+            "row",
+            "#",
+            "failed",
+            "rate",
+            "requirement",
+            title=(
+                f"requirements most often failed ({report.rollouts_with_verdicts} rollouts with verdicts, "
+                f"{report.from_overrides} from human review)"
+            ),
+            title_justify="left",
+        )
+        widths = (
+            min(max(len(r.row_id) for r in report.most_failed), 24),
+            2,
+            max(len(f"{r.failed}/{r.judged}") for r in report.most_failed),
+            4,
+        )
         for column, cells in zip(table.columns, widths):
             column.min_width = column.max_width = max(cells, len(str(column.header)))
             column.no_wrap = True
         table.columns[0].overflow = "ellipsis"
         text_width = _rest(console, tuple(c.min_width or 0 for c in table.columns[:-1]))
         for r in report.most_failed:
-            table.add_row(escape(r.row_id), str(r.index), f"{r.failed}/{r.judged}", f"{100 * r.failure_rate:.0f}%",
-                          escape(_clip(r.text, text_width)))
+            table.add_row(
+                escape(r.row_id),
+                str(r.index),
+                f"{r.failed}/{r.judged}",
+                f"{100 * r.failure_rate:.0f}%",
+                escape(_clip(r.text, text_width)),
+            )
         console.print(table)
     else:
         console.print("no per-requirement verdicts (judge mode per-requirement, or review verdicts, provide them)")
     if report.count_only_overrides:
-        console.print(f"{report.count_only_overrides} rollouts overridden with a count only are not in the "
-                      "requirement table")
+        console.print(
+            f"{report.count_only_overrides} rollouts overridden with a count only are not in the requirement table"
+        )
 
 
 # --- import ----------------------------------------------------------------------------------------------------------
@@ -286,17 +343,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     from svgagent.core.demo import demo_overrides, demo_simulator
     from svgagent.core.endpoint_trust import require_trusted
+    from svgagent.core.importer import NothingImported, NotJsonLines, import_file, judge_imported
     from svgagent.core.scoring.errors import ConfigError
-    from svgagent.core.importer import NotJsonLines, NothingImported, import_file, judge_imported
     from svgagent.core.settings import load_settings
-
     from svgagent.tui.cli.interrupts import run_stoppable
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     if args.demo and not args.judge:
         raise ConfigError("--demo only applies with --judge (it makes the simulator the judge)")
-    overrides: dict[str, Any] = {k: getattr(args, k) for k in ("judge_model", "judge_base_url", "judge_mode",
-                                                               "threshold", "store")}
+    overrides: dict[str, Any] = {
+        k: getattr(args, k) for k in ("judge_model", "judge_base_url", "judge_mode", "threshold", "store")
+    }
     err = sys.stderr
     with contextlib.ExitStack() as stack:
         if args.judge and args.demo:
@@ -310,27 +367,41 @@ def cmd_import(args: argparse.Namespace) -> int:
             require_trusted(settings, ("judge_base_url",))
         store = stack.enter_context(open_store_for_writing(settings.store_path()))
         try:
-            result = import_file(store, args.file, name=args.name, settings=settings.public_dict(),
-                                 strict=args.strict)
+            result = import_file(store, args.file, name=args.name, settings=settings.public_dict(), strict=args.strict)
         except NothingImported as exc:
             if not isinstance(exc, NotJsonLines):  # a file that is not JSONL gets one message, not one per line
                 _report_skipped(exc.skipped, exc.skipped_count, err)
             if args.json:
-                print(json.dumps({"run_id": None, "imported": 0, "error": str(exc), "skipped_count": exc.skipped_count,
-                                  "skipped": [{"line": s.line, "reason": s.reason} for s in exc.skipped]}))
+                print(
+                    json.dumps(
+                        {
+                            "run_id": None,
+                            "imported": 0,
+                            "error": str(exc),
+                            "skipped_count": exc.skipped_count,
+                            "skipped": [{"line": s.line, "reason": s.reason} for s in exc.skipped],
+                        }
+                    )
+                )
             print(f"svgagent: error: {exc}", file=err)
             return EXIT_USAGE
         _report_skipped(result.skipped, result.skipped_count, err)
-        print(f"imported {result.imported} rollouts ({result.rows} rows) as run {result.run_id}: "
-              f"{result.scored} scored, {result.failed} failed, {result.queued} without a score; "
-              f"{result.skipped_count} lines skipped", file=err)
+        print(
+            f"imported {result.imported} rollouts ({result.rows} rows) as run {result.run_id}: "
+            f"{result.scored} scored, {result.failed} failed, {result.queued} without a score; "
+            f"{result.skipped_count} lines skipped",
+            file=err,
+        )
         data: dict[str, Any] = result.to_dict()
         if result.queued and args.judge:
             print(f"judging {result.queued} rollouts with {settings.judge_model}…", file=err)
             summary = run_stoppable(lambda: judge_imported(store, result.run_id, settings))
             data["summary"] = summary.to_dict()
-            print(f"judged: mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)} over {summary.done} finished "
-                  f"rollouts ({summary.invalid} without a valid score)", file=err)
+            print(
+                f"judged: mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)} over {summary.done} finished "
+                f"rollouts ({summary.invalid} without a valid score)",
+                file=err,
+            )
         elif result.queued:
             print(f"{result.queued} rollouts have no score: import the file again with --judge to judge them", file=err)
         if args.json:

@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING, Any
 from svgagent.core.dataset import load_dataset
 from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.engine import Engine
-from svgagent.core.run_ref import resolve_run
 from svgagent.core.live import LiveRows, RunFollower
-from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
 from svgagent.core.records import RunSummary, mean_text, spread_text
+from svgagent.core.run_ref import resolve_run
+from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
 from svgagent.core.settings import Settings, load_settings
 from svgagent.core.startup_gc import long_run_heap
-from svgagent.core.terminal_text import visible
 from svgagent.core.store import Store
-
-from svgagent.tui.cli.flags import explicit_settings, flag_name
+from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.flags import explicit_settings, flag_name
 from svgagent.tui.cli.interrupts import Stopped, run_stoppable
 from svgagent.tui.cli.store_cmd import open_store_for_writing
 
@@ -71,8 +70,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             dataset = load_dataset(settings.dataset)  # bad data or keys: fail before anything is written
             if settings.rows is not None and settings.rows > len(dataset.rows):  # capped, and said so
                 given = f"--rows {settings.rows}" if "rows" in flags else f"rows = {settings.rows} (from the settings)"
-                print(f"svgagent: {given}: the dataset has {len(dataset.rows)} rows; running {len(dataset.rows)}",
-                      file=sys.stderr)
+                print(
+                    f"svgagent: {given}: the dataset has {len(dataset.rows)} rows; running {len(dataset.rows)}",
+                    file=sys.stderr,
+                )
             require_keys(settings)
             require_trusted(settings)
             store = stack.enter_context(open_store_for_writing(settings.store_path()))
@@ -84,18 +85,30 @@ def refuse_other_cache_choice(run_id: str, stored: dict[str, Any], overrides: di
     than ignored."""
     chosen = stored.get("cache")
     if "cache" in overrides and isinstance(chosen, bool) and overrides["cache"] is not chosen:
-        raise ConfigError(f"run {run_id} was started {'with' if chosen else 'without'} the response cache and a "
-                          f"resume keeps that choice: drop --{'no-' if chosen else ''}cache (or start a new run)")
+        raise ConfigError(
+            f"run {run_id} was started {'with' if chosen else 'without'} the response cache and a "
+            f"resume keeps that choice: drop --{'no-' if chosen else ''}cache (or start a new run)"
+        )
 
 
 # The settings that decide what a run measures: a resume finishes the run as it was started, so a flag giving one
 # of them another value than the run stored is refused, not obeyed for the rest of the rollouts.
-MEASURED = ("model", "judge_model", "judge_mode", "render_size", "dataset", "rows", "samples", "temperature",
-            "max_tokens")  # how the policy samples is part of what is measured
+MEASURED = (
+    "model",
+    "judge_model",
+    "judge_mode",
+    "render_size",
+    "dataset",
+    "rows",
+    "samples",
+    "temperature",
+    "max_tokens",
+)  # how the policy samples is part of what is measured
 
 
-def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[str, Any], flags: dict[str, Any],
-                             args: argparse.Namespace) -> None:
+def refuse_changes_on_resume(
+    run_id: str, stored: dict[str, Any], dataset: dict[str, Any], flags: dict[str, Any], args: argparse.Namespace
+) -> None:
     """Everything a resume (``flags``: the settings the person typed) may not change about the run it continues,
     ``stored`` its settings and ``dataset`` its dataset reference: demo mode either way, the cache choice, what the
     run measures (:data:`MEASURED`), and a threshold it stored (a run stored without one takes the flag's)."""
@@ -106,8 +119,10 @@ def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[
         words = resume_command(args, run_id).replace("svgagent eval ", "svgagent eval --demo ", 1)
         raise ConfigError(f"run {run_id} was made with the built-in simulator (--demo); continue it with: {words}")
     if args.demo and not made_with_demo(stored):
-        raise ConfigError(f"--demo: run {run_id} was not made with the built-in simulator (its policy is "
-                          f"{stored.get('model')!r}): a resume keeps what the run measures; drop --demo")
+        raise ConfigError(
+            f"--demo: run {run_id} was not made with the built-in simulator (its policy is "
+            f"{stored.get('model')!r}): a resume keeps what the run measures; drop --demo"
+        )
     for name in (*MEASURED, "threshold"):
         if name not in flags or name not in stored or (stored[name] is None and name != "rows"):
             continue  # not given, or the run stored no value: the flag's is the run's from now on
@@ -115,10 +130,11 @@ def refuse_changes_on_resume(run_id: str, stored: dict[str, Any], dataset: dict[
         if new == old or (name == "dataset" and _same_dataset_file(str(new), dataset)):
             continue
         shown = "unset (all of the dataset's)" if name == "rows" and old is None else repr(old)
-        why = ("the stored threshold is the run's" if name == "threshold" else
-               "a resume keeps what the run measures")
-        raise ConfigError(f"{flag_name(name)} {new!r}: run {run_id} was stored with {name} {shown} ({why}); drop "
-                          f"{flag_name(name)} (or start a new run)")
+        why = "the stored threshold is the run's" if name == "threshold" else "a resume keeps what the run measures"
+        raise ConfigError(
+            f"{flag_name(name)} {new!r}: run {run_id} was stored with {name} {shown} ({why}); drop "
+            f"{flag_name(name)} (or start a new run)"
+        )
 
 
 def _same_dataset_file(given: str, dataset: dict[str, Any]) -> bool:
@@ -183,16 +199,21 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
             print(f"\nsvgagent: stopped ({stop}) before the run was created", file=sys.stderr)
             return stop.exit_code
         what = "interrupted" if stop.signum == signal.SIGINT else "terminated"
-        print(f"\n{what}: finished rollouts are saved. Continue with: {resume_command(args, holder['run_id'])}",
-              file=sys.stderr)
+        print(
+            f"\n{what}: finished rollouts are saved. Continue with: {resume_command(args, holder['run_id'])}",
+            file=sys.stderr,
+        )
         return stop.exit_code
     except RunBusy:
         raise
     except StoreError as exc:
         if "run_id" not in holder:
             raise
-        print(f"\nsvgagent: error: {exc}: run {holder['run_id']} stopped, every stored result is kept; fix that, "
-              f"then continue with: {resume_command(args, holder['run_id'])}", file=sys.stderr)
+        print(
+            f"\nsvgagent: error: {exc}: run {holder['run_id']} stopped, every stored result is kept; fix that, "
+            f"then continue with: {resume_command(args, holder['run_id'])}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     duration = time.monotonic() - started
     from svgagent.tui.cli.console import cli_console, stdout_gone
@@ -210,9 +231,12 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
     if summary.mean_score is None and unreachable:
         return EXIT_USAGE  # no verdict at all, because of the endpoints: not "below the threshold"
     if summary.passed and summary.invalid:  # a pass of the rollouts that got through is not a clean success
-        print(f"svgagent: {summary.invalid} of {summary.rollouts} rollouts failed without a valid score (an endpoint "
-              f"or the judge; `svgagent runs stats {run_id}` says why): the mean is of the rest, so exit status "
-              f"{EXIT_INCOMPLETE}, not a pass", file=sys.stderr)
+        print(
+            f"svgagent: {summary.invalid} of {summary.rollouts} rollouts failed without a valid score (an endpoint "
+            f"or the judge; `svgagent runs stats {run_id}` says why): the mean is of the rest, so exit status "
+            f"{EXIT_INCOMPLETE}, not a pass",
+            file=sys.stderr,
+        )
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_BELOW
 
@@ -244,8 +268,14 @@ class _ProgressDisplay:
         if self._progress is not None:
             return
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         console = Console(stderr=True)
         if self._always_header or console.is_terminal:
@@ -276,8 +306,7 @@ class _ProgressDisplay:
         self._progress.stop()
 
 
-async def _with_progress(engine: Engine, run_id: str, header: str, *,
-                         always_header: bool = True) -> RunSummary:
+async def _with_progress(engine: Engine, run_id: str, header: str, *, always_header: bool = True) -> RunSummary:
     """Run ``run_id`` with ``header`` (rich markup; printed unless stderr is not a terminal and ``always_header`` is
     off) and a progress bar. The bar follows the run as the TUI does (``RunFollower``): the engine says which
     rollouts changed, their scores are read from the store, ten times a second at most. Both appear at the first

@@ -21,8 +21,15 @@ if typing.TYPE_CHECKING:
 GROUPS: dict[str, tuple[str, ...]] = {
     "policy": ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"),
     "judge": ("judge_model", "judge_base_url", "judge_mode"),
-    "engine": ("concurrency", "judge_concurrency", "workers", "request_timeout_s", "max_retries", "render_size",
-               "threshold"),
+    "engine": (
+        "concurrency",
+        "judge_concurrency",
+        "workers",
+        "request_timeout_s",
+        "max_retries",
+        "render_size",
+        "threshold",
+    ),
     "data": ("dataset", "rows", "samples"),
 }
 RUN_SETTINGS: tuple[str, ...] = tuple(name for names in GROUPS.values() for name in names)
@@ -136,8 +143,9 @@ def _add_setting_now(parser: argparse.ArgumentParser | Any, name: str) -> None:
     parser.add_argument(flag_name(name), *ALIASES.get(name, ()), **kwargs)
 
 
-def add_settings(parser: argparse.ArgumentParser, names: Iterable[str] | None = None, *,
-                 title: str | None = None) -> None:
+def add_settings(
+    parser: argparse.ArgumentParser, names: Iterable[str] | None = None, *, title: str | None = None
+) -> None:
     """The flags of ``names`` (default: every run setting, in its groups) under ``title``; deferred like
     :func:`add_setting`."""
     defer(parser, lambda: _add_settings_now(parser, names, title))

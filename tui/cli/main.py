@@ -10,9 +10,8 @@ from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.startup_gc import pause_collection, resume_collection
 from svgagent.core.terminal_text import visible
-
-from svgagent.tui.cli.flags import LazyArgumentsParser, add_json, add_settings, add_store
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
+from svgagent.tui.cli.flags import LazyArgumentsParser, add_json, add_settings, add_store
 
 DESCRIPTION = """\
 Train and review an SVG-drawing LLM agent.
@@ -43,7 +42,9 @@ ALONE = ("eval", "tui")
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's parser, or with ``only`` (one of :data:`ALONE`) that command's alone."""
-    parser = argparse.ArgumentParser(prog="svgagent", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
+    parser = argparse.ArgumentParser(
+        prog="svgagent", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter
+    )
     # subcommands add their heaviest flags when they are used (svgagent --help needs none of them)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=LazyArgumentsParser)
     if only in (None, "eval"):
@@ -69,26 +70,37 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="run an evaluation headless", formatter_class=_Formatter,
-                       description="Generate, render and judge every row of a dataset; print a summary.\n\n"
-                       "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
-                       "reach an endpoint, 3 mean >= threshold but some rollouts failed without a valid score "
-                       "(endpoint or judge failures: the mean is of the rest; a missing or unrenderable SVG is a "
-                       "valid 0, not a failure here), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
-                       epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
-                       "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
-                       "  svgagent eval --resume 20261130-101500-ab12")
+    p = sub.add_parser(
+        "eval",
+        help="run an evaluation headless",
+        formatter_class=_Formatter,
+        description="Generate, render and judge every row of a dataset; print a summary.\n\n"
+        "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
+        "reach an endpoint, 3 mean >= threshold but some rollouts failed without a valid score "
+        "(endpoint or judge failures: the mean is of the rest; a missing or unrenderable SVG is a "
+        "valid 0, not a failure here), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
+        epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
+        "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
+        "  svgagent eval --resume 20261130-101500-ab12",
+    )
     p.add_argument("--demo", action="store_true", help="use the built-in simulator for policy and judge (no keys)")
     add_settings(p)
     add_store(p)
     p.add_argument("--name", help="a name for the run (default: its id)")
-    p.add_argument("--resume", metavar="RUN", help=f"continue an interrupted run ({RUN_HELP}): finished rollouts are "
-                   "kept; a flag that would change what the run measures (model, sampling, judge, judge mode, "
-                   "render size, data, a stored threshold, --demo) is refused")
+    p.add_argument(
+        "--resume",
+        metavar="RUN",
+        help=f"continue an interrupted run ({RUN_HELP}): finished rollouts are "
+        "kept; a flag that would change what the run measures (model, sampling, judge, judge mode, "
+        "render size, data, a stored threshold, --demo) is refused",
+    )
     cache = p.add_mutually_exclusive_group()
-    cache.add_argument("--cache", action="store_true",
-                       help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
-                       "is a new sample; stored with the run, so a resume keeps it)")
+    cache.add_argument(
+        "--cache",
+        action="store_true",
+        help="reuse answers cached by earlier runs for identical requests (default: off, so a new run "
+        "is a new sample; stored with the run, so a resume keeps it)",
+    )
     cache.add_argument("--no-cache", action="store_true", help="never reuse cached answers (the default)")
     add_json(p)
 
@@ -108,24 +120,37 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
     p = sub.add_parser("export", help="export a run as Eval Protocol JSONL or CSV", formatter_class=_Formatter)
     p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl", help="output format (default jsonl)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout (`-`: stdout; a FIFO or "
-                   "device is written through, a regular file replaced atomically, a symlink followed)")
-    p.add_argument("--assets", metavar="DIR", help="also write each rollout's PNG and SVG into DIR (named by rollout id)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE instead of stdout (`-`: stdout; a FIFO or "
+        "device is written through, a regular file replaced atomically, a symlink followed)",
+    )
+    p.add_argument(
+        "--assets", metavar="DIR", help="also write each rollout's PNG and SVG into DIR (named by rollout id)"
+    )
     add_store(p)
 
-    p = sub.add_parser("render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter)
+    p = sub.add_parser(
+        "render", help="render an SVG file to PNG with the sandboxed renderer", formatter_class=_Formatter
+    )
     p.add_argument("input", metavar="IN.svg", help="the SVG file (`-`: standard input)")
     p.add_argument("-o", "--output", metavar="OUT.png", required=True, help="the PNG to write (`-`: stdout)")
-    p.add_argument("--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 "
-                   "(default 512)")
+    p.add_argument(
+        "--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 (default 512)"
+    )
     return runs_sub
 
 
 def _add_tui_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tui", help="open the terminal app", formatter_class=_Formatter)
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
-    p.add_argument("--serve", action="store_true",
-                   help="also run the rollout server (svgagent serve, on 127.0.0.1) and open its training view")
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="also run the rollout server (svgagent serve, on 127.0.0.1) and open its training view",
+    )
     p.add_argument("--serve-port", type=int, default=3000, metavar="PORT", help="its port (default 3000)")
     p.add_argument("--run", metavar="RUN", help=f"open a stored run ({RUN_HELP})")
     add_store(p)
@@ -134,20 +159,33 @@ def _add_tui_parser(sub: argparse._SubParsersAction) -> None:
 def _add_store_and_trust_parsers(sub: argparse._SubParsersAction) -> None:
     """`svgagent store check|backup` (tui/cli/store_cmd.py) and `svgagent trust` (tui/cli/trust.py); declared here
     so building the parser imports neither module."""
-    p = sub.add_parser("store", help="check or back up the run store", formatter_class=_Formatter,
-                       description="Look after the run store file (SQLite).",
-                       epilog="exit status: 0 ok, 2 the store is missing, damaged or cannot be copied")
+    p = sub.add_parser(
+        "store",
+        help="check or back up the run store",
+        formatter_class=_Formatter,
+        description="Look after the run store file (SQLite).",
+        epilog="exit status: 0 ok, 2 the store is missing, damaged or cannot be copied",
+    )
     actions = p.add_subparsers(dest="store_command", metavar="ACTION", required=True)
     check = actions.add_parser("check", help="run SQLite's integrity check on the store (read-only)")
     add_store(check)
-    backup = actions.add_parser("backup", help="copy the store with SQLite's online backup API (safe while a run "
-                                "writes to it)")
-    backup.add_argument("target", nargs="?", metavar="FILE",
-                        help="the new file (default: backups/runs-YYYYmmdd-HHMMSS.db next to the store)")
+    backup = actions.add_parser(
+        "backup", help="copy the store with SQLite's online backup API (safe while a run writes to it)"
+    )
+    backup.add_argument(
+        "target",
+        nargs="?",
+        metavar="FILE",
+        help="the new file (default: backups/runs-YYYYmmdd-HHMMSS.db next to the store)",
+    )
     add_store(backup)
-    p = sub.add_parser("trust", help="confirm the endpoints ./svgagent.toml sets (your keys may then go there)",
-                       formatter_class=_Formatter, epilog=TRUST_EPILOG,
-                       description="Show the endpoints ./svgagent.toml sets and confirm them for this file.")
+    p = sub.add_parser(
+        "trust",
+        help="confirm the endpoints ./svgagent.toml sets (your keys may then go there)",
+        formatter_class=_Formatter,
+        epilog=TRUST_EPILOG,
+        description="Show the endpoints ./svgagent.toml sets and confirm them for this file.",
+    )
     p.add_argument("--list", action="store_true", help="show every confirmed (file, host) and change nothing")
     p.add_argument("--forget", action="store_true", help="withdraw the confirmations for ./svgagent.toml")
 

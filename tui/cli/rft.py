@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -30,11 +30,11 @@ from svgagent.tui.cli.flags import add_settings, add_store, defer
 # Everything else is imported when an rft command runs: the fireworks client takes most of a second to import,
 # and building the parser happens for every svgagent command.
 if TYPE_CHECKING:
-    from svgagent.core.store import Store
     from svgagent.core.rft.fireworks_api import ControlPlane
     from svgagent.core.rft.launch import PlannedRequest
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.rft.params import RftParams
+    from svgagent.core.store import Store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEMO_STEP_S = 0.5
@@ -52,77 +52,123 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "%(default)" not in text and action.default not in (None, False, argparse.SUPPRESS) \
-                and action.option_strings:
+        if (
+            "%(default)" not in text
+            and action.default not in (None, False, argparse.SUPPRESS)
+            and action.option_strings
+        ):
             text += " (default: %(default)s)"
         return text
 
 
 # ---- parser --------------------------------------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, *, json_help: str = "print JSON to stdout") -> None:
-    p.add_argument("--demo", action="store_true",
-                   help="use a simulated Fireworks control plane on 127.0.0.1 with fake keys (nothing is sent)")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="use a simulated Fireworks control plane on 127.0.0.1 with fake keys (nothing is sent)",
+    )
     p.add_argument("--json", action="store_true", help=json_help)
     add_store(p)
 
 
 def add_rft_parser(subparsers: Any) -> None:
     rft = subparsers.add_parser(
-        "rft", help="launch and monitor Fireworks reinforcement fine-tuning jobs", formatter_class=_Formatter,
-        description=_wrap("Reinforcement fine-tuning on Fireworks with the svgagent judge as the reward.\n\n"
-                          "keys: FIREWORKS_API_KEY (control plane) and OPENAI_API_KEY (the judge, uploaded as a "
-                          "Fireworks secret); optional FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL. Read from the "
-                          "environment or ./.env."),
+        "rft",
+        help="launch and monitor Fireworks reinforcement fine-tuning jobs",
+        formatter_class=_Formatter,
+        description=_wrap(
+            "Reinforcement fine-tuning on Fireworks with the svgagent judge as the reward.\n\n"
+            "keys: FIREWORKS_API_KEY (control plane) and OPENAI_API_KEY (the judge, uploaded as a "
+            "Fireworks secret); optional FIREWORKS_ACCOUNT_ID and FIREWORKS_BASE_URL. Read from the "
+            "environment or ./.env."
+        ),
         epilog="examples:\n  svgagent rft create --demo --rows 8 --yes --watch\n"
-               "  svgagent rft create --base-model accounts/fireworks/models/qwen3-0p6b --rows 64 --dry-run\n"
-               "  svgagent rft status JOB --watch\n  svgagent rft list --json")
+        "  svgagent rft create --base-model accounts/fireworks/models/qwen3-0p6b --rows 64 --dry-run\n"
+        "  svgagent rft status JOB --watch\n  svgagent rft list --json",
+    )
     sub = rft.add_subparsers(dest="rft_command", metavar="ACTION", required=True)
 
-    p = sub.add_parser("create", help="upload evaluator, secrets and dataset, then start an RFT job",
-                       formatter_class=_Formatter,
-                       description=_wrap("Resolve the account, store the judge key as a secret, build and upload "
-                                         "the evaluator bundle (reused when Fireworks already built this code), "
-                                         "upload the dataset (reused when identical), then create the job. "
-                                         "Re-running after a failure continues where it stopped; the same settings "
-                                         "give the same job id, so a finished launch is reported, not repeated."))
+    p = sub.add_parser(
+        "create",
+        help="upload evaluator, secrets and dataset, then start an RFT job",
+        formatter_class=_Formatter,
+        description=_wrap(
+            "Resolve the account, store the judge key as a secret, build and upload "
+            "the evaluator bundle (reused when Fireworks already built this code), "
+            "upload the dataset (reused when identical), then create the job. "
+            "Re-running after a failure continues where it stopped; the same settings "
+            "give the same job id, so a finished launch is reported, not repeated."
+        ),
+    )
     g = p.add_argument_group("model and data")
-    g.add_argument("--base-model", help="model to fine-tune, e.g. accounts/fireworks/models/qwen3-0p6b "
-                                        "(required unless --demo)")
-    g.add_argument("--dataset", help="'builtin', an SVGBench questions.json or an Eval Protocol JSONL file "
-                                     "(default: the settings' dataset, builtin)")
+    g.add_argument(
+        "--base-model", help="model to fine-tune, e.g. accounts/fireworks/models/qwen3-0p6b (required unless --demo)"
+    )
+    g.add_argument(
+        "--dataset",
+        help="'builtin', an SVGBench questions.json or an Eval Protocol JSONL file "
+        "(default: the settings' dataset, builtin)",
+    )
     g.add_argument("--rows", type=int, metavar="N", help="use only the first N rows (default: all rows)")
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
     defer(p, functools.partial(_hyperparameter_flags, p))  # defaults from the pydantic model in core.rft.params
     add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (baked into the evaluator)")
     g = p.add_argument_group("rollouts (baked into the evaluator)")
-    g.add_argument("--rollouts", choices=("single-turn", "remote"), default="single-turn",
-                   help="single-turn: eval-protocol calls the policy (default); remote: every rollout is an /init to "
-                        "your rollout server (svgagent serve), as the SVG-agent quickstart does")
-    g.add_argument("--remote-url", metavar="URL",
-                   help="the rollout server for --rollouts remote; it must be reachable from the Fireworks platform")
+    g.add_argument(
+        "--rollouts",
+        choices=("single-turn", "remote"),
+        default="single-turn",
+        help="single-turn: eval-protocol calls the policy (default); remote: every rollout is an /init to "
+        "your rollout server (svgagent serve), as the SVG-agent quickstart does",
+    )
+    g.add_argument(
+        "--remote-url",
+        metavar="URL",
+        help="the rollout server for --rollouts remote; it must be reachable from the Fireworks platform",
+    )
     g = p.add_argument_group("launch")
     g.add_argument("--job-id", help="job id (default: derived from dataset, evaluator and hyperparameters)")
     g.add_argument("--force", action="store_true", help="rebuild the evaluator even if Fireworks has this code")
     g.add_argument("--dry-run", action="store_true", help="print every request that would be sent; send nothing")
     g.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     g.add_argument("--watch", action="store_true", help="after the launch, follow the job until it ends")
-    g.add_argument("--poll-interval", type=float, metavar="SECONDS",
-                   help="seconds between polls of the evaluator build / the job (default: 10 / 5; demo 0.25)")
+    g.add_argument(
+        "--poll-interval",
+        type=float,
+        metavar="SECONDS",
+        help="seconds between polls of the evaluator build / the job (default: 10 / 5; demo 0.25)",
+    )
     _common(p, json_help="print {job, evaluator, dataset, links} (with --dry-run: the plan) as JSON")
 
-    p = sub.add_parser("status", help="one job's state and progress", formatter_class=_Formatter,
-                       description=_wrap("Show a job's state. With --watch, refresh until it ends (exit 0 when "
-                                         "it completed, 1 otherwise); when polls fail the last known state stays "
-                                         "shown with its age while polling backs off."))
-    p.add_argument("job", metavar="JOB", nargs="?", help="job id or accounts/…/reinforcementFineTuningJobs/ID "
-                                                          "(optional with --demo)")
-    p.add_argument("--watch", action="store_true", help="refresh until the job ends (or is paused: then it says "
-                                                         "so and stops)")
-    p.add_argument("--poll-interval", type=float, metavar="SECONDS",
-                   help="seconds between polls (default: 5; demo 0.25)")
-    _common(p, json_help="print {name, display_name, state, status, percent, epoch, processed, failed, total, "
-                         "created, completed, output_model, links}")
+    p = sub.add_parser(
+        "status",
+        help="one job's state and progress",
+        formatter_class=_Formatter,
+        description=_wrap(
+            "Show a job's state. With --watch, refresh until it ends (exit 0 when "
+            "it completed, 1 otherwise); when polls fail the last known state stays "
+            "shown with its age while polling backs off."
+        ),
+    )
+    p.add_argument(
+        "job",
+        metavar="JOB",
+        nargs="?",
+        help="job id or accounts/…/reinforcementFineTuningJobs/ID (optional with --demo)",
+    )
+    p.add_argument(
+        "--watch", action="store_true", help="refresh until the job ends (or is paused: then it says so and stops)"
+    )
+    p.add_argument(
+        "--poll-interval", type=float, metavar="SECONDS", help="seconds between polls (default: 5; demo 0.25)"
+    )
+    _common(
+        p,
+        json_help="print {name, display_name, state, status, percent, epoch, processed, failed, total, "
+        "created, completed, output_model, links}",
+    )
 
     p = sub.add_parser("list", help="the account's RFT jobs, newest first", formatter_class=_Formatter)
     p.add_argument("--limit", type=int, default=50, help="at most this many jobs")
@@ -164,8 +210,9 @@ class _Out:
 def _confirm(question: str, out: _Out, hint: str = "") -> None:
     """Ask on the terminal; refuse (ConfigError, exit 2) when stdin is not a terminal."""
     if not sys.stdin or not sys.stdin.isatty():
-        raise ConfigError("stdin is not a terminal, so the confirmation cannot be asked: pass --yes to go ahead "
-                          f"without it{hint}")
+        raise ConfigError(
+            f"stdin is not a terminal, so the confirmation cannot be asked: pass --yes to go ahead without it{hint}"
+        )
     sys.stderr.write((TAG if out.demo else "") + question + " [y/N] ")
     sys.stderr.flush()
     answer = sys.stdin.readline().strip().lower()
@@ -193,21 +240,28 @@ def _base_url(explicit: str | None) -> str:
 def _hyperparameter_flags(p: argparse.ArgumentParser) -> None:
     from svgagent.core.rft.params import default_hint
 
-    g = p.add_argument_group("hyperparameters (checked locally before anything is sent; only those given are sent, "
-                             "Fireworks chooses the rest)")
+    g = p.add_argument_group(
+        "hyperparameters (checked locally before anything is sent; only those given are sent, "
+        "Fireworks chooses the rest)"
+    )
     for flag, name, kind, text in (
-            ("--epochs", "epochs", int, "passes over the dataset, 1..10"),
-            ("--learning-rate", "learning_rate", float, "1e-05..0.0005"),
-            ("--lora-rank", "lora_rank", int, "4..128, a power of two"),
-            ("--batch-size", "batch_size", int, "training batch in tokens"),
-            ("--max-context-length", "max_context_length", int, "tokens per sequence"),
-            ("--chunk-size", "chunk_size", int, "rows per rollout chunk, 1..10000"),
-            ("--temperature", "temperature", float, "rollout temperature, >0..2"),
-            ("--top-p", "top_p", float, "rollout top-p, >0..1"),
-            ("--max-output-tokens", "max_output_tokens", int, "rollout completion token limit (SVG answers often "
-                                                              "need 4096)"),
-            ("--n", "n", int, "responses per prompt (responseCandidatesCount), 2..64"),
-            ("--kl-beta", "kl_beta", float, "KL penalty weight, 0..10")):
+        ("--epochs", "epochs", int, "passes over the dataset, 1..10"),
+        ("--learning-rate", "learning_rate", float, "1e-05..0.0005"),
+        ("--lora-rank", "lora_rank", int, "4..128, a power of two"),
+        ("--batch-size", "batch_size", int, "training batch in tokens"),
+        ("--max-context-length", "max_context_length", int, "tokens per sequence"),
+        ("--chunk-size", "chunk_size", int, "rows per rollout chunk, 1..10000"),
+        ("--temperature", "temperature", float, "rollout temperature, >0..2"),
+        ("--top-p", "top_p", float, "rollout top-p, >0..1"),
+        (
+            "--max-output-tokens",
+            "max_output_tokens",
+            int,
+            "rollout completion token limit (SVG answers often need 4096)",
+        ),
+        ("--n", "n", int, "responses per prompt (responseCandidatesCount), 2..64"),
+        ("--kl-beta", "kl_beta", float, "KL penalty weight, 0..10"),
+    ):
         g.add_argument(flag, type=kind, help=f"{text} (default: {default_hint(name)})")
     g.add_argument("--loss", metavar="{grpo,dapo}", help=f"policy-optimization loss (default: {default_hint('loss')})")
 
@@ -239,6 +293,7 @@ def _rollouts(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _create(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.demo import demo_control_plane
     from svgagent.core.rft.launch import (
         LaunchEvent,
         LaunchRequest,
@@ -248,11 +303,9 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
         plan,
         prepare_launch,
     )
-    from svgagent.core.demo import demo_control_plane
     from svgagent.core.rft.monitor import JobView
-    from svgagent.core.settings import load_settings
-
     from svgagent.core.rft.params import check_job_id
+    from svgagent.core.settings import load_settings
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     params = _params(args)  # ParamsError (exit 2) before anything else
@@ -262,16 +315,25 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     with contextlib.ExitStack() as stack:
         if args.demo:
             sim, _ = stack.enter_context(demo_control_plane(step_seconds=DEMO_STEP_S))
-            settings = load_settings(**judge, store=args.store, fireworks_api_key=DEMO_FIREWORKS_KEY,
-                                     openai_api_key=DEMO_OPENAI_KEY)
+            settings = load_settings(
+                **judge, store=args.store, fireworks_api_key=DEMO_FIREWORKS_KEY, openai_api_key=DEMO_OPENAI_KEY
+            )
             base_url: str | None = sim.base_url
         else:
             settings = load_settings(**judge, store=args.store)
             base_url = None
         poll = args.poll_interval or (DEMO_POLL_S if args.demo else 10.0)
-        request = LaunchRequest.from_settings(settings, params, dataset=args.dataset, rows=args.rows,
-                                              base_url=base_url, force_evaluator=args.force, job_id=args.job_id,
-                                              evaluator_poll_s=poll, dataset_poll_s=min(poll, 2.0))
+        request = LaunchRequest.from_settings(
+            settings,
+            params,
+            dataset=args.dataset,
+            rows=args.rows,
+            base_url=base_url,
+            force_evaluator=args.force,
+            job_id=args.job_id,
+            evaluator_poll_s=poll,
+            dataset_poll_s=min(poll, 2.0),
+        )
         if rollouts:
             request = dataclasses.replace(request, judge_config={**(request.judge_config or {}), **rollouts})
         if args.demo:  # the simulator's own account, never the user's
@@ -280,15 +342,24 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
         steps = plan(prepared)
         target = _base_url(request.base_url)
         if args.demo:
-            out.err(f"demo mode: a simulated Fireworks control plane at {target} (account {DEMO_ACCOUNT}); nothing "
-                    "is sent to Fireworks")
+            out.err(
+                f"demo mode: a simulated Fireworks control plane at {target} (account {DEMO_ACCOUNT}); nothing "
+                "is sent to Fireworks"
+            )
         if args.dry_run:
             for name in request.missing_keys():
                 out.err(f"warning: {name} is not set: the launch would stop before sending anything")
             if args.json:
-                out.json({"dry_run": True, "base_url": target, "evaluator": prepared.evaluator_id,
-                          "dataset": prepared.dataset_id, "job": prepared.job_id,
-                          "plan": [s.to_dict() for s in steps]})
+                out.json(
+                    {
+                        "dry_run": True,
+                        "base_url": target,
+                        "evaluator": prepared.evaluator_id,
+                        "dataset": prepared.dataset_id,
+                        "job": prepared.job_id,
+                        "plan": [s.to_dict() for s in steps],
+                    }
+                )
             else:
                 _print_plan(steps, target, out.out)
                 out.out("dry run: nothing was sent")
@@ -299,8 +370,11 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
         require_trusted(settings, ("judge_base_url",))  # the evaluator sends OPENAI_API_KEY to the judge endpoint
         if not args.yes:
             _print_plan(steps, target, out.err)
-            _confirm(f"Launch RFT job {prepared.job_id} ({len(prepared.rows)} rows, {params.base_model})?", out,
-                     " (or --dry-run to only see the plan)")
+            _confirm(
+                f"Launch RFT job {prepared.job_id} ({len(prepared.rows)} rows, {params.base_model})?",
+                out,
+                " (or --dry-run to only see the plan)",
+            )
         cp = stack.enter_context(open_control_plane(request))
         store = None if args.demo else stack.enter_context(open_store_for_writing(settings.store_path()))
 
@@ -322,19 +396,34 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
             out.json(result.to_json())
         else:
             view = JobView.from_job(result.job, cp.base_url)
-            out.out(f"job        {result.job_name}  ({view.phase}{', already existed' if result.reused.get('job') else ''})")
-            out.out(f"evaluator  {result.evaluator.get('name')}  ({result.evaluator.get('state')}"
-                    f"{', reused' if result.reused.get('evaluator') else ''})")
-            out.out(f"dataset    {result.dataset.get('name')}  ({result.dataset.get('state')}, "
-                    f"{len(prepared.rows)} rows{', reused' if result.reused.get('dataset') else ''})")
+            out.out(
+                f"job        {result.job_name}  ({view.phase}{', already existed' if result.reused.get('job') else ''})"
+            )
+            out.out(
+                f"evaluator  {result.evaluator.get('name')}  ({result.evaluator.get('state')}"
+                f"{', reused' if result.reused.get('evaluator') else ''})"
+            )
+            out.out(
+                f"dataset    {result.dataset.get('name')}  ({result.dataset.get('state')}, "
+                f"{len(prepared.rows)} rows{', reused' if result.reused.get('dataset') else ''})"
+            )
             for kind, link in result.links.items():
                 out.out(f"{kind + ' link':<10} {link}")
             if not args.watch:
-                out.out(f"follow it: svgagent rft status {result.job_id} --watch" + (" (the simulator stops when "
-                        "this command ends)" if args.demo else ""))
+                out.out(
+                    f"follow it: svgagent rft status {result.job_id} --watch"
+                    + (" (the simulator stops when this command ends)" if args.demo else "")
+                )
         if args.watch:
-            return _watch(result.job_id, lambda: cp.get_job(result.job_name), cp.base_url, poll if args.demo else
-                          (args.poll_interval or 5.0), out, None if args.demo else store, as_json=False)
+            return _watch(
+                result.job_id,
+                lambda: cp.get_job(result.job_name),
+                cp.base_url,
+                poll if args.demo else (args.poll_interval or 5.0),
+                out,
+                None if args.demo else store,
+                as_json=False,
+            )
         return EXIT_OK
 
 
@@ -342,30 +431,34 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
 @contextlib.contextmanager
 def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[ControlPlane, str, Any]]:
     """(control plane, job name or id, store or None) for status/list/cancel/resume."""
-    from svgagent.core.rft.fireworks_api import ControlPlane
     from svgagent.core.demo import demo_control_plane
+    from svgagent.core.rft.fireworks_api import ControlPlane
 
     if args.demo:
         with demo_control_plane(step_seconds=DEMO_STEP_S, seed_job=True) as (sim, cp):
-            out.err(f"demo mode: a simulated Fireworks control plane at {sim.base_url} holding one job, "
-                    f"{DEMO_JOB_ID}; nothing is sent to Fireworks")
+            out.err(
+                f"demo mode: a simulated Fireworks control plane at {sim.base_url} holding one job, "
+                f"{DEMO_JOB_ID}; nothing is sent to Fireworks"
+            )
             if args.rft_command == "resume":  # the seeded job is running: pause it so there is something to resume
                 sim.set_job_state(DEMO_JOB_ID, "JOB_STATE_PAUSED", "paused (simulated)")
             yield cp, getattr(args, "job", None) or DEMO_JOB_ID, None
         return
     from svgagent.core.rft.params import check_job_id
     from svgagent.core.settings import load_settings
-
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     if hasattr(args, "job") and not args.job:
-        raise ConfigError("JOB is required (a job id or accounts/…/reinforcementFineTuningJobs/ID; see "
-                          "`svgagent rft list`)")
+        raise ConfigError(
+            "JOB is required (a job id or accounts/…/reinforcementFineTuningJobs/ID; see `svgagent rft list`)"
+        )
     check_job_id(getattr(args, "job", None), "JOB")
     settings = load_settings(store=args.store)
     key = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else ""
-    with ControlPlane(key, account_id=settings.fireworks_account_id, max_retries=settings.max_retries) as cp, \
-            open_store_for_writing(settings.store_path()) as store:
+    with (
+        ControlPlane(key, account_id=settings.fireworks_account_id, max_retries=settings.max_retries) as cp,
+        open_store_for_writing(settings.store_path()) as store,
+    ):
         yield cp, getattr(args, "job", None) or "", store
 
 
@@ -391,7 +484,6 @@ def _watch(job: str, fetch: Any, base_url: str, interval: float, out: _Out, stor
 
     from svgagent.core.rft.job_states import COMPLETED_OK
     from svgagent.core.rft.monitor import JobPoller, PollOutcome, format_duration, watch_job
-
     from svgagent.tui.cli.console import CliConsole
 
     jobs: dict[str, Any] = {}
@@ -403,8 +495,14 @@ def _watch(job: str, fetch: Any, base_url: str, interval: float, out: _Out, stor
     poller = JobPoller(fetch_and_keep, base_url, interval=interval, max_interval=max(60.0, interval))
     console = CliConsole(stderr=True, highlight=False)  # job names and errors from the control plane: shown inert
     prefix = escape(TAG) if out.demo else ""
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                        TextColumn("{task.fields[detail]}"), console=console, transient=False)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TextColumn("{task.fields[detail]}"),
+        console=console,
+        transient=False,
+    )
     seen: dict[str, str] = {}
 
     def update(outcome: PollOutcome) -> None:
@@ -412,16 +510,23 @@ def _watch(job: str, fetch: Any, base_url: str, interval: float, out: _Out, stor
         if outcome.error is not None:
             wait = f"{outcome.delay:.1f} s" if outcome.delay < 10 else format_duration(outcome.delay)
             retry = "" if outcome.fatal else f"; retrying in {wait}"
-            line = (f"{view.phase} {view.percent or 0}% — last known state, {format_duration(view.age())} old: "
-                    if view is not None else "no state yet: ") + f"{outcome.error}{retry}"
+            line = (
+                f"{view.phase} {view.percent or 0}% — last known state, {format_duration(view.age())} old: "
+                if view is not None
+                else "no state yet: "
+            ) + f"{outcome.error}{retry}"
             progress.console.print(prefix + escape(line), markup=True, soft_wrap=True)
             if view is not None:
                 progress.update(task, detail=escape(f"(stale, {format_duration(view.age())} old)"))
             return
         assert view is not None
         _remember_state(store, view, jobs.get("last"))
-        progress.update(task, completed=view.percent or 0, description=prefix + escape(f"{view.job_id} {view.phase}"),
-                        detail=escape(view.progress_text()))
+        progress.update(
+            task,
+            completed=view.percent or 0,
+            description=prefix + escape(f"{view.job_id} {view.phase}"),
+            detail=escape(view.progress_text()),
+        )
         line = view.summary_line()
         key = f"{view.phase}|{view.percent}|{view.processed}"
         if seen.get("key") != key:
@@ -521,8 +626,10 @@ def cmd_rft(args: argparse.Namespace) -> int:
     except FireworksError as err:
         out.err(f"svgagent: error: {err}")
         if getattr(err, "step", None) and err.kind not in _CONFIG_KINDS:
-            out.err("Run the same command again to continue: finished steps are reused (no duplicate evaluator, "
-                    "dataset or job).")
+            out.err(
+                "Run the same command again to continue: finished steps are reused (no duplicate evaluator, "
+                "dataset or job)."
+            )
         return EXIT_USAGE if err.kind in _CONFIG_KINDS else EXIT_FAILED
     except ConfigError as err:
         out.err(f"svgagent: error: {err}")

@@ -12,18 +12,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.export import export_run
+from svgagent.core.field_limits import bounds, numeric_range
+from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.records import mean_text, spread_text
 from svgagent.core.run_ref import resolve_run
-from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.render import DEFAULT_MAX_BYTES, Renderer
 from svgagent.core.settings import Settings
-from svgagent.core.field_limits import bounds, numeric_range
-
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.store_cmd import open_store, store_path
-
 
 _fmt = mean_text  # "–" for none, else the given decimals
 
@@ -38,11 +36,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
             items = []
             for run in runs:
                 summary = run.summary or store.summarize(run.run_id, run.threshold).to_dict()
-                items.append({
-                    "run_id": run.run_id, "name": run.name, "created": run.created, "status": run.status,
-                    "model": run.settings.get("model"), "dataset": run.dataset.get("name"),
-                    "rollouts": summary["rollouts"], "done": summary["done"], "mean_score": summary["mean_score"],
-                })
+                items.append(
+                    {
+                        "run_id": run.run_id,
+                        "name": run.name,
+                        "created": run.created,
+                        "status": run.status,
+                        "model": run.settings.get("model"),
+                        "dataset": run.dataset.get("name"),
+                        "rollouts": summary["rollouts"],
+                        "done": summary["done"],
+                        "mean_score": summary["mean_score"],
+                    }
+                )
             if args.json:
                 print(json.dumps(items, indent=2))
                 return EXIT_OK
@@ -50,25 +56,46 @@ def cmd_runs(args: argparse.Namespace) -> int:
             table = Table("run", "name", "created", "status", "model", "done", "mean")
             table.columns[0].no_wrap = True
             for it in items:
-                table.add_row(it["run_id"], escape(it["name"]), it["created"][:19], it["status"], escape(str(it["model"])),
-                              f"{it['done']}/{it['rollouts']}", _fmt(it["mean_score"]))
+                table.add_row(
+                    it["run_id"],
+                    escape(it["name"]),
+                    it["created"][:19],
+                    it["status"],
+                    escape(str(it["model"])),
+                    f"{it['done']}/{it['rollouts']}",
+                    _fmt(it["mean_score"]),
+                )
             cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
         run = resolve_run(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.threshold)
         if args.json:
-            data = {"run": {**run.public_dict(), "summary": summary.to_dict()},
-                    "rollouts": [r.public_dict() for r in rollouts]}
+            data = {
+                "run": {**run.public_dict(), "summary": summary.to_dict()},
+                "rollouts": [r.public_dict() for r in rollouts],
+            }
             print(json.dumps(data, indent=2))
             return EXIT_OK
         console = cli_console()
-        console.print(f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
-                      f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
-                      f"mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}")
-        cells = [(r.rollout_id.removeprefix(run.run_id + "."), r.row_id, str(r.sample_index), r.status.value,
-                  _fmt(r.score), f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
-                  _fmt(r.generation_s, 1), _fmt(r.judge_s, 1)) for r in rollouts]
+        console.print(
+            f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
+            f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
+            f"mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}"
+        )
+        cells = [
+            (
+                r.rollout_id.removeprefix(run.run_id + "."),
+                r.row_id,
+                str(r.sample_index),
+                r.status.value,
+                _fmt(r.score),
+                f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
+                _fmt(r.generation_s, 1),
+                _fmt(r.judge_s, 1),
+            )
+            for r in rollouts
+        ]
         reasons = [" ".join((r.reason or "").split())[:REASON_CHARS] for r in rollouts]
         table = Table(*ROLLOUT_COLUMNS)
         for column in table.columns:
@@ -104,8 +131,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     if target is not None:
         resolve_target(target)  # a directory or a missing directory: say so before reading the store
     with open_store(args) as store:
-        result = export_run(store, resolve_run(store, args.run_id).run_id, args.format, target,
-                            assets=Path(args.assets) if getattr(args, "assets", None) else None, out=sys.stdout)
+        result = export_run(
+            store,
+            resolve_run(store, args.run_id).run_id,
+            args.format,
+            target,
+            assets=Path(args.assets) if getattr(args, "assets", None) else None,
+            out=sys.stdout,
+        )
     if result.path is not None:
         print(f"exported {result.rollouts} rollouts of {result.run_id} to {result.path}", file=sys.stderr)
     if result.assets_dir is not None:

@@ -23,7 +23,6 @@ from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.serve.security import DEFAULT_ALLOWED_HOSTS
 from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.urls import is_loopback_host
-
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_settings
 
@@ -31,24 +30,34 @@ if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `se
     import asyncio
     import socket
 
-    from svgagent.core.settings import Settings
     from svgagent.core.serve.wiring import ServeOptions
+    from svgagent.core.settings import Settings
     from svgagent.core.store import Store
 
-SERVE_SETTINGS = ("concurrency", "request_timeout_s", "max_retries", "render_size", "judge_model", "judge_base_url",
-                  "judge_mode")
+SERVE_SETTINGS = (
+    "concurrency",
+    "request_timeout_s",
+    "max_retries",
+    "render_size",
+    "judge_model",
+    "judge_base_url",
+    "judge_mode",
+)
 
 
 def add_serve_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
     p = sub.add_parser(
-        "serve", help="run the remote rollout server for Eval Protocol / Fireworks RFT", formatter_class=formatter,
+        "serve",
+        help="run the remote rollout server for Eval Protocol / Fireworks RFT",
+        formatter_class=formatter,
         description="Serve eval-protocol's /init protocol: each rollout calls the policy through the request's\n"
         "model_base_url (the tracing proxy), stores prompt, answer, SVG and picture as part of a training run,\n"
         "and logs its terminal status to the tracing gateway.\n\n"
         "The server's own FIREWORKS_API_KEY only ever goes to allowlisted hosts "
         f"({', '.join(DEFAULT_ALLOWED_HOSTS)}, plus --allow-host).",
         epilog="examples:\n  svgagent serve --port 3000\n  svgagent serve --demo --json\n"
-        "  svgagent serve --host 0.0.0.0 --job accounts/me/reinforcementFineTuningJobs/abc --judge")
+        "  svgagent serve --host 0.0.0.0 --job accounts/me/reinforcementFineTuningJobs/abc --judge",
+    )
     defer(p, functools.partial(_serve_arguments, p))
 
 
@@ -57,22 +66,50 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=3000, help="port (default 3000; 0 picks a free one)")
-    p.add_argument("--queue-limit", type=int, default=4096, metavar="N",
-                   help="rollouts that may wait for a slot; past that /init answers 429 (default 4096)")
-    p.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="BYTES",
-                   help=f"largest /init body accepted (default {DEFAULT_MAX_BODY_BYTES})")
-    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                   help="another host the server's own key may be sent to (repeatable; .example.com: subdomains)")
-    p.add_argument("--gateway-url", metavar="URL",
-                   help="where statuses are logged (default: $FW_TRACING_GATEWAY_BASE_URL, else the gateway of "
-                   "each request's model_base_url)")
+    p.add_argument(
+        "--queue-limit",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="rollouts that may wait for a slot; past that /init answers 429 (default 4096)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="BYTES",
+        help=f"largest /init body accepted (default {DEFAULT_MAX_BODY_BYTES})",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="another host the server's own key may be sent to (repeatable; .example.com: subdomains)",
+    )
+    p.add_argument(
+        "--gateway-url",
+        metavar="URL",
+        help="where statuses are logged (default: $FW_TRACING_GATEWAY_BASE_URL, else the gateway of "
+        "each request's model_base_url)",
+    )
     p.add_argument("--judge", action="store_true", help="also score each rollout with the local judge (labelled local)")
     p.add_argument("--job", metavar="NAME", help="the RFT job these rollouts train (names the training run)")
-    p.add_argument("--rollout-timeout", type=float, default=100.0, metavar="S",
-                   help="deadline of one rollout's policy call, retries included (default 100; keep it under "
-                   "eval-protocol's 120 s poll timeout)")
-    p.add_argument("--grace", type=float, default=30.0, metavar="S",
-                   help="on SIGINT/SIGTERM, how long running rollouts may finish (default 30)")
+    p.add_argument(
+        "--rollout-timeout",
+        type=float,
+        default=100.0,
+        metavar="S",
+        help="deadline of one rollout's policy call, retries included (default 100; keep it under "
+        "eval-protocol's 120 s poll timeout)",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGINT/SIGTERM, how long running rollouts may finish (default 30)",
+    )
     p.add_argument("--demo", action="store_true", help="also start the tracing-gateway and policy simulators")
     p.add_argument("--json", action="store_true", help="print the startup line as JSON")
     for name in SERVE_SETTINGS:
@@ -83,7 +120,6 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from svgagent.core.serve.wiring import ServeOptions
     from svgagent.core.settings import load_settings
-
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     overrides = explicit_settings(args, SERVE_SETTINGS)
@@ -97,10 +133,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
             demo = {"gateway": gateway_demo, "policy": sim_url}
             overrides = {**demo_overrides(sim_url), **overrides}
         settings = load_settings(**overrides)
-        options = ServeOptions(host=args.host, port=args.port, concurrency=settings.concurrency,
-                               queue_limit=args.queue_limit, max_body_bytes=args.max_body,
-                               allow_hosts=tuple(args.allow_host), gateway_url=gateway, judge=args.judge,
-                               job_name=args.job, rollout_timeout_s=args.rollout_timeout, grace_s=args.grace)
+        options = ServeOptions(
+            host=args.host,
+            port=args.port,
+            concurrency=settings.concurrency,
+            queue_limit=args.queue_limit,
+            max_body_bytes=args.max_body,
+            allow_hosts=tuple(args.allow_host),
+            gateway_url=gateway,
+            judge=args.judge,
+            job_name=args.job,
+            rollout_timeout_s=args.rollout_timeout,
+            grace_s=args.grace,
+        )
         problems = options.problems()
         if problems:
             raise ConfigError("; ".join(problems))
@@ -128,8 +173,9 @@ class _JsonLines(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         if record.name == "svgagent.serve.access":
             return record.getMessage()
-        return json.dumps({"ts": round(record.created, 3), "level": record.levelname.lower(),
-                           "message": record.getMessage()})
+        return json.dumps(
+            {"ts": round(record.created, 3), "level": record.levelname.lower(), "message": record.getMessage()}
+        )
 
 
 class StderrLines:
@@ -217,8 +263,15 @@ def _configure_logging(access: StderrLines) -> None:
         logger.propagate = False
 
 
-async def _serve(settings: Settings, store: Store, options: ServeOptions, args: argparse.Namespace,
-                 demo: dict[str, str], access: StderrLines, sock: socket.socket) -> int:
+async def _serve(
+    settings: Settings,
+    store: Store,
+    options: ServeOptions,
+    args: argparse.Namespace,
+    demo: dict[str, str],
+    access: StderrLines,
+    sock: socket.socket,
+) -> int:
     import asyncio
 
     stop = asyncio.Event()
@@ -238,11 +291,16 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
     async with rollout_server(settings, store, options, access=access, sock=sock) as server:
         holder["server"] = server
         with long_run_heap():  # serving is this process's job: the collector set for it (core/startup_gc.py)
-            line = {"event": "listening", "url": server.url, "store": str(store.path),
-                    "concurrency": options.concurrency,
-                    "event_loop": type(loop).__module__.partition(".")[0],
-                    "judge": "local" if options.judge else "off", "gateway": options.gateway_url or "per request",
-                    **({"demo_model_base_url": demo["gateway"]} if demo else {})}
+            line = {
+                "event": "listening",
+                "url": server.url,
+                "store": str(store.path),
+                "concurrency": options.concurrency,
+                "event_loop": type(loop).__module__.partition(".")[0],
+                "judge": "local" if options.judge else "off",
+                "gateway": options.gateway_url or "per request",
+                **({"demo_model_base_url": demo["gateway"]} if demo else {}),
+            }
             if args.json:
                 print(json.dumps(line), flush=True)
             else:
@@ -250,13 +308,27 @@ async def _serve(settings: Settings, store: Store, options: ServeOptions, args: 
                 if demo:
                     print(f"demo: point eval-protocol's model_base_url at {demo['gateway']}", flush=True)
             if not is_loopback_host(options.host):
-                print(f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
-                      "URLs their requests name", file=sys.stderr, flush=True)
+                print(
+                    f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
+                    "URLs their requests name",
+                    file=sys.stderr,
+                    flush=True,
+                )
             await stop.wait()
             await server.stop()
             stats = server.stats
             access.flush()
-            print(json.dumps({"event": "stopped", "accepted": stats.accepted, "finished": stats.finished,
-                              "errors": stats.errors, "stopped_unfinished": stats.stopped}),
-                  file=sys.stderr, flush=True)
+            print(
+                json.dumps(
+                    {
+                        "event": "stopped",
+                        "accepted": stats.accepted,
+                        "finished": stats.finished,
+                        "errors": stats.errors,
+                        "stopped_unfinished": stats.stopped,
+                    }
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
     return EXIT_OK

@@ -13,13 +13,12 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from svgagent.core.output import OutputError, TargetKind, resolve_target
 from svgagent.core.scoring.errors import StoreError, StoreOutdated
-
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # settings (pydantic) and the store are imported when a command opens one, not to build the parser
@@ -65,6 +64,7 @@ def open_store_for_writing(path: Path, *, announce: Callable[[str], None] | None
 
 # --- svgagent store check | backup ------------------------------------------------------------------------------
 
+
 def cmd_store(args: argparse.Namespace) -> int:
     from svgagent.core.store import Store
 
@@ -81,9 +81,11 @@ def cmd_store(args: argparse.Namespace) -> int:
             problems = store.integrity_problems()
             version = 0 if problems else store.schema_version
         if problems:
-            print(f"svgagent: the run store {path} is damaged ({len(problems)} problem"
-                  f"{'s' if len(problems) != 1 else ''} found, first: {problems[0]}); restore it from a backup",
-                  file=sys.stderr)
+            print(
+                f"svgagent: the run store {path} is damaged ({len(problems)} problem"
+                f"{'s' if len(problems) != 1 else ''} found, first: {problems[0]}); restore it from a backup",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         print(f"{path}: ok (schema v{version})")
         return EXIT_OK
@@ -107,12 +109,15 @@ def _backup(path: Path, target: Path) -> int:
         target.parent.mkdir(mode=0o700, parents=True)
     kind, resolved = resolve_target(target)
     if kind not in (TargetKind.NEW, TargetKind.FILE) or resolved is None:
-        raise OutputError(f"cannot back up to {target}: a backup is a regular file (not standard output, a FIFO "
-                          "or a device)")
+        raise OutputError(
+            f"cannot back up to {target}: a backup is a regular file (not standard output, a FIFO or a device)"
+        )
     target = resolved
     if kind is TargetKind.FILE and any(_same_file(target, Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-shm")):
-        raise OutputError(f"cannot back up to {target}: it is the run store itself (name a new file, or omit FILE "
-                          "for one in backups/)")
+        raise OutputError(
+            f"cannot back up to {target}: it is the run store itself (name a new file, or omit FILE "
+            "for one in backups/)"
+        )
     with Store(path, readonly=True) as store:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         os.close(fd)
@@ -122,8 +127,10 @@ def _backup(path: Path, target: Path) -> int:
             with Store(tmp, readonly=True) as copy:
                 problems = copy.integrity_problems()
             if problems:
-                raise StoreError(f"the backup of {path} failed its integrity check ({problems[0]}): the store may "
-                                 "be damaged (see `svgagent store check`)")
+                raise StoreError(
+                    f"the backup of {path} failed its integrity check ({problems[0]}): the store may "
+                    "be damaged (see `svgagent store check`)"
+                )
             os.replace(tmp, target)
         except BaseException:
             for leftover in (tmp, f"{tmp}-wal", f"{tmp}-shm", f"{tmp}-journal"):

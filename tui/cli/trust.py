@@ -12,8 +12,8 @@ from pathlib import Path
 
 from svgagent.core.endpoint_trust import ENDPOINTS, ProjectEndpoint, forget, remember
 from svgagent.core.settings import PROJECT_CONFIG_FILE, load_settings, trust_file
-
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
+
 
 def describe(endpoint: ProjectEndpoint) -> str:
     what, key, _ = ENDPOINTS[endpoint.field]

@@ -11,7 +11,6 @@ from typing import Any
 from svgagent.core.endpoint_trust import require_trusted
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.settings import Settings, load_settings
-
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_TERMINATED
 
 
@@ -62,7 +61,6 @@ def trusted(settings: Settings) -> Settings:
 def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator_process
     from svgagent.core.run_ref import resolve_run
-
     from svgagent.tui.cli.store_cmd import open_store_for_writing
     from svgagent.tui.cli.trust import ask
 
@@ -112,8 +110,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
         with _exit_on_sigterm(app):
             app.run()
     if app.return_code == EXIT_TERMINATED:
-        print("svgagent: terminated (SIGTERM): a run in progress was stopped and kept as interrupted; open it and "
-              "press c to resume", file=sys.stderr)
+        print(
+            "svgagent: terminated (SIGTERM): a run in progress was stopped and kept as interrupted; open it and "
+            "press c to resume",
+            file=sys.stderr,
+        )
         return EXIT_TERMINATED
     if app.return_code:
         print("svgagent: the app stopped with an error (see above)", file=sys.stderr)

@@ -14,7 +14,6 @@ from textual.widgets import Static
 from svgagent.core.compare import Comparison, RowComparison, RowScores
 from svgagent.core.records import spread_text
 from svgagent.core.store import Store
-
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_info import verdict_text
 
@@ -41,8 +40,10 @@ def header_text(c: Comparison, view: str = "") -> Text:
     """The comparison's headline: both means, the paired difference with its standard error, wins/losses/ties
     and the rows only one run has; ``view`` (what the table shows) on the last line."""
     text = Text()
-    for side, run_id, name, mean, stderr in (("A", c.run_a, c.name_a, c.mean_a, c.stderr_a),
-                                             ("B", c.run_b, c.name_b, c.mean_b, c.stderr_b)):
+    for side, run_id, name, mean, stderr in (
+        ("A", c.run_a, c.name_a, c.mean_a, c.stderr_a),
+        ("B", c.run_b, c.name_b, c.mean_b, c.stderr_b),
+    ):
         if side == "B":
             text.append("\n")
         text.append(f" {side} ", style="bold reverse")
@@ -50,8 +51,13 @@ def header_text(c: Comparison, view: str = "") -> Text:
         text.append(f"  {_run_label(run_id, name)}", style="dim")
     text.append("\n")
     if c.paired_rows:
-        diff_style = "bold green" if (c.mean_diff or 0) > c.tie_tolerance else \
-            "bold red" if (c.mean_diff or 0) < -c.tie_tolerance else "bold"
+        diff_style = (
+            "bold green"
+            if (c.mean_diff or 0) > c.tie_tolerance
+            else "bold red"
+            if (c.mean_diff or 0) < -c.tie_tolerance
+            else "bold"
+        )
         text.append(f"paired rows {c.paired_rows}: B − A = ")
         text.append(f"{fmt(c.mean_diff, sign=True)}{spread_text(c.diff_stderr)}", style=diff_style)
         text.append(f" (A {fmt(c.paired_mean_a)}, B {fmt(c.paired_mean_b)})", style="dim")
@@ -92,8 +98,14 @@ def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
         shown = Text(fmt(delta, sign=True), style=style, justify="right")
     counts = f"{len(row.a.valid_scores) if row.a else DASH}/{len(row.b.valid_scores) if row.b else DASH}"
     prompt = row.prompt if row.same_requirements else "≠req " + row.prompt
-    return (Text(row.row_id), _mean(row.a), _mean(row.b), shown, Text(counts, justify="right"),
-            Text(clip(prompt, prompt_width)))
+    return (
+        Text(row.row_id),
+        _mean(row.a),
+        _mean(row.b),
+        shown,
+        Text(counts, justify="right"),
+        Text(clip(prompt, prompt_width)),
+    )
 
 
 class CompareSide(Vertical):
@@ -137,8 +149,11 @@ class CompareSide(Vertical):
         text = Text()
         text.append(f"row mean {fmt(scores.mean)}", style="bold")
         valid = len(scores.valid_scores)
-        text.append(f" · {scores.samples} sample{'s' if scores.samples != 1 else ''}"
-                    + (f", {valid} valid" if valid != scores.samples else ""), style="dim")
+        text.append(
+            f" · {scores.samples} sample{'s' if scores.samples != 1 else ''}"
+            + (f", {valid} valid" if valid != scores.samples else ""),
+            style="dim",
+        )
         if scores.samples > 1:
             text.append(f" · showing {index + 1}/{scores.samples}", style="dim")
         title.update(text)

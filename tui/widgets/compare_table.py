@@ -11,22 +11,29 @@ from rich.style import Style
 from rich.text import Text
 
 from svgagent.core.compare import RowComparison
-
 from svgagent.tui.widgets.compare_row import row_cells, row_key
 from svgagent.tui.widgets.line_table import Column, LineTable, cursor_bindings
 
 # the row column fits the row ids shown (3–14 cells); the prompt column takes the width that is left
-COLUMNS: tuple[Column, ...] = (Column("row", "row", 0), Column("a", "A", 5, "right"), Column("b", "B", 5, "right"),
-                               Column("delta", "Δ", 7, "right"), Column("n", "n A/B", 5, "right"),
-                               Column("prompt", "prompt", 0))
+COLUMNS: tuple[Column, ...] = (
+    Column("row", "row", 0),
+    Column("a", "A", 5, "right"),
+    Column("b", "B", 5, "right"),
+    Column("delta", "Δ", 7, "right"),
+    Column("n", "n A/B", 5, "right"),
+    Column("prompt", "prompt", 0),
+)
 
 
 class CompareTable(LineTable):
     """One line per dataset row. Keys move the cursor; the screen's keys do the rest (←/→ pick a side, enter
     opens): the cursor posts ``LineTable.Highlighted``, a double click ``LineTable.Selected``."""
 
-    COMPONENT_CLASSES = LineTable.COMPONENT_CLASSES | {"compare-table--better", "compare-table--worse",
-                                                       "compare-table--dim"}
+    COMPONENT_CLASSES = LineTable.COMPONENT_CLASSES | {
+        "compare-table--better",
+        "compare-table--worse",
+        "compare-table--dim",
+    }
     DEFAULT_CSS = """
     CompareTable { scrollbar-size-horizontal: 0; }
     CompareTable > .compare-table--better { color: $success; }

@@ -179,8 +179,11 @@ class ConfigForm(Widget):
             kind = BUILTIN if is_builtin else DATASET_FILE
             yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
             yield TextField(
-                "" if is_builtin else str(value), placeholder="path to questions.json or .jsonl",
-                id=wid, compact=True, disabled=is_builtin,
+                "" if is_builtin else str(value),
+                placeholder="path to questions.json or .jsonl",
+                id=wid,
+                compact=True,
+                disabled=is_builtin,
             )
         else:
             yield TextField(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
@@ -342,8 +345,11 @@ class ConfigForm(Widget):
     def edited(self) -> dict[str, Any]:
         """The valid values that differ from what the form started with (or last saved): what the person changed.
         Only these are saved — never what the form was given (in demo mode: the simulator's endpoints)."""
-        return {name: value for name, value in self._values.items()
-                if value != self._saved[name] or type(value) is not type(self._saved[name])}
+        return {
+            name: value
+            for name, value in self._values.items()
+            if value != self._saved[name] or type(value) is not type(self._saved[name])
+        }
 
     def action_save(self) -> None:
         if self._errors:
@@ -372,8 +378,12 @@ class ConfigForm(Widget):
         if not self._errors:
             return
         name, problem = next(iter(self._errors.items()))
-        self.notify(f"{name}: {problem} — fix it first (until then the last valid value stays)", title=title,
-                    severity="error", timeout=8)
+        self.notify(
+            f"{name}: {problem} — fix it first (until then the last valid value stays)",
+            title=title,
+            severity="error",
+            timeout=8,
+        )
         for control in self.query(f"#field-{name}"):
             if control.focusable:
                 self.screen.set_focus(control)

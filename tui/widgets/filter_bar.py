@@ -16,7 +16,6 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Static
 
 from svgagent.core.query import QueryError, unmatched_terms
-
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.text_field import TextField
 

@@ -121,8 +121,16 @@ def _centre(text: str, cell: int) -> str:
     return text.center(cell)
 
 
-def _strip(counts: Sequence[int], biggest: int, cell: int, rows: int, level: int, selected: int | None,
-           bar_style: Style | str, selected_style: Style | str) -> Text:
+def _strip(
+    counts: Sequence[int],
+    biggest: int,
+    cell: int,
+    rows: int,
+    level: int,
+    selected: int | None,
+    bar_style: Style | str,
+    selected_style: Style | str,
+) -> Text:
     """Line ``level`` (0: bottom) of the bars."""
     text = Text()
     for i, count in enumerate(counts):
@@ -141,8 +149,15 @@ def _label_style(style: Style | str) -> Style:
     return (Style.parse(style) if isinstance(style, str) else style) + Style(reverse=True)
 
 
-def _axis(bins: int, cell: int, lo: float, hi: float, selected: int | None, axis_style: Style | str,
-          selected_style: Style | str) -> Text:
+def _axis(
+    bins: int,
+    cell: int,
+    lo: float,
+    hi: float,
+    selected: int | None,
+    axis_style: Style | str,
+    selected_style: Style | str,
+) -> Text:
     from svgagent.core.stats import bin_edges
 
     edges = bin_edges(bins, lo, hi)
@@ -183,8 +198,9 @@ class Histogram(Widget):
     Histogram > .histogram--axis { color: $text-muted; }
     """
 
-    def __init__(self, *, compact: bool = False, max_cell: int = 6, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, *, compact: bool = False, max_cell: int = 6, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.compact = compact
         self.max_cell = max_cell
@@ -204,7 +220,9 @@ class Histogram(Widget):
         new_counts = tuple(counts)
         new_caption = tuple(Text(c) if isinstance(c, str) else c for c in caption)
         if (new_counts, selected, [c.plain for c in new_caption]) == (
-            self.counts, self.selected, [c.plain for c in self.caption]
+            self.counts,
+            self.selected,
+            [c.plain for c in self.caption],
         ):
             return
         self.counts, self.selected, self.caption = new_counts, selected, new_caption
@@ -212,19 +230,25 @@ class Histogram(Widget):
             self.display = bool(new_counts)  # the dashboard's: no line at all before there are scores
         self.refresh()
 
-    def show_scores(self, scores: Iterable[float], bins: int, *, selected: int | None = None,
-                    caption: Sequence[Text | str] = ()) -> None:
+    def show_scores(
+        self, scores: Iterable[float], bins: int, *, selected: int | None = None, caption: Sequence[Text | str] = ()
+    ) -> None:
         from svgagent.core.stats import histogram_counts
 
         self.show(histogram_counts(scores, bins), selected=selected, caption=caption)
 
     def render(self) -> Text:
         if not self.counts:
-            return Text("" if self.compact else "no valid scores yet", style=self.get_component_rich_style(
-                "histogram--axis"))
+            return Text(
+                "" if self.compact else "no valid scores yet", style=self.get_component_rich_style("histogram--axis")
+            )
         return histogram_text(
-            self.counts, self.content_size.width, self.content_size.height, selected=self.selected,
-            max_cell=self.max_cell, show_counts=not self.compact and self.content_size.height >= 4,
+            self.counts,
+            self.content_size.width,
+            self.content_size.height,
+            selected=self.selected,
+            max_cell=self.max_cell,
+            show_counts=not self.compact and self.content_size.height >= 4,
             caption=self.caption,
             bar_style=self.get_component_rich_style("histogram--bar"),
             selected_style=self.get_component_rich_style("histogram--selected"),
@@ -246,6 +270,9 @@ class Histogram(Widget):
         counts = [0] * bins
         for score, same in itertools.groupby(scores):
             counts[histogram_counts([score], bins).index(1)] += sum(1 for _ in same)
-        caption = [Text("scores", style="bold"), Text(f"n {len(scores)} · median {median:.2f}"),
-                   Text("i stats · x export", style="dim")]
+        caption = [
+            Text("scores", style="bold"),
+            Text(f"n {len(scores)} · median {median:.2f}"),
+            Text("i stats · x export", style="dim"),
+        ]
         self.show(counts, selected=bin_of_query(filter_text, bins), caption=caption)

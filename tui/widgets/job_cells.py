@@ -5,7 +5,7 @@ tables' shared column description)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timezone
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 DASH = "–"
 LINK_KINDS = ("job", "dataset", "evaluator")
 BAR_FULL, BAR_EMPTY = "━", "╌"
-FRESH_S = 10.0  # a list fetched less than this long ago is "updated just now" (the status line need not tick each second)
+FRESH_S = (
+    10.0  # a list fetched less than this long ago is "updated just now" (the status line need not tick each second)
+)
 
 
 # most important first: a narrow pane shows the left columns, the details show everything
@@ -49,7 +51,7 @@ def duration(seconds: float | None) -> str:
 
 def clip(text: str, width: int) -> str:
     """Keep the end: job ids share their start (`svgagent-rft-…`) and differ at the end."""
-    return text if len(text) <= width else "…" + text[len(text) - width + 1:]
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
 
 
 def bar(percent: int | None, width: int, style: str) -> Text:
@@ -87,7 +89,7 @@ def format_created(created: str | None) -> str:
     from svgagent.core.rft.monitor import parse_time
 
     parsed = parse_time(created)
-    return DASH if parsed is None else f"{parsed.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC"
+    return DASH if parsed is None else f"{parsed.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def links_line(view: JobView, selected: str) -> Text:
@@ -122,10 +124,13 @@ def job_detail(view: JobView, now: float, link: str) -> RenderableType:
     if view.epoch is not None and view.state in ("RUNNING", "WRITING_RESULTS"):
         progress += f" · epoch {view.epoch}"
     bar_style = "dim" if view.stale else style
-    head.add_row(Text(view.phase, style=f"bold {style}"),
-                 ProgressBar(total=100, completed=view.percent or 0, complete_style=bar_style,
-                             finished_style=bar_style, style="bar.back"),
-                 Text(progress))
+    head.add_row(
+        Text(view.phase, style=f"bold {style}"),
+        ProgressBar(
+            total=100, completed=view.percent or 0, complete_style=bar_style, finished_style=bar_style, style="bar.back"
+        ),
+        Text(progress),
+    )
 
     rows = Table.grid(padding=(0, 1))
     rows.add_column(style="dim", no_wrap=True)
@@ -150,8 +155,16 @@ def job_detail(view: JobView, now: float, link: str) -> RenderableType:
     return Group(*parts)
 
 
-def status_line(*, count: int, updated_at: float | None, now: float, error: str | None, fatal: bool,
-                next_in: float | None, connecting: bool) -> Text:
+def status_line(
+    *,
+    count: int,
+    updated_at: float | None,
+    now: float,
+    error: str | None,
+    fatal: bool,
+    next_in: float | None,
+    connecting: bool,
+) -> Text:
     """`3 jobs · updated 12 s ago`, or the last known state's age (and the next retry) when polls fail."""
     if connecting and updated_at is None and error is None:
         return Text("connecting…", style="dim")

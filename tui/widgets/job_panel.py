@@ -32,10 +32,18 @@ from textual.events import Show
 from textual.message import Message
 from textual.timer import Timer
 
+from svgagent.core.demo import job_source_for
+from svgagent.core.rft.job_source import (
+    DEFAULT_POLL_S,
+    DEMO_POLL_S,
+    EVALUABLE,
+    RESUMABLE,
+    JobSource,
+    JobsOutcome,
+    JobsPoller,
+)
 from svgagent.tui.browser import browser_available
 from svgagent.tui.widgets.job_cells import LINK_KINDS, detail_key, job_detail, status_line
-from svgagent.core.demo import job_source_for
-from svgagent.core.rft.job_source import DEFAULT_POLL_S, DEMO_POLL_S, EVALUABLE, RESUMABLE, JobSource, JobsOutcome, JobsPoller
 from svgagent.tui.widgets.job_table import JobTable
 from svgagent.tui.widgets.text_box import TextBox
 
@@ -54,28 +62,70 @@ class JobPanel(Vertical):
     """
     BINDINGS = [
         Binding("u", "refresh_jobs", "Refresh", id="jobs.refresh", tooltip="Fetch the RFT jobs now"),
-        Binding("n", "new_job", "New job", id="jobs.new",
-                tooltip="Launch an RFT job: hyperparameters, a dry-run preview, then confirm"),
+        Binding(
+            "n",
+            "new_job",
+            "New job",
+            id="jobs.new",
+            tooltip="Launch an RFT job: hyperparameters, a dry-run preview, then confirm",
+        ),
         Binding("K", "cancel_job", "Cancel", id="jobs.cancel", tooltip="Cancel the selected job (asks first)"),
-        Binding("p", "resume_job", "Resume", id="jobs.resume",
-                tooltip="Resume the selected job (cancelled, failed or paused)"),
-        Binding("e", "eval_output", "Eval", id="jobs.eval_output",
-                tooltip="Start a run of the job's output model on the Config's dataset (compare with the base model)"),
-        Binding("t", "training", "Training", id="jobs.training",
-                tooltip="The job's rollouts step by step, with pictures (served by `svgagent serve`)"),
-        Binding("y", "copy_link", "Copy", id="jobs.copy_link",
-                tooltip="Copy the selected dashboard link to the clipboard (OSC 52)"),
-        Binding("b", "open_link", "Browser", id="jobs.open_link",
-                tooltip="Open the selected dashboard link in a web browser, when this machine has one"),
-        Binding("l", "next_link", "Next link", id="jobs.next_link", show=False,
-                tooltip="Select the job, dataset or evaluator link"),
+        Binding(
+            "p",
+            "resume_job",
+            "Resume",
+            id="jobs.resume",
+            tooltip="Resume the selected job (cancelled, failed or paused)",
+        ),
+        Binding(
+            "e",
+            "eval_output",
+            "Eval",
+            id="jobs.eval_output",
+            tooltip="Start a run of the job's output model on the Config's dataset (compare with the base model)",
+        ),
+        Binding(
+            "t",
+            "training",
+            "Training",
+            id="jobs.training",
+            tooltip="The job's rollouts step by step, with pictures (served by `svgagent serve`)",
+        ),
+        Binding(
+            "y",
+            "copy_link",
+            "Copy",
+            id="jobs.copy_link",
+            tooltip="Copy the selected dashboard link to the clipboard (OSC 52)",
+        ),
+        Binding(
+            "b",
+            "open_link",
+            "Browser",
+            id="jobs.open_link",
+            tooltip="Open the selected dashboard link in a web browser, when this machine has one",
+        ),
+        Binding(
+            "l",
+            "next_link",
+            "Next link",
+            id="jobs.next_link",
+            show=False,
+            tooltip="Select the job, dataset or evaluator link",
+        ),
     ]
 
     class Polled(Message):
         """A poll (or an action on one job) finished; ``note`` is said to the user."""
 
-        def __init__(self, poller: JobsPoller, outcome: JobsOutcome, note: str = "", poll_again: bool = False,
-                     select: str | None = None) -> None:
+        def __init__(
+            self,
+            poller: JobsPoller,
+            outcome: JobsOutcome,
+            note: str = "",
+            poll_again: bool = False,
+            select: str | None = None,
+        ) -> None:
             super().__init__()
             self.poller, self.outcome, self.note = poller, outcome, note
             self.poll_again, self.select = poll_again, select
@@ -114,8 +164,14 @@ class JobPanel(Vertical):
             super().__init__()
             self.panel, self.view = panel, view
 
-    def __init__(self, *, id: str | None = None, source: JobSource | None = None,  # noqa: A002
-                 interval: float | None = None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        id: str | None = None,
+        source: JobSource | None = None,  # noqa: A002
+        interval: float | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         super().__init__(id=id)
         self._given_source = source
         self._interval = interval
@@ -212,8 +268,13 @@ class JobPanel(Vertical):
             return
         self._stop_timer()
         self._fetching = True
-        self.run_worker(partial(self._poll_in_thread, self.poller), thread=True, name="RFT job poll",
-                        group="jobs-poll", exit_on_error=False)
+        self.run_worker(
+            partial(self._poll_in_thread, self.poller),
+            thread=True,
+            name="RFT job poll",
+            group="jobs-poll",
+            exit_on_error=False,
+        )
 
     def _poll_in_thread(self, poller: JobsPoller) -> None:
         outcome = poller.poll()
@@ -301,12 +362,25 @@ class JobPanel(Vertical):
             return
         error = outcome.error if outcome is not None else None
         next_in = None if self._next_at is None else max(0.0, self._next_at - now)
-        self._show("#jobs-status", status_line(
-            count=len(self.views), updated_at=outcome.updated_at if outcome else None, now=now,
-            error=str(error) if error else None, fatal=bool(outcome and outcome.fatal), next_in=next_in,
-            connecting=outcome is None))
-        key = (str(error) if error is not None else None, outcome is None, bool(self.views), source.label,
-               detail_key(view, now, self.link) if view is not None else None)
+        self._show(
+            "#jobs-status",
+            status_line(
+                count=len(self.views),
+                updated_at=outcome.updated_at if outcome else None,
+                now=now,
+                error=str(error) if error else None,
+                fatal=bool(outcome and outcome.fatal),
+                next_in=next_in,
+                connecting=outcome is None,
+            ),
+        )
+        key = (
+            str(error) if error is not None else None,
+            outcome is None,
+            bool(self.views),
+            source.label,
+            detail_key(view, now, self.link) if view is not None else None,
+        )
         self._show("#jobs-detail", key, lambda: self._detail(view, now))
         self._keys_changed()
 
@@ -314,8 +388,9 @@ class JobPanel(Vertical):
         outcome, error = self.outcome, self.outcome.error if self.outcome is not None else None
         parts: list[Any] = []
         if error is not None:
-            parts.append(Text(f"{'Cannot list RFT jobs' if not self.views else 'Last poll failed'}: {error}",
-                              style="yellow"))
+            parts.append(
+                Text(f"{'Cannot list RFT jobs' if not self.views else 'Last poll failed'}: {error}", style="yellow")
+            )
         if outcome is None:
             parts.append(Text(f"fetching RFT jobs from the {self.source.label if self.source else '?'}…", style="dim"))
         elif view is not None:
@@ -376,8 +451,7 @@ class JobPanel(Vertical):
             self.notify("no RFT job selected", severity="warning", timeout=3)
         return view
 
-    def _act(self, title: str, work: Callable[[JobSource], dict[str, Any]],
-             note: Callable[[JobView], str]) -> None:
+    def _act(self, title: str, work: Callable[[JobSource], dict[str, Any]], note: Callable[[JobView], str]) -> None:
         poller = self.poller
         if poller is None:
             return
@@ -408,26 +482,36 @@ class JobPanel(Vertical):
 
     def cancel(self, view: JobView) -> None:
         """Cancel ``view``'s job (the screen asked the person first: see `CancelRequested`)."""
-        self._act(f"cancel {view.job_id}", lambda source: source.cancel(view.name),
-                  lambda v: f"cancel requested: {v.job_id} is {v.phase}")
+        self._act(
+            f"cancel {view.job_id}",
+            lambda source: source.cancel(view.name),
+            lambda v: f"cancel requested: {v.job_id} is {v.phase}",
+        )
 
     def action_resume_job(self) -> None:
         view = self._need_view()
         if view is None:
             return
         if view.state not in RESUMABLE:
-            self.notify(f"{view.job_id} is {view.phase}: only cancelled, failed or paused jobs can be resumed",
-                        severity="warning", timeout=5)
+            self.notify(
+                f"{view.job_id} is {view.phase}: only cancelled, failed or paused jobs can be resumed",
+                severity="warning",
+                timeout=5,
+            )
             return
-        self._act(f"resume {view.job_id}", lambda source: source.resume(view.name),
-                  lambda v: f"resumed: {v.job_id} is {v.phase}")
+        self._act(
+            f"resume {view.job_id}",
+            lambda source: source.resume(view.name),
+            lambda v: f"resumed: {v.job_id} is {v.phase}",
+        )
 
     def action_new_job(self) -> None:
         self.start()
         source = self.source
         if source is None or not source.available:
-            self.notify(source.unavailable if source else "not connected", title="Cannot launch",
-                        severity="warning", timeout=8)
+            self.notify(
+                source.unavailable if source else "not connected", title="Cannot launch", severity="warning", timeout=8
+            )
             return
         self.post_message(self.LaunchRequested(self, source))
 
@@ -453,16 +537,24 @@ class JobPanel(Vertical):
         if link is None:
             return
         self.app.copy_to_clipboard(link[1])
-        self.notify(f"{link[1]}\n(sent with OSC 52: your terminal must allow clipboard writes)",
-                    title=f"Copied the {link[0]} link", timeout=5)
+        self.notify(
+            f"{link[1]}\n(sent with OSC 52: your terminal must allow clipboard writes)",
+            title=f"Copied the {link[0]} link",
+            timeout=5,
+        )
 
     def action_open_link(self) -> None:
         link = self._link()
         if link is None:
             return
         if not browser_available():
-            self.notify(f"No web browser on this machine (over SSH there usually is none): press y to copy the "
-                        f"{link[0]} link instead.\n{link[1]}", title="Cannot open", severity="warning", timeout=8)
+            self.notify(
+                f"No web browser on this machine (over SSH there usually is none): press y to copy the "
+                f"{link[0]} link instead.\n{link[1]}",
+                title="Cannot open",
+                severity="warning",
+                timeout=8,
+            )
             return
         if webbrowser.open(link[1], new=2):
             self.notify(link[1], title=f"Opened the {link[0]} link", timeout=4)

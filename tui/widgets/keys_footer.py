@@ -36,8 +36,12 @@ class FooterItem(NamedTuple):
 
 class KeysFooter(Widget, can_focus=False):
     ALLOW_SELECT = False
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"keys-footer--key", "keys-footer--description", "keys-footer--hover",
-                         "keys-footer--rule"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "keys-footer--key",
+        "keys-footer--description",
+        "keys-footer--hover",
+        "keys-footer--rule",
+    }
     DEFAULT_CSS = """
     KeysFooter {
         dock: bottom;
@@ -93,9 +97,14 @@ class KeysFooter(Widget, can_focus=False):
         show_palette = self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE
         for key, active in self.screen.active_bindings.items():
             binding = active.binding
-            item = FooterItem(binding.key, self.app.get_key_display(binding), binding.description, active.enabled,
-                              active.tooltip or binding.tooltip or binding.description,
-                              binding.group.description if binding.group is not None else None)
+            item = FooterItem(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                active.enabled,
+                active.tooltip or binding.tooltip or binding.description,
+                binding.group.description if binding.group is not None else None,
+            )
             if key == palette_key:
                 if show_palette:
                     palette = item

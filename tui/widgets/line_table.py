@@ -72,8 +72,7 @@ class LineTable(ScrollView, can_focus=True):
     and implement ``row_count`` and ``row_cells_at``; they may override ``row_style``/``cell_style`` (colours),
     ``empty_lines``, ``cursor_moved`` and ``row_chosen``."""
 
-    COMPONENT_CLASSES = {"line-table--header", "line-table--cursor", "line-table--cursor-blurred",
-                         "line-table--empty"}
+    COMPONENT_CLASSES = {"line-table--header", "line-table--cursor", "line-table--cursor-blurred", "line-table--empty"}
     DEFAULT_CSS = """
     LineTable { height: 1fr; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 1; }
     LineTable > .line-table--header { text-style: bold; color: $text-muted; background: $panel; }
@@ -170,8 +169,14 @@ class LineTable(ScrollView, can_focus=True):
         if not lines:
             return
         x0, offsets, widths = round(self.scroll_x), self.column_offsets(), self.widths()
-        self.refresh(*[Region(offsets[col] - x0, lines[index], widths[col] + self.GAP, 1)
-                       for index, columns in dirty if index in lines for col in columns])
+        self.refresh(
+            *[
+                Region(offsets[col] - x0, lines[index], widths[col] + self.GAP, 1)
+                for index, columns in dirty
+                if index in lines
+                for col in columns
+            ]
+        )
 
     def column_offsets(self) -> list[int]:
         offsets, x = [], self.LEAD
@@ -273,8 +278,16 @@ class LineTable(ScrollView, can_focus=True):
         strip = self._cells_strip(self.row_cells_at(index), line_style, base, index=index, cursor=cursor)
         return strip.extend_cell_length(max(self.size.width, self.line_width()), line_style)
 
-    def _cells_strip(self, cells: Iterable[Cell], line_style: Style, base: Style, *, header: bool = False,
-                     index: int = -1, cursor: Style | None = None) -> Strip:
+    def _cells_strip(
+        self,
+        cells: Iterable[Cell],
+        line_style: Style,
+        base: Style,
+        *,
+        header: bool = False,
+        index: int = -1,
+        cursor: Style | None = None,
+    ) -> Strip:
         segments: list[Segment] = []
         if self.LEAD:
             segments.append(Segment(" " * self.LEAD, line_style))
@@ -291,8 +304,7 @@ class LineTable(ScrollView, can_focus=True):
                 segments.append(Segment(fit(cell, width, column.justify), style))
         return Strip(segments)
 
-    def _text_segments(self, text: Text, width: int, justify: str, style: Style,
-                       cursor: Style | None) -> list[Segment]:
+    def _text_segments(self, text: Text, width: int, justify: str, style: Style, cursor: Style | None) -> list[Segment]:
         """A cell with styles of its own (``Text`` spans), cut or padded to ``width``."""
         cell = text.copy()
         if cell.cell_len > width:

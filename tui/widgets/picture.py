@@ -32,7 +32,6 @@ from textual.worker import get_current_worker
 
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
-
 from svgagent.tui.imaging import HalfBlocks, load_rollout_picture
 from svgagent.tui.widgets.text_box import OneLayout, signature
 
@@ -62,8 +61,14 @@ class PictureShown(Message):
 class PictureLoaded(Message):
     """A thread worker's result, for the widget that asked (internal)."""
 
-    def __init__(self, request: _Request, record: RolloutRecord | None, image: HalfBlocks | None,
-                 error: str, prepared: object = None) -> None:
+    def __init__(
+        self,
+        request: _Request,
+        record: RolloutRecord | None,
+        image: HalfBlocks | None,
+        error: str,
+        prepared: object = None,
+    ) -> None:
         super().__init__()
         self.request, self.record, self.image, self.error = request, record, image, error
         self.prepared = prepared
@@ -76,8 +81,9 @@ def picture_strips(image: HalfBlocks, base: Style) -> list[Strip]:
 
 def note_strips(note: Text, width: int, base: Style, console: Any, options: Any) -> list[Strip]:
     """A note wrapped at ``width`` as strips on ``base``."""
-    lines = console.render_lines(note, options.update_width(max(1, width)).update(highlight=False), style=base,
-                                 pad=False)
+    lines = console.render_lines(
+        note, options.update_width(max(1, width)).update(highlight=False), style=base, pad=False
+    )
     return [Strip(line) for line in lines]
 
 
@@ -154,9 +160,14 @@ class PictureSource:
         if worker.is_cancelled:
             return
         drawn = self._drawn
-        record, image, error = load_rollout_picture(self.store, request.rollout_id, request.cols, request.lines,
-                                                    lambda: worker.is_cancelled,
-                                                    drawn[1:] if drawn is not None and drawn[0] == request else None)
+        record, image, error = load_rollout_picture(
+            self.store,
+            request.rollout_id,
+            request.cols,
+            request.lines,
+            lambda: worker.is_cancelled,
+            drawn[1:] if drawn is not None and drawn[0] == request else None,
+        )
         prepared = None
         if record is not None and request.context is not None and not worker.is_cancelled:
             prepared = self._prepare(record, request.context)
@@ -195,8 +206,14 @@ class Picture(OneLayout, PictureSource, Widget):
     Picture { width: auto; height: auto; }
     """
 
-    def __init__(self, store: Store, *, id: str | None = None, classes: str | None = None,
-                 on_shown: Callable[[PictureShown], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        id: str | None = None,
+        classes: str | None = None,
+        on_shown: Callable[[PictureShown], None] | None = None,
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self._init_source(store, on_shown)
         self._on_screen: HalfBlocks | Text = Text("")  # a picture, or a note
@@ -212,11 +229,11 @@ class Picture(OneLayout, PictureSource, Widget):
         """The screen is laid out again unless it is the same, or a picture of the same size as the one it replaces
         (the cursor moving between rollouts)."""
         before = self._on_screen
-        if content is before or (isinstance(content, Text) and isinstance(before, Text)
-                                 and signature(content) == signature(before)):
+        if content is before or (
+            isinstance(content, Text) and isinstance(before, Text) and signature(content) == signature(before)
+        ):
             return
-        same_size = isinstance(content, HalfBlocks) and isinstance(before, HalfBlocks) \
-            and content.shape == before.shape
+        same_size = isinstance(content, HalfBlocks) and isinstance(before, HalfBlocks) and content.shape == before.shape
         self._on_screen, self._strips = content, None
         self.refresh(layout=not same_size)
 
@@ -236,8 +253,11 @@ class Picture(OneLayout, PictureSource, Widget):
         shown, base = self._on_screen, self.visual_style.rich_style
         key = (base, None if isinstance(shown, HalfBlocks) else width)
         if self._strips is None or self._strips[0] != key:
-            strips = picture_strips(shown, base) if isinstance(shown, HalfBlocks) else \
-                note_strips(shown, width, base, self.app.console, self.app.console_options)
+            strips = (
+                picture_strips(shown, base)
+                if isinstance(shown, HalfBlocks)
+                else note_strips(shown, width, base, self.app.console, self.app.console_options)
+            )
             self._strips = (key, strips)
         return self._strips[1]
 

@@ -17,7 +17,6 @@ from textual.containers import Vertical
 
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
-
 from svgagent.tui.widgets.picture import PictureShown
 from svgagent.tui.widgets.preview_body import GUTTER, PreviewBody
 from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label
@@ -104,8 +103,9 @@ class Preview(Vertical):
             title.show(Text(message.error, style="red"))
             self.picture.show_text([])
             return
-        title.show(Text.assemble((prompt_topic(rec.prompt), "bold"),
-                                   (f" · {rec.row_id} · sample {sample_label(rec)}", "dim")))
+        title.show(
+            Text.assemble((prompt_topic(rec.prompt), "bold"), (f" · {rec.row_id} · sample {sample_label(rec)}", "dim"))
+        )
         self.picture.show_text(self._sections_of(rec))
 
     @staticmethod

@@ -29,7 +29,6 @@ from textual.widget import Widget
 
 from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
-
 from svgagent.tui.imaging import HalfBlocks
 from svgagent.tui.widgets.picture import PictureShown, PictureSource, note_strips, picture_strips
 from svgagent.tui.widgets.text_box import signature
@@ -50,9 +49,14 @@ class PreviewBody(PictureSource, ScrollView):
     }
     """
 
-    def __init__(self, store: Store, *, id: str | None = None,
-                 on_shown: Callable[[PictureShown], None] | None = None,
-                 sections_of: Callable[[RolloutRecord], Sequence[RenderableType]] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        id: str | None = None,
+        on_shown: Callable[[PictureShown], None] | None = None,
+        sections_of: Callable[[RolloutRecord], Sequence[RenderableType]] | None = None,
+    ) -> None:
         """``sections_of``: the text ``show_text`` will be given for a record; the thread worker that reads the
         record wraps it at the text's width, so the loop only swaps the lines in (a long SVG source is tens of
         milliseconds of syntax highlighting)."""
@@ -91,8 +95,11 @@ class PreviewBody(PictureSource, ScrollView):
         return True
 
     def _draw(self, content: HalfBlocks | Text) -> None:
-        if content is self._picture or (isinstance(content, Text) and isinstance(self._picture, Text)
-                                        and signature(content) == signature(self._picture)):
+        if content is self._picture or (
+            isinstance(content, Text)
+            and isinstance(self._picture, Text)
+            and signature(content) == signature(self._picture)
+        ):
             return
         self._picture, self._picture_lines = content, None
         self._changed()
@@ -128,8 +135,11 @@ class PreviewBody(PictureSource, ScrollView):
         if self._wrapped_at != at:
             self._wrapped_at, self._section_lines = at, []
         known = self._section_lines
-        self._section_lines = known + [(key, lines) for key, lines in prepared  # type: ignore[attr-defined]
-                                       if not any(key == other for other, _ in known)]
+        self._section_lines = known + [
+            (key, lines)
+            for key, lines in prepared  # type: ignore[attr-defined]
+            if not any(key == other for other, _ in known)
+        ]
 
     # --- geometry ------------------------------------------------------------------------------------------
     @property
@@ -174,8 +184,13 @@ class PreviewBody(PictureSource, ScrollView):
         base, width = self._base(), self.cols if self.beside else self._width()
         if self._picture_lines is None or self._picture_lines[0] != (base, width):
             shown = self._picture
-            lines = picture_strips(shown, base) if isinstance(shown, HalfBlocks) else \
-                note_strips(shown, width, base, self.app.console, self.app.console_options) if shown.plain else []
+            lines = (
+                picture_strips(shown, base)
+                if isinstance(shown, HalfBlocks)
+                else note_strips(shown, width, base, self.app.console, self.app.console_options)
+                if shown.plain
+                else []
+            )
             self._picture_lines = ((base, width), lines)
         return self._picture_lines[1]
 
@@ -207,8 +222,9 @@ class PreviewBody(PictureSource, ScrollView):
             picture = self._lines_of_picture()
             left = picture[y] if y < len(picture) else Strip.blank(0)
             right = text[row] if row < len(text) else Strip.blank(0)
-            return Strip.join([left.adjust_cell_length(self.text_x, base),
-                               right.adjust_cell_length(self._text_width(), base)]).adjust_cell_length(width, base)
+            return Strip.join(
+                [left.adjust_cell_length(self.text_x, base), right.adjust_cell_length(self._text_width(), base)]
+            ).adjust_cell_length(width, base)
         picture, top = self._lines_of_picture(), self._text_top()
         line = picture[row] if row < len(picture) else text[row - top] if top <= row < top + len(text) else None
         return (line or Strip.blank(0)).adjust_cell_length(width, base)

@@ -11,7 +11,6 @@ import re
 
 from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.models import RolloutStatus
-
 from svgagent.tui.widgets.line_table import Column
 
 DASH = "–"
@@ -74,7 +73,7 @@ def prompt_topic(prompt: str) -> str:
 def short_id(rollout_id: str, run_id: str) -> str:
     """The rollout id without its run id prefix: ``3.0`` or ``3.0.a2`` (for titles, next to the topic)."""
     prefix = run_id + "."
-    return rollout_id[len(prefix):] if rollout_id.startswith(prefix) else rollout_id
+    return rollout_id[len(prefix) :] if rollout_id.startswith(prefix) else rollout_id
 
 
 def sample_label(rec: RolloutRecord) -> str:

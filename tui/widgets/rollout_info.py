@@ -9,9 +9,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.records import RolloutRecord
-
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
 from svgagent.tui.widgets.text_box import OneLayout, TextBox
 
@@ -103,8 +102,7 @@ def timing_text(rec: RolloutRecord) -> Text:
 
     text = Text(
         f"generation {sec(rec.generation_s)} · render {sec(rec.render_s)} · judge {sec(rec.judge_s)} · "
-        f"tokens {rec.prompt_tokens or 0} + {rec.completion_tokens or 0}"
-        + (" · cached answer" if rec.cached else ""),
+        f"tokens {rec.prompt_tokens or 0} + {rec.completion_tokens or 0}" + (" · cached answer" if rec.cached else ""),
         style="dim",
     )
     return text
@@ -119,8 +117,9 @@ def svg_renderable(svg: str | None, *, max_lines: int | None = SVG_PREVIEW_LINES
 
     syntax = Syntax(shown, "xml", line_numbers=True, word_wrap=True, theme="ansi_dark", background_color="default")
     if max_lines and len(lines) > max_lines:
-        return Group(syntax, Text(f"… {len(lines) - max_lines} more lines: press enter for the rollout screen",
-                                  style="dim"))
+        return Group(
+            syntax, Text(f"… {len(lines) - max_lines} more lines: press enter for the rollout screen", style="dim")
+        )
     return syntax
 
 
@@ -139,8 +138,9 @@ def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: Rende
 SECTIONS = ("verdict", "error", "rationale", "requirements", "prompt", "timing", "svg")
 
 
-def info_sections(rec: RolloutRecord | None, *, full: bool = False, show_requirements: bool = True,
-                  show_verdict: bool = True) -> dict[str, RenderableType | None]:
+def info_sections(
+    rec: RolloutRecord | None, *, full: bool = False, show_requirements: bool = True, show_verdict: bool = True
+) -> dict[str, RenderableType | None]:
     """Each of :data:`SECTIONS` of ``rec`` in order, None where it has nothing to show (all of them for None);
     ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines."""
     sections: dict[str, RenderableType | None] = dict.fromkeys(SECTIONS)
@@ -152,11 +152,15 @@ def info_sections(rec: RolloutRecord | None, *, full: bool = False, show_require
         error=Group(_heading("Error"), error) if error else None,
         requirements=Group(_heading("Requirements"), requirements_text(rec)) if show_requirements else None,
         rationale=_section("Judge's rationale", rec, "rationale", rec.rationale, Text(rec.rationale))
-        if rec.rationale else None,
+        if rec.rationale
+        else None,
         prompt=Group(_heading("Prompt"), Text(rec.prompt)),
         timing=timing_text(rec),
-        svg=_section("SVG source", rec, "svg", rec.svg, svg_renderable(
-            rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)) if rec.svg else None,
+        svg=_section(
+            "SVG source", rec, "svg", rec.svg, svg_renderable(rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)
+        )
+        if rec.svg
+        else None,
     )
     return sections
 
@@ -173,8 +177,9 @@ class RolloutInfo(OneLayout, Vertical):
     RolloutInfo > .-hidden { display: none; }
     """
 
-    def __init__(self, *, full: bool = False, show_requirements: bool = True, show_verdict: bool = True,
-                 id: str | None = None) -> None:
+    def __init__(
+        self, *, full: bool = False, show_requirements: bool = True, show_verdict: bool = True, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.full = full
         self.show_requirements = show_requirements
@@ -190,8 +195,9 @@ class RolloutInfo(OneLayout, Vertical):
         if shown == self._shown:
             return
         self._shown = shown
-        sections = info_sections(rec, full=self.full, show_requirements=self.show_requirements,
-                                 show_verdict=self.show_verdict)
+        sections = info_sections(
+            rec, full=self.full, show_requirements=self.show_requirements, show_verdict=self.show_verdict
+        )
         for name, renderable in sections.items():
             widget = self.query_one(f"#info-{name}", TextBox)
             widget.set_class(renderable is None, "-hidden")

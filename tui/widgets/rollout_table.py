@@ -18,10 +18,8 @@ from textual.message import Message
 
 from svgagent.core.query import SORT_FIELDS, Query, parse_query, sort_records
 from svgagent.core.records import RolloutRecord, RunTally, paused_gc
-
 from svgagent.tui.widgets.line_table import LineTable, cursor_bindings
-from svgagent.tui.widgets.rollout_cells import (COLUMNS, FIXED_WIDTH, GAP, PROMPT_MIN, SORTABLE, STATUS_STYLES,
-                                                cells_for)
+from svgagent.tui.widgets.rollout_cells import COLUMNS, FIXED_WIDTH, GAP, PROMPT_MIN, SORTABLE, STATUS_STYLES, cells_for
 
 _STATUS_COL = [c.key for c in COLUMNS].index("status")
 _SCORE_COL = [c.key for c in COLUMNS].index("score")
@@ -45,16 +43,41 @@ class RolloutTable(LineTable):
         *cursor_bindings("table"),
         Binding("enter", "choose", "Open", id="table.open", tooltip="Open the rollout screen"),
         Binding("space", "mark", "Mark", id="table.mark", tooltip="Mark the rollout (for R rerun)"),
-        Binding("a", "mark_all", "Mark all", show=False, id="table.mark_all",
-                tooltip="Mark every rollout shown (all the filter keeps)"),
+        Binding(
+            "a",
+            "mark_all",
+            "Mark all",
+            show=False,
+            id="table.mark_all",
+            tooltip="Mark every rollout shown (all the filter keeps)",
+        ),
         Binding("A", "unmark_all", "Unmark all", show=False, id="table.unmark_all", tooltip="Unmark every rollout"),
-        Binding("v", "mark_range", "Mark range", show=False, id="table.mark_range",
-                tooltip="Mark the rows from the last one you marked down or up to this one"),
-        Binding("slash", "filter", "Filter", id="table.filter", key_display="/",
-                tooltip="Filter: score<0.5 status:failed invalid overridden row:3 text"),
+        Binding(
+            "v",
+            "mark_range",
+            "Mark range",
+            show=False,
+            id="table.mark_range",
+            tooltip="Mark the rows from the last one you marked down or up to this one",
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            id="table.filter",
+            key_display="/",
+            tooltip="Filter: score<0.5 status:failed invalid overridden row:3 text",
+        ),
         Binding("S", "sort", "Sort", id="table.sort", tooltip="Pick the column to sort by (or click its header)"),
-        Binding("minus", "reverse", "Reverse", show=False, key_display="-", id="table.reverse",
-                tooltip="Reverse the sort order"),
+        Binding(
+            "minus",
+            "reverse",
+            "Reverse",
+            show=False,
+            key_display="-",
+            id="table.reverse",
+            tooltip="Reverse the sort order",
+        ),
     ]
     COLUMNS = COLUMNS
     GAP = GAP
@@ -196,8 +219,9 @@ class RolloutTable(LineTable):
             if old is None or self._moves(old, rec):
                 rebuild = True
             elif not rebuild and new_cells != old_cells and rid in self._index:
-                dirty.append((self._index[rid], [i for i, (a, b) in enumerate(zip(old_cells or (), new_cells))
-                                                 if a != b]))
+                dirty.append(
+                    (self._index[rid], [i for i, (a, b) in enumerate(zip(old_cells or (), new_cells)) if a != b])
+                )
         if rebuild:
             self._rebuild()
         elif dirty:
@@ -207,8 +231,7 @@ class RolloutTable(LineTable):
         """Rows read from the store a moment ago (in a thread, while the engine may still be writing): each
         replaces the table's row unless the table's is newer — a live update arrived after the read. ``removed``
         rollouts are no longer current (a rerun replaced them)."""
-        newer = [r for r in records
-                 if (old := self._records.get(r.rollout_id)) is None or r.updated >= old.updated]
+        newer = [r for r in records if (old := self._records.get(r.rollout_id)) is None or r.updated >= old.updated]
         gone = [replace(self._records[rid], is_current=False) for rid in removed if rid in self._records]
         self.apply(newer + gone)
 
@@ -287,7 +310,7 @@ class RolloutTable(LineTable):
             self.notify("mark a first row with space, move, then v marks the rows in between", severity="warning")
             return
         low, high = sorted((start, self._cursor))
-        self._marked.update(self._order[low:high + 1])
+        self._marked.update(self._order[low : high + 1])
         self._anchor = self.cursor_id
         self._marks_changed()
         self.notify(f"{high - low + 1} rows marked ({len(self._marked)} in all)", timeout=2)
@@ -310,4 +333,3 @@ class RolloutTable(LineTable):
                     return
             return
         super().on_click(event)
-

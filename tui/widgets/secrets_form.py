@@ -13,8 +13,8 @@ the prompt and the .env writer; where a key comes from and how it is masked are 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -29,14 +29,19 @@ from textual.widgets import DataTable, Input, Label, Static
 from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
 from svgagent.core.settings import Settings
 from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
-
 from svgagent.tui.widgets.config_form import FocusHome
 from svgagent.tui.widgets.text_field import TextField
 
 Mode = Literal["table", "edit", "add", "confirm"]
 SOURCE_LABELS = {"env-file": ".env", "environment": "environment", "unset": "unset"}
-STATUS_STYLES = {"ok": "green", "rejected": "red", "unreachable": "yellow", "error": "red", "testing…": "dim",
-                 "simulator": "yellow"}
+STATUS_STYLES = {
+    "ok": "green",
+    "rejected": "red",
+    "unreachable": "yellow",
+    "error": "red",
+    "testing…": "dim",
+    "simulator": "yellow",
+}
 COLUMNS = (("Name", "name", 22), ("Source", "source", 13), ("Value", "value", 22), ("Test", "test", 11))
 
 
@@ -203,8 +208,10 @@ class SecretsPane(Widget):
             detail.update(f"Remove {self._target} from {self.env_file.name}?  y = yes   n / esc = no")
             return
         if self._mode == "edit" and self._target:
-            detail.update(f"Type the new value of {self._target}: Enter saves it to {self._path_label()} (mode 0600), "
-                          "Esc cancels.")
+            detail.update(
+                f"Type the new value of {self._target}: Enter saves it to {self._path_label()} (mode 0600), "
+                "Esc cancels."
+            )
             return
         if self._mode == "add":
             detail.update("Name of the new variable (letters, digits, _): Enter continues, Esc cancels.")
@@ -215,8 +222,9 @@ class SecretsPane(Widget):
             detail.update("")
             return
         if entry.source == "environment":
-            where = "from the environment" + (f" (it overrides the value in {self.env_file.name})"
-                                              if entry.shadowed else "")
+            where = "from the environment" + (
+                f" (it overrides the value in {self.env_file.name})" if entry.shadowed else ""
+            )
         elif entry.source == "env-file":
             where = f"from {self._path_label()}"
         else:
@@ -290,15 +298,15 @@ class SecretsPane(Widget):
 
     def _submit_name(self, name: str) -> None:
         if not is_valid_name(name):
-            self.notify("Use letters, digits and _ (not starting with a digit)", title="Invalid name",
-                        severity="error")
+            self.notify("Use letters, digits and _ (not starting with a digit)", title="Invalid name", severity="error")
             return
         self._set_mode("edit", name)
 
     def _submit_value(self, name: str, value: str) -> None:
         if not value:
-            self.notify(f"Nothing saved: the value is empty (d removes {name} from .env)", title="Secrets",
-                        severity="warning")
+            self.notify(
+                f"Nothing saved: the value is empty (d removes {name} from .env)", title="Secrets", severity="warning"
+            )
             return
         if not self._write({name: value}):
             return
@@ -402,8 +410,9 @@ class SecretsPane(Widget):
             return
         self._status[name] = ("testing…", "")
         self._refresh_row(name)
-        self.run_worker(self._verify(name, entry.value), group=f"secrets-verify-{name}", exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(
+            self._verify(name, entry.value), group=f"secrets-verify-{name}", exclusive=True, exit_on_error=False
+        )
 
     # --- verification -----------------------------------------------------------------------------------------
     async def _verify(self, name: str, value: str) -> None:
@@ -414,12 +423,23 @@ class SecretsPane(Widget):
         self.post_message(self._Verified(name, result))
 
     @classmethod
-    def for_settings(cls, env_file: Path, settings: Settings, *, simulated: bool, id: str | None = None,  # noqa: A002
-                     ) -> SecretsPane:
+    def for_settings(
+        cls,
+        env_file: Path,
+        settings: Settings,
+        *,
+        simulated: bool,
+        id: str | None = None,  # noqa: A002
+    ) -> SecretsPane:
         """The pane testing keys against ``settings``' endpoints (``simulated``: they are demo mode's simulator)."""
-        return cls(env_file, control_plane_url=control_plane_url(), policy_base_url=settings.base_url,
-                   judge_base_url=settings.judge_base_url,
-                   simulated={settings.base_url, settings.judge_base_url} if simulated else (), id=id)
+        return cls(
+            env_file,
+            control_plane_url=control_plane_url(),
+            policy_base_url=settings.base_url,
+            judge_base_url=settings.judge_base_url,
+            simulated={settings.base_url, settings.judge_base_url} if simulated else (),
+            id=id,
+        )
 
     def use_endpoints(self, settings: Settings) -> None:
         """Demo mode ended: test keys against ``settings``' endpoints, which are real."""
@@ -433,9 +453,12 @@ class SecretsPane(Widget):
         if url not in self.simulated:
             return result
         verdict = "answered" if result.ok else f"did not answer ({result.message})"
-        return VerifyResult("simulator" if result.ok else result.status,
-                            f"the demo simulator {verdict} — demo mode does not check keys with the real service "
-                            "(save both keys to leave it, then t tests them for real)", result.account_id)
+        return VerifyResult(
+            "simulator" if result.ok else result.status,
+            f"the demo simulator {verdict} — demo mode does not check keys with the real service "
+            "(save both keys to leave it, then t tests them for real)",
+            result.account_id,
+        )
 
     async def _check(self, name: str, value: str) -> VerifyResult:
         if name == "OPENAI_API_KEY":
@@ -461,8 +484,9 @@ class SecretsPane(Widget):
                 return VerifyResult("error", "the control plane did not report an account id")
             if result.account_id == value:
                 return VerifyResult("ok", "matches the account of FIREWORKS_API_KEY", result.account_id)
-            return VerifyResult("rejected", f"FIREWORKS_API_KEY belongs to account {result.account_id}",
-                                result.account_id)
+            return VerifyResult(
+                "rejected", f"FIREWORKS_API_KEY belongs to account {result.account_id}", result.account_id
+            )
         return VerifyResult("error", f"no endpoint is known for {name}")
 
     def on_secrets_pane__verified(self, message: _Verified) -> None:

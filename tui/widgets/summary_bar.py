@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rich.text import Text
-from svgagent.core.records import RunSummary, mean_text, spread_text
 
+from svgagent.core.records import RunSummary, mean_text, spread_text
 from svgagent.tui.widgets.text_box import TextBox
 
 
@@ -58,8 +58,11 @@ def format_summary(
     if s.mean_score is None:
         part("mean –")
     else:
-        part(f"mean {mean_text(s.mean_score, s.threshold)}{spread_text(s.stderr)} ",
-             ("PASS" if s.passed else "FAIL", "bold green" if s.passed else "bold red"), f" (≥{s.threshold:g})")
+        part(
+            f"mean {mean_text(s.mean_score, s.threshold)}{spread_text(s.stderr)} ",
+            ("PASS" if s.passed else "FAIL", "bold green" if s.passed else "bold red"),
+            f" (≥{s.threshold:g})",
+        )
     failed = f"{s.failed} failed" + (f" ({s.invalid} invalid)" if s.invalid else "")
     part((failed, "red") if s.failed else failed)
     part(f"{s.prompt_tokens + s.completion_tokens:,} tokens")

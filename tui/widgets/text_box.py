@@ -24,16 +24,37 @@ def signature(content: Any) -> object:
     if isinstance(content, str):
         return content
     if isinstance(content, Text):
-        return ("text", content.plain, tuple(content.spans), content.style, content.justify, content.overflow,
-                content.no_wrap, content.end, content.tab_size)
+        return (
+            "text",
+            content.plain,
+            tuple(content.spans),
+            content.style,
+            content.justify,
+            content.overflow,
+            content.no_wrap,
+            content.end,
+            content.tab_size,
+        )
     if isinstance(content, Group):
         return ("group", content.fit, tuple(signature(part) for part in content.renderables))
     syntax = sys.modules.get("rich.syntax")  # not imported yet: nothing can be a Syntax (≈55 ms not paid at start)
     if syntax is not None and isinstance(content, syntax.Syntax):
-        return ("syntax", content.code, str(content.lexer), content.line_numbers, content.start_line,
-                content.line_range, content.highlight_lines, content.code_width, content.tab_size,
-                content.word_wrap, content.background_style, content.indent_guides, content.padding,
-                type(content._theme).__name__)
+        return (
+            "syntax",
+            content.code,
+            str(content.lexer),
+            content.line_numbers,
+            content.start_line,
+            content.line_range,
+            content.highlight_lines,
+            content.code_width,
+            content.tab_size,
+            content.word_wrap,
+            content.background_style,
+            content.indent_guides,
+            content.padding,
+            type(content._theme).__name__,
+        )
     return content  # compared by identity: never equal to what another call built
 
 
@@ -57,8 +78,9 @@ class TextBox(OneLayout, Static):
     """``show(content)`` instead of ``update``: no work when nothing changed, no layout when the height stays.
     ``redraws`` and ``layouts`` count what :meth:`show` did (tests read them)."""
 
-    def __init__(self, content: Any = "", *, id: str | None = None, classes: str | None = None,
-                 markup: bool = False) -> None:
+    def __init__(
+        self, content: Any = "", *, id: str | None = None, classes: str | None = None, markup: bool = False
+    ) -> None:
         super().__init__(content, id=id, classes=classes, markup=markup)
         self._key = signature(content)
         self.redraws = 0  # shows that changed the content
@@ -104,4 +126,3 @@ class TextBox(OneLayout, Static):
         if styles.min_height is not None and styles.min_height.unit is Unit.CELLS:
             height = max(height, int(styles.min_height.value) - gutter)
         return height
-
