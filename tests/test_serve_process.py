@@ -1,8 +1,9 @@
-"""`svgagent serve` as a process: stderr stays one JSON object per line whatever aiohttp, asyncio, a thread or a
-warning writes."""
+"""`svgagent serve` as a process: SIGTERM after the policy answered keeps the answer, and stderr stays one JSON
+object per line whatever aiohttp, asyncio, a thread or a warning writes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -11,6 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import aiohttp
+from hostile_policy import hostile_policy
+from serve_support import init_body, post_init
+
+from svgagent.core.ep_status import StatusCode
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.serve.rollout import STOPPED_JUDGING
+from svgagent.core.sim.tracing_gateway import TracingGateway
+from svgagent.core.store import Store
+from svgagent.core.training import TrainingStore
 
 
 def start_serve(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
@@ -46,6 +58,48 @@ def json_lines(err: str) -> list[dict[str, Any]]:
         assert isinstance(value, dict), text
         lines.append(value)
     return lines
+
+
+async def test_sigterm_after_the_policy_answered_stores_the_answer_and_logs_finished(tmp_path: Path) -> None:
+    """The rollout's judge never answers; SIGTERM (grace 0.3 s) cancels it after the policy answered and the
+    picture was made. It used to be stored as "stopped before the rollout finished" and logged UNAVAILABLE, which
+    makes eval-protocol pay for the same answer again."""
+    async with hostile_policy() as policy:
+        with TracingGateway(policy.url) as gateway:
+            proc, url = start_serve(
+                tmp_path,
+                "--grace",
+                "0.3",
+                "--judge",
+                "--judge-base-url",
+                policy.url,
+                "--judge-model",
+                "silent",
+                env={"OPENAI_API_KEY": "judge-key"},
+            )
+            try:
+                async with aiohttp.ClientSession() as session:
+                    status, _, _ = await post_init(session, url, init_body(gateway.base_url, "answered", model="good"))
+                    assert status == 200
+                    async with asyncio.timeout(60):
+                        while policy.requests["silent"] == 0:  # the judge was asked: answer and picture are made
+                            await asyncio.sleep(0.02)
+                proc.send_signal(signal.SIGTERM)
+                _, err = await asyncio.to_thread(proc.communicate, timeout=60)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+            codes = [e["status"]["code"] for e in gateway.logs("answered") if e["status"]]
+    assert proc.returncode == 0
+    assert codes == [StatusCode.FINISHED]
+    (stopped,) = [line for line in json_lines(err) if line.get("event") == "stopped"]
+    assert (stopped["finished"], stopped["stopped_unfinished"]) == (1, 0)
+    with Store(tmp_path / "runs.db") as store:
+        ref = TrainingStore(store).served("answered")
+        assert ref is not None and ref.status_code == StatusCode.FINISHED
+        rec = store.get_rollout(ref.rollout_id)
+    assert rec.raw_answer and rec.svg and rec.png is not None
+    assert rec.status is RolloutStatus.FAILED and rec.reason == STOPPED_JUDGING
 
 
 def test_an_over_long_request_header_is_one_json_line_on_stderr(tmp_path: Path) -> None:

@@ -61,6 +61,8 @@ def add_serve_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    from svgagent.core.serve.admission import DEFAULT_MIN_FREE_MB, DEFAULT_QUEUE_MB
+    from svgagent.core.serve.rollout import QUEUE_TIMEOUT_S
     from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES
 
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -71,6 +73,30 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         default=4096,
         metavar="N",
         help="rollouts that may wait for a slot; past that /init answers 429 (default 4096)",
+    )
+    p.add_argument(
+        "--queue-mb",
+        type=int,
+        default=DEFAULT_QUEUE_MB,
+        metavar="MB",
+        help="how many MB of /init bodies the accepted, unfinished rollouts may hold; past that /init answers 429 "
+        f"(default {DEFAULT_QUEUE_MB})",
+    )
+    p.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=QUEUE_TIMEOUT_S,
+        metavar="S",
+        help="how long a rollout may wait for a free slot; then it ends DEADLINE_EXCEEDED without calling the "
+        f"policy (default {QUEUE_TIMEOUT_S:g}: eval-protocol's poll timeout)",
+    )
+    p.add_argument(
+        "--min-free-mb",
+        type=int,
+        default=DEFAULT_MIN_FREE_MB,
+        metavar="MB",
+        help="refuse /init (507) while the store's file system has less free than this "
+        f"(default {DEFAULT_MIN_FREE_MB}; 0: never)",
     )
     p.add_argument(
         "--max-body",
@@ -143,6 +169,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             judge=args.judge,
             job_name=args.job,
             rollout_timeout_s=args.rollout_timeout,
+            queue_timeout_s=args.queue_timeout,
+            queue_mb=args.queue_mb,
+            min_free_mb=args.min_free_mb,
             grace_s=args.grace,
         )
         problems = options.problems()
