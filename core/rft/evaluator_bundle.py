@@ -4,12 +4,11 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
 
     test_svgagent_judge.py   entry: a copy of core/rft/bundle_entry.py (the plain scoring function + the Eval Protocol
                              pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
-    svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_draw,render_context,
-                             render_paint,render_tree,render_shortcuts,render_path,render_worker,render,chat,
-                             judge}.py
+    svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_path,render_worker,
+                             render,chat,judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
-    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, isal, ... (each with a floor)
+    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ... (each with a floor)
     Dockerfile               the system libraries pip cannot install: libcairo2 and fonts (what `ep local-test` builds)
     README.md
 
@@ -56,11 +55,6 @@ SOURCE_MODULES = (
     "models",
     "extract",
     "render_guard",
-    "render_draw",
-    "render_context",
-    "render_paint",
-    "render_tree",
-    "render_shortcuts",
     "render_path",
     "render_worker",
     "render",
@@ -81,15 +75,10 @@ DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how m
 REQUIREMENTS = (
     "eval-protocol>=0.2.85",
     "openai>=1.40",
-    "cairosvg>=2.7,<3",
-    "cairocffi>=1.6",
+    "cairosvg>=2.9.1,<3",  # 2.9.1: path data before its first command no longer loops (docs/cairosvg-closepath-hang.md)
     "defusedxml>=0.7",
     "pillow>=9.1",
     "pydantic>=2.7",
-    # the PNG's compressor (render_draw.fastest_deflate): without it the evaluator still renders, with zlib, the same
-    # pixels in other bytes than `svgagent eval` writes (and the simulated judge, which hashes the bytes, scores them
-    # apart)
-    "isal>=1.6",
 )
 DOCKERFILE = """\
 # The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and fonts
