@@ -9,7 +9,8 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
     requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ... (each with a floor)
-    Dockerfile               the system libraries pip cannot install: libcairo2 and fonts (what `ep local-test` builds)
+    Dockerfile               the system libraries pip cannot install: libcairo2 and the font set (what `ep local-test`
+                             builds)
     README.md
 
 The archive is laid out as eval-protocol's `ep upload` packs a project: every file under one top-level folder (the
@@ -80,13 +81,17 @@ REQUIREMENTS = (
     "pillow>=9.1",
     "pydantic>=2.7",
 )
-DOCKERFILE = """\
-# The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and fonts
-# for SVG <text>. `ep local-test` builds this image and runs the evaluation test in it with the project mounted at
-# /workspace; without libcairo the evaluator stops on its first row with an error naming it.
+# The fonts text is drawn with (issue 26): the same Debian packages as the app's render environment (.ci/run, README),
+# so `sans-serif`, `serif` and `monospace` resolve to the same faces in `svgagent eval` and in the RFT evaluator.
+FONT_PACKAGES = ("fonts-dejavu-core", "fonts-liberation", "fonts-noto-core")
+DOCKERFILE = f"""\
+# The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and the
+# font set SVG <text> is drawn with (the same as svgagent's own render environment). `ep local-test` builds this image
+# and runs the evaluation test in it with the project mounted at /workspace; without libcairo the evaluator stops on
+# its first row with an error naming it.
 FROM python:3.11-slim
 RUN apt-get update \\
-    && apt-get install -y --no-install-recommends libcairo2 fonts-dejavu-core fontconfig \\
+    && apt-get install -y --no-install-recommends libcairo2 fontconfig {" ".join(FONT_PACKAGES)} \\
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /workspace
 COPY requirements.txt /tmp/requirements.txt
