@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSource, control_plane_source
@@ -27,15 +28,33 @@ DEMO_JUDGE_MODEL = "simulated-judge"
 DEMO_KEY = "simulated-key"
 
 
-def demo_overrides(base_url: str) -> dict[str, Any]:
-    """Settings that point both endpoints at a simulator; the names say the results are simulated."""
-    return {
+def demo_overrides(base_url: str, *, model: str | None = DEMO_POLICY_MODEL) -> dict[str, Any]:
+    """Settings that point both endpoints at a simulator; the judge's name says the results are simulated.
+    ``model``: the policy's name (None: the settings' own model, which the demo policy then plays: its name, its
+    temperature and its training change what it draws, see :func:`demo_policy_knobs`)."""
+    overrides = {
         "base_url": base_url,
         "judge_base_url": base_url,
-        "model": DEMO_POLICY_MODEL,
         "judge_model": DEMO_JUDGE_MODEL,
         "fireworks_api_key": DEMO_KEY,
         "openai_api_key": DEMO_KEY,
+    }
+    return overrides if model is None else {**overrides, "model": model}
+
+
+def demo_world_dir(settings: Settings) -> Path:
+    """Where the demo world keeps its state: the data directory's ``demo/`` (`svgagent demo reset` clears it)."""
+    return settings.data_dir() / "demo"
+
+
+def demo_policy_knobs(settings: Settings) -> dict[str, Any]:
+    """The simulator knobs of demo mode: answers follow the request's model and temperature, and the models the
+    demo world's RFT jobs trained draw as their training says."""
+    from svgagent.core.sim.world import TRAINED_MODELS_FILE
+
+    return {
+        "policy_follows_settings": True,
+        "trained_models_file": str(demo_world_dir(settings) / TRAINED_MODELS_FILE),
     }
 
 
@@ -59,10 +78,18 @@ class SimulatorProcess:
     pydantic, ≈0.5 s of CPU — would otherwise share the cores with the app's own start-up). It stops when
     :meth:`stop` is called or when this process ends in any way (it exits when its stdin closes)."""
 
-    def __init__(self, policy_latency_s: float, judge_latency_s: float, *, start: bool = True) -> None:
+    def __init__(
+        self,
+        policy_latency_s: float,
+        judge_latency_s: float,
+        *,
+        start: bool = True,
+        knobs: dict[str, Any] | None = None,
+    ) -> None:
         from svgagent.core.listen import listening_socket
 
         self._latencies = (policy_latency_s, judge_latency_s)
+        self._knobs = dict(knobs or {})
         self._sock: Any = listening_socket("127.0.0.1", 0)  # the child's once started: closed here then
         self.base_url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1"
         self._proc: Any = None
@@ -87,12 +114,13 @@ class SimulatorProcess:
             return
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FIREWORKS_", "OPENAI_"))}
         policy_latency_s, judge_latency_s = self._latencies
+        knobs = [f"--{name.replace('_', '-')}={value}" for name, value in self._knobs.items()]
         with self._sock as sock:
             self._sock = None
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "svgagent.core.sim.simulator", "--listen-fd", str(sock.fileno()),
                  "--exit-on-stdin-eof", "--nice", str(NICE), "--policy-latency-s", str(policy_latency_s),
-                 "--judge-latency-s", str(judge_latency_s)],
+                 "--judge-latency-s", str(judge_latency_s), *knobs],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                 pass_fds=(sock.fileno(),), start_new_session=True)  # fmt: skip
         # it prints its URL once serving and nothing else, but a full pipe must never block it
@@ -120,10 +148,10 @@ class SimulatorProcess:
 
 @contextmanager
 def demo_simulator_process(
-    policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, *, start: bool = True
+    policy_latency_s: float = 0.4, judge_latency_s: float = 0.3, *, start: bool = True, **knobs: Any
 ) -> Iterator[SimulatorProcess]:
     """Like :func:`demo_simulator`, with the simulator in a process of its own (see :class:`SimulatorProcess`)."""
-    sim = SimulatorProcess(policy_latency_s, judge_latency_s, start=start)
+    sim = SimulatorProcess(policy_latency_s, judge_latency_s, start=start, knobs=knobs)
     try:
         yield sim
     finally:

@@ -198,15 +198,21 @@ def svgs_of_file(path: str) -> list[str]:
     return svgs
 
 
-def policy_answer(seed: int, prompt: str, nth: int, huge_bytes: int = 0) -> tuple[Quality, str, bool]:
+def policy_answer(
+    seed: int, prompt: str, nth: int, huge_bytes: int = 0, quality: Quality | None = None
+) -> tuple[Quality, str, bool]:
     """(quality, answer text, cut short) for the policy's ``nth`` answer to ``prompt``.
 
     ``huge_bytes`` > 0 forces a good answer whose SVG is padded to at least that many characters. ``cut short``
-    is True for the truncated class (the server reports ``finish_reason="length"``).
+    is True for the truncated class (the server reports ``finish_reason="length"``). ``quality``: the class to
+    draw (None: the default mix picks it).
     """
     requirements = parse_requirements(prompt)
     n = len(requirements) or DEFAULT_REQUIREMENTS
-    quality: Quality = "good" if huge_bytes else choose_quality(seed, prompt, nth)
+    if huge_bytes:
+        quality = "good"
+    elif quality is None:
+        quality = choose_quality(seed, prompt, nth)
     rng = _rng("answer", seed, prompt, nth)
     subject = _subject(prompt)
     if quality == "no_svg":

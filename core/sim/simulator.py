@@ -54,6 +54,7 @@ from svgagent.core.listen import listen
 from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
 from svgagent.core.sim.content import Quality, judge_answer, parse_requirements, policy_answer, prompt_key, svgs_of_file
+from svgagent.core.sim.policy_skill import load_trained, settings_answer
 from svgagent.core.sim.wire import (
     FAULT_KINDS,
     SimConfig,
@@ -341,9 +342,14 @@ class Simulator(BackgroundServer):
         self, body: dict[str, Any], config: SimConfig, prompt: str, fault: str | None, count: int
     ) -> tuple[list[str], list[str]]:
         temperature = body.get("temperature", 1.0)
+        follow = config.policy_follows_settings
+        model = str(body.get("model") or "")
+        heat = (
+            float(temperature) if isinstance(temperature, (int, float)) and not isinstance(temperature, bool) else 1.0
+        )
         contents, finish = [], []
         for _ in range(count):
-            key = prompt_key(prompt)
+            key = prompt_key(f"{model}\n{heat!r}\n{prompt}" if follow else prompt)
             with self._lock:
                 seq = self._prompt_seq.get(key, 0)
                 self._prompt_seq[key] = seq + 1
@@ -351,10 +357,14 @@ class Simulator(BackgroundServer):
             huge = config.huge_answer_bytes if fault == "policy_huge" else 0
             if config.policy_svg_file and not huge:
                 quality, text, cut = self._given_svg(config.policy_svg_file)
+            elif follow and not huge:
+                trained = load_trained(config.trained_models_file)
+                quality, text, cut = settings_answer(config.seed, model, heat, prompt, nth, trained)
             else:
                 quality, text, cut = policy_answer(config.seed, prompt, nth, huge_bytes=huge)
             with self._lock:
-                self._stats["policy_quality"][quality] += 1
+                counts = self._stats["policy_quality"]
+                counts[quality] = counts.get(quality, 0) + 1
             contents.append(text)
             finish.append("length" if cut else "stop")
         return contents, finish

@@ -51,6 +51,10 @@ class SimConfig(BaseModel):
     # A file of SVGs, one JSON string a line: every policy answer draws the next of them, in turn (a model's larger
     # drawings in place of the simulator's small ones; bench/engine.py --svgs model-like). "" for the simulator's own.
     policy_svg_file: str = ""
+    # Demo mode: answers follow the request's model and temperature, and models an RFT job trained draw better
+    # (svgagent.core.sim.policy_skill); trained_models_file lists those (the demo world's). Off: the fixed mix.
+    policy_follows_settings: bool = False
+    trained_models_file: str = ""
     rejected_key: str = "rejected-key"
     policy_model: str = "simulated-policy"
     judge_model: str = "simulated-judge"

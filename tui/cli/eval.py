@@ -48,10 +48,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     overrides = dict(flags)
     with contextlib.ExitStack() as stack:
         if args.demo:
-            from svgagent.core.demo import demo_overrides, demo_simulator  # the simulators: only for --demo
+            from svgagent.core.demo import demo_overrides, demo_policy_knobs, demo_simulator  # only for --demo
 
-            sim = stack.enter_context(demo_simulator())
-            overrides.update(demo_overrides(sim.base_url))
+            # the simulated policy plays the settings' model: its name, temperature and training change the answers
+            sim = stack.enter_context(demo_simulator(**demo_policy_knobs(load_settings(**overrides))))
+            overrides.update(demo_overrides(sim.base_url, model=None))
         settings = load_settings(**overrides)
         if args.resume:
             if not settings.store_path().exists():

@@ -152,11 +152,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         demo: dict[str, str] = {}
         if args.demo:
-            from svgagent.core.demo import demo_overrides, demo_tracing_gateway
+            from svgagent.core.demo import demo_overrides, demo_policy_knobs, demo_tracing_gateway
 
-            sim_url, gateway_demo = stack.enter_context(demo_tracing_gateway())
+            knobs = demo_policy_knobs(load_settings(**overrides))
+            sim_url, gateway_demo = stack.enter_context(demo_tracing_gateway(**knobs))
             demo = {"gateway": gateway_demo, "policy": sim_url}
-            overrides = {**demo_overrides(sim_url), **overrides}
+            overrides = {**demo_overrides(sim_url, model=None), **overrides}
         settings = load_settings(**overrides)
         options = ServeOptions(
             host=args.host,

@@ -59,7 +59,7 @@ def trusted(settings: Settings) -> Settings:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    from svgagent.core.demo import demo_overrides, demo_simulator_process
+    from svgagent.core.demo import demo_overrides, demo_policy_knobs, demo_simulator_process
     from svgagent.core.run_ref import resolve_run
     from svgagent.tui.cli.store_cmd import open_store_for_writing
     from svgagent.tui.cli.trust import ask
@@ -78,7 +78,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         # The demo's simulator runs in a process of its own, started after the first frame (its URL is known now:
         # a request made before it is up waits for it), so that its boot does not share the cores with this one's.
-        sim = stack.enter_context(demo_simulator_process(start=False)) if demo else None
+        knobs = demo_policy_knobs(real) if demo else {}
+        sim = stack.enter_context(demo_simulator_process(start=False, **knobs)) if demo else None
         from svgagent.tui.imaging import configure_term_image
 
         configure_term_image()  # before the app starts: no terminal queries, fixed cell ratio
@@ -89,7 +90,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         extra: dict[str, Any] = {}
         settings: Settings = real
         if sim is not None:
-            extra = demo_overrides(sim.base_url)
+            extra = demo_overrides(sim.base_url, model=None)  # the demo policy plays the settings' model
             settings = load_settings(**overrides, **extra)
         serve_url = None
         if getattr(args, "serve", False):
