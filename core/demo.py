@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSource, control_plane_source
+from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, JobSource, control_plane_source
+from svgagent.core.scoring.errors import ConfigError
 
 # Each simulator (and the Fireworks client) is imported by the function that starts it: `tui --demo` needs only
 # the policy + judge simulator before its first frame, and the Fireworks SDK alone takes most of a second.
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from svgagent.core.settings import Settings
     from svgagent.core.sim.control_plane import FireworksSim
     from svgagent.core.sim.simulator import Simulator
+    from svgagent.core.sim.trainer import TrainerPace
     from svgagent.core.store import Store
 
 DEMO_POLICY_MODEL = "simulated-policy"
@@ -174,65 +176,149 @@ def demo_tracing_gateway(policy_latency_s: float = 0.4, **knobs: Any) -> Iterato
             gateway.stop()
 
 
-# ---- the simulated Fireworks control plane ---------------------------------------------------------------
+# ---- the simulated Fireworks control plane: the demo world ---------------------------------------------------
+PACE_ENV = "SVGAGENT_DEMO_PACE"  # a factor on the demo world's delays: 1 as shipped; the tests make it small
+HACK_ENV = "SVGAGENT_DEMO_HACK"  # the simulated trainer's reward-hacking window: auto, off or FIRST-LAST
+WORLD_KNOBS: dict[str, Any] = {
+    "evaluator_build_steps": 1,
+    "dataset_ready_steps": 0,
+    "job_running_steps": DEMO_RUNNING_STEPS,
+    "deployment_ready_steps": 3,
+    "trainer_drives_remote_jobs": True,
+}
+
+
+def demo_pace() -> tuple[float, TrainerPace]:
+    """(seconds per lifecycle step, the trainer's pace) from ``SVGAGENT_DEMO_PACE`` and ``SVGAGENT_DEMO_HACK``."""
+    import os
+
+    from svgagent.core.sim.trainer import TrainerPace
+
+    text = os.environ.get(PACE_ENV, "").strip()
+    try:
+        factor = float(text) if text else 1.0
+    except ValueError:
+        raise ConfigError(f"{PACE_ENV} must be a number (1: the demo's own pace), got {text!r}") from None
+    factor = min(max(factor, 0.0), 100.0)
+    hack = os.environ.get(HACK_ENV, "").strip() or "auto"
+    pace = TrainerPace(1.5 * factor, 0.2 * factor, 150.0, max(0.2, 3.0 * factor), hack)
+    try:
+        pace.window(10)
+    except ValueError as err:
+        raise ConfigError(f"{HACK_ENV}: {err}") from None
+    return max(0.01, 1.0 * factor), pace
+
+
+class DemoWorld:
+    """This process's view of the demo world in ``world_dir``: a control-plane simulator serving the shared state
+    and, with ``train``, the simulated trainer (which trains only while no other process does)."""
+
+    def __init__(self, world_dir: Path, *, train: bool = False) -> None:
+        from svgagent.core.rft.demo_identity import DEMO_ACCOUNT
+        from svgagent.core.sim.control_plane import FireworksSim
+
+        step_s, pace = demo_pace()
+        self.dir = world_dir
+        self.sim = FireworksSim(
+            account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_s, world_dir=str(world_dir), **WORLD_KNOBS
+        )
+        self.trainer: Any = None
+        if train:
+            from svgagent.core.sim.trainer import Trainer
+
+            self.trainer = Trainer(self.sim, pace)
+
+    def start(self) -> str:
+        url = self.sim.start()
+        if self.trainer is not None:
+            self.trainer.start()
+        return url
+
+    def stop(self) -> None:
+        if self.trainer is not None:
+            self.trainer.stop()
+        self.sim.stop()
+
+
+def seed_world(cp: ControlPlane) -> None:
+    """Launch the demo's own job (`DEMO_JOB_ID`) unless the world has it already."""
+    from svgagent.core.rft.demo_identity import DEMO_JOB_ID
+    from svgagent.core.rft.fireworks_api import FireworksError
+    from svgagent.core.rft.launch import seed_demo_job
+
+    try:
+        cp.get_job(DEMO_JOB_ID)
+    except FireworksError as err:
+        if err.kind != "not_found":
+            raise
+        seed_demo_job(cp)
+
+
 @contextmanager
 def demo_control_plane(
-    *, step_seconds: float = 1.0, seed_job: bool = False, **knobs: Any
+    *,
+    world_dir: Path | None = None,
+    train: bool = False,
+    seed_job: bool = False,
+    step_seconds: float = 1.0,
+    **knobs: Any,
 ) -> Iterator[tuple[FireworksSim, ControlPlane]]:
-    """Start the simulated Fireworks control plane on a free loopback port (lifecycles advance with time) and
-    yield (simulator, ControlPlane) with fake keys. With `seed_job`, one job (`DEMO_JOB_ID`) already exists."""
+    """Serve the simulated Fireworks control plane on a free loopback port and yield (simulator, ControlPlane) with
+    fake keys. With ``world_dir``: the demo world kept there (``train``: this process runs its trainer too); else
+    an account of its own that ends with the block (lifecycles every ``step_seconds``). With ``seed_job``, the demo's
+    own job (`DEMO_JOB_ID`) exists."""
     from svgagent.core.rft.demo_identity import DEMO_ACCOUNT, DEMO_FIREWORKS_KEY
     from svgagent.core.rft.fireworks_api import ControlPlane
-    from svgagent.core.rft.launch import seed_demo_job
     from svgagent.core.sim.control_plane import FireworksSim
 
-    if seed_job:
-        knobs = {"evaluator_build_steps": 0, "dataset_ready_steps": 0, **knobs}
-    sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_seconds, **knobs)
-    sim.start()
+    world = DemoWorld(world_dir, train=train) if world_dir is not None else None
+    if world is not None:
+        sim = world.sim
+        world.start()
+    else:
+        if seed_job:
+            knobs = {"evaluator_build_steps": 0, "dataset_ready_steps": 0, **knobs}
+        sim = FireworksSim(account_id=DEMO_ACCOUNT, advance="time", step_seconds=step_seconds, **knobs)
+        sim.start()
     try:
         with ControlPlane(DEMO_FIREWORKS_KEY, base_url=sim.base_url, max_retries=0) as cp:
             if seed_job:
-                seed_demo_job(cp)
+                seed_world(cp)
             yield sim, cp
     finally:
-        sim.stop()
+        world.stop() if world is not None else sim.stop()
 
 
-def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNING_STEPS) -> JobSource:
-    """The simulated control plane (started on first use, stopped on close) holding one seeded job that moves
-    along with the clock; launches go to it with the demo's fake keys and are not remembered in the store."""
-    from svgagent.core.rft.demo_identity import (  # not launch: fireworks-ai
-        DEMO_ACCOUNT,
-        DEMO_FIREWORKS_KEY,
-        DEMO_OPENAI_KEY,
-    )
+def reset_world(world_dir: Path) -> bool:
+    """Remove the demo world (every simulated job, dataset, evaluator and deployment); False: there was none."""
+    import shutil
 
-    running: dict[str, Any] = {}
+    if not world_dir.exists():
+        return False
+    shutil.rmtree(world_dir)
+    return True
+
+
+def demo_source(world_dir: Path) -> JobSource:
+    """The demo world (served from the Jobs pane's first poll until it closes, its trainer running meanwhile), with
+    the demo's own job in it; launches go to it with the demo's fake keys and are not remembered in the store."""
+    from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_OPENAI_KEY  # not launch: fireworks-ai
+
+    running: dict[str, DemoWorld] = {}
 
     def stop() -> None:
-        sim = running.pop("sim", None)
-        if sim is not None:
-            sim.stop()
+        world = running.pop("world", None)
+        if world is not None:
+            world.stop()
 
     def connect() -> ControlPlane:  # in a worker thread, when the Jobs pane first polls
         from svgagent.core.rft.fireworks_api import ControlPlane
-        from svgagent.core.rft.launch import seed_demo_job
-        from svgagent.core.sim.control_plane import FireworksSim
 
-        sim = FireworksSim(
-            account_id=DEMO_ACCOUNT,
-            advance="time",
-            step_seconds=step_s,
-            evaluator_build_steps=0,
-            dataset_ready_steps=0,
-            job_running_steps=running_steps,
-        )
-        sim.start()
-        running["sim"] = sim
+        world = DemoWorld(world_dir, train=True)
+        running["world"] = world
         try:
-            cp = ControlPlane(DEMO_FIREWORKS_KEY, base_url=sim.base_url, max_retries=0)
-            seed_demo_job(cp)
+            cp = ControlPlane(DEMO_FIREWORKS_KEY, base_url=world.start(), max_retries=0)
+            seed_world(cp)
         except BaseException:
             stop()
             raise
@@ -253,7 +339,7 @@ def demo_source(*, step_s: float = DEMO_STEP_S, running_steps: int = DEMO_RUNNIN
 
 
 def job_source_for(settings: Settings, *, demo: bool, store: Store | None = None) -> JobSource:
-    """Demo mode: the simulator; else Fireworks when FIREWORKS_API_KEY is set; else a source that says so."""
+    """Demo mode: the demo world; else Fireworks when FIREWORKS_API_KEY is set; else a source that says so."""
     if demo:
-        return demo_source()
+        return demo_source(demo_world_dir(settings))
     return control_plane_source(settings, store)

@@ -153,4 +153,14 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN worked_s REAL;
     """,
+    # v7: the rows an RFT launch kept out of training (`rft create --holdout`), to evaluate the trained model on
+    """
+    CREATE TABLE rft_holdouts (
+        job_name TEXT PRIMARY KEY,
+        fraction REAL NOT NULL,
+        dataset_json TEXT NOT NULL,
+        rows_json TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    """,
 ]

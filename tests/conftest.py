@@ -46,6 +46,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("HOME", str(home))
+    # the demo world's simulated lifecycles and trainer at a twentieth of their pace (svgagent.core.demo.demo_pace)
+    monkeypatch.setenv("SVGAGENT_DEMO_PACE", "0.05")
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)

@@ -42,6 +42,7 @@ from svgagent.core.rft.fireworks_api import (
     secret_id_for,
     wire_body,
 )
+from svgagent.core.rft.holdout import split_rows
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.rft.params import RftParams, check_job_id
@@ -92,6 +93,7 @@ class LaunchRequest:
     dataset_poll_s: float = 2.0
     dataset_timeout_s: float = 300.0
     max_retries: int = 2
+    holdout: float = 0.0  # the share of the rows kept out of training (core/rft/holdout.py)
 
     @classmethod
     def from_settings(cls, settings: Settings, params: RftParams, **overrides: Any) -> LaunchRequest:
@@ -134,6 +136,7 @@ class PreparedLaunch:
     bundle: EvaluatorBundle = field(repr=False)
     job_id: str
     display_name: str
+    heldout: tuple[DatasetRow, ...] = field(default=(), repr=False)  # kept out of training: the rows not uploaded
 
     @property
     def evaluator_id(self) -> str:
@@ -176,7 +179,7 @@ def prepare_launch(request: LaunchRequest, *, bundle: EvaluatorBundle | None = N
     Raises `ConfigError` (e.g. `DatasetError`) for a dataset svgagent cannot load."""
     check_job_id(request.job_id)
     dataset = load_dataset(request.dataset)
-    rows = tuple(select_rows(dataset, request.rows))
+    rows, heldout = split_rows(select_rows(dataset, request.rows), request.holdout)
     jsonl = dataset_jsonl(rows)
     digest = hashlib.sha256(jsonl).hexdigest()
     name = "builtin" if dataset.source == "builtin" else dataset.name.rsplit(".", 1)[0]
@@ -188,7 +191,8 @@ def prepare_launch(request: LaunchRequest, *, bundle: EvaluatorBundle | None = N
     )
     job_id = request.job_id or f"svgagent-rft-{hashlib.sha256(identity.encode()).hexdigest()[:12]}"
     model = request.params.base_model.rsplit("/", 1)[-1]
-    display = request.params.display_name or f"svgagent {name} ({len(rows)} rows) {model}"[:128]
+    kept = f", {len(heldout)} held out" if heldout else ""
+    display = request.params.display_name or f"svgagent {name} ({len(rows)} rows{kept}) {model}"[:128]
     return PreparedLaunch(
         request=request,
         dataset=dataset,
@@ -199,6 +203,7 @@ def prepare_launch(request: LaunchRequest, *, bundle: EvaluatorBundle | None = N
         bundle=built,
         job_id=job_id,
         display_name=display,
+        heldout=heldout,
     )
 
 

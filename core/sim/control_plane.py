@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import re
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +32,7 @@ from svgagent.core.listen import listen
 from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.control_plane_jobs import SimState
 from svgagent.core.sim.control_plane_state import MASK, Fault, SimConfig, SimError, SimRequest, mask_secrets
+from svgagent.core.sim.world import WorldFile
 
 __all__ = ["FireworksSim", "SimConfig", "SimRequest", "main"]
 
@@ -87,6 +90,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
         ("DELETE", _A + "/reinforcementFineTuningJobs/" + _I, lambda s, m, q, b: s.job_delete(m["id"])),
         ("POST", _A + "/reinforcementFineTuningJobs/" + _I + ":cancel", lambda s, m, q, b: s.job_cancel(m["id"])),
         ("POST", _A + "/reinforcementFineTuningJobs/" + _I + ":resume", lambda s, m, q, b: s.job_resume(m["id"])),
+        ("POST", _A + "/deployments", lambda s, m, q, b: s.deployment_create(_obj(b), q)),
+        ("GET", _A + "/deployments", lambda s, m, q, b: s.deployment_list(q)),
+        ("GET", _A + "/deployments/" + _I, lambda s, m, q, b: s.deployment_get(m["id"])),
+        ("DELETE", _A + "/deployments/" + _I, lambda s, m, q, b: s.deployment_delete(m["id"])),
     ]
 ]
 _DASHBOARD = re.compile(r"/dashboard/(?P<kind>evaluators|datasets|fine-tuning/reinforcement)/(?P<id>[^/]+)")
@@ -98,6 +105,8 @@ class FireworksSim:
     def __init__(self, config: SimConfig | None = None, **knobs: Any) -> None:
         self.config = dataclasses.replace(config or SimConfig(), **knobs)
         self.state = SimState(self.config)
+        # the demo world: every request reads the state the processes serving it share, and writes it back
+        self.world = WorldFile(Path(self.config.world_dir)) if self.config.world_dir else None
         self.port: int | None = None
         self._background = BackgroundLoop("fireworks-sim")
         self._runner: web.AppRunner | None = None
@@ -205,7 +214,19 @@ class FireworksSim:
                     for k, e in s.evaluators.items()
                 },
                 "jobs": {k: mask_secrets(s._job_out(j)) for k, j in s.jobs.items()},
+                "deployments": {k: s._deployment_out(d) for k, d in s.deployments.items()},
             }
+
+    def _world_session(self) -> contextlib.AbstractContextManager[Any]:
+        return self.world.session(self.state) if self.world is not None else contextlib.nullcontext()
+
+    def world_session(self) -> contextlib.AbstractContextManager[Any]:
+        """The state as the demo world holds it, written back at the end (the caller's changes included); a plain
+        lock without a world. For the simulated trainer, which changes jobs between requests."""
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.state.lock)
+        stack.enter_context(self._world_session())
+        return stack
 
     # ---- HTTP ------------------------------------------------------------------------------------------------
     async def _read(self, request: web.Request) -> tuple[Any, Any]:
@@ -287,7 +308,7 @@ class FireworksSim:
         if self.config.response_delay_s > 0:
             await asyncio.sleep(self.config.response_delay_s)
         headers: dict[str, str] = {}
-        with self.state.lock:
+        with self.state.lock, self._world_session():
             try:
                 fault = self._fault(request.method, request.path)
                 if fault is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import subprocess
 import tarfile
 import tempfile
@@ -59,6 +60,23 @@ def _binds(source: bytes, name: str) -> bool:
         for block in ("body", "orelse", "finalbody", "handlers"):
             pending.extend(getattr(node, block, []) or [])
     return False
+
+
+def bundle_config(archive: bytes) -> dict[str, object]:
+    """The ``config`` of an svgagent evaluator bundle's ``svgagent_bundle.json`` (how it rolls out: ``rollouts``,
+    ``remote_url``), or {} for an archive that has none."""
+    try:
+        files = _members(archive)
+    except (tarfile.TarError, OSError, ValueError, EOFError):
+        return {}
+    for name, data in files.items():
+        if PurePosixPath(name).name == "svgagent_bundle.json" and len(PurePosixPath(name).parts) == 2:
+            try:
+                config = json.loads(data).get("config")
+            except (ValueError, AttributeError):
+                return {}
+            return config if isinstance(config, dict) else {}
+    return {}
 
 
 def inspect_archive(archive: bytes, entry_point: str) -> tuple[str | None, str]:
@@ -135,6 +153,15 @@ class BuildCheck:
             self._done.set()
 
         threading.Thread(target=run, name="sim-evaluator-build", daemon=True).start()
+
+    @classmethod
+    def finished(cls, problem: str | None, log: list[str]) -> BuildCheck:
+        """A check that has run, as stored (the demo world keeps a build's outcome, not its thread)."""
+        check = cls.__new__(cls)
+        check.problem, check.log = problem, list(log)
+        check._done = threading.Event()
+        check._done.set()
+        return check
 
     @property
     def done(self) -> bool:

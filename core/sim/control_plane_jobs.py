@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svgagent.core.rft.job_states import STATES, wire_state
+from svgagent.core.sim.control_plane_build import bundle_config
+from svgagent.core.sim.control_plane_deployments import DeploymentState
 from svgagent.core.sim.control_plane_state import (
     RESUMABLE_JOB_STATES,
     TERMINAL_JOB_STATES,
@@ -41,10 +43,13 @@ class _Job:
     run_step: int = 0
     failure_used: bool = False
     clock: Clock = field(default_factory=Clock)
+    steps: int = 0  # training steps in all (a remote job's: the trainer's plan)
+    driven: bool = False  # its evaluator rolls out remotely: it moves as the simulated trainer trains it
+    trainer: dict[str, Any] = field(default_factory=dict)  # the trainer's record (core/sim/trainer.py)
 
 
-class SimState(ResourceState):
-    """The whole simulated account: secrets, datasets, evaluators and RFT jobs."""
+class SimState(ResourceState, DeploymentState):
+    """The whole simulated account: secrets, datasets, evaluators, RFT jobs and deployments."""
 
     jobs: dict[str, _Job]
 
@@ -65,7 +70,12 @@ class SimState(ResourceState):
         }
         if j.completed:
             out["completedTime"] = j.completed
-        if j.started:
+        if j.started and j.driven:
+            out["jobProgress"] = self._trained_progress(j)
+            waiting = str(j.trainer.get("waiting") or "")
+            if waiting and j.state == "JOB_STATE_RUNNING":
+                out["status"] = {"code": "OK", "message": waiting}
+        elif j.started:
             steps, epochs = max(self.config.job_running_steps, 1), self._epochs(j)
             total = 0 if j.provisioning else j.examples * epochs
             done = total * j.run_step // steps
@@ -82,9 +92,27 @@ class SimState(ResourceState):
             }
         return out
 
+    def _trained_progress(self, j: _Job) -> dict[str, Any]:
+        """jobProgress of a job the trainer drives: what it did (steps, rollouts finished and failed)."""
+        t = j.trainer
+        steps, done = int(t.get("steps") or 0), int(t.get("done") or 0)
+        finished, failed = int(t.get("finished") or 0), int(t.get("failed") or 0)
+        return {
+            "percent": done * 100 // steps if steps else 0,
+            "epoch": int(t.get("epoch") or 0),
+            "totalInputRequests": int(t.get("rollouts") or 0),
+            "totalProcessedRequests": finished + failed,
+            "successfullyProcessedRequests": finished,
+            "failedRequests": failed,
+            "inputTokens": (finished + failed) * 350,
+            "outputTokens": finished * 900,
+        }
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def _job_step(self, j: _Job) -> bool:
         cfg = self.config
+        if j.state == "JOB_STATE_RUNNING" and j.driven and not j.provisioning:
+            return False  # the trainer moves it (and completes it)
         if j.state in _NEXT:
             j.state = _NEXT[j.state]
         elif j.state == "JOB_STATE_VALIDATING":
@@ -186,9 +214,19 @@ class SimState(ResourceState):
             raise SimError(400, "chunkSize must be between 1 and 10000")
         for key in ("name", "state", "status", "createTime", "completedTime", "jobProgress"):
             spec.pop(key, None)
-        j = _Job(jid, spec, now_iso(), examples=examples)
+        j = _Job(jid, spec, now_iso(), examples=examples, steps=max(self.config.job_running_steps, 1))
+        if self.config.trainer_drives_remote_jobs:
+            j.driven = self._remote(spec) is not None
         self.jobs[jid] = j
         return self._job_out(j)
+
+    def _remote(self, spec: dict[str, Any]) -> str | None:
+        """The rollout server a job's evaluator sends every rollout to (``--rollouts remote``), or None."""
+        e = self.evaluators.get(str(spec.get("evaluator") or "").rsplit("/", 1)[-1])
+        archive = next(iter(e.files.values()), b"") if e is not None else b""
+        config = bundle_config(archive) if archive else {}
+        url = config.get("remote_url")
+        return url if config.get("rollouts") == "remote" and isinstance(url, str) and url else None
 
     def job_get(self, jid: str) -> dict[str, Any]:
         return self._job_out(self._job(jid, polled=True))

@@ -79,6 +79,11 @@ class SimConfig:
     build_python: str | None = None
     # Every N-th lookup of a secret that does not exist answers 500 instead of 404, as the real service may (0: never).
     missing_secret_500_every: int = 2
+    deployment_ready_steps: int = 2  # steps from CREATING to READY (and one from DELETING to DELETED)
+    # The demo world: the state lives in this directory, shared by every process serving it (svgagent.core.sim.world)
+    world_dir: str | None = None
+    # Jobs whose evaluator rolls out remotely move only as the simulated trainer trains them (core/sim/trainer.py)
+    trainer_drives_remote_jobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,13 @@ class Fault:
 
 @dataclass
 class Clock:
-    anchor: float = field(default_factory=time.monotonic)
+    """When a lifecycle started (wall-clock seconds: the demo world's processes share it) and the steps applied."""
+
+    anchor: float = field(default_factory=time.time)
     applied: int = 0
 
     def restart(self) -> None:
-        self.anchor, self.applied = time.monotonic(), 0
+        self.anchor, self.applied = time.time(), 0
 
 
 @dataclass
@@ -211,6 +218,7 @@ class ResourceState:
             self.datasets: dict[str, _Dataset] = {}
             self.evaluators: dict[str, _Evaluator] = {}
             self.jobs: dict[str, Any] = {}
+            self.deployments: dict[str, Any] = {}
             self.uploads: dict[str, tuple[str, str, str]] = {}  # token -> (kind, id, filename)
             self.upload_log: list[dict[str, Any]] = []  # signed-URL PUTs: token, size, authorization sent?
             self.log_tokens: dict[str, str] = {}
@@ -226,7 +234,7 @@ class ResourceState:
             if polled:
                 step(res)
             return
-        due = int((time.monotonic() - res.clock.anchor) / max(self.config.step_seconds, 1e-6))
+        due = int((time.time() - res.clock.anchor) / max(self.config.step_seconds, 1e-6))
         while res.clock.applied < due:
             res.clock.applied += 1
             if not step(res):

@@ -48,9 +48,11 @@ class Trained:
     base_model: str
     steps: int
     hack: tuple[int, int] | None = None
+    deployed: bool = True  # a LoRA model answers only from a deployment (its checkpoints: during training)
 
     def to_json(self) -> dict[str, Any]:
-        return {"base_model": self.base_model, "steps": self.steps, "hack": list(self.hack) if self.hack else None}
+        hack = list(self.hack) if self.hack else None
+        return {"base_model": self.base_model, "steps": self.steps, "hack": hack, "deployed": self.deployed}
 
     @classmethod
     def from_json(cls, data: Any) -> Trained | None:
@@ -63,7 +65,8 @@ class Trained:
             if isinstance(hack, list) and len(hack) == 2 and all(isinstance(h, int) for h in hack)
             else None
         )
-        return cls(data["base_model"], steps if isinstance(steps, int) and steps >= 0 else 0, window)
+        deployed = data.get("deployed", True) is not False
+        return cls(data["base_model"], steps if isinstance(steps, int) and steps >= 0 else 0, window, deployed)
 
 
 def _fraction(*parts: object) -> float:
@@ -98,6 +101,12 @@ def lineage(model: str, trained: Mapping[str, Trained]) -> tuple[str, int, int |
     if entry is not None:
         return entry.base_model, entry.steps, None, entry
     return model, 0, None, None
+
+
+def undeployed(model: str, trained: Mapping[str, Trained]) -> bool:
+    """Whether ``model`` is a trained model that no deployment serves (Fireworks answers such a call 404)."""
+    entry = trained.get(model)
+    return entry is not None and not entry.deployed
 
 
 def skill(model: str, prompt: str, trained: Mapping[str, Trained]) -> float:

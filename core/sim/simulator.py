@@ -54,7 +54,7 @@ from svgagent.core.listen import listen
 from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
 from svgagent.core.sim.content import Quality, judge_answer, parse_requirements, policy_answer, prompt_key, svgs_of_file
-from svgagent.core.sim.policy_skill import load_trained, settings_answer
+from svgagent.core.sim.policy_skill import load_trained, settings_answer, undeployed
 from svgagent.core.sim.wire import (
     FAULT_KINDS,
     SimConfig,
@@ -319,6 +319,11 @@ class Simulator(BackgroundServer):
         count = body.get("n") or 1
         if not isinstance(count, int) or not 1 <= count <= 16:
             return error_response(400, "'n' must be an integer from 1 to 16", "invalid_request_error")
+        if kind == "policy" and config.policy_follows_settings:
+            model = str(body.get("model") or "")
+            if undeployed(model, load_trained(config.trained_models_file)):
+                message = f"Model not found, inaccessible, and/or not deployed: {model[:200]} (deploy it first)"
+                return error_response(404, message, "not_found_error")
         # A model's latency runs from the request: the answer is made while it elapses and sent when it is over (made
         # after it, a burst of answers due at the same moment went out one after another, each late by the making
         # of those before it: ~75 ms for 256 at once, on the cores of the engine it answers).

@@ -62,6 +62,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
         add_rft_parser(sub)
 
+        from svgagent.tui.cli.demo_cmd import add_demo_parser
+
+        add_demo_parser(sub, _Formatter)
+
         from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
         add_analysis_parsers(sub, runs_sub)
@@ -235,6 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from svgagent.tui.cli.serve import cmd_serve
 
             return cmd_serve(args)
+        if args.command == "demo":
+            from svgagent.tui.cli.demo_cmd import cmd_demo
+
+            return cmd_demo(args)
         if args.command == "trust":
             from svgagent.tui.cli.trust import cmd_trust
 

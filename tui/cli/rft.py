@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from svgagent.core.store import Store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-DEMO_STEP_S = 0.5
 DEMO_POLL_S = 0.25
 TAG = "[simulated] "
 _CONFIG_KINDS = frozenset({"missing_key", "auth"})
@@ -59,6 +58,12 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         ):
             text += " (default: %(default)s)"
         return text
+
+
+def _demo_flags(args: argparse.Namespace) -> list[str]:
+    """What a command this one prints must carry to reach the same world: ``--demo`` (and ``--store``)."""
+    flags = ["--demo"] if getattr(args, "demo", False) else []
+    return [*flags, "--store", str(args.store)] if getattr(args, "store", None) else flags
 
 
 # ---- parser --------------------------------------------------------------------------------------------------
@@ -111,6 +116,13 @@ def add_rft_parser(subparsers: Any) -> None:
         "(default: the settings' dataset, builtin)",
     )
     g.add_argument("--rows", type=int, metavar="N", help="use only the first N rows (default: all rows)")
+    g.add_argument(
+        "--holdout",
+        type=float,
+        metavar="SHARE",
+        help="keep this share of the rows out of training (e.g. 0.2): only the rest is uploaded, and the held-out "
+        "rows are kept with the job in the run store for `svgagent rft evaluate JOB`",
+    )
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
     defer(p, functools.partial(_hyperparameter_flags, p))  # defaults from the pydantic model in core.rft.params
@@ -293,7 +305,8 @@ def _rollouts(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _create(args: argparse.Namespace, out: _Out) -> int:
-    from svgagent.core.demo import demo_control_plane
+    from svgagent.core.demo import demo_control_plane, demo_world_dir
+    from svgagent.core.rft.holdout import check_fraction, remember_holdout
     from svgagent.core.rft.launch import (
         LaunchEvent,
         LaunchRequest,
@@ -313,8 +326,9 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     judge = {"judge_model": args.judge_model, "judge_base_url": args.judge_base_url, "judge_mode": args.judge_mode}
     rollouts = _rollouts(args)
     with contextlib.ExitStack() as stack:
-        if args.demo:
-            sim, _ = stack.enter_context(demo_control_plane(step_seconds=DEMO_STEP_S))
+        if args.demo:  # the demo world; this process trains its jobs while it watches one
+            world = demo_world_dir(load_settings(store=args.store))
+            sim, _ = stack.enter_context(demo_control_plane(world_dir=world, train=args.watch))
             settings = load_settings(
                 **judge, store=args.store, fireworks_api_key=DEMO_FIREWORKS_KEY, openai_api_key=DEMO_OPENAI_KEY
             )
@@ -333,6 +347,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
             job_id=args.job_id,
             evaluator_poll_s=poll,
             dataset_poll_s=min(poll, 2.0),
+            holdout=check_fraction(args.holdout),
         )
         if rollouts:
             request = dataclasses.replace(request, judge_config={**(request.judge_config or {}), **rollouts})
@@ -343,8 +358,8 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
         target = _base_url(request.base_url)
         if args.demo:
             out.err(
-                f"demo mode: a simulated Fireworks control plane at {target} (account {DEMO_ACCOUNT}); nothing "
-                "is sent to Fireworks"
+                f"demo mode: the demo world's simulated Fireworks control plane at {target} (account "
+                f"{DEMO_ACCOUNT}); nothing is sent to Fireworks"
             )
         if args.dry_run:
             for name in request.missing_keys():
@@ -357,6 +372,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
                         "evaluator": prepared.evaluator_id,
                         "dataset": prepared.dataset_id,
                         "job": prepared.job_id,
+                        "heldout_rows": len(prepared.heldout),
                         "plan": [s.to_dict() for s in steps],
                     }
                 )
@@ -377,6 +393,10 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
             )
         cp = stack.enter_context(open_control_plane(request))
         store = None if args.demo else stack.enter_context(open_store_for_writing(settings.store_path()))
+        if prepared.heldout and store is None:  # demo mode: the store only keeps the held-out rows
+            holdout_store = stack.enter_context(open_store_for_writing(settings.store_path()))
+        else:
+            holdout_store = store
 
         shown: dict[str, str] = {}
 
@@ -392,8 +412,10 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
             out.err(f"[{event.index}/{event.total}] {mark} {event.step}: {event.message}")
 
         result = launch(prepared, cp, on_event=show, store=store)
+        if prepared.heldout and holdout_store is not None:
+            remember_holdout(holdout_store, result.job_name, request.holdout, prepared.dataset, prepared.heldout)
         if args.json:
-            out.json(result.to_json())
+            out.json({**result.to_json(), **({"heldout_rows": len(prepared.heldout)} if prepared.heldout else {})})
         else:
             view = JobView.from_job(result.job, cp.base_url)
             out.out(
@@ -407,12 +429,18 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
                 f"dataset    {result.dataset.get('name')}  ({result.dataset.get('state')}, "
                 f"{len(prepared.rows)} rows{', reused' if result.reused.get('dataset') else ''})"
             )
+            if prepared.heldout:
+                evaluate = shlex.join(["svgagent", "rft", "evaluate", result.job_id, *_demo_flags(args)])
+                out.out(
+                    f"held out   {len(prepared.heldout)} rows, kept in the run store: once it completes, {evaluate}"
+                )
             for kind, link in result.links.items():
                 out.out(f"{kind + ' link':<10} {link}")
             if not args.watch:
+                follow = ["svgagent", "rft", "status", result.job_id, "--watch", *_demo_flags(args)]
                 out.out(
-                    f"follow it: svgagent rft status {result.job_id} --watch"
-                    + (" (the simulator stops when this command ends)" if args.demo else "")
+                    f"follow it: {shlex.join(follow)}"
+                    + (" (the demo world's jobs move while a command or the app watches them)" if args.demo else "")
                 )
         if args.watch:
             return _watch(
@@ -435,14 +463,20 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
     from svgagent.core.rft.fireworks_api import ControlPlane
 
     if args.demo:
-        with demo_control_plane(step_seconds=DEMO_STEP_S, seed_job=True) as (sim, cp):
-            out.err(
-                f"demo mode: a simulated Fireworks control plane at {sim.base_url} holding one job, "
-                f"{DEMO_JOB_ID}; nothing is sent to Fireworks"
-            )
-            if args.rft_command == "resume":  # the seeded job is running: pause it so there is something to resume
-                sim.set_job_state(DEMO_JOB_ID, "JOB_STATE_PAUSED", "paused (simulated)")
-            yield cp, getattr(args, "job", None) or DEMO_JOB_ID, None
+        from svgagent.core.demo import demo_world_dir
+        from svgagent.core.settings import load_settings
+
+        world = demo_world_dir(load_settings(store=args.store))
+        train = bool(getattr(args, "watch", False))  # a watching command moves the world's jobs
+        with demo_control_plane(world_dir=world, train=train, seed_job=True) as (sim, cp):
+            job = getattr(args, "job", None) or DEMO_JOB_ID
+            out.err(f"demo mode: the demo world in {world} (its own job: {DEMO_JOB_ID}); nothing is sent to Fireworks")
+            if args.rft_command == "resume" and not getattr(args, "job", None):
+                # the demo's own job, paused first when it is not, so there is something to resume
+                with sim.world_session():
+                    if sim.state.jobs[DEMO_JOB_ID].state not in ("JOB_STATE_PAUSED", "JOB_STATE_CANCELLED"):
+                        sim.state.set_job_state(DEMO_JOB_ID, "JOB_STATE_PAUSED", "paused (simulated)")
+            yield cp, job, None
         return
     from svgagent.core.rft.params import check_job_id
     from svgagent.core.settings import load_settings
@@ -539,7 +573,8 @@ def _watch(job: str, fetch: Any, base_url: str, interval: float, out: _Out, stor
             final = watch_job(poller, update)
     except KeyboardInterrupt:
         if out.demo:
-            out.err("stopped watching; the simulated job ends with this command")
+            again = shlex.join(["svgagent", "rft", "status", job, "--watch", "--demo"])
+            out.err(f"stopped watching; the simulated job waits in the demo world ({again} to go on)")
         else:
             again = shlex.join(["svgagent", "rft", "status", job, "--watch"])
             out.err(f"stopped watching; the job keeps running ({again} to follow it again)")

@@ -135,7 +135,11 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="on SIGINT/SIGTERM, how long running rollouts may finish (default 30)",
     )
-    p.add_argument("--demo", action="store_true", help="also start the tracing-gateway and policy simulators")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="also start the tracing-gateway and policy simulators; the simulated judge scores each rollout",
+    )
     p.add_argument("--json", action="store_true", help="print the startup line as JSON")
     for name in SERVE_SETTINGS:
         add_setting(p, name)
@@ -167,7 +171,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body,
             allow_hosts=tuple(args.allow_host),
             gateway_url=gateway,
-            judge=args.judge,
+            judge=args.judge or args.demo,  # demo mode: the simulated judge scores every rollout, at no cost
             job_name=args.job,
             rollout_timeout_s=args.rollout_timeout,
             queue_timeout_s=args.queue_timeout,
