@@ -474,6 +474,15 @@ class TrainingStore:
             for row in rows
         ]
 
+    def step_picture(self, run_id: str) -> str | None:
+        """A rollout of a step's run that has a picture: its first row's first sample (the lowest row index)."""
+        rows = self.store.query(
+            "SELECT rollout_id FROM rollouts WHERE run_id = ? AND is_current = 1 AND png IS NOT NULL"
+            " ORDER BY row_index, sample_index LIMIT 1",
+            (run_id,),
+        )
+        return rows[0][0] if rows else None
+
     def ep_status(self, ep_rollout_id: str) -> tuple[int | None, str | None]:
         rows = self.store.query(
             "SELECT status_code, status_message FROM served_rollouts WHERE ep_rollout_id = ?", (ep_rollout_id,)

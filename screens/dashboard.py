@@ -510,7 +510,15 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         from svgagent.screens.rft_launch import RftLaunchScreen
 
         panel = message.panel
-        self.app.push_screen(RftLaunchScreen(message.source, self.svg_app.settings, on_launched=panel.job_launched))
+        self.app.push_screen(
+            RftLaunchScreen(
+                message.source,
+                self.svg_app.settings,
+                on_launched=panel.job_launched,
+                serve_url=self.svg_app.serve_url,
+                store=self.svg_app.store,
+            )
+        )
 
     def on_job_panel_training_requested(self, message: JobPanel.TrainingRequested) -> None:
         from svgagent.screens.training import TrainingScreen

@@ -24,6 +24,7 @@ from textual.widgets import Input, Label, Static
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, default_hint, parse_params
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.screens.launch_options import option_rows, read_options
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.text_field import TextField
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from svgagent.core.rft.job_source import JobSource
     from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
     from svgagent.core.settings import Settings
+    from svgagent.core.store import Store
 
 STEP_NAMES = ("account", "secrets", "evaluator", "dataset", "job")  # svgagent.core.rft.launch.STEPS
 DEFAULT_BASE_MODEL = "accounts/fireworks/models/qwen3-0p6b"
@@ -140,12 +142,24 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             self.result, self.error, self.stopped = result, error, stopped
 
     def __init__(
-        self, source: JobSource, settings: Settings, *, on_launched: Callable[[LaunchResult], None] | None = None
+        self,
+        source: JobSource,
+        settings: Settings,
+        *,
+        on_launched: Callable[[LaunchResult], None] | None = None,
+        serve_url: str | None = None,
+        store: Store | None = None,
     ) -> None:
+        """``serve_url``: the app's rollout server (`tui --serve`), offered as the job's; ``store``: where the rows
+        a launch holds out are kept."""
         super().__init__()
         self.source = source
         self.settings = settings
         self.on_launched = on_launched
+        self.serve_url = serve_url
+        self.store = store
+        self.remote_url: str | None = None
+        self.holdout = 0.0
         self.fields = list(RftParams.model_fields)
         self.stage = "form"  # form → preparing → preview → running → done | failed | stopped
         self.params: RftParams | None = None
@@ -176,6 +190,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
                         initial_text(name, s), id=f"rft-{name}", compact=True, placeholder=default_hint(name)
                     )
                 yield Static(self._hint(name), id=f"hint-{name}", classes="hint", markup=False)
+            yield from option_rows(self.serve_url)
             yield Static("", id="launch-problems", markup=False)
         with VerticalScroll(id="launch-preview"):
             yield Static("", id="launch-plan")
@@ -218,6 +233,10 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             hint.set_class(error is not None, "-error")
             self.query_one(f"#rft-{name}", Input).set_class(error is not None, "-invalid")
         self.query_one("#launch-problems", Static).update(f"✗ {self.problems['']}" if "" in self.problems else "")
+        self.remote_url, self.holdout, problems = read_options(self)
+        if problems:
+            self.problems.update({f"launch-{name}": text for name, text in problems.items()})
+            return None
         return self.params
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -251,9 +270,10 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             return
         params = self.validate()
         if params is None:
-            first = next((n for n in self.fields if n in self.problems), None)
+            first = next((f"#rft-{n}" for n in self.fields if n in self.problems), None)
+            first = first or next((f"#{n}" for n in self.problems if n.startswith("launch-")), None)
             if first:
-                self.query_one(f"#rft-{first}", Input).focus()
+                self.query_one(first, Input).focus()
             self.notify("fix the fields marked ✗ first", title="Hyperparameters", severity="error", timeout=4)
             return
         self._set_stage("preparing")
@@ -269,11 +289,12 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         )
 
     def _prepare(self, params: RftParams) -> None:
-        from svgagent.core.rft.launch import plan, prepare_launch
+        from svgagent.core.rft.launch import plan, prepare_launch, with_rollouts
         from svgagent.core.scoring.errors import SvgAgentError
 
         try:
-            prepared = prepare_launch(self.source.launch_request(self.settings, params))
+            request = with_rollouts(self.source.launch_request(self.settings, params), self.remote_url, self.holdout)
+            prepared = prepare_launch(request)
             steps = plan(prepared)
         except SvgAgentError as err:
             self.post_message(self.Prepared(None, [], str(err)))
@@ -321,6 +342,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         )
 
     def _launch(self, prepared: PreparedLaunch) -> None:
+        from svgagent.core.rft.holdout import remember_holdout
         from svgagent.core.rft.launch import LaunchCancelled, launch
         from svgagent.core.scoring.errors import SvgAgentError
 
@@ -333,6 +355,10 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
                 store=self.source.store,
                 should_stop=self._stop.is_set,
             )
+            if prepared.heldout and self.store is not None:  # kept with the job, for `v` once it completes
+                remember_holdout(
+                    self.store, result.job_name, prepared.request.holdout, prepared.dataset, prepared.heldout
+                )
         except LaunchCancelled as err:
             self.post_message(self.Finished(None, str(err), stopped=True))
         except SvgAgentError as err:

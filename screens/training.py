@@ -2,7 +2,8 @@
 
 A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a sparkline
 draws the mean local score per step (``serve --judge``; otherwise the rollouts per step); a table lists the steps
-(rollouts, finished, errors, mean local score, model). It re-reads the store every second in a thread, so rollouts
+(rollouts, finished, errors, mean local score, model), beside the picture of a rollout of the highlighted step (its
+first row's); while the cursor is on the newest step it follows the steps as they arrive. It re-reads the store every second in a thread, so rollouts
 stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
 (with none marked: the first step with the last) side by side with their pictures, on the compare screen.
 
@@ -16,6 +17,7 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
@@ -24,6 +26,7 @@ from svgagent.core.training import TrainingRun, TrainingStep, TrainingStore
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.picture import Picture, PictureShown
 
 REFRESH_S = 1.0
 COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
@@ -38,7 +41,10 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     DEFAULT_CSS = """
     TrainingScreen #training-header { height: auto; padding: 0 1; background: $panel; }
     TrainingScreen #training-spark { height: 3; margin: 0 1; }
-    TrainingScreen #training-steps { height: 1fr; }
+    TrainingScreen #training-body { height: 1fr; }
+    TrainingScreen #training-steps { height: 1fr; width: 1fr; }
+    TrainingScreen #training-side { width: 45%; height: 1fr; padding: 0 1; }
+    TrainingScreen #training-caption { height: auto; color: $text-muted; }
     TrainingScreen #training-hint { height: auto; padding: 0 1; color: $text-muted; }
     """
     BINDINGS = [
@@ -79,8 +85,12 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="training-header")
         yield Sparkline([], id="training-spark")
-        table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
-        yield table
+        with Horizontal(id="training-body"):
+            table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
+            yield table
+            with Vertical(id="training-side"):
+                yield Static("", id="training-caption", markup=False)
+                yield Picture(self.store, id="training-picture", on_shown=self._picture_shown)
         yield Static(id="training-hint")
         yield KeysFooter()
 
@@ -112,8 +122,55 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     def _apply(self, run: TrainingRun | None, steps: list[TrainingStep]) -> None:
         if run == self.training_run and steps == self.steps:
             return
+        table = self.query_one("#training-steps", DataTable)
+        following = not self.steps or table.cursor_row >= len(self.steps) - 1  # on the newest step: stay on it
         self.training_run, self.steps = run, steps
         self._redraw()
+        if following and steps:
+            table.move_cursor(row=len(steps) - 1)
+        self._show_step()
+
+    # --- the highlighted step's picture -----------------------------------------------------------------------
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_step()
+
+    def on_resize(self) -> None:
+        side = self.query_one("#training-side")
+        self.query_one("#training-picture", Picture).fit(side.size.width - 2, side.size.height - 2)
+
+    def _show_step(self) -> None:
+        step = self._highlighted()
+        if step is None:
+            self.query_one("#training-caption", Static).update("")
+            self.query_one("#training-picture", Picture).show(None)
+            return
+        self._pick(step)
+
+    @work(thread=True, exclusive=True, group="training-pick")
+    def _pick(self, step: TrainingStep) -> None:
+        with self.store.reader() as reader:
+            rollout = TrainingStore(reader).step_picture(step.run_id)
+        self.app.call_from_thread(self._picked, step, rollout)
+
+    def _picked(self, step: TrainingStep, rollout_id: str | None) -> None:
+        current = self._highlighted()
+        if current is None or current.step != step.step:
+            return
+        picture = self.query_one("#training-picture", Picture)
+        if rollout_id is None:
+            self.query_one("#training-caption", Static).update(f"step {step.step}: no picture yet")
+            picture.show(None)
+            return
+        if rollout_id != picture.rollout_id:
+            picture.show(rollout_id)
+
+    def _picture_shown(self, shown: PictureShown) -> None:
+        record, step = shown.record, self._highlighted()
+        if record is None or step is None:
+            return
+        score = "–" if record.effective_score is None else f"{record.effective_score:.2f}"
+        prompt = " ".join(record.prompt.split())[:60]
+        self.query_one("#training-caption", Static).update(f"step {step.step} · score {score} · {prompt}")
 
     # --- drawing ----------------------------------------------------------------------------------------------
     def _redraw(self) -> None:
@@ -126,7 +183,10 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             who = self.title_text or self.job_name or "this server"
             header.update(f"Training view · {who}{serving}\nno served rollouts yet")
             hint.update(
-                "Point the job's evaluator at `svgagent serve` (rft create --rollouts remote --remote-url "
+                f"Launch a job from the Jobs pane (5, then n) with its rollout server {self.serving}: its rollouts "
+                "appear here, step by step."
+                if self.serving
+                else "Point the job's evaluator at `svgagent serve` (rft create --rollouts remote --remote-url "
                 "URL; serve --job NAME): its rollouts appear here, step by step."
             )
             spark.data = []

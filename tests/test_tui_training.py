@@ -152,7 +152,8 @@ async def test_compare_first_and_last_or_a_marked_step_opens_the_compare_screen(
         assert compare.comparison.paired_rows == 2  # rows aligned across steps
         await pilot.press("escape")
         await settle(pilot)
-        await pilot.press("down", "space", "up")  # mark step 2, highlight step 1
+        assert screen.query_one("#training-steps", DataTable).cursor_row == 2  # the newest step, followed
+        await pilot.press("up", "space", "up")  # mark step 2, highlight step 1
         await pilot.press("c")
         await settle(pilot)
         assert (app.screen.run_a, app.screen.run_b) == (steps[2], steps[1])  # type: ignore[attr-defined]

@@ -34,6 +34,7 @@ class AppServices(Protocol):
     job_poll_s: float | None
     keymap: Mapping[str, str]  # binding id → keys, as the [keymap] table remaps them
     message_log: MessageLog  # every notification of the session
+    serve_url: str | None  # `svgagent tui --serve`: the app's own rollout server
 
     def settings_for_run(self, stored: Mapping[str, Any]) -> Settings: ...
 

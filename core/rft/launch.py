@@ -17,6 +17,7 @@ plain message; it runs blocking calls, so the TUI runs it in a thread worker.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -155,6 +156,23 @@ class PreparedLaunch:
             f"accounts/{account}/evaluators/{self.evaluator_id}",
             display_name=self.display_name,
         )
+
+
+def with_rollouts(request: LaunchRequest, remote_url: str | None, holdout: float = 0.0) -> LaunchRequest:
+    """``request`` whose evaluator sends every rollout to the rollout server at ``remote_url`` (eval-protocol's
+    RemoteRolloutProcessor; None: single-turn, the bundle unchanged) and which keeps ``holdout`` of the rows out of
+    training. ConfigError for a URL that is not http(s) or a share out of range."""
+    from svgagent.core.rft.holdout import check_fraction
+    from svgagent.core.serve.security import check_http_url
+
+    changes: dict[str, Any] = {"holdout": check_fraction(holdout)}
+    if remote_url:
+        problem = check_http_url(remote_url)
+        if problem:
+            raise ConfigError(f"the rollout server's URL {problem}")
+        rollouts = {"rollouts": "remote", "remote_url": remote_url.rstrip("/")}
+        changes["judge_config"] = {**(request.judge_config or {}), **rollouts}
+    return dataclasses.replace(request, **changes)
 
 
 def dataset_jsonl(rows: list[DatasetRow] | tuple[DatasetRow, ...]) -> bytes:

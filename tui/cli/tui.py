@@ -19,11 +19,12 @@ def tui_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _serving(settings: Settings, args: argparse.Namespace) -> Any:
-    """`svgagent serve` inside the app (loopback, --serve-port); its statuses go to each request's gateway."""
+def _serving(settings: Settings, args: argparse.Namespace, *, demo: bool) -> Any:
+    """`svgagent serve` inside the app (loopback, --serve-port); its statuses go to each request's gateway. In demo
+    mode the simulated judge scores every rollout (the training view's curve)."""
     from svgagent.core.serve.wiring import ServeOptions, ServerThread
 
-    server = ServerThread(settings, ServeOptions(port=args.serve_port, grace_s=5.0))
+    server = ServerThread(settings, ServeOptions(port=args.serve_port, grace_s=5.0, judge=demo))
     url = server.start()
     try:
         yield url
@@ -94,7 +95,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
             settings = load_settings(**overrides, **extra)
         serve_url = None
         if getattr(args, "serve", False):
-            serve_url = stack.enter_context(_serving(settings, args))
+            serve_url = stack.enter_context(_serving(settings, args, demo=demo))
 
         app = SvgAgentApp(
             settings=settings,
