@@ -640,3 +640,33 @@ def test_serve_demo_prints_its_startup_line_serves_and_stops_on_sigint(tmp_path:
     assert stopped[0]["accepted"] == 1
     assert stopped[0]["finished"] + stopped[0]["stopped_unfinished"] == 1  # finished in the grace period, or logged
     assert any(e.get("path") == "/init" and e.get("status") == 200 for e in events)
+
+
+async def test_the_demo_gateway_url_works_pasted_into_an_init_as_it_is(tmp_path: Path) -> None:
+    """`serve --demo` prints the gateway's URL as the model_base_url to use: an /init written by hand with it (no
+    rollout path, which only eval-protocol's encoding adds) is served and logged FINISHED."""
+    from serve_support import ids_for
+
+    from svgagent.core.demo import demo_overrides
+    from svgagent.core.serve.wiring import ServeOptions, rollout_server
+    from svgagent.core.settings import load_settings
+
+    with Simulator() as sim, TracingGateway(str(sim.base_url)) as gateway:
+        settings = load_settings(**demo_overrides(str(sim.base_url)), store=tmp_path / "runs.db", render_size=64)
+        with Store(settings.store_path()) as store:
+            async with rollout_server(settings, store, ServeOptions(port=0, judge=True)) as server:
+                body = {
+                    "completion_params": {"model": "accounts/fireworks/models/qwen3-0p6b"},
+                    "messages": [{"role": "user", "content": "Draw a red circle.\n\nRequirements:\n1. a red circle"}],
+                    "model_base_url": gateway.base_url,
+                    "metadata": ids_for("by-hand"),
+                    "api_key": "simulated-key",  # for the policy call and the status log, as eval-protocol sends
+                }
+                async with aiohttp.ClientSession() as session:
+                    status, _, _ = await post_init(session, server.url, body)
+                assert status == 200
+                for _ in range(600):
+                    if gateway.status_code("by-hand") is not None:
+                        break
+                    await asyncio.sleep(0.05)
+        assert gateway.status_code("by-hand") == 100  # FINISHED, not a 404 from the gateway

@@ -6,7 +6,8 @@ rollout's terminal status there) and this gateway. Endpoints, as eval-protocol 0
 ``FireworksTracingAdapter`` and ``FireworksTracingHttpHandler`` use them:
 
 - ``POST /rollout_id/{r}/invocation_id/{i}/experiment_id/{e}/run_id/{u}/row_id/{w}[/encoded_base_url/{b64}]``
-  ``/chat/completions`` (also under ``…/v1/chat/completions``): the chat proxy. The body is forwarded to the
+  ``/chat/completions`` (also under ``…/v1/chat/completions``, and bare: ``/chat/completions`` and
+  ``/v1/chat/completions``, for an ``/init`` written by hand with the gateway's URL): the chat proxy. The body is forwarded to the
   policy (the project's simulator, or the loopback URL in ``encoded_base_url``) with the caller's Authorization;
   the answer goes back unchanged (status, body, ``Retry-After``) and a 200 answer is recorded as a trace tagged
   ``rollout_id:…``, ``invocation_id:…``, ``experiment_id:…``, ``run_id:…``, ``row_id:…``.
@@ -112,6 +113,7 @@ class TracingGateway(BackgroundServer):
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_post(f"{_PROXY_ROUTE}/{_CHAT}", self._handle_chat)
         app.router.add_post(f"{_PROXY_ROUTE}/encoded_base_url/{{encoded}}/{_CHAT}", self._handle_chat)
+        app.router.add_post(f"/{_CHAT}", self._handle_chat)  # the gateway's own URL, as a person pastes it
         for prefix in ("", "/v1"):
             app.router.add_post(f"{prefix}/logs", self._handle_post_log)
             app.router.add_get(f"{prefix}/logs", self._handle_search_logs)
@@ -165,7 +167,7 @@ class TracingGateway(BackgroundServer):
             self._stats["chat"] += 1
         if not self._authorized(request):
             return self._unauthorized()
-        ids = {name: request.match_info[name] for name in TAG_NAMES}
+        ids = {name: request.match_info.get(name, "") for name in TAG_NAMES}
         target = self.policy_base_url
         if "encoded" in request.match_info:
             try:
@@ -186,7 +188,7 @@ class TracingGateway(BackgroundServer):
                 passed = {h: upstream.headers[h] for h in _PASSED_HEADERS if h in upstream.headers}
         except aiohttp.ClientError as err:
             return web.json_response({"detail": f"policy unreachable: {type(err).__name__}"}, status=502)
-        if status == 200:
+        if status == 200 and all(ids.values()):  # a request without the rollout's ids is answered, not traced
             self._record_trace(ids, body, payload)
         return web.Response(body=payload, status=status, headers=passed)
 
