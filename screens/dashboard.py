@@ -528,6 +528,13 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             TrainingScreen(self.svg_app.store, job_name=view.name, title=view.display_name or view.job_id)
         )
 
+    def on_job_panel_evaluate_requested(self, message: JobPanel.EvaluateRequested) -> None:
+        from svgagent.screens.evaluate import EvaluateScreen
+
+        source = message.panel.source
+        if source is not None:
+            self.app.push_screen(EvaluateScreen(source, self.svg_app.settings, message.view))
+
     def on_job_panel_eval_requested(self, message: JobPanel.EvalRequested) -> None:
         if self.run.start_eval(message.model, message.view.links.get("dataset", ""), message.view.job_id or "the job"):
             for form in self._config_forms():  # not there until the Config pane has been shown

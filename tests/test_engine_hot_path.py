@@ -260,7 +260,7 @@ async def test_the_eval_command_runs_the_engine_with_what_exists_out_of_the_coll
     """`svgagent eval` owns its process: while its run goes, what existed when it started is frozen and young
     collections are rarer; afterwards the collector is as it was."""
     from svgagent.core.startup_gc import YOUNG_THRESHOLD
-    from svgagent.tui.cli.eval import _with_progress
+    from svgagent.tui.cli.eval import with_progress
 
     gc.unfreeze()
     before = _collector()
@@ -276,7 +276,7 @@ async def test_the_eval_command_runs_the_engine_with_what_exists_out_of_the_coll
                     return await real(run_id)
 
                 engine.run = run  # type: ignore[method-assign]
-                summary = await _with_progress(engine, engine.create_run(load_dataset("builtin")), "run")
+                summary = await with_progress(engine, engine.create_run(load_dataset("builtin")), "run")
     assert summary.done == 1
     assert during[0][0] > 0 and during[0][1] == YOUNG_THRESHOLD != before[1]
     assert _collector() == before

@@ -108,6 +108,7 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.settings_loader = settings_loader
         self.missing_keys = list(missing_keys)
         self.bus: EventBus[RolloutUpdate] = bus or EventBus()
+        self.billing: dict[str, str] = {}  # deployments this session made that are still up → what they cost
         self.control = RunControl(self, store, self.bus, clock)
         self.keymap: dict[str, str] = dict(settings.keymap)  # binding id → keys, from the [keymap] table
         self.job_source = job_source  # None: the Jobs pane picks one from settings/demo when it is first shown
@@ -316,8 +317,28 @@ class SvgAgentApp(InOrderInput, App[int]):
         self.notify(" and ".join(p.name for p in written) + f" in {directory}", title="Saved")
 
     async def action_quit(self) -> None:
+        if self.billing:  # a deployment this session made is still up: never quit on it silently
+            from svgagent.screens.confirm import Confirm
+
+            listed = "; ".join(f"{name} ({cost})" for name, cost in self.billing.items())
+            self.push_screen(
+                Confirm(
+                    f"{len(self.billing)} deployment{'s' if len(self.billing) > 1 else ''} still up and billing",
+                    f"{listed}. Delete with `svgagent rft deployments --delete ID`; `svgagent rft deployments` "
+                    "lists what is up.",
+                    yes="quit anyway",
+                    no="stay",
+                ),
+                self._quit_anyway,
+            )
+            return
         await self.control.stop()
         self.exit(0)
+
+    def _quit_anyway(self, answer: bool | None) -> None:
+        if answer:
+            self.billing.clear()
+            self.call_later(self.action_quit)
 
     # --- workers: the one place failures are reported -----------------------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -598,3 +598,41 @@ class ControlPlane:
     def delete_job(self, job: str) -> None:
         with self._api(f"deleting RFT job {self._job_id(job)}"):
             self.client.reinforcement_fine_tuning_jobs.delete(self._job_id(job), account_id=self.account)
+
+    # ---- deployments (serving a trained model) ----------------------------------------------------------------
+    def create_deployment(
+        self, base_model: str, deployment_id: str, *, validate_only: bool = False, **fields: Any
+    ) -> dict[str, Any]:
+        """A deployment of ``base_model`` (a LoRA output model: live merge), as `deployments.create` makes it;
+        ``fields``: more of its keyword arguments (``min_replica_count``, ``deployment_shape``, …).
+        ``validate_only``: the deployment that would be made (with what the server picks), making none."""
+        action = f"{'checking' if validate_only else 'creating'} deployment {deployment_id} of {base_model}"
+        with self._api(action):
+            made = self.client.deployments.create(
+                account_id=self.account,
+                base_model=base_model,
+                deployment_id=_check_id("deployment", deployment_id),
+                validate_only=validate_only or fireworks.omit,
+                **fields,
+            )
+        return made.to_dict(mode="json")
+
+    def get_deployment(self, deployment_id: str) -> dict[str, Any] | None:
+        """A deployment by id (a DELETED one too), None when there is none."""
+        try:
+            with self._api(f"reading deployment {deployment_id}"):
+                found = self.client.deployments.get(_check_id("deployment", deployment_id), account_id=self.account)
+        except FireworksError as err:
+            if err.kind == "not_found":
+                return None
+            raise
+        return found.to_dict(mode="json")
+
+    def list_deployments(self) -> list[dict[str, Any]]:
+        """The account's deployments that are not deleted (every page)."""
+        with self._api("listing deployments"):
+            return [d.to_dict(mode="json") for d in self.client.deployments.list(account_id=self.account)]
+
+    def delete_deployment(self, deployment_id: str) -> None:
+        with self._api(f"deleting deployment {deployment_id}"):
+            self.client.deployments.delete(_check_id("deployment", deployment_id), account_id=self.account)

@@ -188,7 +188,7 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
             run_id = resume_id or engine.create_run(dataset, name=args.name)
             holder["run_id"] = run_id
             header = f"run [bold]{run_id}[/] → {settings.model} judged by {settings.judge_model}"
-            summary = await _with_progress(engine, run_id, header, always_header=not args.json)
+            summary = await with_progress(engine, run_id, header, always_header=not args.json)
             return run_id, summary
         finally:
             await engine.aclose()
@@ -307,7 +307,7 @@ class _ProgressDisplay:
         self._progress.stop()
 
 
-async def _with_progress(engine: Engine, run_id: str, header: str, *, always_header: bool = True) -> RunSummary:
+async def with_progress(engine: Engine, run_id: str, header: str, *, always_header: bool = True) -> RunSummary:
     """Run ``run_id`` with ``header`` (rich markup; printed unless stderr is not a terminal and ``always_header`` is
     off) and a progress bar. The bar follows the run as the TUI does (``RunFollower``): the engine says which
     rollouts changed, their scores are read from the store, ten times a second at most. Both appear at the first

@@ -90,7 +90,9 @@ def add_rft_parser(subparsers: Any) -> None:
         ),
         epilog="examples:\n  svgagent rft create --demo --rows 8 --yes --watch\n"
         "  svgagent rft create --base-model accounts/fireworks/models/qwen3-0p6b --rows 64 --dry-run\n"
-        "  svgagent rft status JOB --watch\n  svgagent rft list --json",
+        "  svgagent rft status JOB --watch\n  svgagent rft list --json\n"
+        "  svgagent rft evaluate JOB            # the trained model against its base model, held-out rows\n"
+        "  svgagent rft deployments             # what is up, and what it costs an hour",
     )
     sub = rft.add_subparsers(dest="rft_command", metavar="ACTION", required=True)
 
@@ -195,6 +197,10 @@ def add_rft_parser(subparsers: Any) -> None:
     p.add_argument("job", metavar="JOB", nargs="?", help="job id or resource name (optional with --demo)")
     _common(p, json_help="print the job's status JSON after resuming")
 
+    from svgagent.tui.cli.rft_evaluate import add_evaluate_parsers
+
+    add_evaluate_parsers(sub, _Formatter, _common)
+
 
 # ---- output helpers ------------------------------------------------------------------------------------------
 class _Out:
@@ -212,6 +218,11 @@ class _Out:
 
     def out(self, text: str = "") -> None:
         print(self._tag(text), flush=True)
+
+    def err_inline(self, text: str) -> None:
+        """A question on stderr, the answer typed after it on the same line."""
+        sys.stderr.write(self._tag(text))
+        sys.stderr.flush()
 
     def json(self, data: Any) -> None:
         if self.demo:
@@ -655,7 +666,17 @@ def cmd_rft(args: argparse.Namespace) -> int:
     from svgagent.core.rft.fireworks_api import FireworksError
 
     out = _Out(getattr(args, "demo", False))
-    action = {"create": _create, "status": _status, "list": _list, "cancel": _cancel, "resume": _resume}
+    from svgagent.tui.cli.rft_evaluate import cmd_deployments, cmd_evaluate
+
+    action = {
+        "create": _create,
+        "status": _status,
+        "list": _list,
+        "cancel": _cancel,
+        "resume": _resume,
+        "evaluate": cmd_evaluate,
+        "deployments": cmd_deployments,
+    }
     try:
         return action[args.rft_command](args, out)
     except FireworksError as err:

@@ -85,6 +85,14 @@ class JobPanel(Vertical):
             tooltip="Start a run of the job's output model on the Config's dataset (compare with the base model)",
         ),
         Binding(
+            "v",
+            "evaluate",
+            "Before/after",
+            id="jobs.evaluate",
+            tooltip="Deploy the trained model (its cost asked first), run it and its base model on the held-out rows, "
+            "compare them with pictures",
+        ),
+        Binding(
             "t",
             "training",
             "Training",
@@ -156,6 +164,13 @@ class JobPanel(Vertical):
         def __init__(self, panel: JobPanel, view: JobView, model: str) -> None:
             super().__init__()
             self.panel, self.view, self.model = panel, view, model
+
+    class EvaluateRequested(Message):
+        """Evaluate ``view``'s trained model against its base model on the held-out rows (its screen)."""
+
+        def __init__(self, panel: JobPanel, view: JobView) -> None:
+            super().__init__()
+            self.panel, self.view = panel, view
 
     class TrainingRequested(Message):
         """Open the training view of ``view``'s job (the rollouts `svgagent serve` stored for it)."""
@@ -574,6 +589,15 @@ class JobPanel(Vertical):
         view = self._need_view()
         if view is not None:
             self.post_message(self.TrainingRequested(self, view))
+
+    def action_evaluate(self) -> None:
+        view = self._need_view()
+        if view is None:
+            return
+        if not view.output_model or view.state not in EVALUABLE:
+            self.notify(f"{view.job_id} has no trained model yet ({view.phase})", severity="warning", timeout=4)
+            return
+        self.post_message(self.EvaluateRequested(self, view))
 
     def action_eval_output(self) -> None:
         """Point the Config's model at the job's output model and start a run of it (the dashboard's run
