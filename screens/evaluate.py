@@ -132,7 +132,8 @@ class EvaluateScreen(AppKeysFirst, Screen[None]):
 
         try:
             cp = self.source.control_plane()
-            target = self.target = evaluation_target(cp, self.app.store, self.view.name)  # type: ignore[attr-defined]
+            store = self.app.store  # type: ignore[attr-defined]
+            target = self.target = evaluation_target(cp, store, self.view.name, demo=self.source.demo)
             self._say("held-out rows", "ok", f"{len(target.dataset.rows)} rows kept out of training at launch")
             settings = run_settings(self.settings, target.base_model)
             reused = reusable_run(self.app.store, settings, target.dataset)  # type: ignore[attr-defined]

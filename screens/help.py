@@ -56,6 +56,7 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
     # imported here, not at the top: the help screen is opened long after the first frame, and these modules are
     # the later panes' and screens' (tui/app.py loads them after it)
     from svgagent.screens.confirm import Confirm
+    from svgagent.screens.evaluate import EvaluateScreen
     from svgagent.screens.message_log import MessageLogScreen
     from svgagent.screens.rft_launch import RftLaunchScreen
     from svgagent.screens.rollout_actions import CopyMenu
@@ -72,6 +73,7 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         ("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)),
         ("RFT launch screen", list(RftLaunchScreen.BINDINGS)),
         ("Training screen", list(TrainingScreen.BINDINGS)),
+        ("Before/after screen", list(EvaluateScreen.BINDINGS)),
         ("Sort picker", list(SortPicker.BINDINGS)),
         ("Copy menu", list(CopyMenu.BINDINGS)),
         ("Message log", list(MessageLogScreen.BINDINGS)),

@@ -123,7 +123,7 @@ def test_runs_list_in_a_pipe_is_not_cut_to_80_columns(home: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     header, row = _table_rows(listed.stdout)
     assert row[:4] == [run_id, "baseline for the long-named experiment", row[2], "completed"]
-    assert row[4] == "simulated-policy"
+    assert row[4] == "accounts/fireworks/models/qwen3-0p6b"  # the model the demo policy played, whole
 
 
 HOSTILE_ROW = "row\x1b[2J\x1b]52;c;cHduZWQ=\x07[/x]"  # clear the screen, write the clipboard (OSC 52), bad markup

@@ -111,6 +111,6 @@ def test_a_job_without_held_out_rows_says_how_to_get_them(home: Path, capsys: py
     assert job is not None
     code, out, err = _run(capsys, "rft", "evaluate", job.group(1), "--demo", "--yes")
     assert code == 2
-    assert "no held-out rows" in err and "--holdout 0.2" in err and "svgagent eval --model" in err
+    assert "no held-out rows" in err and "--holdout 0.2 --demo" in err and "svgagent eval --demo --model" in err
     code, out, err = _run(capsys, "rft", "evaluate", "no-such-job", "--demo", "--yes")
     assert code == 1 and "not found" in err

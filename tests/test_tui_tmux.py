@@ -106,6 +106,9 @@ def test_demo_run_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     assert len(scored.findall(screen)) >= 3
     tmux.wait_for("the summary (once the toast is gone)", lambda s: bool(re.search(r"(\d+)/\1 done", s)))
 
+    # a scored row (the demo policy, which follows its settings, breaks some SVGs: those have no picture)
+    tmux.keys("-l", "/status:scored\r")
+    tmux.wait_for("the filter", lambda s: "filter status:scored" in s)
     tmux.keys("2")  # the Preview tab: picture, verdict, rationale
     tmux.wait_for("the preview", lambda s: "Judge's rationale" in s and "▀" in s)
     coloured = tmux.capture(escapes=True)

@@ -420,7 +420,7 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
     assert seen["demo"]
     assert seen["base_url"].startswith("http://127.0.0.1:")
     assert seen["loader"]
-    assert seen["model"] == "simulated-policy"
+    assert seen["model"] == "accounts/fireworks/models/qwen3-0p6b"  # the demo policy plays the settings' model
     assert seen["store"] == tmp_path / "runs.db"
     assert seen["missing"] == ["FIREWORKS_API_KEY", "OPENAI_API_KEY"]  # the banner names them
     monkeypatch.setenv("FIREWORKS_API_KEY", "fw-key")

@@ -49,9 +49,12 @@ class EvaluationTarget:
         return f"{self.job_id} · {side} {model.rsplit('/', 1)[-1]} · held out"
 
 
-def evaluation_target(cp: ControlPlane, store: Store, job: str, *, hint: str = "") -> EvaluationTarget:
+def evaluation_target(
+    cp: ControlPlane, store: Store, job: str, *, hint: str = "", demo: bool = False
+) -> EvaluationTarget:
     """The job ``job`` (id or name) ready to be evaluated; ConfigError saying what is missing otherwise. ``hint``:
-    the command that launches a job with held-out rows, for the message when this one has none."""
+    the command that launches a job with held-out rows, for the message when this one has none; ``demo``: the
+    commands it suggests carry ``--demo``."""
     data = cp.get_job(job)
     name = str(data.get("name") or job)
     job_id = name.rsplit("/", 1)[-1]
@@ -68,7 +71,9 @@ def evaluation_target(cp: ControlPlane, store: Store, job: str, *, hint: str = "
             f"no held-out rows are stored for job {job_id}: it was launched without --holdout (or elsewhere), so "
             "every row it has was trained on. Launch with --holdout 0.2 to keep rows out"
             + (f" ({hint})" if hint else "")
-            + f", or evaluate its model on a dataset of your own once deployed: svgagent eval --model {output}"
+            + ", or evaluate its model on a dataset of your own once deployed: svgagent eval "
+            + ("--demo " if demo else "")
+            + f"--model {output}"
         )
     return EvaluationTarget(data, name, job_id, str(output), str(base), holdout, holdout_dataset(job_id, holdout))
 

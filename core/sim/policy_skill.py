@@ -31,8 +31,8 @@ from typing import Any
 
 from svgagent.core.sim.content import DEFAULT_REQUIREMENTS, Quality, digest, parse_requirements, policy_answer
 
-CEILING = 0.92  # the share of good drawings a fully trained model approaches
-TAU_STEPS = 4.0  # steps for the skill to close ~63% of the gap to the ceiling
+CEILING = 0.95  # the share of good drawings a fully trained model approaches
+TAU_STEPS = 2.5  # steps for the skill to close ~63% of the gap to the ceiling
 STUCK_PERCENT = 15  # prompts that never improve
 HACK_PERCENT = 70  # prompts answered with text while the reward-hacking window is open
 TRAINED_FILE_CAP = 4 << 20
@@ -83,12 +83,12 @@ def model_size_b(model: str) -> float | None:
 
 
 def base_skill(model: str) -> float:
-    """The share of good drawings of an untrained model: 0.30 at 0.6 B parameters, 0.47 at 120 B; a name without a
-    size gets a value between 0.30 and 0.50 from its hash."""
+    """The share of good drawings of an untrained model: 0.42 at 0.6 B parameters, 0.60 at 120 B; a name without a
+    size gets a value between 0.40 and 0.55 from its hash."""
     size = model_size_b(model)
     if size is None:
-        return 0.30 + 0.20 * _fraction("model", model)
-    return min(0.6, max(0.2, 0.316 + 0.075 * math.log10(size)))
+        return 0.40 + 0.15 * _fraction("model", model)
+    return min(0.7, max(0.3, 0.44 + 0.078 * math.log10(size)))
 
 
 def lineage(model: str, trained: Mapping[str, Trained]) -> tuple[str, int, int | None, Trained | None]:
@@ -135,7 +135,7 @@ def choose_quality(seed: int, model: str, temperature: float, prompt: str, nth: 
     towards broken and cut-short answers."""
     heat = 0.4 + 0.6 * max(0.0, min(2.0, temperature))
     weights = (("partial", 0.5), ("broken", 0.2 * heat), ("no_svg", 0.15), ("truncated", 0.15 * heat))
-    u = _fraction("quality", seed, model, temperature, prompt, nth)
+    u = _fraction("quality of the answer", seed, model, temperature, prompt, nth)
     good = max(0.0, min(1.0, good * (1.0 - 0.12 * max(0.0, temperature - 0.8))))
     if u < good:
         return "good"

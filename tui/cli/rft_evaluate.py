@@ -138,7 +138,7 @@ def cmd_evaluate(args: argparse.Namespace, out: Any) -> int:
 
     with _connected(args, out, EVAL_SETTINGS) as (cp, settings), open_store_for_writing(settings.store_path()) as store:
         hint = shlex.join(["svgagent", "rft", "create", "--holdout", "0.2", *(["--demo"] if args.demo else [])])
-        target = evaluation_target(cp, store, args.job, hint=hint)
+        target = evaluation_target(cp, store, args.job, hint=hint, demo=args.demo)
         out.err(
             f"{target.job_id}: {target.base_model} → {target.output_model}, on {len(target.dataset.rows)} held-out rows"
         )
