@@ -102,7 +102,7 @@ def test_runs_show_keeps_every_column_whole_in_a_pipe_and_at_80_columns(home: Pa
     header, *rows = _table_rows(piped.stdout)
     assert header == ["rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "reason"]
     assert [row[4] for row in rows] == scores
-    assert [row[8] for row in rows] == [" ".join(r["reason"].split())[:60] for r in rollouts]
+    assert [row[8] for row in rows] == [" ".join(r["reason"].split())[:60].rstrip() for r in rollouts]
     narrow = svgagent("runs", "show", run_id, env={"COLUMNS": "80"})
     assert narrow.returncode == 0, narrow.stderr
     header, *rows = _table_rows(narrow.stdout)

@@ -39,10 +39,12 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Store, RolloutServer]]:
 
 
 def _launch(cp: Any, remote_url: str, rows: int = 8, **params: Any) -> str:
+    """A job of its own name: its output model's name (what the demo policy draws for) is the same in every run."""
     request = with_rollouts(
         demo_request(
             RftParams(base_model=BASE, **params),
             rows=rows,
+            job_id="trainer-test",
             base_url=cp.base_url,
             evaluator_poll_s=0.01,
             dataset_poll_s=0.01,
@@ -84,8 +86,20 @@ async def test_a_remote_job_trains_step_by_step_through_the_rollout_server(
     ]
     assert [s.epoch for s in steps] == [0, 0, 1, 1]
     assert all(s.model == f"{data['trainingConfig']['outputModel']}-step-{s.step}" for s in steps)
+    # the policy drew better as it trained: more of its answers are whole drawings, and they score higher
+    good = {
+        step: statistics.mean("<!-- simulated: good -->" in (svg or "") for (svg,) in found)
+        for step in range(1, 5)
+        for found in [
+            store.query(
+                "SELECT r.svg FROM served_rollouts s JOIN rollouts r ON r.rollout_id = s.rollout_id WHERE s.step = ?",
+                (step,),
+            )
+        ]
+    }
+    assert good[3] + good[4] > good[1] + good[2] + 0.2, good
     first, last = (statistics.mean(s.mean_local or 0 for s in part) for part in (steps[:2], steps[2:]))
-    assert last > first + 0.05, [s.mean_local for s in steps]  # the policy drew better as it trained
+    assert last > first, [s.mean_local for s in steps]
     rows = store.query("SELECT COUNT(DISTINCT row_id), COUNT(*) FROM served_rollouts WHERE training_id = ?", (job_id,))
     assert tuple(rows[0]) == (8, 64)  # every prompt, 4 samples an epoch
 

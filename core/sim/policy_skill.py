@@ -26,7 +26,6 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from svgagent.core.sim.content import DEFAULT_REQUIREMENTS, Quality, digest, parse_requirements, policy_answer
@@ -215,35 +214,34 @@ def settings_answer(
 
 # ---- the trained-models file ---------------------------------------------------------------------------------
 _cache_lock = threading.Lock()
-_cache: dict[str, tuple[tuple[int, int], dict[str, Trained]]] = {}
+_cache: dict[str, tuple[bytes, dict[str, Trained]]] = {}
 
 
 def load_trained(path: str) -> dict[str, Trained]:
-    """The trained-models file (a JSON object: model name → :class:`Trained` as JSON), read again only when it
-    changed; {} when there is none or it cannot be read (an unknown model draws as an untrained one)."""
+    """The trained-models file (a JSON object: model name → :class:`Trained` as JSON), parsed again only when its
+    bytes changed (read every time: it is small, and a file's times can miss two writes in one clock tick); {} when
+    there is none or it cannot be read (an unknown model draws as an untrained one)."""
     if not path:
         return {}
-    file = Path(path)
     try:
-        stat = file.stat()
+        with open(path, "rb") as file:
+            data = file.read(TRAINED_FILE_CAP + 1)
     except OSError:
         return {}
-    stamp = (stat.st_mtime_ns, stat.st_size)
     with _cache_lock:
         cached = _cache.get(path)
-        if cached is not None and cached[0] == stamp:
+        if cached is not None and cached[0] == data:
             return cached[1]
     models: dict[str, Trained] = {}
     try:
-        if stat.st_size <= TRAINED_FILE_CAP:
-            data = json.loads(file.read_bytes())
-            if isinstance(data, dict):
-                for name, item in data.items():
-                    entry = Trained.from_json(item)
-                    if isinstance(name, str) and entry is not None:
-                        models[name] = entry
-    except (OSError, ValueError):
-        models = {}
+        parsed = json.loads(data) if len(data) <= TRAINED_FILE_CAP else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        for name, item in parsed.items():
+            entry = Trained.from_json(item)
+            if isinstance(name, str) and entry is not None:
+                models[name] = entry
     with _cache_lock:
-        _cache[path] = (stamp, models)
+        _cache[path] = (data, models)
     return models

@@ -63,9 +63,9 @@ class WorldFile:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
-        self._stamp: tuple[int, int, int] | None = None
-        self._text: str | None = None
+        self._text: str | None = None  # the state file's text as this process last read or wrote it
         self._trained_text: str | None = None
+        self._blobs: dict[str, bytes] = {}  # digest → bytes: a file is read from blobs/ once
 
     @contextmanager
     def session(self, state: SimState) -> Iterator[None]:
@@ -84,33 +84,39 @@ class WorldFile:
 
     # ---- reading -------------------------------------------------------------------------------------------
     def _read(self, state: SimState) -> None:
-        path = self.dir / STATE_FILE
+        """Load the file when its text is not what this process last saw. The text is compared, not the file's
+        times and inode: two writes within one tick of the file system's clock, the second reusing the inode the
+        first freed, look the same to ``stat``."""
         try:
-            stat = path.stat()
+            text = (self.dir / STATE_FILE).read_text(encoding="utf-8")
         except FileNotFoundError:
-            if self._stamp is not None:  # removed (`svgagent demo reset`): an empty account from now on
+            if self._text is not None:  # removed (`svgagent demo reset`): an empty account from now on
                 load(state, {})
-            self._stamp = self._text = None
+            self._text = None
             return
-        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        if stamp == self._stamp:
+        if text == self._text:
             return
-        text = path.read_text(encoding="utf-8")
         try:
             data = json.loads(text)
         except ValueError:
             data = {}  # a damaged file: the world starts again rather than failing every request
-        load(state, data if isinstance(data, dict) and data.get("format") == FORMAT else {}, self.dir / "blobs")
-        self._stamp, self._text = stamp, text
+        load(state, data if isinstance(data, dict) and data.get("format") == FORMAT else {}, self._blob_reader())
+        self._text = text
+
+    def _blob_reader(self) -> Any:
+        def read(digest: str) -> bytes:
+            if digest not in self._blobs:
+                self._blobs[digest] = (self.dir / "blobs" / digest).read_bytes()
+            return self._blobs[digest]
+
+        return read
 
     # ---- writing -------------------------------------------------------------------------------------------
     def _write(self, state: SimState) -> None:
         text = json.dumps(dump(state, self.dir / "blobs"), sort_keys=True)
         if text != self._text:
-            path = self.dir / STATE_FILE
-            _write_atomically(path, text.encode("utf-8"))
-            stat = path.stat()
-            self._stamp, self._text = (stat.st_mtime_ns, stat.st_size, stat.st_ino), text
+            _write_atomically(self.dir / STATE_FILE, text.encode("utf-8"))
+            self._text = text
         trained = json.dumps(trained_models(state), sort_keys=True, indent=1)
         if trained != self._trained_text:
             _write_atomically(self.dir / TRAINED_MODELS_FILE, trained.encode("utf-8"))
@@ -143,7 +149,7 @@ def _encode(res: Any, blobs: Path) -> dict[str, Any]:
     return out
 
 
-def _decode(cls: type[Any], data: dict[str, Any], blobs: Path) -> Any:
+def _decode(cls: type[Any], data: dict[str, Any], blobs: Any) -> Any:
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name not in data:
@@ -152,7 +158,7 @@ def _decode(cls: type[Any], data: dict[str, Any], blobs: Path) -> Any:
         if f.name == "clock":
             value = Clock(float(value[0]), int(value[1]))
         elif f.name == "files":
-            value = {name: (blobs / digest).read_bytes() for name, digest in value.items()}
+            value = {name: blobs(digest) for name, digest in value.items()}
         elif f.name == "check":
             value = None if value is None else BuildCheck.finished(value.get("problem"), value.get("log") or [])
         elif f.name == "status" and isinstance(value, list):
@@ -172,14 +178,14 @@ def dump(state: SimState, blobs: Path) -> dict[str, Any]:
     return out
 
 
-def load(state: SimState, data: dict[str, Any], blobs: Path | None = None) -> None:
-    """Replace the account's resources with ``data`` (:func:`dump`'s; {}: none). The request log, injected faults
-    and upload tokens are this process's own and stay."""
+def load(state: SimState, data: dict[str, Any], blobs: Any = None) -> None:
+    """Replace the account's resources with ``data`` (:func:`dump`'s; {}: none); ``blobs(digest)`` reads a file's
+    bytes. The request log, injected faults and upload tokens are this process's own and stay."""
     secrets = data.get("secrets") or {}
     state.secrets = {sid: {"keyName": str(s.get("keyName", "")), "value": MASK} for sid, s in secrets.items()}
     for kind, cls in _KINDS:
         items = data.get(kind) or {}
-        setattr(state, kind, {rid: _decode(cls, item, blobs or Path()) for rid, item in items.items()})
+        setattr(state, kind, {rid: _decode(cls, item, blobs) for rid, item in items.items()})
 
 
 def trained_models(state: SimState) -> dict[str, Any]:
