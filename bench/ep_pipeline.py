@@ -34,6 +34,10 @@ Adaptations — configuration only, none of the evaluator's logic:
    Selenium Manager goes online to look for a Chrome); ``HOME`` in the temporary directory;
    ``PYTHONDONTWRITEBYTECODE`` and ``-p no:cacheprovider`` (nothing is written into the venv).
 
+Where the two pipelines differ beyond that, EP's side pays a little more: ``svgagent serve`` also renders and
+stores each rollout it serves (milliseconds of CPU, counted in the CPU figure), where the quickstart's server only
+calls the model; the gateway hop in front of the policy is the quickstart's own design (the tracing proxy).
+
 The completion parameters stay as shipped (model name, temperature 0.8, reasoning effort): the simulator answers
 any model name.
 """
@@ -110,6 +114,11 @@ def eval_protocol_venv() -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+def _purelib(python: str) -> str:
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return subprocess.run([python, "-c", where], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def selenium_python(ep: Path) -> str:
     """The interpreter of ``<ep venv>-selenium``: a venv whose path holds the eval-protocol venv's packages (a .pth
     file) and selenium, made on first use and reused."""
@@ -121,19 +130,7 @@ def selenium_python(ep: Path) -> str:
         return str(python)
     print(f"making {venv} (the eval-protocol venv plus selenium)", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    ep_site = subprocess.run(
-        [str(ep / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(site, "eval-protocol-venv.pth").write_text(ep_site + "\n", encoding="utf-8")
+    Path(_purelib(str(python)), "eval-protocol-venv.pth").write_text(_purelib(str(ep / "bin" / "python")) + "\n")
     pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "selenium"], capture_output=True, text=True)
     if pip.returncode != 0 or subprocess.run(probe, capture_output=True, env=env).returncode != 0:
         raise SystemExit(f"could not install selenium into {venv}: {pip.stderr[-800:]}")
@@ -141,14 +138,10 @@ def selenium_python(ep: Path) -> str:
 
 
 def quickstart_test(python: str) -> Path:
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    ep_site = Path(purelib, "eval-protocol-venv.pth").read_text(encoding="utf-8").strip()
-    test = Path(ep_site) / QUICKSTART
+    """Where the quickstart's evaluator lies for ``python`` (found without importing eval-protocol)."""
+    where = "import importlib.util as u; print(u.find_spec('eval_protocol').submodule_search_locations[0])"
+    package = subprocess.run([python, "-c", where], capture_output=True, text=True, check=True).stdout.strip()
+    test = Path(package).parent / QUICKSTART
     if not test.is_file():
         raise SystemExit(f"eval-protocol's SVG-agent quickstart is not at {test}")
     return test
