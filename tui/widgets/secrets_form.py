@@ -28,6 +28,7 @@ from textual.widgets import DataTable, Input, Label, Static
 
 from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
 from svgagent.core.settings import Settings
+from svgagent.core.terminal_text import visible
 from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
 from svgagent.tui.widgets.config_form import FocusHome
 from svgagent.tui.widgets.text_field import TextField
@@ -235,7 +236,7 @@ class SecretsPane(Widget):
         message = self._status.get(entry.name, ("", ""))[1]
         if message:
             lines.append(message)
-        detail.update("\n".join(lines))
+        detail.update(visible("\n".join(lines)))  # a value from a project's .env: outside text
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
