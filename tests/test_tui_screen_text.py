@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from apps.settings_panes import SecretsPaneApp
 from factories import SCENE_SVG, render_png
 from job_fakes import job
 from rich.console import Console, Group
@@ -23,7 +24,7 @@ from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.geometry import Region
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 from tui_support import make_app, settle, wait_until
 
 from svgagent.core.ep_status import StatusCode
@@ -44,6 +45,7 @@ from svgagent.tui.widgets.preview import Preview
 from svgagent.tui.widgets.rollout_info import info_sections
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.screen_text import ControlFilter, escaped, safe_renderable, shown, shown_line
+from svgagent.tui.widgets.secrets_form import SecretsPane
 from svgagent.tui.widgets.text_box import TextBox
 
 ESC, BEL = "\x1b", "\x07"
@@ -313,3 +315,21 @@ def test_info_sections_never_hold_a_control(store: Store, runs: tuple[str, str])
             if section is not None:
                 console.print(section)
     assert_safe(capture.get(), "req1", "verdict1", "error", "rationale", "prompt", "svgsrc")
+
+
+async def test_the_secrets_pane_shows_a_projects_env_as_data(isolated_env: Path) -> None:
+    """A cloned project's .env is outside text: a value starting ``[/x]`` was read as markup by the table."""
+    env = isolated_env / ".env"
+    env.write_bytes(b"EXTRA_TOKEN='[/x]\x1b]52;c;cHduZWQ=\x07-tail'\n")
+    app = SecretsPaneApp(env)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(SecretsPane)
+        assert pane.row_cells("EXTRA_TOKEN")[2] == "[/x]…tail"  # masked: its first four and last four characters
+        table = app.query_one(DataTable)
+        table.move_cursor(row=table.get_row_index("EXTRA_TOKEN"))
+        await pilot.press("v")  # revealed: the table and the detail line show it whole
+        await pilot.pause()
+        assert pane.row_cells("EXTRA_TOKEN")[2] == "[/x]\\x1b]52;c;cHduZWQ=\\x07-tail"
+        text = drawn(app.screen)
+        assert "[/x]\\x1b]52;c;cHduZWQ=\\x07-tail" in text and ESC not in text and BEL not in text

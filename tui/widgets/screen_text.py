@@ -81,7 +81,7 @@ class ControlFilter(LineFilter):
     built, the terminal receives no escape sequence but the app's own. Styles, links and widths are kept."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
-        if not any(not control and has_controls(text) for text, _, control in segments):
+        if not has_controls("".join([segment.text for segment in segments])):  # one search: the common case
             return segments
         out: list[Segment] = []
         for segment in segments:
