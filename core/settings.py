@@ -5,35 +5,34 @@ working directory > ``svgagent.toml`` in the working directory > the user config
 
 Environment variables are the field names upper-cased with the ``SVGAGENT_`` prefix (``SVGAGENT_CONCURRENCY=32``);
 the keys keep their usual names (``FIREWORKS_API_KEY``, ``OPENAI_API_KEY``, ``FIREWORKS_ACCOUNT_ID``).
+
+The files are read as untrusted text (core/settings_sources.py, core/config_file.py). What the project's files —
+``./.env`` and ``./svgagent.toml`` — decide among the guarded settings (endpoints, safety limits, the store's place)
+waits for the person's confirmation (core/endpoint_trust.py): :func:`read_settings` marks it ``pending``,
+:func:`load_settings` refuses a pending limit or store.
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator
-from pydantic_settings import (
-    BaseSettings,
-    DotEnvSettingsSource,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from svgagent.core.config_file import read_config_text
-from svgagent.core.endpoint_trust import ENDPOINTS, TRUST_FILE_NAME, is_trusted, project_endpoints
+from svgagent.core.config_file import CONFIG_MAX_BYTES, PROJECT_CONFIG_MAX_BYTES
+from svgagent.core.endpoint_trust import GUARDED, TRUST_FILE_NAME, find_pending, is_trusted, require_confirmed
 from svgagent.core.field_limits import numeric_range
 from svgagent.core.records import DEFAULT_THRESHOLD
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.settings_sources import DotEnvFileSource, TomlFileSource, noting_project_layers
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
 APP_NAME = "svgagent"
 PROJECT_CONFIG_FILE = "svgagent.toml"
+ENV_FILE = ".env"
 STORE_FILE = "runs.db"
 SECRET_FIELDS = ("fireworks_api_key", "openai_api_key")
 # Fields read from their own variable names (FIREWORKS_API_KEY, …): the Secrets pane's, not the Config pane's.
@@ -49,19 +48,8 @@ def user_config_file() -> Path:
 
 
 def trust_file() -> Path:
-    """Where the person's confirmations of project-file endpoints are kept (core/endpoint_trust.py)."""
+    """Where the person's confirmations of project-file settings are kept (core/endpoint_trust.py)."""
     return user_config_file().parent / TRUST_FILE_NAME
-
-
-class CappedTomlSource(TomlConfigSettingsSource):
-    """pydantic-settings' TOML layer reading its file as untrusted text (core/config_file.py): capped, a regular
-    file only (a FIFO named svgagent.toml must not hang start-up), UTF-8."""
-
-    def _read_file(self, file_path: Any) -> dict[str, Any]:
-        try:
-            return tomllib.loads(read_config_text(Path(file_path)))
-        except tomllib.TOMLDecodeError as err:  # which of the config files: its own text does not say
-            raise ValueError(f"{file_path} is not valid TOML: {err}") from None
 
 
 class Settings(BaseSettings):
@@ -134,10 +122,10 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("FIREWORKS_ACCOUNT_ID", "fireworks_account_id")
     )
 
-    # read the project's ./svgagent.toml (False: every other layer only; see core/endpoint_trust.py)
-    read_project_file: ClassVar[bool] = True
-    # endpoints from ./svgagent.toml that no key may reach until the person confirms them (set by load_settings)
-    _untrusted: tuple[Any, ...] = PrivateAttr(default=())
+    # read the project's files, ./.env and ./svgagent.toml (False: the person's own layers only)
+    read_project_files: ClassVar[bool] = True
+    # settings a project file decides that the person has not confirmed (core/endpoint_trust.py; set by read_settings)
+    _pending: tuple[Any, ...] = PrivateAttr(default=())
 
     @field_validator("base_url", "judge_base_url")
     @classmethod
@@ -165,9 +153,9 @@ class Settings(BaseSettings):
         return {ident: keys.replace(" ", "") for ident, keys in table.items()}
 
     @property
-    def untrusted_endpoints(self) -> tuple[Any, ...]:
-        """Project-file endpoints not confirmed yet (:class:`svgagent.core.endpoint_trust.ProjectEndpoint`)."""
-        return self._untrusted
+    def pending(self) -> tuple[Any, ...]:
+        """Settings a project file decides, not confirmed yet (:class:`svgagent.core.endpoint_trust.ProjectSetting`)."""
+        return self._pending
 
     @field_validator("fireworks_api_key", "openai_api_key", mode="before")
     @classmethod
@@ -186,18 +174,18 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cwd = Path.cwd()
-        # a source reads its file when made: made only when used (the settings without it must not read it)
-        project = (
-            [CappedTomlSource(settings_cls, toml_file=cwd / PROJECT_CONFIG_FILE)]
-            if getattr(settings_cls, "read_project_file", True)
-            else []
-        )
+        # a source reads its file when made: made only when used (the settings without them must not read them)
+        project: list[PydanticBaseSettingsSource] = []
+        if getattr(settings_cls, "read_project_files", True):
+            project = [
+                DotEnvFileSource(settings_cls, cwd / ENV_FILE),
+                TomlFileSource(settings_cls, cwd / PROJECT_CONFIG_FILE, PROJECT_CONFIG_MAX_BYTES, project=True),
+            ]
         return (
             init_settings,
             EnvSettingsSource(settings_cls),
-            DotEnvSettingsSource(settings_cls, env_file=cwd / ".env", env_file_encoding="utf-8"),
             *project,
-            CappedTomlSource(settings_cls, toml_file=user_config_file()),
+            TomlFileSource(settings_cls, user_config_file(), CONFIG_MAX_BYTES, project=False),
         )
 
     # --- derived -------------------------------------------------------------------------------------------
@@ -262,33 +250,50 @@ def format_validation_error(err: ValidationError) -> str:
     return "invalid setting " + "; ".join(parts)
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Build settings from every layer; ``overrides`` (None values dropped) win. Raises ConfigError."""
+def read_settings(**overrides: Any) -> Settings:
+    """Build settings from every layer; ``overrides`` (None values dropped) win. Settings a project file decides
+    that the person has not confirmed are in ``pending`` (core/endpoint_trust.py); nothing refuses them here.
+    Raises ConfigError."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
-        settings = Settings(**clean)
-        # the layers read again without ./svgagent.toml (when an endpoint is not the default): a layer that fails
-        # now fails the load, as it would have the first time
-        found = project_endpoints(
-            {name: getattr(settings, name) for name in ENDPOINTS},
-            {name: Settings.model_fields[name].default for name in ENDPOINTS},
-            lambda: settings_without_project_file(clean),
-            Path.cwd() / PROJECT_CONFIG_FILE,
+        with noting_project_layers() as noted:
+            settings = Settings(**clean)
+        # highest layer first: .env, then svgagent.toml; the person's layers are read again only when a project
+        # file set a guarded setting (a layer that fails now fails the load, as it would have the first time)
+        found = find_pending(
+            settings,
+            [
+                (file, noted[file])
+                for file in (Path.cwd() / ENV_FILE, Path.cwd() / PROJECT_CONFIG_FILE)
+                if file in noted
+            ],
+            lambda: settings_without_project_files(clean),
+            {name: Settings.model_fields[name].default for name in GUARDED},
         )
     except ValidationError as err:
         raise ConfigError(format_validation_error(err)) from None
     except (OSError, ValueError) as err:  # unreadable or malformed toml / .env
         raise ConfigError(f"cannot read configuration: {err}") from None
-    settings._untrusted = tuple(e for e in found if not is_trusted(e, trust_file()))
+    settings._pending = tuple(s for s in found if not is_trusted(s, trust_file()))
     return settings
 
 
-class _WithoutProjectFile(Settings):
-    # built at its first use (a project file setting an endpoint), not at import: ≈5 ms of every start
+def load_settings(**overrides: Any) -> Settings:
+    """:func:`read_settings`, refusing (ConfigError, one line) a safety limit raised or a store moved by a project
+    file that the person has not confirmed. A pending endpoint is refused where a key would go there
+    (``require_trusted``)."""
+    settings = read_settings(**overrides)
+    require_confirmed(settings)
+    return settings
+
+
+class _PersonLayers(Settings):
+    # built at its first use (a project file setting a guarded setting), not at import: ≈5 ms of every start
     model_config = SettingsConfigDict(defer_build=True)
-    read_project_file: ClassVar[bool] = False
+    read_project_files: ClassVar[bool] = False
 
 
-def settings_without_project_file(overrides: dict[str, Any]) -> Settings:
-    """The settings the same layers give without ``./svgagent.toml`` (to tell what that file alone decides)."""
-    return _WithoutProjectFile(**overrides)
+def settings_without_project_files(overrides: dict[str, Any]) -> Settings:
+    """The settings the person's own layers give — flags, environment, the user config file, defaults — without
+    ``./.env`` and ``./svgagent.toml`` (to tell what those files decide)."""
+    return _PersonLayers(**overrides)

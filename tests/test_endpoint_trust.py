@@ -57,10 +57,14 @@ def test_a_project_file_endpoint_receives_no_key_until_confirmed(isolated_env: P
         assert "svgagent trust" in tui.stderr
         assert sim.stats()["total_requests"] == 0
 
-        confirmed = svgagent("trust", cwd=isolated_env, env=home)
+        trust_file = isolated_env.parent / "home" / "config" / "svgagent" / "trusted-endpoints.json"
+        unasked = svgagent("trust", cwd=isolated_env, env=home)  # no terminal to ask on, no --yes: nothing done
+        assert unasked.returncode == 2
+        assert len(unasked.stderr.strip().splitlines()) == 1 and "--yes" in unasked.stderr
+        assert not trust_file.exists()
+        confirmed = svgagent("trust", "--yes", cwd=isolated_env, env=home)
         assert confirmed.returncode == 0
         assert "127.0.0.1" in confirmed.stdout
-        trust_file = isolated_env.parent / "home" / "config" / "svgagent" / "trusted-endpoints.json"
         assert trust_file.stat().st_mode & 0o777 == 0o600
         ran = svgagent("eval", "--rows", "1", cwd=isolated_env, env=home)
         assert ran.returncode in (0, 1), ran.stderr
