@@ -2,28 +2,30 @@
 
 ``form_fields`` turns ``Settings.model_fields`` into field specs (an input, a select of choices, a switch, the
 dataset picker); ``validate_field`` checks one typed value through the model's own validators, exactly as when
-settings load; ``save_project_config`` writes what a person changed into ``svgagent.toml``, keeping the rest of the
-file as it was (comments included). The Config pane (``svgagent.tui.widgets.config_form``) draws them.
+settings load; ``save_project_config`` writes what a person changed into ``svgagent.toml`` with tomlkit, keeping the
+rest of the file as it was (comments included). The Config pane (``svgagent.tui.widgets.config_form``) draws them.
 """
 
 from __future__ import annotations
 
-import math
+import re
 import tomllib
 import types
 import typing
 from dataclasses import dataclass
-from datetime import date, datetime, time
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
+import tomlkit
 from pydantic import SecretStr, ValidationError
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import String
 
-from svgagent.core.config_file import read_regular_capped
+from svgagent.core.config_file import PROJECT_CONFIG_MAX_BYTES, parse_toml_config, read_regular_capped
+from svgagent.core.endpoint_trust import remember_saved
 from svgagent.core.output import TargetKind, resolve_target, write_output
-from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits
-from svgagent.core.toml_edit import set_top_level_keys
+from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits, trust_file
 
 FieldKind = Literal["input", "select", "switch", "dataset"]
 DATASET_FILE = "file"
@@ -128,93 +130,117 @@ def input_text(value: Any) -> str:
 
 # --- svgagent.toml -----------------------------------------------------------------------------------------------
 
-_BARE_KEY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
-
-
-def toml_string(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def toml_key(key: str) -> str:
-    return key if key and set(key) <= _BARE_KEY else toml_string(key)
-
-
-def toml_value(value: Any) -> str:
-    """A TOML literal for a scalar, a list or a (inline) table."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Enum):
-        return toml_value(value.value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, (datetime, date, time)):
-        return value.isoformat()
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
-    return toml_string(str(value))
-
-
-def dump_toml(data: dict[str, Any], header: str = "") -> str:
-    """Flat ``key = value`` lines (None values are left out: TOML has no null)."""
-    lines = [f"# {line}" for line in header.splitlines()]
-    lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in data.items() if v is not None]
-    return "\n".join(lines) + "\n"
-
-
 _HEADER = "svgagent run settings: the fields changed in the TUI's Config pane, and what was here before."
 
 
-def _read_project_config(path: Path) -> tuple[str, dict[str, Any], int] | None:
+def _toml_native(value: Any) -> Any:
+    """``value`` as the plain type TOML writes (an enum as its value, a path as text; None is left out)."""
+    if isinstance(value, Enum):
+        return _toml_native(value.value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_toml_native(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _toml_native(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def new_config_text(values: dict[str, Any]) -> str:
+    """A new settings file holding ``values`` (None values are left out: TOML has no null), under a header comment."""
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(_HEADER))
+    for name, value in values.items():
+        if value is not None:
+            doc[name] = _toml_native(value)
+    return tomlkit.dumps(doc)
+
+
+def _in_style_of(old: Any, value: Any) -> Any:
+    """``value`` written as ``old`` was: a literal string ('…') stays one where the new text can be one."""
+    written = old.as_string() if isinstance(old, String) else ""
+    literal = written.startswith("'") and not written.startswith("'''")
+    if literal and isinstance(value, str) and "'" not in value and value.isprintable():
+        return tomlkit.string(value, literal=True)
+    return value
+
+
+def _spellings(doc: Any, name: str) -> list[str]:
+    """The top-level keys of ``doc`` that set ``name`` (settings read a file's keys whatever their case)."""
+    return [key for key in doc if key.lower() == name]
+
+
+def edit_config_text(text: str, data: dict[str, Any], values: dict[str, Any]) -> str:
+    """``text`` (``data`` parsed) with the top-level settings of ``values`` set, a None value removing its key:
+    tomlkit changes those keys' values and keeps every other byte — comments, blank lines, order, tables, dotted
+    keys, inline tables, strings — as the person wrote it. A new key goes where tomlkit puts one: after the
+    top-level part, before the first table.
+    Raises ``ValueError`` when the result would not read back as exactly that change."""
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as err:
+        raise ValueError(f"cannot edit this file as TOML ({err}); fix it first") from None
+    expected = dict(data)
+    for name, value in values.items():
+        found = _spellings(doc, name)
+        for key in found:
+            if value is None:
+                del doc[key]
+            else:
+                doc[key] = _in_style_of(doc.item(key), _toml_native(value))
+        if value is not None and not found:
+            doc[name] = _toml_native(value)
+        for key in [key for key in expected if key.lower() == name]:
+            del expected[key]
+        if value is not None:
+            expected.update(tomllib.loads(tomlkit.dumps({key: _toml_native(value) for key in found or [name]})))
+    edited = _keep_line_endings(text, tomlkit.dumps(doc))
+    if tomllib.loads(edited) != expected:
+        raise ValueError("this file cannot be edited without changing other settings in it; edit it by hand")
+    return edited
+
+
+def _keep_line_endings(before: str, after: str) -> str:
+    """``after`` with CRLF line ends where tomlkit wrote LF, when every line of ``before`` ended in CRLF."""
+    if "\r\n" not in before or before.count("\n") != before.count("\r\n"):
+        return after
+    return re.sub(r"(?<!\r)\n", "\r\n", after)
+
+
+def _read_project_config(path: Path, max_bytes: int) -> tuple[str, dict[str, Any], int] | None:
     """The text, its parsed TOML and the permission bits of the regular file at ``path`` (None: it is a FIFO or
-    a device, written through and never read). Raises ``ValueError`` for a file too large or not TOML."""
-    found = read_regular_capped(path)  # a FIFO swapped in meanwhile must not block the open
+    a device, written through and never read). Raises ``ValueError`` for a file too large, too deeply nested or not
+    TOML."""
+    found = read_regular_capped(path, max_bytes)  # a FIFO swapped in meanwhile must not block the open
     if found is None:
         return None
     raw, mode = found
     try:
         text = raw.decode("utf-8")
-        data = tomllib.loads(text)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        data = parse_toml_config(text, path)
+    except (UnicodeDecodeError, ValueError) as err:
         raise ValueError(f"{path.name} is not valid TOML ({err}); fix or remove it first") from None
     return text, data, mode
 
 
-def save_project_config(values: dict[str, Any], path: Path | None = None) -> Path:
+def save_project_config(
+    values: dict[str, Any], path: Path | None = None, max_bytes: int = PROJECT_CONFIG_MAX_BYTES
+) -> Path:
     """Write ``values`` — the fields a person changed — into ``svgagent.toml`` (atomically; a symlink is followed,
-    a FIFO or a device written through). Only those keys' lines change or are added; the file's comments, blank
-    lines, other keys and tables stay as they were (see ``core/toml_edit.py``; a layout it cannot edit line by
-    line is written anew with the same keys and values). A None value removes its key (TOML has no null). Raises
-    ``ValueError`` if that file is too large or not TOML, ``OSError`` if it cannot be read or written."""
+    a FIFO or a device written through). Only those keys' values change or are added; the file's comments, blank
+    lines, other keys and tables stay as they were (:func:`edit_config_text`). A None value removes its key (TOML
+    has no null). The guarded settings saved (endpoints, limits: core/endpoint_trust.py) are the person's own, and
+    remembered as confirmed for that file. Raises ``ValueError`` if that file is too large or not TOML, ``OSError``
+    if it cannot be read or written."""
     target = path or Path.cwd() / PROJECT_CONFIG_FILE
     kind, real = resolve_target(target)
     # the file read is the file written: the path resolved once (a symlink followed), not again by name
     written = real if real is not None else target
-    current = _read_project_config(real) if kind is TargetKind.FILE and real is not None else None
+    current = _read_project_config(real, max_bytes) if kind is TargetKind.FILE and real is not None else None
     if current is None or not current[0].strip():
-        mode = current[2] if current else 0o644
-        write_output(written, dump_toml(values, _HEADER), mode=mode)
-        return target
-    text, data, mode = current  # parsed once, when read; the edit and the fallback reuse it
-    edited = set_top_level_keys(text, values, toml_value, toml_key, data)
-    if edited is None:
-        kept = {k: v for k, v in data.items() if k not in values}
-        edited = dump_toml({**kept, **values}, _HEADER)
-    write_output(written, edited, mode=mode)
+        text, mode = new_config_text(values), (current[2] if current else 0o644)
+    else:
+        text, mode = edit_config_text(current[0], current[1], values), current[2]
+    remember_saved(values, target, trust_file())
+    write_output(written, text, mode=mode)
     return target

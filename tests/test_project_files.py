@@ -232,6 +232,18 @@ def test_a_project_file_may_lower_limits_and_the_person_may_raise_them(
     assert load_settings(render_timeout_s=300).render_memory_mb == 4096
 
 
+def test_a_value_the_config_pane_saved_is_the_person_s_own(isolated_env: Path) -> None:
+    """The Config pane writes svgagent.toml for the person: what it saved needs no confirmation at the next start."""
+    from svgagent.core.config_fields import save_project_config
+
+    save_project_config({"concurrency": 64, "render_timeout_s": 60.0, "base_url": "http://127.0.0.1:9/v1"})
+    settings = load_settings()
+    assert (settings.concurrency, settings.render_timeout_s) == (64, 60.0)
+    assert settings.pending == ()
+    (isolated_env / "svgagent.toml").write_text("concurrency = 128\n")  # changed by hand since: asked again
+    assert [s.field for s in read_settings().pending] == ["concurrency"]
+
+
 # --- svgagent trust --------------------------------------------------------------------------------------------
 
 

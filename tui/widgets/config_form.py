@@ -7,9 +7,10 @@ Secrets pane and the command line. Each value is checked by assigning it through
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
 field and ``values()`` keeps the last valid one.
 
-``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (the file's other keys
-are kept; comments are not) — never the values the form was given, such as demo mode's simulator endpoints. Start/stop/resume belong to the
-app: it listens for ``ConfigForm.Changed`` and uses the settings it carries for the next run.
+``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (with tomlkit: the
+file's other keys, comments and layout are kept) — never the values the form was given, such as demo mode's simulator
+endpoints. Start/stop/resume belong to the app: it listens for ``ConfigForm.Changed`` and uses the settings it
+carries for the next run.
 """
 
 from __future__ import annotations
