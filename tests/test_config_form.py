@@ -196,6 +196,13 @@ SHAPES = {
     "the key quoted": ('"model" = "old"  # quoted key\nrows = 2\n', '"old"'),
     "the value a multi-line string": ('model = """\nold\nvalue"""  # was long\nrows = 2\n', '"""\nold\nvalue"""'),
     "the value a literal string": ("model = 'old'  # literal\nrows = 2\n", "'old'"),
+    # the hand-written writer rewrote the whole file, every comment lost, for a value over 200 lines or a value with
+    # more than 64 '#' in it
+    "the value 250 lines long": (
+        '# mine\nmodel = """\n' + "x\n" * 250 + '"""  # was long\n\n[keymap]  # keys\n"app.run" = "f5"  # mine\n',
+        '"""\n' + "x\n" * 250 + '"""',
+    ),
+    "the value full of #": ('model = "' + "#" * 100 + '"  # keep\nrows = 1  # c\n', '"' + "#" * 100 + '"'),
     "no newline at the end": ('rows = 2\nmodel = "old" # last', '"old"'),
 }
 
