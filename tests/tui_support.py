@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.keys import _character_to_key
+from textual.keys import KEY_NAME_REPLACEMENTS
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
@@ -121,10 +122,19 @@ def summary_lines(app: SvgAgentApp) -> list[str]:
     return ["".join(seg.text for seg in line).rstrip() for line in summary.render_lines(summary.region.reset_offset)]
 
 
+def key_name(character: str) -> str:
+    """Textual's name for the key that types ``character``: itself for a letter or digit, else its Unicode name in
+    lower case with underscores, shortened as Textual shortens it ("slash", "minus", "plus")."""
+    if character.isalnum():
+        return character
+    name = unicodedata.name(character).lower().replace("-", "_").replace(" ", "_")
+    return KEY_NAME_REPLACEMENTS.get(name, name)
+
+
 def key_event(key: str) -> events.Key:
     """The event a terminal sends for ``key``: one character (``/``, ``R``) or a key name (``escape``, ``enter``)."""
     if len(key) == 1:
-        return events.Key(_character_to_key(key), key)
+        return events.Key(key_name(key), key)
     return events.Key(key, {"enter": "\r", "tab": "\t", "space": " "}.get(key))
 
 
