@@ -26,7 +26,7 @@ from tui_support import (
 
 from svgagent.core.store import Store
 from svgagent.screens.help import HelpScreen
-from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.screens.rollout_detail import RolloutDetail, option_lines
 from svgagent.screens.run_picker import RunPicker
 from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.rollout_table import RolloutTable
@@ -368,6 +368,10 @@ async def test_rollout_screen_opens_at_the_verdict_and_follows_the_highlighted_r
             assert "✓ scored  judge 7/9 = 0.78" in screen_text(app)
             await burst(pilot, *"jjjjjjjj")
             assert "9. Requirement number 9" in screen_text(app)
+            options = app.screen.query_one("#requirements", OptionList)
+            lines = [option_lines(options, i) for i in range(options.option_count)]
+            assert lines[0] == (0, 2) and all(b == (a[0] + a[1], 2) for a, b in zip(lines, lines[1:]))
+            assert sum(height for _, height in lines) == options.virtual_size.height  # as the list laid them out
 
 
 async def test_sort_column_is_picked_directly_and_reverses(store: Store) -> None:
