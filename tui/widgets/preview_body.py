@@ -160,7 +160,9 @@ class PreviewBody(PictureSource, ScrollView):
         return 0 if self.beside or not picture else picture + 1
 
     def _changed(self, *, text: bool = False) -> None:
-        """Something shown changed: the scrollable height follows, without a layout; repaint."""
+        """Something shown changed: the scrollable height follows, without a layout (the widget's own size is its
+        pane's, and its vertical scrollbar is always there: only the bar's thumb and the scroll range change);
+        repaint."""
         if text:
             self._text = None
         if self._width() <= 0:
@@ -169,7 +171,9 @@ class PreviewBody(PictureSource, ScrollView):
         size = Size(self._width(), height)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)
+            self.vertical_scrollbar.window_virtual_size = height
+            if self.scroll_y > self.max_scroll_y:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
         self.set_class(height <= self.scrollable_content_region.height, "-fits")  # nothing to scroll: no track
         self.refresh()
 
