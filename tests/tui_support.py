@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
+from textual.driver import Driver
+from textual.drivers.headless_driver import HeadlessDriver
 from textual.keys import KEY_NAME_REPLACEMENTS
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
@@ -50,6 +52,22 @@ def make_app(
     )
     app.animation_level = "none"  # deterministic and fast: no tab underline or scroll animations
     return app
+
+
+def terminal_driver(on_frame: Callable[[str], object]) -> type[Driver]:
+    """A driver that Textual writes its frames to, as to a terminal: Textual's headless driver, except that it says
+    it is not headless (Textual writes nothing to a headless one). Set it as the app's ``driver_class`` and run
+    ``app.run_test(headless=False)``; ``on_frame`` gets each frame's escape sequences as Textual writes them."""
+
+    class TerminalDriver(HeadlessDriver):
+        @property
+        def is_headless(self) -> bool:
+            return False
+
+        def write(self, data: str) -> None:
+            on_frame(data)
+
+    return TerminalDriver
 
 
 def table_of(app: SvgAgentApp) -> RolloutTable:
