@@ -5,7 +5,7 @@ A cursor moving over the rollout table shows a new rollout at each step: another
 an SVG of another length. With the text in widgets of their own height, each step was a layout of the whole
 screen (≈60 – 100 ms on a loaded machine); here each step only repaints: the picture's segments and the text's
 wrapped lines are cached strips (per section: a live change of one section re-wraps only it), the scrollable
-height is set without asking for a layout (Textual 8.2's ``virtual_size`` reactive would), and the vertical
+height is set without asking for a layout (assigning Textual's ``virtual_size`` reactive would), and the vertical
 scrollbar is always there, so its appearing never changes the text's width (with nothing to scroll it is drawn
 in the background's colour: no track where a scrollbar would have been hidden).
 
