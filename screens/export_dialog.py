@@ -21,7 +21,6 @@ from svgagent.core.export import FORMATS, ExportResult, export_run
 from svgagent.core.store import Store
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import escaped, shown, shown_line
-from svgagent.tui.widgets.text_field import TextField
 
 FORMAT_LABELS = {"jsonl": "JSONL (Eval Protocol rows)", "csv": "CSV (flat table)"}
 
@@ -107,10 +106,10 @@ class ExportDialog(ModalScreen[ExportResult | None]):
                         yield FormatButton(FORMAT_LABELS[fmt], value=fmt == self.format, id=f"format-{fmt}")
             with Horizontal(classes="export-row"):
                 yield Label("file", classes="export-label")
-                yield TextField(default_path(self.directory, self.run_id, self.format), id="export-path", compact=True)
+                yield Input(default_path(self.directory, self.run_id, self.format), id="export-path", compact=True)
             with Horizontal(classes="export-row"):
                 yield Label("assets", classes="export-label")
-                yield TextField(
+                yield Input(
                     placeholder="optional: a directory for each rollout's PNG and SVG", id="export-assets", compact=True
                 )
             yield Static(id="export-status")

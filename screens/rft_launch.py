@@ -27,7 +27,6 @@ from svgagent.core.terminal_text import visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import shown, shown_line
-from svgagent.tui.widgets.text_field import TextField
 
 if TYPE_CHECKING:
     from svgagent.core.rft.job_source import JobSource
@@ -174,9 +173,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             for name in self.fields:
                 with Horizontal(classes="row"):
                     yield Label(flag_label(name), classes="field-label")
-                    yield TextField(
-                        initial_text(name, s), id=f"rft-{name}", compact=True, placeholder=default_hint(name)
-                    )
+                    yield Input(initial_text(name, s), id=f"rft-{name}", compact=True, placeholder=default_hint(name))
                 yield Static(self._hint(name), id=f"hint-{name}", classes="hint", markup=False)
             yield Static("", id="launch-problems", markup=False)
         with VerticalScroll(id="launch-preview"):

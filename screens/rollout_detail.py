@@ -13,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
 from textual.geometry import Region
 from textual.screen import Screen
+from textual.visual import visualize
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -72,6 +73,17 @@ def attempts_table(attempts: list[RolloutRecord]) -> Table:
             shown_line(note),  # a reason or error: outside text
         )
     return table
+
+
+def option_lines(options: OptionList, index: int) -> tuple[int, int] | None:
+    """The first line and the height of option ``index`` in ``options``, laid out as an option list lays out its
+    options: each prompt at the list's content width less the option padding, one after the other (no separators
+    here). None: the list is not laid out yet."""
+    width = options.scrollable_content_region.width - options.get_component_styles("option-list--option").padding.width
+    if width <= 0 or not 0 <= index < options.option_count:
+        return None
+    heights = [visualize(options, option.prompt).get_height(options.styles, width) for option in options.options]
+    return sum(heights[:index]), heights[index]
 
 
 class RolloutDetail(AppKeysFirst, Screen[bool]):
@@ -203,12 +215,12 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         """The text column follows the highlighted requirement (the list is as tall as its requirements: it does
         not scroll itself, the column does)."""
         options = event.option_list
-        line = options._index_to_line.get(event.option_index)  # Textual 8.2's option layout (its scroll_to_highlight)
-        if line is None:
+        lines = option_lines(options, event.option_index)
+        if lines is None:
             return
+        top, height = lines
         column = self.query_one("#detail-right", VerticalScroll)
-        top = options.virtual_region.y + line
-        column.scroll_to_region(Region(0, top, 1, options._heights[event.option_index]), animate=False, immediate=True)
+        column.scroll_to_region(Region(0, options.virtual_region.y + top, 1, height), animate=False, immediate=True)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)

@@ -20,7 +20,6 @@ from svgagent.core.store import Store
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import shown_line
-from svgagent.tui.widgets.text_field import TextField
 
 
 def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text:
@@ -97,7 +96,7 @@ class RunPicker(ModalScreen[str | None]):
         with Vertical(id="picker"):
             yield Static(id="picker-title")
             # mounted with the screen, so the keys typed after / land in it
-            yield TextField(
+            yield Input(
                 placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter", compact=True
             )
             yield OptionList(id="runs")

@@ -158,13 +158,6 @@ class SvgAgentApp(InOrderInput, App[int]):
 
             self.push_screen(TrainingScreen(self.store, serving=self.serve_url))
 
-    def update_styles(self, node: Any, animate: bool = True) -> None:
-        """Skip restyling a widget that is not in the DOM yet: mounting applies the whole stylesheet to it anyway.
-        Textual restyles at once for every class a widget sets while it is built (an Input sets three in its
-        ``__init__``, a Select two), which made the Config pane's 20 fields a third of the app's start-up CPU."""
-        if node.is_attached:
-            super().update_styles(node, animate)
-
     def on_ready(self) -> None:
         """The first frame has been composed. Textual drew it inside its start-up batch and writes only regions
         that change afterwards, so the rows of the table would reach the terminal only with the next full

@@ -41,7 +41,6 @@ from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings
 from svgagent.tui.own_class import set_own_class
 from svgagent.tui.widgets.text_box import TextBox
-from svgagent.tui.widgets.text_field import TextField
 
 STACKED = "-stacked"  # a narrow form: labels above their fields
 STACKED_TARGETS = ".row, .row Input, .row Select, #dataset-kind, .hint"  # what the -stacked rules style
@@ -179,7 +178,7 @@ class ConfigForm(Widget):
             kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
             kind = BUILTIN if is_builtin else DATASET_FILE
             yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
-            yield TextField(
+            yield Input(
                 "" if is_builtin else str(value),
                 placeholder="path to questions.json or .jsonl",
                 id=wid,
@@ -187,7 +186,7 @@ class ConfigForm(Widget):
                 disabled=is_builtin,
             )
         else:
-            yield TextField(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+            yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
 
     def reset(self, settings: Settings) -> None:
         """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);

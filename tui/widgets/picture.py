@@ -34,7 +34,7 @@ from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 from svgagent.tui.imaging import HalfBlocks, load_rollout_picture
 from svgagent.tui.widgets.screen_text import shown
-from svgagent.tui.widgets.text_box import OneLayout, signature
+from svgagent.tui.widgets.text_box import signature
 
 SETTLE_S = 0.05
 
@@ -199,7 +199,7 @@ class PictureSource:
             self.post_message(shown)  # type: ignore[attr-defined]
 
 
-class Picture(OneLayout, PictureSource, Widget):
+class Picture(PictureSource, Widget):
     """A rollout's picture in at most ``cols`` × ``lines`` cells (see :meth:`fit`), as large as what it shows:
     a new picture of the same size repaints it, one of another size (or a note) lays the screen out again."""
 

@@ -5,7 +5,7 @@ A cursor moving over the rollout table shows a new rollout at each step: another
 an SVG of another length. With the text in widgets of their own height, each step was a layout of the whole
 screen (≈60 – 100 ms on a loaded machine); here each step only repaints: the picture's segments and the text's
 wrapped lines are cached strips (per section: a live change of one section re-wraps only it), the scrollable
-height is set without asking for a layout (Textual 8.2's ``virtual_size`` reactive would), and the vertical
+height is set without asking for a layout (assigning Textual's ``virtual_size`` reactive would), and the vertical
 scrollbar is always there, so its appearing never changes the text's width (with nothing to scroll it is drawn
 in the background's colour: no track where a scrollbar would have been hidden).
 
@@ -160,7 +160,9 @@ class PreviewBody(PictureSource, ScrollView):
         return 0 if self.beside or not picture else picture + 1
 
     def _changed(self, *, text: bool = False) -> None:
-        """Something shown changed: the scrollable height follows, without a layout; repaint."""
+        """Something shown changed: the scrollable height follows, without a layout (the widget's own size is its
+        pane's, and its vertical scrollbar is always there: only the bar's thumb and the scroll range change);
+        repaint."""
         if text:
             self._text = None
         if self._width() <= 0:
@@ -169,7 +171,9 @@ class PreviewBody(PictureSource, ScrollView):
         size = Size(self._width(), height)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)
+            self.vertical_scrollbar.window_virtual_size = height
+            if self.scroll_y > self.max_scroll_y:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
         self.set_class(height <= self.scrollable_content_region.height, "-fits")  # nothing to scroll: no track
         self.refresh()
 

@@ -14,7 +14,7 @@ from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
 from svgagent.tui.widgets.screen_text import shown
-from svgagent.tui.widgets.text_box import OneLayout, TextBox
+from svgagent.tui.widgets.text_box import TextBox
 
 SVG_PREVIEW_LINES = 400
 
@@ -167,7 +167,7 @@ def info_sections(
     return sections
 
 
-class RolloutInfo(OneLayout, Vertical):
+class RolloutInfo(Vertical):
     """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
 
     The same record again does nothing, and of a new state only the sections whose text changed are redrawn,

@@ -32,7 +32,6 @@ from svgagent.core.terminal_text import visible
 from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
 from svgagent.tui.widgets.config_form import FocusHome
 from svgagent.tui.widgets.screen_text import shown_line
-from svgagent.tui.widgets.text_field import TextField
 
 Mode = Literal["table", "edit", "add", "confirm"]
 SOURCE_LABELS = {"env-file": ".env", "environment": "environment", "unset": "unset"}
@@ -179,7 +178,7 @@ class SecretsPane(Widget):
         yield Static("", id="secrets-detail", markup=False)
         with Horizontal(id="secrets-editor"):
             yield Label("", id="secrets-prompt", markup=False)
-            yield TextField(id="secrets-input", password=True, compact=True)
+            yield Input(id="secrets-input", password=True, compact=True)
 
     def on_mount(self) -> None:
         self.reload()

@@ -55,28 +55,14 @@ def signature(content: Any) -> object:
             content.background_style,
             content.indent_guides,
             content.padding,
-            type(content._theme).__name__,
-        )
+        )  # its theme is private to Rich: the app's SVG blocks all use one (rollout_info.svg_renderable)
     return content  # compared by identity: never equal to what another call built
 
 
 _UNSET: Any = object()
 
 
-class OneLayout:
-    """A widget mixin: a layout that changes the widget's size does not ask for a second one.
-
-    When a reflow gives a widget a new size, Textual (8.2) sets its ``virtual_size`` as a reactive that asks for a
-    layout of the whole screen — a second reflow right after the first, which has already placed everything with
-    the new sizes. A live preview changing height paid two full reflows for one change. Textual sets it without
-    that request itself when it reflows only what is visible (``layout=False``); so does this, always. Scrollbars
-    still follow (``_scroll_update`` runs and their visibility asks for a layout of its own)."""
-
-    def _size_updated(self, size: Any, virtual_size: Any, container_size: Any, layout: bool = True) -> bool:
-        return super()._size_updated(size, virtual_size, container_size, layout=False)  # type: ignore[misc]
-
-
-class TextBox(OneLayout, Static):
+class TextBox(Static):
     """``show(content)`` instead of ``update``: no work when nothing changed, no layout when the height stays.
     ``redraws`` and ``layouts`` count what :meth:`show` did (tests read them). What it shows holds outside text:
     a string is never markup, and controls in text are shown as escapes (``screen_text.safe_renderable``)."""
