@@ -64,6 +64,8 @@ SOURCE_MODULES = (
     "render_path",
     "render_worker",
     "render",
+    "endpoint",
+    "failures",
     "chat",
     "judge",
 )
@@ -80,7 +82,7 @@ DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how m
 # which only adds selenium: this judge renders with cairosvg).
 REQUIREMENTS = (
     "eval-protocol>=0.2.85",
-    "openai>=1.40",
+    "openai>=3.0",  # httpx2 as its transport (core/scoring/endpoint.py builds on it)
     "cairosvg>=2.7,<3",
     "cairocffi>=1.6",
     "defusedxml>=0.7",

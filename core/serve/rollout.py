@@ -21,7 +21,6 @@ from typing import Any
 
 from svgagent.core.ep_status import StatusCode, failure_kind_of
 from svgagent.core.events import EventBus
-from svgagent.core.http1 import Http1Client
 from svgagent.core.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
@@ -51,7 +50,7 @@ class ServeContext:
     training: TrainingStore
     status_log: StatusLogger
     renderer: Renderer
-    http: Http1Client  # pooled connections for the policy calls (each names its URL and key)
+    http: Any  # the openai client of the policy calls and status posts (policy_call.serve_client)
     judge: Judge | None = None
     gateway_url: str | None = None  # None: the gateway of each request's model_base_url
     rollout_timeout_s: float = 100.0
