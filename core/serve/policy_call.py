@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode
+from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode, failure_kind_of
 from svgagent.core.policy import PolicyAnswer
 from svgagent.core.scoring.chat import post_completion
 from svgagent.core.scoring.endpoint import endpoint_client
 from svgagent.core.scoring.failures import classify, endpoint_errors
-from svgagent.core.scoring.models import Usage
+from svgagent.core.scoring.models import FailureKind, Usage
 
 _CODES = {  # an HTTP error status the endpoint answered with, as the status eval-protocol reads
     400: StatusCode.INVALID_ARGUMENT,
@@ -40,11 +40,13 @@ _NOT_IN_A_HEADER = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class PolicyCallError(Exception):
-    """The policy call failed for good; ``code`` is the eval-protocol status to log, ``str()`` says why."""
+    """The policy call failed for good; ``code`` is the eval-protocol status to log, ``kind`` the failure kind to
+    store (the code's, unless the taxonomy says more), ``str()`` says why."""
 
-    def __init__(self, code: StatusCode, message: str) -> None:
+    def __init__(self, code: StatusCode, message: str, kind: FailureKind | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.kind = kind or failure_kind_of(code)
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,9 @@ async def post_chat(client: Any, url: str, body: dict[str, Any], key: str | None
     except endpoint_errors() as err:
         raise _failure(err, url, policy) from None
     if not completion.choices:
-        raise PolicyCallError(StatusCode.INTERNAL, "the policy endpoint returned no usable choice")
+        raise PolicyCallError(
+            StatusCode.INTERNAL, "the policy endpoint returned no usable choice", FailureKind.BAD_RESPONSE
+        )
     choice = completion.choices[0]
     usage = completion.usage
     return PolicyAnswer(
@@ -115,4 +119,4 @@ def _failure(err: BaseException, url: str, policy: RetryPolicy) -> PolicyCallErr
     )
     status = getattr(err, "status_code", None)
     code = _CODES.get(status, StatusCode.INTERNAL) if isinstance(status, int) else STATUS_OF_FAILURE[kind]
-    return PolicyCallError(code, message)
+    return PolicyCallError(code, message, kind)

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from svgagent.core.ep_status import StatusCode, failure_kind_of
+from svgagent.core.ep_status import StatusCode
 from svgagent.core.events import EventBus
 from svgagent.core.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import RenderError, StoreError
@@ -118,7 +118,7 @@ async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
             is_score_valid=False,
             reason=message,
             error=message,
-            failure_kind=failure_kind_of(err.code),
+            failure_kind=err.kind,
             generation_s=time.perf_counter() - started,
         )
         return await conclude(ctx, job, columns, err.code, message)
