@@ -82,7 +82,10 @@ DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how m
 # which only adds selenium: this judge renders with cairosvg).
 REQUIREMENTS = (
     "eval-protocol>=0.2.85",
-    "openai>=3.0",  # httpx2 as its transport (core/scoring/endpoint.py builds on it)
+    # the judge's client: openai on httpx2 (core/scoring/endpoint.py); eval-protocol's litellm pins openai < 3, whose
+    # httpx2 support is the extra
+    "openai[httpx2]>=2.54",
+    "httpx2>=2.12,<3",
     "cairosvg>=2.7,<3",
     "cairocffi>=1.6",
     "defusedxml>=0.7",

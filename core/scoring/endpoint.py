@@ -1,7 +1,8 @@
 """The HTTP client of every call to an OpenAI-compatible endpoint: the policy and the judge (``svgagent eval``, the
 app, ``svgagent serve``, the RFT bundle), serve's status posts and the key checks.
 
-It is ``openai.AsyncOpenAI`` on an ``httpx2.AsyncClient`` (openai 3's transport): the openai client's retries
+It is ``openai.AsyncOpenAI`` on an ``httpx2.AsyncClient`` (openai 3's transport; openai 2, which eval-protocol
+pins in the RFT bundle, takes it through its ``httpx2`` extra): the openai client's retries
 (connection errors, timeouts, 408/409/429/5xx, ``x-should-retry``), backoff with jitter honouring ``Retry-After``,
 typed errors; httpx2's connection pool, proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``,
 ``ALL_PROXY``, ``NO_PROXY``) and TLS. What :class:`BoundedHttpClient` adds, through httpx2's public API, so that a
@@ -9,11 +10,11 @@ hostile endpoint cannot hold a caller's memory or time:
 
 - an answer's body is counted as it arrives, on the wire and decoded (httpx2 inflates gzip/deflate/brotli/zstd in
   pieces of at most 1 MiB), before anything parses it: a successful answer past ``max_body`` raises
-  :class:`AnswerTooLarge` (not retried: its bytes were the endpoint's answer), an error status's body is cut at
+  :class:`AnswerTooLarge` (openai 3 does not retry it: its bytes were the endpoint's answer), an error status's body is cut at
   :data:`MAX_ERROR_BYTES` (the status still tells what happened); the connection is then dropped unread;
-- a whole-request deadline (``deadline_s``: connect, head and body together; httpx2's timeouts are per read, so a
-  slow drip or an endless body would otherwise never end): past it the request fails as a timeout, which the
-  openai client retries like any other;
+- a whole-request deadline (the request's timeout as the openai client sets it, else ``deadline_s``: connect, head
+  and body together; httpx2's timeouts are per read, so a slow drip would otherwise never end): past it the
+  request fails as a timeout, which the openai client retries like any other;
 - answer heads are capped by httpcore2's HTTP/1.1 parser (h11, 100 KiB of head or trailer): past it the exchange
   is a protocol error;
 - loopback endpoints (``localhost``, ``127.0.0.1``, ``[::1]``) are always called directly, never through a proxy

@@ -76,8 +76,9 @@ def classify(
     import openai
 
     tries = f"{retries} retries"
-    if isinstance(err, EndpointResponseError):
-        return FailureKind.BAD_RESPONSE, f"{who} endpoint: {err}"
+    unusable = next((e for e in _chain(err) if isinstance(e, EndpointResponseError)), None)
+    if unusable is not None:  # (openai 2, the RFT bundle's, wraps what the HTTP client raised in a connection error)
+        return FailureKind.BAD_RESPONSE, f"{who} endpoint: {unusable}"
     if isinstance(err, openai.APIConnectionError):
         cause = os_cause(err)
         if cause is not None:
