@@ -1,7 +1,7 @@
 """Benchmark what one chat request costs this process in CPU: the engine's client (openai.AsyncOpenAI on the
-bounded httpx2 client, as core/policy builds it, through svgagent.core.scoring.chat — the answer read and checked),
-against a bare httpx2 POST + json.loads and a bare aiohttp POST + json.loads on the same kind of pool — all against
-the simulator in its own process.
+bounded client — httpx2's API over aiohttp's connections — as core/policy builds it, through
+svgagent.core.scoring.chat: the answer read and checked), against a bare httpx2 POST + json.loads on httpx2's own
+pool and a bare aiohttp POST + json.loads — all against the simulator in its own process.
 
     .venv/bin/python bench/client.py [--n 300]
 
@@ -80,7 +80,7 @@ def main() -> int:
         proc.wait(timeout=10)
     figures: dict[str, float] = {}
     labels = {
-        "engine client": "the engine's client (openai on the bounded httpx2 client, answer checked)",
+        "engine client": "the engine's client (openai on the bounded client: httpx2 over aiohttp, answer checked)",
         "bare httpx2": "a bare httpx2 POST + json.loads",
         "bare aiohttp": "a bare aiohttp POST + json.loads",
     }

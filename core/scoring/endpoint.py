@@ -2,7 +2,9 @@
 app, ``svgagent serve``, the RFT bundle), serve's status posts and the key checks.
 
 It is ``openai.AsyncOpenAI`` on an ``httpx2.AsyncClient`` (openai 3's transport; openai 2, which eval-protocol
-pins in the RFT bundle, takes it through its ``httpx2`` extra): the openai client's retries
+pins in the RFT bundle, takes it through its ``httpx2`` extra) on aiohttp's connections where openai 3 offers them
+(``openai.DefaultAioHttpClient``: httpx2's pool costs ~3x the CPU per request and more the larger it grows, httpx2
+issue 827), else on httpx2's own: the openai client's retries
 (connection errors, timeouts, 408/409/429/5xx, ``x-should-retry``), backoff with jitter honouring ``Retry-After``,
 typed errors; httpx2's connection pool, proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``,
 ``ALL_PROXY``, ``NO_PROXY``) and TLS. What :class:`BoundedHttpClient` adds, through httpx2's public API, so that a
@@ -15,8 +17,9 @@ hostile endpoint cannot hold a caller's memory or time:
 - a whole-request deadline (the request's timeout as the openai client sets it, else ``deadline_s``: connect, head
   and body together; httpx2's timeouts are per read, so a slow drip would otherwise never end): past it the
   request fails as a timeout, which the openai client retries like any other;
-- answer heads are capped by httpcore2's HTTP/1.1 parser (h11, 100 KiB of head or trailer): past it the exchange
-  is a protocol error;
+- answer heads and trailers are capped by the HTTP/1.1 parser (aiohttp's: 128 fields of at most 8 KiB; h11's:
+  100 KiB): past it the exchange is a protocol error (what a transport raises that httpx2 has no class for is
+  made one);
 - loopback endpoints (``localhost``, ``127.0.0.1``, ``[::1]``) are always called directly, never through a proxy
   from the environment (as Go's net/http does): the demo's simulators and local model servers keep working
   behind a corporate proxy.
@@ -26,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
+import importlib.util
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -84,14 +89,14 @@ async def _read(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
     return b"".join(parts), False
 
 
-class BoundedHttpClient(httpx2.AsyncClient):
-    """An ``httpx2.AsyncClient`` whose every answer is read whole, within ``max_body`` bytes and a deadline (the
-    request's read timeout, as the openai client sets it per request, else ``deadline_s``) before :meth:`send`
-    returns it (see the module docstring). What it returns carries the decoded body
-    (its Content-Encoding, Content-Length and Transfer-Encoding fields dropped)."""
+class _Bounded:
+    """What :class:`BoundedHttpClient` adds to an ``httpx2.AsyncClient`` (a mixin: it goes before the client class)."""
+
+    max_body: int
+    deadline_s: float
 
     def __init__(self, *, max_body: int = MAX_ANSWER_BYTES, deadline_s: float = 120.0, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # type: ignore[call-arg]
         self.max_body = max_body
         self.deadline_s = deadline_s
 
@@ -117,14 +122,41 @@ class BoundedHttpClient(httpx2.AsyncClient):
         return loaded
 
     async def _exchange(self, request: httpx2.Request, kwargs: dict[str, Any]) -> tuple[httpx2.Response, bytes, bool]:
-        response = await super().send(request, stream=True, **kwargs)
+        try:
+            response = await super().send(request, stream=True, **kwargs)  # type: ignore[misc]
+        except httpx2.HTTPError:
+            raise
+        except Exception as err:  # what a transport raised that httpx2 has no class for (aiohttp: a head too large)
+            raise httpx2.RemoteProtocolError(f"{type(err).__name__}: {err}", request=request) from err
         try:
             limit = self.max_body if response.is_success else min(self.max_body, MAX_ERROR_BYTES)
-            response.stream = _WireCap(response.stream, limit)  # type: ignore[arg-type]
+            response.stream = _WireCap(response.stream, limit)
             body, cut = await _read(response, limit)
         finally:
             await response.aclose()  # a body read whole goes back to the pool; one cut short is dropped
         return response, body, cut
+
+
+class BoundedHttpClient(_Bounded, httpx2.AsyncClient):
+    """An ``httpx2.AsyncClient`` whose every answer is read whole, within ``max_body`` bytes and a deadline (the
+    request's read timeout, as the openai client sets it per request, else ``deadline_s``) before :meth:`send`
+    returns it (see the module docstring). What it returns carries the decoded body (its Content-Encoding,
+    Content-Length and Transfer-Encoding fields dropped)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _on_aiohttp() -> type[BoundedHttpClient] | None:
+    """:class:`BoundedHttpClient` on the openai client's aiohttp transport (``openai.DefaultAioHttpClient``: httpx2's
+    client, proxies and decoding, aiohttp's connections), when this openai has one for httpx2 and aiohttp is
+    installed; None otherwise (openai 2 in the RFT bundle: its aiohttp client is for httpx)."""
+    if importlib.util.find_spec("aiohttp") is None:
+        return None
+    import openai
+
+    base = getattr(openai, "DefaultAioHttpClient", None)
+    if not isinstance(base, type) or not issubclass(base, httpx2.AsyncClient):
+        return None
+    return type("BoundedAioHttpClient", (_Bounded, base), {"__doc__": BoundedHttpClient.__doc__})
 
 
 def _deadline(request: httpx2.Request) -> float | None:
@@ -142,13 +174,17 @@ def http_client(
     *, timeout_s: float, connections: int | None = None, max_body: int = MAX_ANSWER_BYTES
 ) -> BoundedHttpClient:
     """A pooled client: at most ``connections`` connections (None: no limit), all kept alive between requests;
-    ``timeout_s`` bounds each read and the whole request; proxies from the environment, loopback direct."""
-    return BoundedHttpClient(
+    ``timeout_s`` bounds each read and the whole request; proxies from the environment, loopback direct; no
+    redirects followed (a key never follows one). On aiohttp's connections where openai offers them (a third of
+    httpcore's CPU per request, which grows with the pool: httpx2 issue 827), else on httpx2's own."""
+    kind = _on_aiohttp() or BoundedHttpClient
+    return kind(
         max_body=max_body,
         deadline_s=timeout_s,
         timeout=httpx2.Timeout(timeout_s),
         limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
         mounts={f"all://{host}": None for host in LOOPBACK_HOSTS},
+        follow_redirects=False,
     )
 
 

@@ -52,7 +52,11 @@ def _protocol_problem(err: BaseException) -> str | None:
     import httpx2
 
     for current in _chain(err):
-        if isinstance(current, (httpx2.ProtocolError, httpx2.DecodingError)):
+        # (aiohttp's parse errors, under the aiohttp transport, live in aiohttp.http_exceptions: a head, a line or
+        # a trailer past its caps; httpx2 maps some of them to a ReadError)
+        if isinstance(current, (httpx2.ProtocolError, httpx2.DecodingError)) or (
+            type(current).__module__ == "aiohttp.http_exceptions"
+        ):
             text = " ".join(str(current).split())[:160]
             return f"{type(current).__name__}: {text}" if text else type(current).__name__
     return None
