@@ -19,6 +19,7 @@ SVG_CAP = DEFAULT_MAX_BYTES  # characters
 ANSWER_CAP = 2 * DEFAULT_MAX_BYTES
 JUDGE_TEXT_CAP = 100_000
 LINE_CAP = 2_000  # reason, error
+FINISH_REASON_CAP = 200  # an endpoint's finish_reason ("stop", "length"; anything else is kept as its JSON text)
 VERDICT_REASON_CAP = 500
 VERDICTS_CAP = 200_000  # a verdicts list longer than this (as JSON) has its reasons cut to VERDICT_REASON_CAP
 # prompts and requirements of imported rows (a person's own datasets are theirs to size)
@@ -33,6 +34,7 @@ TEXT_CAPS: dict[str, int] = {
     "rationale": JUDGE_TEXT_CAP,
     "reason": LINE_CAP,
     "error": LINE_CAP,
+    "finish_reason": FINISH_REASON_CAP,
 }
 JSON_CAPS: dict[str, int] = {"verdicts_json": VERDICTS_CAP}
 CAPPED_COLUMNS: frozenset[str] = frozenset(TEXT_CAPS) | frozenset(JSON_CAPS)

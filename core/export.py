@@ -30,6 +30,7 @@ from svgagent.core.prompt import format_prompt
 from svgagent.core.records import RolloutRecord, RunRecord
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.terminal_text import visible
 
 if TYPE_CHECKING:
     from svgagent.core.store import Store
@@ -65,9 +66,9 @@ CSV_COLUMNS = (
 )
 # ``reason`` is the rollout's one-line why (a judge's rationale: its first line, at most 200 characters, cut marked
 # with …); ``rationale`` is the judge's whole text, as JSONL and the app have it (quoting keeps its newlines).
-# A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection"): such text cells get a
-# leading apostrophe, which spreadsheets show as text and hide.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP "CSV injection"), also after leading
+# blanks (spaces, newlines), which some trim: such text cells get a leading apostrophe, shown as text and hidden.
+_FORMULA_START = ("=", "+", "-", "@")
 
 
 def rollout_status(rec: RolloutRecord) -> dict[str, Any]:
@@ -229,11 +230,17 @@ def write_csv(rollouts: Iterable[RolloutRecord], out: TextIO) -> int:
 
 
 def neutralise_cell(value: Any) -> Any:
-    """A text cell a spreadsheet would run as a formula, made inert with a leading apostrophe; anything else
-    as it is (numbers stay numbers)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """A text cell made safe for a spreadsheet and a terminal (``-o -``): control characters (ESC, C1, bidi
+    controls) written as visible escapes (``core.terminal_text``; tab and newline kept, quoting holds them), and a
+    cell a spreadsheet would run as a formula — its first character after any leading whitespace ``=``, ``+``,
+    ``-`` or ``@``, or a leading tab or carriage return — made inert with a leading apostrophe. Anything else as it
+    is (numbers stay numbers)."""
+    if not isinstance(value, str):
+        return value
+    text = visible(value)
+    if text.lstrip().startswith(_FORMULA_START) or value.startswith(("\t", "\r")):
+        return "'" + text
+    return text
 
 
 def csv_text(rollouts: Iterable[RolloutRecord]) -> str:

@@ -41,6 +41,7 @@ from svgagent.core.review import counted
 from svgagent.core.schema import MIGRATIONS
 from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
 from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
+from svgagent.core.store_values import as_text, storable
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
@@ -847,13 +848,16 @@ def _to_db(value: Any) -> Any:
         return int(value)
     if kind is RolloutStatus or kind is FailureKind:  # enums with members cannot be subclassed
         return value.value
+    if kind is dict or kind is list:  # e.g. an endpoint's finish_reason: SQLite binds no JSON value
+        return as_text(value)
     return value
 
 
 def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
-    """Columns for a new rollout row written by another module's own SQL (``core.training``): values as SQLite
-    takes them, text cut to its cap and ``truncated_json`` noting what was cut — as every store write does."""
-    values, cut = _capped({k: _to_db(v) for k, v in fields.items()})
+    """Columns for a new rollout row written by another module's own SQL (``core.training``, imports): each value
+    made one its column keeps whatever it is (:func:`~svgagent.core.store_values.storable`: no value from outside
+    can make the statement fail), text cut to its cap and ``truncated_json`` noting what was cut."""
+    values, cut = _capped({k: storable(k, v) for k, v in fields.items()})
     values["truncated_json"] = json.dumps(cut) if cut else None
     return values
 

@@ -28,6 +28,7 @@ from typing import Any
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for, rollout_values, store_failure
+from svgagent.core.store_values import error_line, safe_text
 
 _STEP_KEYS = ("step", "training_step", "global_step")
 _MODEL_STEP = re.compile(r"(?:^|[^a-z0-9])(?:step|checkpoint|ckpt)[-_]?(\d{1,9})(?![0-9])", re.IGNORECASE)
@@ -36,6 +37,11 @@ _MODEL_EPOCH = re.compile(r"(?:^|[^a-z0-9])epoch[-_]?(\d{1,6})(?![0-9])", re.IGN
 # finds them: without the is_current term SQLite reads every rollout of the run, once per stored rollout.
 _SAMPLES_OF_ROW = "run_id = ? AND is_current IN (0, 1) AND row_index = ?"
 NEXT_SAMPLES_KEPT = 65_536  # rows whose next sample index is remembered (the least recently stored are read again)
+
+
+def unstorable(err: BaseException) -> StoreError:
+    """The StoreError of a rollout whose rows raised ``err`` (not an SQLite error: a value no statement takes)."""
+    return StoreError(f"the rollout could not be stored: {error_line(err)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +233,8 @@ class TrainingStore:
 
     def record_many(self, batch: Sequence[Served]) -> list[ServedRef | StoreError]:
         """Store several ended rollouts in one transaction (its commit was most of a stored rollout's CPU); one
-        that cannot be written (its error in its place in the answer) costs the others nothing. A failed commit
-        raises StoreError: then none is stored. The batch is first written as it is; only when that fails is it
+        that cannot be written, whatever it raises (its StoreError in its place in the answer), costs the others
+        nothing. A failed commit raises StoreError: then none is stored. The batch is first written as it is; only when that fails is it
         written again with each rollout on a savepoint of its own (two statements more per rollout, paid only then).
 
         A new sample's index is the one after the last this store committed for its row (read from the database once
@@ -239,7 +245,7 @@ class TrainingStore:
         try:
             with self.store.transaction() as db:
                 refs = [self._insert(db, one, stamp, taken) for one in batch]
-        except StoreError:  # rolled back: nothing of it is stored (and its rows' indexes are read again)
+        except Exception:  # rolled back, whatever failed: nothing of it is stored (its rows' indexes are read again)
             for one in batch:
                 self._next_samples.pop((one.place.run_id, one.place.row_index), None)
         else:
@@ -259,6 +265,9 @@ class TrainingStore:
                 except sqlite3.Error as err:
                     db.execute("ROLLBACK TO served")
                     outcomes.append(store_failure(err, self.store.path))
+                except Exception as err:  # noqa: BLE001 - whatever this rollout's rows raise costs only this rollout
+                    db.execute("ROLLBACK TO served")
+                    outcomes.append(unstorable(err))
                 db.execute("RELEASE served")
         return outcomes
 
@@ -296,7 +305,7 @@ class TrainingStore:
             "row_id": ids.row_id,
             "sample_index": sample_index,
             "attempt": attempt,
-            "prompt": one.prompt,
+            "prompt": safe_text(one.prompt),
             "requirements_json": json.dumps(list(one.requirements)),
             "total": len(one.requirements),
             "created": stamp,
@@ -318,9 +327,9 @@ class TrainingStore:
                 ids.invocation_id,
                 ids.run_id,
                 ids.row_id,
-                one.model,
+                safe_text(one.model),
                 int(one.code),
-                one.message[:2000],
+                safe_text(one.message[:2000]),
                 int(one.judged),
                 stamp,
                 stamp,
@@ -415,7 +424,7 @@ class TrainingStore:
         db.execute(
             "INSERT INTO training_steps(training_id, step, run_id, step_source, epoch, ep_run_id, model,"
             " created) VALUES (?,?,?,?,?,?,?,?)",
-            (training_id, step, run_id, hint.source, hint.epoch, ep_run_id, model, stamp),
+            (training_id, step, run_id, hint.source, hint.epoch, ep_run_id, safe_text(model), stamp),
         )
         db.execute("UPDATE training_runs SET updated = ? WHERE training_id = ?", (stamp, training_id))
         return run_id

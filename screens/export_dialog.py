@@ -20,6 +20,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from svgagent.core.export import FORMATS, ExportResult, export_run
 from svgagent.core.store import Store
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.screen_text import escaped, shown, shown_line
 from svgagent.tui.widgets.text_field import TextField
 
 FORMAT_LABELS = {"jsonl": "JSONL (Eval Protocol rows)", "csv": "CSV (flat table)"}
@@ -163,7 +164,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
         assets = self.query_one("#export-assets", Input).value.strip()
         if assets:  # where the pictures go too (a relative directory is the working directory's, as the file's)
             line.append(f"; PNGs and SVGs to {resolve(assets)}", style="dim")
-        status.update(line)
+        status.update(escaped(line, one_line=True))  # a path typed or pasted: its controls shown
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
@@ -192,7 +193,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
         assets_text = self.query_one("#export-assets", Input).value.strip()
         assets = resolve(assets_text) if assets_text else None
         self.busy = True
-        self.query_one("#export-status", Static).update(Text(f"writing {target}…", style="italic"))
+        self.query_one("#export-status", Static).update(shown_line(f"writing {target}…", style="italic"))
         self._write(self.format, target, assets)
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
@@ -209,7 +210,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
     def on_export_dialog_done(self, message: Done) -> None:
         self.busy = False
         if message.result is None:
-            self.query_one("#export-status", Static).update(Text(message.error, style="bold red"))
+            self.query_one("#export-status", Static).update(shown(message.error, style="bold red"))
             self.notify(message.error, title="Export failed", severity="error", timeout=8)
             return
         self.app.notify(describe(message.result), title="Exported", timeout=6)

@@ -19,11 +19,13 @@ from textual.widgets.option_list import Option
 from svgagent.core.records import RolloutRecord
 from svgagent.core.review import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store import Store
+from svgagent.core.terminal_text import visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, not_judged, verdict_text
+from svgagent.tui.widgets.screen_text import shown_line
 
 NARROW_BELOW = 110
 
@@ -41,7 +43,7 @@ def requirement_prompt(rec: RolloutRecord, index: int, human: list[Mark] | None)
         mine = human[index]
         style = "dim" if mine is None else "bold green" if mine else "bold red"
         text.append("you " + ("·" if mine is None else "✓" if mine else "✗") + "  ", style=style)
-    text.append(f"{index + 1}. {rec.requirements[index]}")
+    text.append(f"{index + 1}. {visible(rec.requirements[index])}")
     return text
 
 
@@ -67,7 +69,7 @@ def attempts_table(attempts: list[RolloutRecord]) -> Table:
             f"{STATUS_ICONS[a.status]} {a.status.value}",
             format_score(a),
             f"{a.effective_fulfilled if a.effective_fulfilled is not None else '–'}/{a.total}",
-            note,
+            shown_line(note),  # a reason or error: outside text
         )
     return table
 
@@ -221,7 +223,9 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def _show(self) -> None:
         rec = self.record
         self.query_one("#detail-title", Static).update(
-            Text(f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold")
+            shown_line(
+                f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold"
+            )
         )
         note = count_mode_note(rec)
         self.query_one("#detail-verdict", Static).update(

@@ -217,12 +217,20 @@ def test_token_counts_are_sane_integers_or_0(usage: dict[str, Any], expected: tu
 
 
 @pytest.mark.parametrize(
-    ("finish", "expected"), [("stop", "stop"), ({"a": [1]}, None), (7, None), ("x" * 65, None), (None, None)]
+    ("finish", "expected"),
+    [("stop", "stop"), ({"a": [1]}, '{"a": [1]}'), (7, "7"), ("x" * 65, "x" * 64), (None, None)],
 )
-def test_a_finish_reason_is_a_short_string_or_none(finish: Any, expected: str | None) -> None:
+def test_a_finish_reason_is_text_of_at_most_64_characters(finish: Any, expected: str | None) -> None:
+    """A dict (SQLite binds none) or a number is kept as its JSON text; every one is cut to 64 characters."""
     body = completion()
     body["choices"][0]["finish_reason"] = finish
     assert parse_completion(json.dumps(body).encode()).choices[0].finish_reason == expected
+
+
+def test_a_lone_surrogate_escape_is_read_as_the_json_module_reads_it() -> None:
+    """pydantic's reader refuses \\udc00; the json module reads it (the store makes it U+FFFD)."""
+    raw = json.dumps(completion(content="a \udc00 b")).encode()
+    assert parse_completion(raw).choices[0].message.content == "a \udc00 b"
 
 
 def test_content_as_text_parts_is_joined_and_odd_fields_are_dropped() -> None:
@@ -299,7 +307,7 @@ async def test_numbers_from_an_answer_are_made_sane_on_the_way_in(hostile) -> No
     answer = await _call(hostile.url("numbers"))
     assert answer.usage is not None
     assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (0, 0)
-    assert answer.choices[0].finish_reason is None
+    assert answer.choices[0].finish_reason == '{"a": [1, 2]}'
     assert answer.choices[0].message.content == SVG
 
 

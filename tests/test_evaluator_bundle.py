@@ -26,6 +26,7 @@ from svgagent.core.rft.evaluator_bundle import (
     BUNDLE_PACKAGE,
     ENTRY_FILE,
     ENTRY_POINT,
+    REQUIREMENTS,
     RFT_DIR,
     SCORING_DIR,
     SOURCE_MODULES,
@@ -97,6 +98,29 @@ def test_bundle_is_deterministic_and_generated_from_the_sources() -> None:
     other = build_bundle(config={**one.config, "judge_model": "another-judge"})
     assert other.code_hash != one.code_hash
     assert other.evaluator_id != one.evaluator_id
+
+
+def test_bundle_requires_what_its_code_imports() -> None:
+    """requirements.txt names every third-party package the bundled code imports, and nothing it does not."""
+    import ast
+
+    imported = set()
+    for name, data in build_bundle().files.items():
+        if name.endswith(".py"):
+            for node in ast.walk(ast.parse(data)):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    imported.add(node.module.split(".")[0])
+    distributions = {"PIL": "pillow", "eval_protocol": "eval-protocol"}
+    third_party = {
+        distributions.get(module, module)
+        for module in imported
+        if module not in sys.stdlib_module_names and module != BUNDLE_PACKAGE
+    }
+    required = {requirement.split(">")[0].split("[")[0] for requirement in REQUIREMENTS}
+    assert third_party <= required, third_party - required
+    assert required == third_party, required - third_party
 
 
 def test_bundle_code_runs_on_python_3_10(tmp_path: Path) -> None:

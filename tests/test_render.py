@@ -453,8 +453,8 @@ def test_blocking_callers_that_wait_start_another_worker(monkeypatch: pytest.Mon
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 async def test_a_worker_reuses_its_buffers_between_renders() -> None:
-    """A render's big buffers (surface, RGB copy, scanlines: ~3 MB at 512 px) come from the worker's heap and stay
-    there (render.WORKER_MALLOC): a fresh mapping for each was ~1,000 page faults, ≈1.5 ms of CPU per render."""
+    """A render's big buffers (the surface, the PNG's rows) come from the worker's heap and stay there
+    (render.WORKER_MALLOC): a fresh mapping for each was ~1,000 page faults, ≈1.5 ms of CPU per render."""
     from svgagent.core.scoring.render import WORKER_MALLOC, worker_environment
 
     def minor_faults(pid: int) -> int:
@@ -469,73 +469,3 @@ async def test_a_worker_reuses_its_buffers_between_renders() -> None:
         for _ in range(20):
             await pool.render(solid_svg("#3366cc", 100, 100), size=512)
         assert (minor_faults(pid) - before) / 20 < 50  # without: ≈1,000 a render
-
-
-# ------------------------------------------------------------------------------------------------ PNG encoding
-
-_BUSY = (
-    f'<svg {NS} width="300" height="200"><rect width="300" height="200" fill="#2a6"/>'
-    + "".join(
-        f'<circle cx="{(i * 37) % 300}" cy="{(i * 53) % 200}" r="{5 + i % 30}" '
-        f'fill="#{(i * 999331) % 0xFFFFFF:06x}" opacity="0.7"/>'
-        for i in range(60)
-    )
-    + '<path d="M0,0 C100,200 200,0 300,200" stroke="#000" stroke-width="3" fill="none"/></svg>'
-)
-
-
-def test_the_png_holds_the_same_pixels_whichever_compressor_wrote_it() -> None:
-    """The pixels are compressed by ISA-L when python-isal is installed (a fifth of zlib's CPU): another byte
-    stream, the very same picture to any decoder."""
-    from svgagent.core.scoring import render_draw
-
-    fast = render_svg_to_png(_BUSY)
-    before = render_svg_to_png(_BUSY, encode=render_draw.surface_to_png_as_before)
-    assert render_draw.fastest_deflate() is not render_draw.zlib_deflate  # isal is a dependency
-    assert fast != before
-    assert image_of(fast).tobytes() == image_of(before).tobytes()
-    assert len(fast) < 1.25 * len(before)
-
-
-def test_without_isal_the_png_is_compressed_by_zlib(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The evaluator bundle does not require python-isal: without it the renderer writes what it wrote before."""
-    from svgagent.core.scoring import render_draw
-
-    render_draw.fastest_deflate.cache_clear()
-    try:
-        monkeypatch.setitem(sys.modules, "isal", None)  # import isal raises ImportError
-        assert render_draw.fastest_deflate() is render_draw.zlib_deflate
-        assert render_svg_to_png(_BUSY) == render_svg_to_png(_BUSY, encode=render_draw.surface_to_png_as_before)
-    finally:
-        render_draw.fastest_deflate.cache_clear()
-
-
-def _drawn_surface():
-    from svgagent.core.scoring import render_draw, render_worker
-
-    data = _BUSY.encode()
-    tree = render_worker._parse_tree(data, render_worker._make_fetcher(len(data) + 1))
-    return render_draw.surface_class()(tree, None, 96, output_width=300, output_height=200, background_color="white")
-
-
-def test_the_scanlines_from_pillows_padded_rows_are_pngs_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    """surface_to_png takes PNG's scanlines from Pillow's rows padded with a zero byte; should a Pillow ever pad
-    with anything else, it builds them row by row instead: the same PNG either way."""
-    from PIL import Image as PILImage
-
-    from svgagent.core.scoring import render_draw
-
-    surface = _drawn_surface()
-    by_rows = render_draw.surface_to_png_as_before(surface)
-    assert render_draw.surface_to_png(surface, render_draw.zlib_deflate) == by_rows
-    real = PILImage.Image.tobytes
-
-    def dirty_padding(self, encoder_name="raw", *args):  # noqa: ANN001, ANN202
-        data = real(self, encoder_name, *args)
-        if len(args) < 2:
-            return data
-        stride = args[1]
-        return b"".join(data[i : i + stride - 1] + b"\xff" for i in range(0, len(data), stride))
-
-    monkeypatch.setattr(PILImage.Image, "tobytes", dirty_padding)
-    assert render_draw.surface_to_png(surface, render_draw.zlib_deflate) == by_rows

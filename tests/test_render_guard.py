@@ -74,7 +74,7 @@ def no_drawing(monkeypatch: pytest.MonkeyPatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the SVG reached the drawing step")
 
-    monkeypatch.setattr("svgagent.core.scoring.render_draw.surface_class", lambda: refuse)
+    monkeypatch.setattr("cairosvg.surface.PNGSurface", refuse)
 
 
 @pytest.mark.parametrize("name", sorted({**ABSURD, **EXPANDING}))

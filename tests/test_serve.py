@@ -17,7 +17,8 @@ from serve_support import REQUEST_KEY, init_body, post_init, serving, wait_for
 from svgagent.core.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.serve.server import ROLLOUT_ID, STOPPED, JsonAccessLogger, access_log
+from svgagent.core.serve.access_log import ROLLOUT_ID, JsonAccessLogger, access_log
+from svgagent.core.serve.server import STOPPED
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TracingGateway
 from svgagent.core.store import Store

@@ -1,4 +1,4 @@
-"""The serve command's access log (tui/cli/serve.StderrLines): JSON lines straight to stderr, a few at a time, and
+"""The serve command's access log (tui/cli/serve_log.StderrLines): JSON lines straight to stderr, a few at a time, and
 never behind a later record."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from svgagent.tui.cli.serve import StderrLines, _FlushingHandler, _JsonLines
+from svgagent.tui.cli.serve_log import FlushingHandler, JsonLines, StderrLines
 
 
 async def _until_flushed(lines: StderrLines) -> None:
@@ -36,8 +36,8 @@ async def test_another_record_on_stderr_comes_after_the_access_lines_before_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     lines = StderrLines()
-    handler = _FlushingHandler(lines)
-    handler.setFormatter(_JsonLines())
+    handler = FlushingHandler(lines)
+    handler.setFormatter(JsonLines())
     logger = logging.getLogger("svgagent.test.serve-access")
     logger.addHandler(handler)
     logger.propagate = False
@@ -68,7 +68,7 @@ def test_access_lines_off_a_loop_and_past_the_cap_are_written_at_once(capsys: py
 
 
 def test_a_flush_on_another_thread_while_a_line_is_appended_loses_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    """A record logged on another thread flushes the queue there (_FlushingHandler): if that happens between the
+    """A record logged on another thread flushes the queue there (FlushingHandler): if that happens between the
     loop's `info` reading the queue and appending to it, the line must still be written, once, after the earlier
     ones. The queue below hands the CPU to such a flush at exactly that moment (and waits for it at most 0.3 s)."""
     import threading

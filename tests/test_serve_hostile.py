@@ -50,11 +50,11 @@ async def _serve_one(store: Store, renderer: Renderer, endpoint: ScriptedEndpoin
 
 async def test_absurd_numbers_in_an_answer_are_stored_sane(store: Store, renderer: Renderer, endpoint) -> None:
     """usage.prompt_tokens = 10**30 as an integer, completion_tokens = -5, finish_reason a dict: read as the engine
-    reads them (0, 0, none), so the store gets numbers it can hold."""
+    reads them (0, 0, its JSON text), so the store gets values it can hold."""
     rec, stats = await _serve_one(store, renderer, endpoint, "numbers")
     assert rec.status is RolloutStatus.SCORED
     assert (rec.prompt_tokens, rec.completion_tokens) == (0, 0)
-    assert rec.finish_reason == "unknown"
+    assert rec.finish_reason == '{"a": [1, 2]}'
     assert rec.raw_answer == SVG
     assert stats.finished == 1
 

@@ -90,3 +90,53 @@ async def test_a_failed_commit_gives_every_waiter_the_store_error(tmp_path: Path
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         assert [type(o) for o in outcomes] == [StoreError, StoreError]
         assert recorder.stored == 0
+
+
+async def test_a_rollout_whose_rows_raise_anything_fails_alone_and_the_others_are_stored(tmp_path: Path) -> None:
+    """A value no statement takes raised OverflowError out of flush() (a timer callback): no waiter of the batch
+    was ever settled. Now that rollout alone gets a StoreError naming the cause."""
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        recorder = Recorder(training, window_s=3600)
+        insert = training._insert
+
+        def overflowing(db: object, one: Served, *args: object) -> object:
+            if one.ids.rollout_id == "bad":
+                raise OverflowError("Python int too large to convert to SQLite INTEGER")
+            return insert(db, one, *args)  # type: ignore[arg-type]
+
+        training._insert = overflowing  # type: ignore[method-assign, assignment]
+        tasks = [asyncio.create_task(recorder.record(served(training, name))) for name in ("a", "bad", "c")]
+        await until_pending(recorder, 3)
+        recorder.flush()
+        first, failed, third = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(failed, StoreError) and "OverflowError" in str(failed)
+        assert {first.ep_rollout_id, third.ep_rollout_id} == {"a", "c"}  # type: ignore[union-attr]
+        assert training.served("bad") is None and recorder.stored == 2
+
+
+async def test_a_batch_write_that_raises_anything_is_written_again_one_rollout_at_a_time(tmp_path: Path) -> None:
+    """Should the batch's write raise what record_many does not catch, each rollout is written on its own: every
+    waiter is settled, and those that can be stored are."""
+    with Store(tmp_path / "runs.db") as store:
+        training = TrainingStore(store)
+        recorder = Recorder(training, window_s=3600)
+        record_many = training.record_many
+
+        def only_alone(batch: list[Served]) -> object:
+            if len(batch) > 1:
+                raise ValueError("something unforeseen")
+            return record_many(batch)
+
+        training.record_many = only_alone  # type: ignore[method-assign, assignment]
+        committed: list[str] = []
+        tasks = [
+            asyncio.create_task(
+                recorder.record(served(training, f"u{i}"), on_commit=lambda ref: committed.append(ref.ep_rollout_id))
+            )
+            for i in range(3)
+        ]
+        await until_pending(recorder, 3)
+        recorder.flush()
+        refs = await asyncio.gather(*tasks)
+        assert [r.ep_rollout_id for r in refs] == ["u0", "u1", "u2"] == committed

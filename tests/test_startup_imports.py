@@ -162,7 +162,7 @@ def test_eval_sends_its_first_request_before_importing_the_display_or_the_render
         "term_image",
         "httpx",  # (fireworks-ai's transport; openai's is httpx2)
         # (aiohttp is not here: openai's package imports its vendored aiohttp transport when aiohttp is installed)
-        "svgagent.core.scoring.render_draw",  # only the render workers draw
+        "svgagent.core.scoring.render_path",  # only the render workers draw
         "svgagent.core.scoring.extract",  # its patterns compile once the first answer is in
         *OTHER_COMMANDS,
     )  # the parser is eval's alone (tui/cli/main.ALONE)
@@ -269,7 +269,7 @@ def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax_and_ends_the_g
         "cairosvg",
         "svgagent.screens.help",  # the help screen imports every other screen: only a keymap needs it at start
         "svgagent.core.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
-        "svgagent.core.scoring.render_draw",
+        "svgagent.core.scoring.render_path",
     )  # the store's caps import the renderer's limits, not its drawing
     assert sorted(name for name in late if name in modules) == []
     assert json.loads(first_frame_probe[-3]) == {"gc_enabled": True}  # the app ended the start-up pause

@@ -4,13 +4,13 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
 
     test_svgagent_judge.py   entry: a copy of core/rft/bundle_entry.py (the plain scoring function + the Eval Protocol
                              pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
-    svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_draw,render_context,
-                             render_paint,render_tree,render_shortcuts,render_path,render_worker,render,chat,
-                             judge}.py
+    svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_path,render_worker,
+                             render,chat,judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
-    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, isal, ... (each with a floor)
-    Dockerfile               the system libraries pip cannot install: libcairo2 and fonts (what `ep local-test` builds)
+    requirements.txt         eval-protocol, openai, cairosvg, pillow, pydantic, ... (each with a floor)
+    Dockerfile               the system libraries pip cannot install: libcairo2 and the font set (what `ep local-test`
+                             builds)
     README.md
 
 The archive is laid out as eval-protocol's `ep upload` packs a project: every file under one top-level folder (the
@@ -56,11 +56,6 @@ SOURCE_MODULES = (
     "models",
     "extract",
     "render_guard",
-    "render_draw",
-    "render_context",
-    "render_paint",
-    "render_tree",
-    "render_shortcuts",
     "render_path",
     "render_worker",
     "render",
@@ -86,23 +81,22 @@ REQUIREMENTS = (
     # httpx2 support is the extra
     "openai[httpx2]>=2.54",
     "httpx2>=2.12,<3",
-    "cairosvg>=2.7,<3",
-    "cairocffi>=1.6",
+    "cairosvg>=2.9.1,<3",  # 2.9.1: path data before its first command no longer loops (docs/cairosvg-closepath-hang.md)
     "defusedxml>=0.7",
     "pillow>=9.1",
     "pydantic>=2.7",
-    # the PNG's compressor (render_draw.fastest_deflate): without it the evaluator still renders, with zlib, the same
-    # pixels in other bytes than `svgagent eval` writes (and the simulated judge, which hashes the bytes, scores them
-    # apart)
-    "isal>=1.6",
 )
-DOCKERFILE = """\
-# The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and fonts
-# for SVG <text>. `ep local-test` builds this image and runs the evaluation test in it with the project mounted at
-# /workspace; without libcairo the evaluator stops on its first row with an error naming it.
+# The fonts text is drawn with (issue 26): the same Debian packages as the app's render environment (.ci/run, README),
+# so `sans-serif`, `serif` and `monospace` resolve to the same faces in `svgagent eval` and in the RFT evaluator.
+FONT_PACKAGES = ("fonts-dejavu-core", "fonts-liberation", "fonts-noto-core")
+DOCKERFILE = f"""\
+# The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and the
+# font set SVG <text> is drawn with (the same as svgagent's own render environment). `ep local-test` builds this image
+# and runs the evaluation test in it with the project mounted at /workspace; without libcairo the evaluator stops on
+# its first row with an error naming it.
 FROM python:3.11-slim
 RUN apt-get update \\
-    && apt-get install -y --no-install-recommends libcairo2 fonts-dejavu-core fontconfig \\
+    && apt-get install -y --no-install-recommends libcairo2 fontconfig {" ".join(FONT_PACKAGES)} \\
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /workspace
 COPY requirements.txt /tmp/requirements.txt

@@ -10,20 +10,23 @@ plain JSON. The answer comes back as bytes (read whole, within the client's cap)
   nested too deeply) raises :class:`EndpointResponseError` with one line;
 - a message's content is text, ``null`` or a list of text parts (joined); anything else is refused;
 - token counts that are not integers from 0 to :data:`MAX_TOKEN_COUNT` (``1e30`` written as an integer, ``-5``,
-  ``1.5``, ``"12"``) read as 0; a ``finish_reason`` that is not a short string reads as ``None``; a ``refusal``
-  that is not a string reads as ``None``;
+  ``1.5``, ``"12"``) read as 0; a ``finish_reason`` that is not a string is kept as its JSON text, and any is cut
+  to :data:`MAX_FINISH_REASON_CHARS`; a ``refusal`` that is not a string reads as ``None``; JSON that pydantic's
+  reader refuses but the json module reads (a lone surrogate escape) is read by the json module;
 - fields nobody reads are not kept (pydantic skips them), so padding costs no Python objects.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from svgagent.core.scoring.errors import EndpointResponseError
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT
 
-MAX_TOKEN_COUNT = 10**9  # larger "counts" are not counts: read as 0
+__all__ = ["MAX_TOKEN_COUNT", "ChatCompletion", "chat_completion", "parse_completion", "post_completion"]
 MAX_FINISH_REASON_CHARS = 64
 
 
@@ -57,7 +60,9 @@ class ChatChoice(_Model):
     @field_validator("finish_reason", mode="before")
     @classmethod
     def _reason(cls, value: Any) -> Any:
-        return value if isinstance(value, str) and len(value) <= MAX_FINISH_REASON_CHARS else None
+        if value is not None and not isinstance(value, str):  # an object, a number: kept as its JSON text
+            value = json.dumps(value, ensure_ascii=False)
+        return value[:MAX_FINISH_REASON_CHARS] if value is not None else None
 
 
 def _count(value: Any) -> int:
@@ -95,9 +100,23 @@ def parse_completion(raw: bytes) -> ChatCompletion:
     try:
         return ChatCompletion.model_validate_json(text)
     except ValidationError as err:
-        raise EndpointResponseError(_what_is_wrong(err, text)) from None
+        refused = err
     except RecursionError:
         raise EndpointResponseError("the answer is JSON nested too deeply to read") from None
+    if refused.errors(include_url=False)[0]["type"] == "json_invalid":  # e.g. "\\ud800", which json.loads reads
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = _UNREADABLE
+        if data is not _UNREADABLE:
+            try:
+                return ChatCompletion.model_validate(data)
+            except ValidationError as err:
+                refused = err
+    raise EndpointResponseError(_what_is_wrong(refused, text)) from None
+
+
+_UNREADABLE = object()
 
 
 def _what_is_wrong(err: ValidationError, text: str) -> str:
@@ -140,8 +159,17 @@ async def post_completion(
     import httpx2
 
     options: dict[str, Any] = {"headers": headers} if headers else {}
-    response = await client.post(url, body=body, cast_to=httpx2.Response, options=options)
+    response = await client.post(url, content=request_bytes(body), cast_to=httpx2.Response, options=options)
     return parse_completion(response.content)
+
+
+def request_bytes(body: Any) -> bytes:
+    """``body`` as a JSON request body, as the openai client writes one (UTF-8, compact), or with ``\\u`` escapes
+    where UTF-8 cannot hold a string (a lone surrogate, which a prompt read from JSON may carry)."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":")).encode("ascii")
 
 
 async def chat_completion(client: Any, **body: Any) -> ChatCompletion:

@@ -85,10 +85,10 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-# glibc's malloc (mallopt(3); other C libraries ignore these): a render's big buffers — the surface, its RGB copy,
-# the PNG's scanlines, ~3 MB at 512 px — were each a fresh mapping, unmapped again when freed, so every render
-# faulted in and zeroed ~1,000 new pages (≈1.5 ms of its ≈3.8 ms of CPU on a small SVG). From the heap and kept
-# there between renders, the next render reuses them. A worker keeps at most TRIM of freed memory (RLIMIT_AS: 1 GB).
+# glibc's malloc (mallopt(3); other C libraries ignore these): a render's big buffers — cairo's surface, 1 MB at
+# 512 px, and the PNG encoder's — were each a fresh mapping, unmapped again when freed, so every render faulted in and
+# zeroed hundreds of new pages. From the heap and kept there between renders, the next render reuses them. A worker
+# keeps at most TRIM of freed memory (RLIMIT_AS: 1 GB).
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 
 

@@ -1,9 +1,11 @@
 """The sandboxed side of SVG rendering: the in-process core and the worker-process main loop.
 
-:func:`render_svg_to_png` checks the input (size cap, gzip with a capped expansion, UTF-8, root element), refuses
-every external reference (only inline ``data:`` URLs are served: nothing is read from disk or network), keeps
-cairosvg's entity refusal (``unsafe=False``), scales the output so its longest side is exactly ``size`` px whatever
-the SVG claims, and paints on white. cairosvg is imported lazily, on the first render.
+:func:`render_svg_to_png` checks the input (size cap, gzip with a capped expansion, UTF-8, root element, the
+up-front cost checks of render_guard), refuses every external reference (only inline ``data:`` URLs are served:
+nothing is read from disk or network), keeps cairosvg's entity refusal (``unsafe=False``) and has cairosvg draw and
+encode the picture as ``cairosvg.svg2png`` does, with its own parameters: the longest side exactly ``size`` px
+whatever the SVG claims, on white. The pixels are cairosvg's, except for path data holding a closepath error, which
+cairosvg never finishes reading (render_path). cairosvg is imported lazily, on the first render.
 
 Run as ``__main__`` (by :class:`svgagent.core.scoring.render.Renderer`) it is a worker: it
 warms cairosvg up, limits its address space with ``RLIMIT_AS`` and serves requests on stdin/stdout until stdin
@@ -32,9 +34,9 @@ from urllib.parse import unquote_to_bytes
 
 from svgagent.core.scoring.errors import RenderError
 
-# The drawing modules (render_draw, render_tree, render_guard, render_path) are imported by the functions that draw:
-# a worker imports them as it boots (its warm-up render), the processes that only talk to workers (the engine, the
-# app: this module's protocol and limits) never do.
+# cairosvg, render_guard and render_path are imported by the function that draws: a worker imports them as it boots
+# (its warm-up render), the processes that only talk to workers (the engine, the app: this module's protocol and
+# limits) never do.
 
 REQUEST_HEADER = struct.Struct(">II")
 REPLY_HEADER = struct.Struct(">BI")
@@ -245,19 +247,14 @@ def fit_longest_side(width: float, height: float, size: int) -> tuple[int, int]:
 # ------------------------------------------------------------------------------------------ in-process core
 
 
-def _parse_tree(data: bytes, fetcher, fast: bool = True):
-    """cairosvg's tree of ``data``; ``fast``: built by render_tree.py where that gives the same tree."""
+def _parse_tree(data: bytes, fetcher):
+    """cairosvg's tree of ``data``, fetching through ``fetcher``, entities refused."""
     from xml.etree.ElementTree import ParseError
 
     from cairosvg.parser import Tree
     from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden, NotSupportedError
 
-    from svgagent.core.scoring.render_draw import cairosvg_checked
-    from svgagent.core.scoring.render_tree import build_tree
-
     try:
-        if fast and cairosvg_checked():
-            return build_tree(data, fetcher)
         return Tree(bytestring=data, url_fetcher=fetcher, unsafe=False)
     except EntitiesForbidden:
         raise RenderError("SVG declares XML entities, which are refused (entity expansion attack?)") from None
@@ -277,47 +274,40 @@ def _check_root(tree) -> None:
     raise RenderError(f"not an SVG document: root element is <{_shorten(tag, 40)}>")
 
 
-def render_svg_to_png(
-    svg: str | bytes,
-    size: int = DEFAULT_SIZE,
-    *,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    surface=None,
-    check_cost: bool = True,
-    fast_tree: bool = True,
-    encode=None,
-) -> bytes:
+def output_size(tree, size: int) -> dict[str, float | int]:
+    """cairosvg's sizing parameters for a picture whose longest side is ``size`` px: ``output_width`` and
+    ``output_height`` (:func:`fit_longest_side` of the size the root claims, :func:`intrinsic_size`), and that size as
+    ``parent_width``/``parent_height``, against which cairosvg resolves a root's percentage or missing width/height."""
+    width, height = intrinsic_size(tree.get("width"), tree.get("height"), tree.get("viewBox"))
+    out_w, out_h = fit_longest_side(width, height, size)
+    return {"parent_width": width, "parent_height": height, "output_width": out_w, "output_height": out_h}
+
+
+def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
 
-    Raises :class:`RenderError` (one-line reason) for anything that cannot be rendered safely. It has no timeout
-    and no memory limit of its own: use :class:`Renderer` for untrusted input. ``surface`` (a cairosvg surface
-    class), ``check_cost``, ``fast_tree`` (False: cairosvg builds the tree) and ``encode`` (the drawn surface to PNG
-    bytes, default render_draw.surface_to_png) exist for comparisons (tests, bench/render.py): the renderer uses the
-    defaults.
+    The PNG is cairosvg's own (``cairosvg.svg2png``'s surface, sizing and encoder), given :func:`output_size`'s
+    parameters and ``background_color="white"``. Raises :class:`RenderError` (one-line reason) for anything that
+    cannot be rendered safely. It has no timeout and no memory limit of its own: use :class:`Renderer` for untrusted
+    input.
     """
     if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
         raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
-    from svgagent.core.scoring.render_draw import surface_class, surface_to_png
+    from cairosvg.surface import PNGSurface
+
     from svgagent.core.scoring.render_guard import check_render_cost
     from svgagent.core.scoring.render_path import install as cut_path_data_at_closepath_errors
 
     data = svg_input_bytes(svg, max_bytes)
     try:
-        tree = _parse_tree(data, _make_fetcher(max_bytes), fast_tree)
+        tree = _parse_tree(data, _make_fetcher(max_bytes))
         _check_root(tree)
-        width, height = intrinsic_size(tree.get("width"), tree.get("height"), tree.get("viewBox"))
-        out_w, out_h = fit_longest_side(width, height, size)
-        # Pin the root's size to what we resolved so cairosvg's view matches ours (percentages, missing sizes).
-        tree["width"], tree["height"] = repr(width), repr(height)
-        if check_cost:
-            check_render_cost(data, tree.xml_tree)
+        sizing = output_size(tree, size)
+        check_render_cost(data, tree.xml_tree)
         cut_path_data_at_closepath_errors()  # cairosvg loops for ever on "Z 5 5"; SVG draws up to the Z
-        surface = (surface or surface_class())(
-            tree, None, _DPI, output_width=out_w, output_height=out_h, background_color="white"
-        )
-        png = (encode or surface_to_png)(surface)
-        surface.finish()
-        return png
+        png = io.BytesIO()
+        PNGSurface(tree, png, _DPI, background_color="white", **sizing).finish()
+        return png.getvalue()
     except RenderError:
         raise
     except RecursionError:

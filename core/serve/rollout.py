@@ -9,13 +9,23 @@
 3. Store the outcome (in one transaction with the rollouts that end near it: :mod:`.recorder`), then log the
    terminal status to the gateway: FINISHED once the policy answered (with or without an SVG — scoring is the
    evaluator's), an error code when it did not.
+
+Every stage has a deadline (:class:`Deadlines`: the wait for a slot, the policy call, the picture, the local judge,
+the store write), so no rollout stays queued or running for good. Once the policy answered, what the rollout would
+store if it were stopped now is kept on its :class:`Job` (``outcome``): a shutdown then stores it as answered and
+logs it FINISHED (eval-protocol would otherwise pay for the same answer again). The status is logged only after the
+store write has settled: a rollout whose own rows cannot be stored is stored again without them (failed, with the
+reason); should the store take nothing at all, the status is still logged (a store failure never becomes an error
+status) and kept in memory for ``/status``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import sqlite3
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +48,34 @@ from svgagent.core.verdicts import verdict_columns
 
 log = logging.getLogger("svgagent.serve")
 NOT_JUDGED = "not judged here (the evaluator scores it on the platform; `svgagent serve --judge` scores locally)"
+STOPPED_ANSWERED = "svgagent serve stopped before the picture was made (the policy's answer is stored)"
+STOPPED_JUDGING = "svgagent serve stopped before the local judge answered (the answer and picture are stored)"
 _FIREWORKS_PREFIX = "fireworks_ai/"  # eval-protocol's LiteLLM routing prefix; the Fireworks API itself wants none
+QUEUE_TIMEOUT_S = 120.0  # eval-protocol's RemoteRolloutProcessor stops polling a rollout after 120 s by default
+STORE_TIMEOUT_S = 30.0
+POLICY_BACKSTOP_S = 5.0  # past the policy call's own deadline, the stage is ended whatever the transport does
+UNSTORED_KEPT = 10_000  # statuses remembered for rollouts the store could not take (the oldest are forgotten)
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """How long each stage of one rollout may take, in seconds."""
+
+    queue_s: float = QUEUE_TIMEOUT_S  # waiting for a free slot (--queue-timeout)
+    policy_s: float = 100.0  # the policy call, retries included (--rollout-timeout)
+    render_s: float = 35.0  # the picture, the wait for a render worker included
+    judge_s: float = 100.0  # the local judge (--judge)
+    store_s: float = STORE_TIMEOUT_S  # the store write
+
+    @classmethod
+    def of(cls, settings: Settings, *, rollout_timeout_s: float, queue_timeout_s: float) -> Deadlines:
+        """The render stage may wait for about two renders ahead of its own; the judge gets the policy's time."""
+        return cls(
+            queue_s=queue_timeout_s,
+            policy_s=rollout_timeout_s,
+            render_s=3 * settings.render_timeout_s + 5.0,
+            judge_s=rollout_timeout_s,
+        )
 
 
 @dataclass
@@ -53,9 +90,11 @@ class ServeContext:
     http: Any  # the openai client of the policy calls and status posts (policy_call.serve_client)
     judge: Judge | None = None
     gateway_url: str | None = None  # None: the gateway of each request's model_base_url
-    rollout_timeout_s: float = 100.0
+    deadlines: Deadlines = field(default_factory=Deadlines)
     bus: EventBus[RolloutUpdate] | None = None
     recorder: Recorder = field(init=False)  # the store writes of ended rollouts, batched
+    # the statuses logged for rollouts the store could not take, so /status still answers them (newest last)
+    unstored: OrderedDict[str, tuple[int, str]] = field(init=False, default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
         self.recorder = Recorder(self.training)
@@ -65,7 +104,7 @@ class ServeContext:
         return RetryPolicy(
             max_retries=self.settings.max_retries,
             request_timeout_s=self.settings.request_timeout_s,
-            deadline_s=self.rollout_timeout_s,
+            deadline_s=self.deadlines.policy_s,
         )
 
     def gateway_for(self, req: InitRequest) -> str:
@@ -75,6 +114,12 @@ class ServeContext:
         """A stored rollout, on the bus (``svgagent tui --serve`` shows it as it arrives)."""
         if self.bus is not None:
             self.bus.publish(RolloutUpdate(ref.run_id, ref.rollout_id, status))
+
+    def remember_unstored(self, rollout_id: str, code: StatusCode, message: str) -> None:
+        self.unstored.pop(rollout_id, None)
+        self.unstored[rollout_id] = (int(code), message)
+        while len(self.unstored) > UNSTORED_KEPT:
+            self.unstored.popitem(last=False)
 
 
 def policy_body(req: InitRequest) -> dict[str, Any]:
@@ -87,16 +132,32 @@ def policy_body(req: InitRequest) -> dict[str, Any]:
     return body
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What a rollout stores and logs: its columns, the status code and message."""
+
+    columns: dict[str, Any]
+    code: StatusCode
+    message: str
+
+
 @dataclass
 class Job:
     """One accepted rollout: the request, where it will be stored, the prompt and requirements read from it,
-    and (for eval-protocol's retry of a rollout that ended in an error) the earlier attempt."""
+    and (for eval-protocol's retry of a rollout that ended in an error) the earlier attempt. While it runs:
+    ``outcome``, what it would store were it stopped now (set once the policy answered), and ``stored``, where it
+    was stored (set at the commit)."""
 
     req: InitRequest
     place: Placement
     prompt: str
     requirements: list[str]
     previous: ServedRef | None = None
+    outcome: Outcome | None = None
+    stored: ServedRef | None = None
+
+
+FINISHED = "Rollout finished"
 
 
 async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
@@ -104,14 +165,20 @@ async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
     req = job.req
     started = time.perf_counter()
     try:
-        answer = await post_chat(
-            ctx.http,
-            f"{req.model_base_url}/chat/completions",
-            policy_body(req),
-            ctx.keys.key_for(req.model_base_url, req.api_key),
-            ctx.retry,
-        )
-    except PolicyCallError as err:
+        async with asyncio.timeout(ctx.deadlines.policy_s + POLICY_BACKSTOP_S):
+            answer = await post_chat(
+                ctx.http,
+                f"{req.model_base_url}/chat/completions",
+                policy_body(req),
+                ctx.keys.key_for(req.model_base_url, req.api_key),
+                ctx.retry,
+            )
+    except (PolicyCallError, TimeoutError) as err:
+        if isinstance(err, TimeoutError):  # the backstop: post_chat ends the call at its own deadline first
+            err = PolicyCallError(
+                StatusCode.DEADLINE_EXCEEDED,
+                f"policy call exceeded the rollout deadline of {ctx.deadlines.policy_s:g} s",
+            )
         message = str(err)
         columns = dict(
             status=RolloutStatus.FAILED,
@@ -129,21 +196,36 @@ async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
         completion_tokens=answer.usage.completion_tokens,
         generation_s=time.perf_counter() - started,
     )
-    columns.update(await _picture_and_score(ctx, answer.content, job.prompt, job.requirements))
-    return await conclude(ctx, job, columns, StatusCode.FINISHED, "Rollout finished")
+    _answered(job, columns, STOPPED_ANSWERED)
+    judged = ctx.judge is not None and bool(job.requirements)
+    columns.update(await _picture(ctx, answer.content, judged))
+    if "png" in columns:
+        if judged:
+            _answered(job, columns, STOPPED_JUDGING)
+            columns.update(await _judge(ctx, columns["png"], job))
+        else:
+            columns.update(status=RolloutStatus.SCORED, reason=NOT_JUDGED)
+    return await conclude(ctx, job, columns, StatusCode.FINISHED, FINISHED)
 
 
-async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requirements: list[str]) -> dict[str, Any]:
-    judged = ctx.judge is not None and bool(requirements)
+def _answered(job: Job, columns: dict[str, Any], reason: str) -> None:
+    """The policy answered: were the rollout stopped now, it would be stored with ``columns`` (failed, ``reason``)
+    and logged FINISHED."""
+    stopped = dict(status=RolloutStatus.FAILED, is_score_valid=False, reason=reason, failure_kind=FailureKind.OTHER)
+    job.outcome = Outcome({**columns, **stopped}, StatusCode.FINISHED, FINISHED)
+
+
+async def _picture(ctx: ServeContext, answer: str, judged: bool) -> dict[str, Any]:
+    """The SVG and its picture (``png``), or the status and reason of a rollout that has none."""
     extracted = extract_svg(answer)
+    zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}  # no usable SVG: a valid 0
     if extracted.svg is None:
-        zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}
         return dict(status=RolloutStatus.FAILED, reason=extracted.reason, failure_kind=FailureKind.NO_SVG, **zero)
     t0 = time.perf_counter()
     try:
-        png = await ctx.renderer.render(extracted.svg, ctx.settings.render_size)
+        async with asyncio.timeout(ctx.deadlines.render_s):
+            png = await ctx.renderer.render(extracted.svg, ctx.settings.render_size)
     except RenderError as err:
-        zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}
         return dict(
             status=RolloutStatus.FAILED,
             svg=extracted.svg,
@@ -152,54 +234,108 @@ async def _picture_and_score(ctx: ServeContext, answer: str, prompt: str, requir
             render_s=time.perf_counter() - t0,
             **zero,
         )
-    columns: dict[str, Any] = dict(svg=extracted.svg, png=png, render_s=time.perf_counter() - t0)
-    if not judged:
-        return dict(columns, status=RolloutStatus.SCORED, reason=NOT_JUDGED)
-    assert ctx.judge is not None
-    t0 = time.perf_counter()
-    try:
-        verdict = await ctx.judge.judge(png, requirements, prompt)
-    except api_errors() as err:  # a local judge outage: the rollout itself finished
-        kind, reason = classify_api_error(err, "judge", ctx.settings)
+    except TimeoutError:  # the render workers were all busy: no verdict on the SVG
+        reason = f"not rendered within {ctx.deadlines.render_s:g} s (the render workers were busy)"
         return dict(
-            columns,
             status=RolloutStatus.FAILED,
+            svg=extracted.svg,
             is_score_valid=False,
             reason=reason,
             error=reason,
-            failure_kind=kind,
-            judge_s=time.perf_counter() - t0,
+            failure_kind=FailureKind.TIMEOUT,
+            render_s=time.perf_counter() - t0,
         )
-    status, judged_columns = verdict_columns(verdict, time.perf_counter() - t0)
-    return dict(columns, status=status, **judged_columns)
+    return dict(svg=extracted.svg, png=png, render_s=time.perf_counter() - t0)
+
+
+async def _judge(ctx: ServeContext, png: bytes, job: Job) -> dict[str, Any]:
+    """The local judge's verdict columns; a judge outage (or one past its deadline) fails the rollout's score, not
+    the rollout: it finished."""
+    assert ctx.judge is not None
+    t0 = time.perf_counter()
+    try:
+        async with asyncio.timeout(ctx.deadlines.judge_s):
+            verdict = await ctx.judge.judge(png, job.requirements, job.prompt)
+    except TimeoutError:
+        kind, reason = FailureKind.TIMEOUT, f"the local judge did not answer within {ctx.deadlines.judge_s:g} s"
+    except api_errors() as err:
+        kind, reason = classify_api_error(err, "judge", ctx.settings)
+    else:
+        status, judged_columns = verdict_columns(verdict, time.perf_counter() - t0)
+        return dict(status=status, **judged_columns)
+    return dict(
+        status=RolloutStatus.FAILED,
+        is_score_valid=False,
+        reason=reason,
+        error=reason,
+        failure_kind=kind,
+        judge_s=time.perf_counter() - t0,
+    )
 
 
 async def conclude(ctx: ServeContext, job: Job, columns: dict[str, Any], code: StatusCode, message: str) -> StatusCode:
     """Store first (so the rollout is in the store when eval-protocol sees its status), then log the status.
-    A store failure is logged, never turned into an error status: the rollout finished for eval-protocol, and an
-    error would make it pay for the same answer again."""
+
+    A rollout whose rows cannot be stored is stored again as failed with the reason, without the columns it
+    carried; a store that takes nothing at all is logged, never turned into an error status (the rollout finished
+    for eval-protocol, and an error would make it pay for the same answer again), and its status is kept for
+    ``/status``."""
     req = job.req
+    job.outcome = Outcome(columns, code, message)
     try:
-        ref = await ctx.recorder.record(
-            Served(
-                job.place,
-                req.metadata,
-                req.model,
-                job.prompt,
-                job.requirements,
-                ctx.judge is not None,
-                columns,
-                code,
-                message,
-                job.previous,
-            )
-        )
-    except (StoreError, sqlite3.Error) as err:
+        ref = await _store(ctx, job, columns, code, message)
+    except StoreError as err:
         log.warning("could not store rollout %s: %s", req.metadata.rollout_id, err)
-    else:
+        problem = f"svgagent serve could not store this rollout: {err}"
+        bare = dict(
+            status=RolloutStatus.FAILED,
+            is_score_valid=False,
+            reason=problem,
+            error=problem,
+            failure_kind=FailureKind.INTERNAL,
+            generation_s=columns.get("generation_s"),
+        )
+        try:
+            ref = await _store(ctx, job, bare, code, message)
+        except StoreError as again:
+            log.warning("could not store rollout %s at all: %s", req.metadata.rollout_id, again)
+            ctx.remember_unstored(req.metadata.rollout_id, code, message)
+            ref = None
+        else:
+            columns = bare
+    if ref is not None:
         ctx.publish(ref, columns["status"])
     await log_status(ctx, req, code, message)
     return code
+
+
+async def _store(ctx: ServeContext, job: Job, columns: dict[str, Any], code: StatusCode, message: str) -> ServedRef:
+    """One store write through the recorder, within the store stage's deadline; StoreError when it failed."""
+    req = job.req
+    served = Served(
+        job.place,
+        req.metadata,
+        req.model,
+        job.prompt,
+        job.requirements,
+        ctx.judge is not None,
+        columns,
+        code,
+        message,
+        job.previous,
+    )
+    try:
+        async with asyncio.timeout(ctx.deadlines.store_s):
+            return await ctx.recorder.record(served, on_commit=_stored_to(job))
+    except TimeoutError:
+        raise StoreError(f"not stored within {ctx.deadlines.store_s:g} s") from None
+
+
+def _stored_to(job: Job) -> Callable[[ServedRef], None]:
+    def stored(ref: ServedRef) -> None:
+        job.stored = ref
+
+    return stored
 
 
 async def log_status(ctx: ServeContext, req: InitRequest, code: StatusCode, message: str) -> bool:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from svgagent.core.ep_status import StatusCode, status_dict
+from svgagent.core.scoring.chat import request_bytes
 from svgagent.core.scoring.failures import endpoint_errors, os_cause, os_detail
 from svgagent.core.serve.policy_call import authorization
 from svgagent.core.serve.security import KeyPolicy
@@ -87,7 +88,7 @@ class StatusLogger:
         try:
             response = await self.client.post(
                 url,
-                body=record,
+                content=request_bytes(record),
                 cast_to=httpx2.Response,
                 options={"headers": authorization(key), "max_retries": self.retries, "timeout": self.timeout_s},
             )

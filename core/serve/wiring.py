@@ -15,10 +15,12 @@ from svgagent.core.policy import judge_client
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.scoring.render import Renderer
+from svgagent.core.serve.access_log import AccessSink, access_log
+from svgagent.core.serve.admission import DEFAULT_MIN_FREE_MB, DEFAULT_QUEUE_MB, MB
 from svgagent.core.serve.policy_call import RetryPolicy, serve_client
-from svgagent.core.serve.rollout import ServeContext
+from svgagent.core.serve.rollout import QUEUE_TIMEOUT_S, Deadlines, ServeContext
 from svgagent.core.serve.security import KeyPolicy, check_http_url
-from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, AccessSink, RolloutServer, access_log
+from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, RolloutServer
 from svgagent.core.serve.status_log import StatusLogger
 from svgagent.core.settings import Settings
 from svgagent.core.store import Store
@@ -37,6 +39,9 @@ class ServeOptions:
     judge: bool = False
     job_name: str | None = None
     rollout_timeout_s: float = 100.0
+    queue_timeout_s: float = QUEUE_TIMEOUT_S
+    queue_mb: int = DEFAULT_QUEUE_MB
+    min_free_mb: int = DEFAULT_MIN_FREE_MB
     grace_s: float = 30.0
     status_retries: int = 3  # more tries of a status post, after the first (the client's backoff between them)
 
@@ -54,6 +59,12 @@ class ServeOptions:
             found.append(f"--gateway-url {why}")
         if not 0 < self.rollout_timeout_s <= 3600:
             found.append("--rollout-timeout must be more than 0 and at most 3600 seconds")
+        if not 0 < self.queue_timeout_s <= 86400:
+            found.append("--queue-timeout must be more than 0 and at most 86400 seconds")
+        if not 1 <= self.queue_mb <= 1_048_576 or self.queue_mb * MB < self.max_body_bytes:
+            found.append("--queue-mb must be from 1 to 1048576, and hold at least one --max-body")
+        if not 0 <= self.min_free_mb <= 1_048_576:
+            found.append("--min-free-mb must be from 0 to 1048576")
         return found
 
 
@@ -85,7 +96,9 @@ async def build_context(
         http=http,
         judge=judge,
         gateway_url=options.gateway_url,
-        rollout_timeout_s=options.rollout_timeout_s,
+        deadlines=Deadlines.of(
+            settings, rollout_timeout_s=options.rollout_timeout_s, queue_timeout_s=options.queue_timeout_s
+        ),
         bus=bus,
     )
 
@@ -110,6 +123,8 @@ async def rollout_server(
         concurrency=options.concurrency,
         queue_limit=options.queue_limit,
         max_body_bytes=options.max_body_bytes,
+        queue_bytes=options.queue_mb * MB,
+        min_free_bytes=options.min_free_mb * MB,
         grace_s=options.grace_s,
         access=access,
     )

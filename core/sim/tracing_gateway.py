@@ -63,8 +63,11 @@ def _is_loopback(url: str) -> bool:
 class TracingGateway(BackgroundServer):
     """The simulated gateway (see the module docstring); ``policy_base_url`` is where chat requests go."""
 
-    def __init__(self, policy_base_url: str) -> None:
+    def __init__(self, policy_base_url: str, *, on_log: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """``on_log``: called with each log entry as it is received, before it is kept (on the gateway's thread:
+        a test checks there what was true when the status arrived)."""
         self.policy_base_url = policy_base_url.rstrip("/")
+        self.on_log = on_log
         self._lock = threading.Lock()
         self._logs: list[dict[str, Any]] = []
         self._traces: list[dict[str, Any]] = []
@@ -229,6 +232,8 @@ class TracingGateway(BackgroundServer):
             "program": record.get("program"),
             "received": time.monotonic(),
         }
+        if self.on_log is not None:
+            self.on_log(entry)
         with self._lock:
             self._stats["logs_posted"] += 1
             self._logs.append(entry)

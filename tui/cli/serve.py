@@ -1,8 +1,8 @@
 """`svgagent serve`: the remote rollout server for Eval Protocol (headless; see svgagent.core.serve).
 
 Prints one startup line (``--json``: ``{"event": "listening", "url": …}``), one JSON access-log line per request on
-stderr (:class:`StderrLines`), and serves until SIGINT/SIGTERM; a second signal stops at once (in-flight rollouts
-are then logged as UNAVAILABLE). ``--demo`` starts the tracing-gateway and policy simulators too and prints the
+stderr (stderr is JSON lines, whatever writes to it: :mod:`.serve_log`), and serves until SIGINT/SIGTERM; a second
+signal stops at once (in-flight rollouts are then stored with what they had and logged). ``--demo`` starts the tracing-gateway and policy simulators too and prints the
 gateway URL to use as eval-protocol's ``model_base_url``.
 """
 
@@ -16,7 +16,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.errors import ConfigError
@@ -25,9 +24,9 @@ from svgagent.core.startup_gc import long_run_heap
 from svgagent.core.urls import is_loopback_host
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.flags import add_setting, add_store, defer, explicit_settings
+from svgagent.tui.cli.serve_log import StderrLines, configure_logging, log_line, loop_exception
 
 if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `serve` runs, not for `svgagent --help`
-    import asyncio
     import socket
 
     from svgagent.core.serve.wiring import ServeOptions
@@ -62,6 +61,8 @@ def add_serve_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    from svgagent.core.serve.admission import DEFAULT_MIN_FREE_MB, DEFAULT_QUEUE_MB
+    from svgagent.core.serve.rollout import QUEUE_TIMEOUT_S
     from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES
 
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -72,6 +73,30 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
         default=4096,
         metavar="N",
         help="rollouts that may wait for a slot; past that /init answers 429 (default 4096)",
+    )
+    p.add_argument(
+        "--queue-mb",
+        type=int,
+        default=DEFAULT_QUEUE_MB,
+        metavar="MB",
+        help="how many MB of /init bodies the accepted, unfinished rollouts may hold; past that /init answers 429 "
+        f"(default {DEFAULT_QUEUE_MB})",
+    )
+    p.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=QUEUE_TIMEOUT_S,
+        metavar="S",
+        help="how long a rollout may wait for a free slot; then it ends DEADLINE_EXCEEDED without calling the "
+        f"policy (default {QUEUE_TIMEOUT_S:g}: eval-protocol's poll timeout)",
+    )
+    p.add_argument(
+        "--min-free-mb",
+        type=int,
+        default=DEFAULT_MIN_FREE_MB,
+        metavar="MB",
+        help="refuse /init (507) while the store's file system has less free than this "
+        f"(default {DEFAULT_MIN_FREE_MB}; 0: never)",
     )
     p.add_argument(
         "--max-body",
@@ -144,6 +169,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             judge=args.judge,
             job_name=args.job,
             rollout_timeout_s=args.rollout_timeout,
+            queue_timeout_s=args.queue_timeout,
+            queue_mb=args.queue_mb,
+            min_free_mb=args.min_free_mb,
             grace_s=args.grace,
         )
         problems = options.problems()
@@ -155,9 +183,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         # bound before the store is made: a port in use leaves no new store behind
         sock = stack.enter_context(contextlib.closing(bind_socket(options.host, options.port)))
-        store = stack.enter_context(open_store_for_writing(settings.store_path(), announce=_log_line))
+        store = stack.enter_context(open_store_for_writing(settings.store_path(), announce=log_line))
         access = StderrLines()
-        _configure_logging(access)
+        configure_logging(access)
         from svgagent.core.event_loop import run  # uvloop's loop where installed
 
         try:
@@ -165,102 +193,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         finally:
             access.flush()
     return EXIT_OK  # pragma: no cover - the with block returns
-
-
-class _JsonLines(logging.Formatter):
-    """stderr is JSON lines: access-log records are JSON already; other records become {ts, level, message}."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        if record.name == "svgagent.serve.access":
-            return record.getMessage()
-        return json.dumps(
-            {"ts": round(record.created, 3), "level": record.levelname.lower(), "message": record.getMessage()}
-        )
-
-
-class StderrLines:
-    """The serve command's access log: each request's JSON line straight to stderr, with no LogRecord (making the
-    record, the handler's lock and the formatter were most of a line's cost, once per request), and the lines of
-    :attr:`FLUSH_S` written and flushed together, not one write per request. Whatever else this command writes to
-    stderr flushes them first (:meth:`flush`), so stderr keeps the order in which things happened."""
-
-    FLUSH_S = 0.05
-    MAX_LINES = 256  # written at once past this many
-
-    def __init__(self) -> None:
-        self._lines: list[str] = []
-        self._timer: asyncio.TimerHandle | None = None
-        # flush() may run on another thread (a record logged there, _FlushingHandler): the queue and the writes
-        # change hands under this lock, so a line appended meanwhile is neither lost nor written out of order
-        self._lock = threading.Lock()
-
-    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - as logging.Logger (JsonAccessLogger asks)
-        return True
-
-    def info(self, line: str) -> None:
-        with self._lock:
-            self._lines.append(line)
-            queued = len(self._lines)
-        if queued >= self.MAX_LINES:
-            self.flush()
-        elif self._timer is None:
-            self._schedule()
-
-    def _schedule(self) -> None:
-        import asyncio
-
-        try:
-            self._timer = asyncio.get_running_loop().call_later(self.FLUSH_S, self._due)
-        except RuntimeError:  # not on an event loop: nothing would flush it later
-            self.flush()
-
-    def _due(self) -> None:
-        self._timer = None
-        self.flush()
-
-    def flush(self) -> None:
-        """Write what is queued (from any thread: the timer, once due, finds nothing or the lines since)."""
-        with self._lock:
-            lines, self._lines = self._lines, []
-            if lines:
-                try:
-                    sys.stderr.write("\n".join(lines) + "\n")
-                    sys.stderr.flush()
-                except (OSError, ValueError):  # stderr closed or gone: the server carries on, as logging's would
-                    pass
-
-
-class _FlushingHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """stderr's handler for the other log records: the access lines queued before a record are written before it."""
-
-    def __init__(self, access: StderrLines) -> None:
-        super().__init__(sys.stderr)
-        self.access = access
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.access.flush()
-        super().emit(record)
-
-
-def _log_line(message: str) -> None:
-    """One {ts, level, message} record on stderr, before logging is configured (stderr is JSON lines)."""
-    import time
-
-    print(json.dumps({"ts": round(time.time(), 3), "level": "info", "message": message}), file=sys.stderr, flush=True)
-
-
-def _configure_logging(access: StderrLines) -> None:
-    # A record's thread, process and calling line are never written (_JsonLines): this process does not gather them
-    # either (the logging HOWTO's "Optimization").
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    logging._srcfile = None
-    handler = _FlushingHandler(access)
-    handler.setFormatter(_JsonLines())
-    for name, level in (("svgagent.serve.access", logging.INFO), ("svgagent.serve", logging.INFO)):
-        logger = logging.getLogger(name)
-        logger.setLevel(level)
-        logger.addHandler(handler)
-        logger.propagate = False
 
 
 async def _serve(
@@ -284,6 +216,7 @@ async def _serve(
             holder["server"].cut_grace()
 
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(loop_exception)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     from svgagent.core.serve.wiring import rollout_server
@@ -308,11 +241,8 @@ async def _serve(
                 if demo:
                     print(f"demo: point eval-protocol's model_base_url at {demo['gateway']}", flush=True)
             if not is_loopback_host(options.host):
-                print(
-                    f"svgagent serve: warning: bound to {options.host}: anyone who can reach it can make it call the "
-                    "URLs their requests name",
-                    file=sys.stderr,
-                    flush=True,
+                logging.getLogger("svgagent.serve").warning(
+                    "bound to %s: anyone who can reach it can make it call the URLs their requests name", options.host
                 )
             await stop.wait()
             await server.stop()

@@ -16,6 +16,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Label, Static
 
 from svgagent.core.query import QueryError, unmatched_terms
+from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.text_field import TextField
 
@@ -103,7 +104,7 @@ class FilterBar(Vertical):
     def _show_note(self, note: str) -> None:
         self.note = note
         label = self.query_one("#filter-note", Static)
-        label.update(note)
+        label.update(visible_line(note))
         label.set_class(not note, "-hidden")
 
     def _stop_timer(self) -> None:

@@ -16,6 +16,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from svgagent.tui.widgets.screen_text import escaped, shown_line
+
 # svgagent.core.stats (≈10 ms of CPU to import: its report dataclasses) and statistics are imported at the first
 # scores drawn: the dashboard's first frame, with no run open, has none.
 
@@ -218,7 +220,7 @@ class Histogram(Widget):
         """Draw ``counts`` (repaints only when something changed: the dashboard calls this on every update).
         A compact histogram is hidden while there are no counts."""
         new_counts = tuple(counts)
-        new_caption = tuple(Text(c) if isinstance(c, str) else c for c in caption)
+        new_caption = tuple(shown_line(c) if isinstance(c, str) else escaped(c, one_line=True) for c in caption)
         if (new_counts, selected, [c.plain for c in new_caption]) == (
             self.counts,
             self.selected,

@@ -31,6 +31,7 @@ from svgagent.core.records import RolloutRecord
 from svgagent.core.store import Store
 from svgagent.tui.imaging import HalfBlocks
 from svgagent.tui.widgets.picture import PictureShown, PictureSource, note_strips, picture_strips
+from svgagent.tui.widgets.screen_text import safe_renderable
 from svgagent.tui.widgets.text_box import signature
 
 GUTTER = 2  # columns between the picture and the text beside it
@@ -232,4 +233,5 @@ class PreviewBody(PictureSource, ScrollView):
 
 def _wrap(console: Any, section: RenderableType, options: Any, base: Style) -> list[Strip]:
     """``section`` wrapped at the options' width, on ``base``: its lines as strips (on the loop or in a thread)."""
+    section = safe_renderable(section)  # outside text: its controls shown as escapes (widgets/screen_text)
     return [Strip(line) for line in console.render_lines(section, options, style=base, pad=False)]

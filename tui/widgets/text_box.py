@@ -17,6 +17,8 @@ from rich.text import Text
 from textual.css.scalar import Unit
 from textual.widgets import Static
 
+from svgagent.tui.widgets.screen_text import safe_renderable
+
 
 def signature(content: Any) -> object:
     """What ``content`` shows, as a value: equal signatures, equal drawings. Text, groups of it and syntax blocks
@@ -76,12 +78,13 @@ class OneLayout:
 
 class TextBox(OneLayout, Static):
     """``show(content)`` instead of ``update``: no work when nothing changed, no layout when the height stays.
-    ``redraws`` and ``layouts`` count what :meth:`show` did (tests read them)."""
+    ``redraws`` and ``layouts`` count what :meth:`show` did (tests read them). What it shows holds outside text:
+    a string is never markup, and controls in text are shown as escapes (``screen_text.safe_renderable``)."""
 
     def __init__(
         self, content: Any = "", *, id: str | None = None, classes: str | None = None, markup: bool = False
     ) -> None:
-        super().__init__(content, id=id, classes=classes, markup=markup)
+        super().__init__(safe_renderable(content) if not markup else content, id=id, classes=classes, markup=markup)
         self._key = signature(content)
         self.redraws = 0  # shows that changed the content
         self.layouts = 0  # of them, those that asked for a layout
@@ -93,7 +96,7 @@ class TextBox(OneLayout, Static):
         if key == self._key:
             return False
         self._key = key
-        renderable = content() if callable(content) else content
+        renderable = safe_renderable(content() if callable(content) else content)
         self.redraws += 1
         if self._height_fixed():
             self.update(renderable, layout=False)
