@@ -34,7 +34,6 @@ from svgagent.core.policy import (
     generate,
     judge_client,
     policy_client,
-    request_json,
     request_params,
 )
 from svgagent.core.prompt import format_prompt
@@ -57,8 +56,6 @@ from svgagent.core.verdicts import cache_key, verdict_columns, verdict_from_cach
 
 if TYPE_CHECKING:
     import openai
-
-    from svgagent.core.chat_http import ChatClient
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -89,8 +86,8 @@ class Engine:
         *,
         bus: EventBus[RolloutUpdate] | None = None,
         renderer: Renderer | None = None,
-        policy: ChatClient | openai.AsyncOpenAI | None = None,
-        judge: ChatClient | openai.AsyncOpenAI | None = None,
+        policy: openai.AsyncOpenAI | None = None,
+        judge: openai.AsyncOpenAI | None = None,
         use_cache: bool | None = None,
         rollouts: Sequence[str] | None = None,
         render_workers: int | None = None,
@@ -117,8 +114,8 @@ class Engine:
         self._pool: RolloutPool[RolloutRecord] | None = None  # the policy slots of the latest run (each makes its own)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
         self._params = request_params(settings)
-        # the policy request of each dataset row (its messages and serialised body): every sample sends the same
-        self._requests: dict[tuple[str, tuple[str, ...]], tuple[list[dict[str, Any]], bytes]] = {}
+        # the policy request's messages of each dataset row: every sample sends the same
+        self._requests: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
         self.heartbeat_s = HEARTBEAT_S
 
     async def aclose(self) -> None:
@@ -387,7 +384,7 @@ class Engine:
         held = True
         try:
             self._emit(rec, RolloutStatus.GENERATING)
-            messages, body = self._request(rec)
+            messages = self._request(rec)
             # the attempt is part of the key: a rerun is a new sample, never the previous attempt's answer
             key = (
                 cache_key(
@@ -407,7 +404,7 @@ class Engine:
             if cached is not None:
                 answer = PolicyAnswer.from_cache(cached)
             else:
-                answer = await generate(self._policy, self.settings.model, messages, self._params, body)
+                answer = await generate(self._policy, self.settings.model, messages, self._params)
             answered = dict(
                 raw_answer=answer.content,
                 finish_reason=answer.finish_reason or "unknown",
@@ -435,14 +432,14 @@ class Engine:
             if held:  # nothing paid for is waiting to be stored (cached, or the call failed): hand it on now
                 self._pool.release()
 
-    def _request(self, rec: RolloutRecord) -> tuple[list[dict[str, Any]], bytes]:
-        """The policy request of ``rec``'s dataset row, built on its first sample (callers do not mutate it)."""
+    def _request(self, rec: RolloutRecord) -> list[dict[str, Any]]:
+        """The policy request's messages of ``rec``'s dataset row, built on its first sample (callers do not
+        mutate them)."""
         key = (rec.prompt, tuple(rec.requirements))
-        request = self._requests.get(key)
-        if request is None:
-            messages = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
-            request = self._requests[key] = (messages, request_json(self.settings.model, messages, self._params))
-        return request
+        messages = self._requests.get(key)
+        if messages is None:
+            messages = self._requests[key] = [{"role": "user", "content": format_prompt(rec.prompt, rec.requirements)}]
+        return messages
 
     def _next_state(
         self, rec: RolloutRecord, answer: PolicyAnswer, answered: dict[str, Any]

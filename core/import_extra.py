@@ -25,8 +25,7 @@ from pydantic import (
 )
 
 from svgagent.core.caps import CAPPED_COLUMNS
-from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
 
 MAX_SECONDS = 10_000_000.0
 

@@ -34,9 +34,8 @@ from svgagent.core.ep_status import failure_kind_of, status_name
 from svgagent.core.export import EXTRA_FORMAT, EXTRA_KEY
 from svgagent.core.import_extra import MAX_SECONDS, SvgagentExtra, validate_extra
 from svgagent.core.prompt import format_prompt
-from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
 from svgagent.core.scoring.extract import extract_svg
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
 from svgagent.core.verdicts import first_line
 
 IMPORTED_FINISH_REASON = "imported"

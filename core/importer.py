@@ -294,10 +294,10 @@ async def judge_imported(store: Store, run_id: str, settings: Settings, **engine
     """Render and judge the queued rollouts of an imported run with svgagent's judge (``settings``: a
     :class:`~svgagent.core.settings.Settings`). Their answers are stored, so the policy is never called: the
     engine gets a placeholder policy client that points nowhere."""
-    from svgagent.core.chat_http import ChatClient
     from svgagent.core.engine import Engine
+    from svgagent.core.scoring.endpoint import endpoint_client
 
-    placeholder = ChatClient("http://127.0.0.1:9/v1", "unused-for-imports", max_retries=0)
+    placeholder = endpoint_client("http://127.0.0.1:9/v1", "unused-for-imports", timeout_s=10, max_retries=0)
     try:
         async with Engine(settings, store, policy=engine_kwargs.pop("policy", placeholder), **engine_kwargs) as engine:
             return await engine.run(run_id)

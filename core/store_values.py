@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any
 
-from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT
 
 TOKEN_COLUMNS = frozenset({"prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens"})
 INTEGER_COLUMNS = frozenset({"fulfilled", "total", "is_score_valid", "cached", "is_current", "override_fulfilled"})

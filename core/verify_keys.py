@@ -1,6 +1,8 @@
 """Check a key against the endpoint that will use it, with one plain answer: ok, rejected, unreachable or error.
 
-- OpenAI-compatible endpoints (the judge, the policy): ``GET {base_url}/models`` through the ``openai`` client.
+- OpenAI-compatible endpoints (the judge, the policy): ``GET {base_url}/models`` through the client the engine
+  uses (:func:`svgagent.core.scoring.endpoint.endpoint_client`: proxies, caps), its errors read by the engine's
+  taxonomy (:mod:`svgagent.core.scoring.failures`).
 - The Fireworks control plane: ``GET {FIREWORKS_BASE_URL or https://api.fireworks.ai}/verifyApiKey`` through the
   fireworks-ai client's low-level ``get``; the account id comes back in the ``x-fireworks-account-id`` header.
 
@@ -80,20 +82,33 @@ def _status_error(code: int, url: str, body: str) -> VerifyResult:
     return VerifyResult("error", hint + (f": {body}" if body and code not in (404, 429) else ""))
 
 
-def _connection_problem(err: Exception, url: str, timeout: float) -> VerifyResult:
-    import httpx
-    import openai
-
-    if isinstance(err, (openai.APITimeoutError, httpx.TimeoutException)) or "timed out" in type(err).__name__.lower():
+def _connection_problem(timed_out: bool, url: str, timeout: float) -> VerifyResult:
+    if timed_out:
         return VerifyResult("unreachable", f"unreachable: no answer from {_host(url)} within {timeout:g} s")
     return VerifyResult("unreachable", f"unreachable: could not connect to host {_host(url)}")
+
+
+def _openai_verdict(err: BaseException, base_url: str, shown: str, key: str, timeout: float) -> VerifyResult:
+    """What a failed ``GET /models`` says of the key, by the engine's failure kinds."""
+    from svgagent.core.scoring.failures import classify, status_message
+    from svgagent.core.scoring.models import FailureKind
+
+    kind, _ = classify(err, "key check", shown, key_hint="the key", retries=MAX_RETRIES, timeout_s=timeout)
+    status = getattr(err, "status_code", 0)
+    if kind is FailureKind.AUTH:
+        return _rejected(status)
+    if kind in (FailureKind.HTTP_ERROR, FailureKind.RATE_LIMIT):
+        return _status_error(status, shown, _scrub(status_message(err), key))
+    if kind in (FailureKind.UNREACHABLE, FailureKind.TIMEOUT):
+        return _connection_problem(kind is FailureKind.TIMEOUT, base_url, timeout)
+    return VerifyResult("error", f"error: {type(err).__name__}: {_scrub(str(err), key)}")
 
 
 async def verify_openai_key(
     base_url: str, key: str, timeout: float = 10, *, name: str = "OPENAI_API_KEY"
 ) -> VerifyResult:
     """List the models of an OpenAI-compatible endpoint with ``key``. ``name`` labels the key in the message."""
-    import openai  # imported here: ~1 s that the Secrets pane (and so the app's first frame) must not wait for
+    from svgagent.core.scoring.endpoint import endpoint_client  # (imports openai: ~1 s the app's first frame skips)
 
     shown = display_url(base_url.rstrip("/"))
     if not key or not key.strip():
@@ -101,18 +116,10 @@ async def verify_openai_key(
     if not base_url.startswith(("http://", "https://")):
         return VerifyResult("error", f"invalid endpoint {shown!r}: must start with http:// or https://")
     try:
-        async with openai.AsyncOpenAI(
-            api_key=key, base_url=base_url.rstrip("/"), timeout=timeout, max_retries=MAX_RETRIES
-        ) as client:
+        async with endpoint_client(base_url.rstrip("/"), key, timeout_s=timeout, max_retries=MAX_RETRIES) as client:
             await client.models.list()
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
-        return _rejected(err.status_code)
-    except openai.APIStatusError as err:
-        return _status_error(err.status_code, shown, _scrub(err.message, key))
-    except openai.APIConnectionError as err:  # includes APITimeoutError
-        return _connection_problem(err, base_url, timeout)
     except Exception as err:  # noqa: BLE001 - the answer must be one line, whatever went wrong
-        return VerifyResult("error", f"error: {type(err).__name__}: {_scrub(str(err), key)}")
+        return _openai_verdict(err, base_url, shown, key, timeout)
     return VerifyResult("ok", f"{name} accepted by {shown}")
 
 
@@ -122,10 +129,13 @@ async def verify_fireworks_key(key: str, base_url: str | None = None, timeout: f
     from fireworks import (  # imported here: the client is only needed when a key is checked
         APIConnectionError,
         APIStatusError,
+        APITimeoutError,
         AsyncFireworks,
         AuthenticationError,
         PermissionDeniedError,
     )
+
+    from svgagent.core.scoring.failures import os_cause
 
     base = control_plane_url(base_url)
     shown = display_url(base)
@@ -140,8 +150,8 @@ async def verify_fireworks_key(key: str, base_url: str | None = None, timeout: f
         return _rejected(err.status_code)
     except APIStatusError as err:
         return _status_error(err.status_code, shown, _scrub(err.message, key))
-    except APIConnectionError as err:
-        return _connection_problem(err, base, timeout)
+    except APIConnectionError as err:  # (a refused connection can come as a timeout: its cause decides)
+        return _connection_problem(isinstance(err, APITimeoutError) and os_cause(err) is None, base, timeout)
     except Exception as err:  # noqa: BLE001
         return VerifyResult("error", f"error: {type(err).__name__}: {_scrub(str(err), key)}")
     account = (response.headers.get(ACCOUNT_HEADER) or "").strip() or None

@@ -87,7 +87,7 @@ async def serving(
     """A started server on port 0 writing to ``store``, sharing ``renderer``."""
     config = load_settings(**{"store": str(store.path), "max_retries": 0, "render_size": 64, **(settings or {})})
     async with rollout_server(
-        config, store, ServeOptions(port=0, status_retry_delays_s=(0.05,), **options), renderer=renderer
+        config, store, ServeOptions(port=0, status_retries=1, **options), renderer=renderer
     ) as server:
         yield server
 

@@ -1,4 +1,4 @@
-"""The engine end to end against the project's simulator, through its real chat client (core/chat_http.py)."""
+"""The engine end to end against the project's simulator, through its real chat client (core/scoring/endpoint.py)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
 from svgagent.core.store import rollout_values
 from svgagent.core.store_values import error_line, safe_text, storable
 

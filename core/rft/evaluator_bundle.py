@@ -59,6 +59,8 @@ SOURCE_MODULES = (
     "render_path",
     "render_worker",
     "render",
+    "endpoint",
+    "failures",
     "chat",
     "judge",
 )
@@ -75,7 +77,10 @@ DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how m
 # which only adds selenium: this judge renders with cairosvg).
 REQUIREMENTS = (
     "eval-protocol>=0.2.85",
-    "openai>=1.40",
+    # the judge's client: openai on httpx2 (core/scoring/endpoint.py); eval-protocol's litellm pins openai < 3, whose
+    # httpx2 support is the extra
+    "openai[httpx2]>=2.54",
+    "httpx2>=2.12,<3",
     "cairosvg>=2.9.1,<3",  # 2.9.1: path data before its first command no longer loops (docs/cairosvg-closepath-hang.md)
     "defusedxml>=0.7",
     "pillow>=9.1",
