@@ -57,8 +57,8 @@ from pathlib import Path
 
 from _report import children_of, cpu_seconds
 
-from svgagent.core.dataset import load_dataset, select_rows
-from svgagent.core.prompt import ep_row
+from svgagent.core.run.dataset import load_dataset, select_rows
+from svgagent.core.run.prompt import ep_row
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = Path("eval_protocol/quickstart/svg_agent/evaluator/test_svgagent.py")

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from loopback_servers import ScriptedEndpoint  # noqa: E402 - test support, found through the path above
 
 from svgagent.core.sim.simulator import Simulator  # noqa: E402
-from svgagent.core.store import Store  # noqa: E402
+from svgagent.core.store.run_store import Store  # noqa: E402
 
 CASES = ("ok", "gzip-bomb", "padded", "endless-chunked", "endless-trailer", "huge-headers", "slow-drip")
 

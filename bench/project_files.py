@@ -35,8 +35,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         os.environ["XDG_CONFIG_HOME"] = str(Path(root) / "config")
         os.environ["XDG_DATA_HOME"] = str(Path(root) / "data")
+        from svgagent.core.config.settings import load_settings, user_config_file
         from svgagent.core.scoring.errors import ConfigError
-        from svgagent.core.settings import load_settings, user_config_file
 
         for n, (case, (where, text)) in enumerate(CASES.items()):
             work = Path(root) / f"case{n}"

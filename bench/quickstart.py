@@ -43,7 +43,7 @@ from ep_pipeline import eval_protocol_venv, missing_browser, run_ep_pipeline, se
 from render import percentile
 
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 DEFAULT_DATASET = "/work/shared/data/svgbench/questions.json"
 CHROMIUM_FLAGS = (

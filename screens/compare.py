@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from svgagent.core.compare import Comparison, Only, RowComparison, SortKey, compare_runs
+from svgagent.core.analysis.compare import Comparison, Only, RowComparison, SortKey, compare_runs
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.core.terminal_text import visible_line
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.compare_row import CompareSide, header_text

@@ -22,9 +22,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static, Tab, Tabs
 
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.settings import Settings
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.screens.open_run import NO_RUN, OpenRun
 from svgagent.screens.pane_zoom import PaneZoom

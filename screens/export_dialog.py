@@ -2,7 +2,7 @@
 ``core.export.export_run`` — the same code as ``svgagent export`` — in a thread worker, then a notification of what
 was written. The file goes by default to the user's exports directory (``Settings.exports_dir``, made on the first
 export), not the working directory; the format's radio buttons show ● / ○, readable without colour. Dismissed with
-the :class:`~svgagent.core.export.ExportResult`, or None when cancelled."""
+the :class:`~svgagent.core.exchange.export.ExportResult`, or None when cancelled."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
-from svgagent.core.export import FORMATS, ExportResult, export_run
-from svgagent.core.store import Store
+from svgagent.core.exchange.export import FORMATS, ExportResult, export_run
+from svgagent.core.store.run_store import Store
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import escaped, shown, shown_line
 

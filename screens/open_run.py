@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from textual.screen import Screen
 
-from svgagent.core.dataset import load_dataset
-from svgagent.core.records import DEFAULT_THRESHOLD, mean_text
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
-from svgagent.core.settings import Settings
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, mean_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded

@@ -29,9 +29,9 @@ from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import shown, shown_line
 
 if TYPE_CHECKING:
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.job_source import JobSource
     from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
-    from svgagent.core.settings import Settings
 
 STEP_NAMES = ("account", "secrets", "evaluator", "dataset", "job")  # svgagent.core.rft.launch.STEPS
 DEFAULT_BASE_MODEL = "accounts/fireworks/models/qwen3-0p6b"

@@ -17,9 +17,9 @@ from textual.visual import visualize
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.review import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
-from svgagent.core.store import Store
+from svgagent.core.store.reviews import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.core.terminal_text import visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter

@@ -14,9 +14,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from svgagent.core.records import RunRecord, mean_text
-from svgagent.core.run_ref import filter_runs
-from svgagent.core.store import Store
+from svgagent.core.store.run_refs import filter_runs
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunRecord, mean_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import shown_line

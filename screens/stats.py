@@ -20,9 +20,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from svgagent.core.records import spread_text
-from svgagent.core.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
-from svgagent.core.store import Store
+from svgagent.core.analysis.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import spread_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.histogram import Histogram, bin_query

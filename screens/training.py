@@ -19,9 +19,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
-from svgagent.core.store import Store
+from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
+from svgagent.core.store.run_store import Store
 from svgagent.core.terminal_text import visible_line
-from svgagent.core.training import TrainingRun, TrainingStep, TrainingStore
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter

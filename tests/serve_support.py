@@ -9,12 +9,12 @@ from typing import Any
 
 import aiohttp
 
-from svgagent.core.prompt import format_prompt
+from svgagent.core.config.settings import load_settings
+from svgagent.core.run.prompt import format_prompt
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.server import RolloutServer
 from svgagent.core.serve.wiring import ServeOptions, rollout_server
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 ID_NAMES = ("rollout_id", "invocation_id", "experiment_id", "run_id", "row_id")
 REQUEST_KEY = "request-key-from-eval-protocol"

@@ -11,9 +11,9 @@ from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_u
 from pydantic import Field
 from textual.widgets import Input, Label, Select, Static, Switch
 
-from svgagent.core.config_fields import form_fields, new_config_text, save_project_config, validate_field
+from svgagent.core.config.form_fields import form_fields, new_config_text, save_project_config, validate_field
+from svgagent.core.config.settings import KEY_FIELDS, Settings, load_settings
 from svgagent.core.scoring.models import JudgeMode
-from svgagent.core.settings import KEY_FIELDS, Settings, load_settings
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
 
 
@@ -248,8 +248,8 @@ def test_a_key_written_in_another_case_is_the_one_changed(isolated_env: Path) ->
 
 
 def test_the_user_config_file_keeps_its_shape_too(isolated_env: Path) -> None:
-    from svgagent.core.config_file import CONFIG_MAX_BYTES
-    from svgagent.core.settings import user_config_file
+    from svgagent.core.config.settings import user_config_file
+    from svgagent.core.config.toml_file import CONFIG_MAX_BYTES
 
     user = user_config_file()
     user.parent.mkdir(parents=True)
@@ -294,7 +294,7 @@ def test_save_parses_the_file_once_and_writes_the_file_it_read(
 ) -> None:
     """The save checks svgagent.toml once (tomllib, when it is read; tomlkit then edits it), and writes the file it
     read: a symlink repointed between the read and the write gets none of the first's text."""
-    from svgagent.core import config_fields
+    from svgagent.core.config import form_fields as config_fields
 
     first, second = isolated_env / "first.toml", isolated_env / "second.toml"
     first.write_text('# mine\nmodel = "old"\nrows = 3\n')
@@ -320,7 +320,7 @@ def test_save_parses_the_file_once_and_writes_the_file_it_read(
 
 
 def test_save_refuses_a_file_too_large_to_be_a_config(isolated_env: Path) -> None:
-    from svgagent.core.config_file import PROJECT_CONFIG_MAX_BYTES
+    from svgagent.core.config.toml_file import PROJECT_CONFIG_MAX_BYTES
 
     target = isolated_env / "svgagent.toml"
     big = "# " + "x" * PROJECT_CONFIG_MAX_BYTES + "\nrows = 1\n"

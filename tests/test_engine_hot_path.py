@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from svgagent.core import engine as engine_module
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
-from svgagent.core.engine import Engine
-from svgagent.core.prompt import format_prompt
+from svgagent.core.run import engine as engine_module
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
+from svgagent.core.run.prompt import format_prompt
 from svgagent.core.scoring.endpoint import endpoint_client, http_client
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
-from svgagent.core.store_batch import RolloutWriter
+from svgagent.core.store.batch_writer import RolloutWriter
+from svgagent.core.store.run_store import Store
 
 
 @pytest.fixture(scope="module")
@@ -293,8 +293,8 @@ class GcProbeEngine:
 
 
 def test_the_engine_process_runs_the_engine_with_what_exists_out_of_the_collectors_sight(tmp_path: Path) -> None:
-    from svgagent.core.engine_process import EngineProcess
-    from svgagent.core.events import EventBus
+    from svgagent.core.run.engine_process import EngineProcess
+    from svgagent.core.run.events import EventBus
     from svgagent.core.startup_gc import YOUNG_THRESHOLD
 
     settings = settings_for("http://127.0.0.1:9/v1", tmp_path, rows=1, samples=1)

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
-from svgagent.core.engine import Engine
 from svgagent.core.rft import bundle_entry
 from svgagent.core.rft.evaluator_bundle import (
     BUNDLE_PACKAGE,
@@ -40,11 +39,12 @@ from svgagent.core.rft.evaluator_bundle import (
 from svgagent.core.rft.fireworks_api import ControlPlane
 from svgagent.core.rft.launch import LaunchRequest, launch, prepare_launch
 from svgagent.core.rft.params import RftParams
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 EP_INSTALLED = importlib.util.find_spec("eval_protocol") is not None
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from cli_process import svgagent_argv
 
-from svgagent.core.output import OutputError
-from svgagent.core.secrets import write_env_file
-from svgagent.core.store import Store
+from svgagent.core.config.secrets import write_env_file
+from svgagent.core.named_files import OutputError
+from svgagent.core.store.run_store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from factories import Spec, build_run  # noqa: E402
@@ -118,7 +118,7 @@ def test_export_dash_is_stdout_and_assets_follow_the_same_rules(db: tuple[Path, 
 
 
 def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Path) -> None:
-    from svgagent.core.config_fields import save_project_config
+    from svgagent.core.config.form_fields import save_project_config
 
     real = tmp_path / "real.toml"
     real.write_text("rows = 1\n")
@@ -141,7 +141,7 @@ def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Pa
 
 def test_a_toml_save_into_a_fifo_writes_through_it_without_reading_it(tmp_path: Path) -> None:
     """svgagent.toml as a FIFO: the save writes the changed keys into it and never waits to read from it."""
-    from svgagent.core.config_fields import save_project_config
+    from svgagent.core.config.form_fields import save_project_config
 
     fifo = tmp_path / "svgagent.toml"
     os.mkfifo(fifo)
@@ -159,7 +159,7 @@ def test_a_toml_save_into_a_fifo_writes_through_it_without_reading_it(tmp_path: 
 
 
 def test_a_failed_write_leaves_the_old_file_and_nothing_on_stdout(tmp_path: Path) -> None:
-    from svgagent.core.output import open_output
+    from svgagent.core.named_files import open_output
 
     (tmp_path / "out").mkdir()
     target = tmp_path / "out" / "x.txt"
@@ -195,7 +195,7 @@ def test_csv_export_neutralises_formula_cells(tmp_path: Path) -> None:
 
 def test_csv_export_neutralises_a_formula_after_leading_blanks() -> None:
     """issue 31 item 5: spreadsheets trim leading spaces and newlines before they look for a formula."""
-    from svgagent.core.export import neutralise_cell
+    from svgagent.core.exchange.export import neutralise_cell
 
     for text in ("  =1+1", '\n=HYPERLINK("http://x")', " \n @SUM(A1)", "\u00a0+1", "\t\t-2+3", "\r\n=1"):
         assert neutralise_cell(text).startswith("'"), repr(text)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from cli_process import svgagent_argv
 
+from svgagent.core.config.settings import load_settings, read_settings, trust_file, user_config_file
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.settings import load_settings, read_settings, trust_file, user_config_file
 from svgagent.core.sim.simulator import Simulator
 
 KEYS = {"FIREWORKS_API_KEY": "FAKEFW-project-0123456789", "OPENAI_API_KEY": "FAKEOA-project-9876543210"}
@@ -234,7 +234,7 @@ def test_a_project_file_may_lower_limits_and_the_person_may_raise_them(
 
 def test_a_value_the_config_pane_saved_is_the_person_s_own(isolated_env: Path) -> None:
     """The Config pane writes svgagent.toml for the person: what it saved needs no confirmation at the next start."""
-    from svgagent.core.config_fields import save_project_config
+    from svgagent.core.config.form_fields import save_project_config
 
     save_project_config({"concurrency": 64, "render_timeout_s": 60.0, "base_url": "http://127.0.0.1:9/v1"})
     settings = load_settings()

@@ -14,13 +14,13 @@ import pytest
 from cli_process import svgagent_argv
 from loopback_servers import ForwardProxy, ScriptedEndpoint
 
-from svgagent.core.dataset import load_dataset
-from svgagent.core.engine import Engine
+from svgagent.core.config.settings import load_settings
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 POLICY_CALL = "POST http://policy.test/v1/chat/completions HTTP/1.1"
 

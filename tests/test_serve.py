@@ -14,15 +14,15 @@ import aiohttp
 import pytest
 from serve_support import REQUEST_KEY, init_body, post_init, serving, wait_for
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.access_log import ROLLOUT_ID, JsonAccessLogger, access_log
 from svgagent.core.serve.server import STOPPED
+from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TracingGateway
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.store.run_store import Store
 
 OWN_KEY = "own-fw-key-never-to-strangers"
 
@@ -148,8 +148,8 @@ def test_the_accepted_answer_is_what_json_response_wrote(rollout_id: str, retry:
 
 
 def test_a_prompt_is_read_once_per_text_as_parse_formatted_prompt_reads_it() -> None:
-    from svgagent.core.import_row import parse_formatted_prompt
-    from svgagent.core.prompt import format_prompt
+    from svgagent.core.exchange.import_row import parse_formatted_prompt
+    from svgagent.core.run.prompt import format_prompt
     from svgagent.core.serve.server import _prompt_of
 
     text = format_prompt("A red fox.", ["a fox", "it is red"])

@@ -12,10 +12,10 @@ import pytest
 from loopback_servers import SVG, ScriptedEndpoint
 from serve_support import init_body, post_init, serving
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from svgagent.core.config.settings import Settings, load_settings, user_config_file
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.scoring.models import JudgeMode
-from svgagent.core.settings import Settings, load_settings, user_config_file
 
 
 def test_defaults() -> None:
@@ -80,7 +80,7 @@ def test_malformed_toml_is_a_config_error(isolated_env: Path) -> None:
 def test_a_project_config_is_read_as_untrusted_text(isolated_env: Path) -> None:
     """A cloned project's svgagent.toml is read capped (a huge file is refused, not loaded into memory) and must be
     UTF-8."""
-    from svgagent.core.config_file import PROJECT_CONFIG_MAX_BYTES
+    from svgagent.core.config.toml_file import PROJECT_CONFIG_MAX_BYTES
 
     project = isolated_env / "svgagent.toml"
     project.write_bytes(b'model = "' + b"a" * PROJECT_CONFIG_MAX_BYTES + b'"\n')
@@ -94,7 +94,7 @@ def test_a_project_config_is_read_as_untrusted_text(isolated_env: Path) -> None:
 def test_the_file_layers_use_public_pydantic_settings_api_and_the_capped_reader(
     isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The TOML layers are InitSettingsSource fed with what core/config_file.py read, the .env layer a
+    """The TOML layers are InitSettingsSource fed with what core/config/toml_file.py read, the .env layer a
     DotEnvSettingsSource made once the file is known to be regular: no private method of pydantic-settings is
     overridden (the <2.17 pin was for one). Through load_settings: each TOML file is read by the capped reader, an
     oversized user config file is refused with one line, and svgagent.toml as a FIFO is refused with one line,
@@ -103,9 +103,9 @@ def test_the_file_layers_use_public_pydantic_settings_api_and_the_capped_reader(
 
     from pydantic_settings import DotEnvSettingsSource, InitSettingsSource
 
-    from svgagent.core import config_file
-    from svgagent.core.config_file import CONFIG_MAX_BYTES
-    from svgagent.core.settings_sources import DotEnvFileSource, TomlFileSource
+    from svgagent.core.config import toml_file as config_file
+    from svgagent.core.config.settings_sources import DotEnvFileSource, TomlFileSource
+    from svgagent.core.config.toml_file import CONFIG_MAX_BYTES
 
     for source, base in ((TomlFileSource, InitSettingsSource), (DotEnvFileSource, DotEnvSettingsSource)):
         assert issubclass(source, base)

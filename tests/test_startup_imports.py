@@ -107,7 +107,7 @@ def test_deferred_flags_parse() -> None:
 def test_the_engine_and_eval_do_not_import_the_fireworks_client_nor_the_openai_client_before_a_call() -> None:
     """`svgagent eval` talks to the endpoints through the openai client (core/scoring/endpoint.py), imported when
     the engine makes its clients, not when its modules are imported; the fireworks client is the RFT commands'."""
-    modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.engine_process")
+    modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.run.engine_process")
     assert "openai" not in modules
     assert "fireworks" not in modules
 
@@ -175,7 +175,7 @@ def test_the_demo_job_source_is_made_without_the_fireworks_client() -> None:
     imports the client — in its polling thread."""
     modules = _imported_after(
         "from svgagent.core.demo import job_source_for\n"
-        "from svgagent.core.settings import Settings\n"
+        "from svgagent.core.config.settings import Settings\n"
         "job_source_for(Settings(), demo=True)"
     )
     assert "fireworks" not in modules
@@ -205,8 +205,8 @@ from job_fakes import NOW, fake_source  # the Jobs pane never reaches Fireworks 
 from svgagent.tui.imaging import configure_term_image
 
 configure_term_image()  # what cmd_tui does before the app starts
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.config.settings import load_settings
+from svgagent.core.store.run_store import Store
 from svgagent.screens.dashboard import Dashboard
 from svgagent.tui.app import SvgAgentApp
 
@@ -268,7 +268,7 @@ def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax_and_ends_the_g
         "openai",
         "cairosvg",
         "svgagent.screens.help",  # the help screen imports every other screen: only a keymap needs it at start
-        "svgagent.core.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
+        "svgagent.core.analysis.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
         "svgagent.core.scoring.render_path",
     )  # the store's caps import the renderer's limits, not its drawing
     assert sorted(name for name in late if name in modules) == []

@@ -25,7 +25,7 @@ from tui_support import (
     wait_until,
 )
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.help import HelpScreen
 from svgagent.screens.rollout_detail import RolloutDetail, option_lines
 from svgagent.screens.run_picker import RunPicker
@@ -331,7 +331,7 @@ async def test_rollout_screen_opens_at_the_verdict_and_follows_the_highlighted_r
     scrolled all of it into view); the text column now starts at the top and follows the highlight."""
     from apps.settings_panes import screen_text
 
-    from svgagent.core.store import Store as RunStore
+    from svgagent.core.store.run_store import Store as RunStore
 
     requirements = tuple(f"Requirement number {i} is a fairly long sentence about the picture." for i in range(1, 10))
     with RunStore(tmp_path / "runs.db") as store:
@@ -624,8 +624,8 @@ async def test_demo_banner_names_the_keys_still_missing(store: Store, size: tupl
     """Demo mode chosen because keys are missing: the banner names them, and after one is saved, the one left."""
     from tui_support import burst
 
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.demo import demo_overrides
-    from svgagent.core.settings import load_settings
 
     overrides = demo_overrides("http://127.0.0.1:9/v1")
     app = make_app(
@@ -724,7 +724,7 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
         await settle(pilot)
         await pilot.press("3", "escape")  # the Config form (its keys) is there once the pane has been shown
         await settle(pilot)
-        from svgagent.tui.commands import screen_commands
+        from svgagent.tui.palette_commands import screen_commands
 
         names = [command.name for command in screen_commands(app.dashboard)]
         for wanted in (

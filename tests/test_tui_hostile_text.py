@@ -29,10 +29,10 @@ from types import SimpleNamespace
 import pytest
 from test_tui_tmux import Tmux
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
-from svgagent.core.training import StepHint, TrainingStore
+from svgagent.core.serve.training_runs import StepHint, TrainingStore
+from svgagent.core.store.run_store import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

@@ -12,7 +12,7 @@ from factories import RUN_ID, build_run
 from tui_support import make_app, settle, table_of, terminal_driver
 
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.open_run import HOLD_FRAMES
 from svgagent.tui.live_feed import LiveBatch
 from svgagent.tui.widgets.rollout_table import RolloutTable

@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 from tui_support import make_app, plain, preview_of, settle, table_of
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui import imaging
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_info import SECTIONS, RolloutInfo

@@ -27,13 +27,13 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from tui_support import make_app, settle, wait_until
 
-from svgagent.core.ep_status import StatusCode
-from svgagent.core.importer import import_file
+from svgagent.core.exchange.ep_status import StatusCode
+from svgagent.core.exchange.import_file import import_file
 from svgagent.core.rft.monitor import JobView
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.serve.training_runs import StepHint, TrainingStore
+from svgagent.core.store.run_store import Store
 from svgagent.core.terminal_text import visible, visible_line, without_controls
-from svgagent.core.training import StepHint, TrainingStore
 from svgagent.screens.message_log import MessageLogScreen
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker

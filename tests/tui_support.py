@@ -14,8 +14,8 @@ from textual.keys import KEY_NAME_REPLACEMENTS
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
-from svgagent.core.settings import Settings, load_settings
-from svgagent.core.store import Store
+from svgagent.core.config.settings import Settings, load_settings
+from svgagent.core.store.run_store import Store
 from svgagent.tui.app import SvgAgentApp
 from svgagent.tui.imaging import configure_term_image
 from svgagent.tui.widgets.preview import Preview

@@ -20,17 +20,17 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from svgagent.core.events import EventBus
-from svgagent.core.records import run_threshold
+from svgagent.core.config.settings import SECRET_FIELDS, Settings, load_settings
+from svgagent.core.run.events import EventBus
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.scoring.models import RolloutUpdate
-from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import run_threshold
 from svgagent.core.terminal_text import visible, visible_line
-from svgagent.tui.commands import ScreenCommands
-from svgagent.tui.heap import FREEZE_AGAIN_S, IDLE_CHECK_S, HeapPolicy
-from svgagent.tui.input_order import InOrderInput
+from svgagent.tui.burst_input import InOrderInput
+from svgagent.tui.idle_gc import FREEZE_AGAIN_S, IDLE_CHECK_S, HeapPolicy
 from svgagent.tui.message_log import MessageLog
+from svgagent.tui.palette_commands import ScreenCommands
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
 from svgagent.tui.widgets.screen_text import ControlFilter
 

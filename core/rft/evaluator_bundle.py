@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.output import write_output
-from svgagent.core.prompt import ep_row
+from svgagent.core.named_files import write_output
+from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
+    from svgagent.core.config.settings import Settings
 
 RFT_DIR = Path(__file__).resolve().parent
 SCORING_DIR = RFT_DIR.parent / "scoring"
@@ -300,10 +300,10 @@ def build_bundle(
     settings: Settings | None = None, *, config: Mapping[str, Any] | None = None, out_dir: Path | None = None
 ) -> EvaluatorBundle:
     """Build the bundle from the current sources. The judge settings come from `config`, else `settings`, else
-    the defaults of `svgagent.core.settings.Settings`. With `out_dir` the bundle directory is written there."""
+    the defaults of `svgagent.core.config.settings.Settings`. With `out_dir` the bundle directory is written there."""
     if config is None:
         if settings is None:
-            from svgagent.core.settings import Settings
+            from svgagent.core.config.settings import Settings
 
             settings = Settings.model_construct()  # defaults only: no files or environment read
         config = config_from_settings(settings)

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode, failure_kind_of
-from svgagent.core.policy import PolicyAnswer
+from svgagent.core.exchange.ep_status import STATUS_OF_FAILURE, StatusCode, failure_kind_of
+from svgagent.core.run.policy import PolicyAnswer
 from svgagent.core.scoring.chat import post_completion
 from svgagent.core.scoring.endpoint import endpoint_client
 from svgagent.core.scoring.failures import classify, endpoint_errors

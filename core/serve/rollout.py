@@ -29,9 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from svgagent.core.ep_status import StatusCode
-from svgagent.core.events import EventBus
-from svgagent.core.policy import api_errors, classify_api_error
+from svgagent.core.config.settings import Settings
+from svgagent.core.exchange.ep_status import StatusCode
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
@@ -42,9 +43,8 @@ from svgagent.core.serve.protocol import InitRequest, gateway_base
 from svgagent.core.serve.recorder import Recorder
 from svgagent.core.serve.security import KeyPolicy, url_host
 from svgagent.core.serve.status_log import StatusLogger, log_record
-from svgagent.core.settings import Settings
-from svgagent.core.training import Placement, Served, ServedRef, TrainingStore
-from svgagent.core.verdicts import verdict_columns
+from svgagent.core.serve.training_runs import Placement, Served, ServedRef, TrainingStore
+from svgagent.core.store.verdict_columns import verdict_columns
 
 log = logging.getLogger("svgagent.serve")
 NOT_JUDGED = "not judged here (the evaluator scores it on the platform; `svgagent serve --judge` scores locally)"

@@ -14,7 +14,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from svgagent.core.ep_status import StatusCode, status_dict
+from svgagent.core.exchange.ep_status import StatusCode, status_dict
 from svgagent.core.scoring.chat import request_bytes
 from svgagent.core.scoring.failures import endpoint_errors, os_cause, os_detail
 from svgagent.core.serve.policy_call import authorization

@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from svgagent.core.events import EventBus
-from svgagent.core.policy import judge_client
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.policy import judge_client
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.scoring.render import Renderer
@@ -22,9 +23,8 @@ from svgagent.core.serve.rollout import QUEUE_TIMEOUT_S, Deadlines, ServeContext
 from svgagent.core.serve.security import KeyPolicy, check_http_url
 from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, RolloutServer
 from svgagent.core.serve.status_log import StatusLogger
-from svgagent.core.settings import Settings
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.serve.training_runs import TrainingStore
+from svgagent.core.store.run_store import Store
 
 
 @dataclass(frozen=True)

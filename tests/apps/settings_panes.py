@@ -17,8 +17,8 @@ from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widgets import Footer, Input
 
-from svgagent.core.settings import Settings
-from svgagent.tui.commands import ScreenCommands
+from svgagent.core.config.settings import Settings
+from svgagent.tui.palette_commands import ScreenCommands
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
 from svgagent.tui.widgets.secrets_form import SecretsPane
 

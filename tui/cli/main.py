@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.startup_gc import pause_collection, resume_collection
+from svgagent.core.store.run_refs import RUN_HELP
 from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_json, add_settings, add_store

@@ -1,6 +1,6 @@
 """`svgagent trust`: list the settings this directory's project files decide, and confirm them.
 
-The rule and where confirmations live: :mod:`svgagent.core.endpoint_trust`. What would be trusted — the file, the
+The rule and where confirmations live: :mod:`svgagent.core.config.project_trust`. What would be trusted — the file, the
 setting and its value (an endpoint's host) — is printed on standard output, one line each; then, on a terminal, the
 question (y/N); ``--yes`` confirms without asking (for scripts); neither a terminal nor ``--yes``: nothing is
 confirmed, and one line says so. `svgagent tui` asks the same question before it starts.
@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from svgagent.core.endpoint_trust import ProjectSetting, forget, remember, trusted_entries
+from svgagent.core.config.project_trust import ProjectSetting, forget, remember, trusted_entries
+from svgagent.core.config.settings import ENV_FILE, PROJECT_CONFIG_FILE, read_settings, trust_file
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.settings import ENV_FILE, PROJECT_CONFIG_FILE, read_settings, trust_file
 from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.endpoint_trust import require_confirmed, require_trusted
+from svgagent.core.config.project_trust import require_confirmed, require_trusted
+from svgagent.core.config.settings import Settings, load_settings, read_settings
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.settings import Settings, load_settings, read_settings
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_TERMINATED
 
 
@@ -60,7 +60,7 @@ def trusted(settings: Settings) -> Settings:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator_process
-    from svgagent.core.run_ref import resolve_run
+    from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.store_cmd import open_store_for_writing
     from svgagent.tui.cli.trust import ask, on_terminal
 

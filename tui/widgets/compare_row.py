@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
-from svgagent.core.compare import Comparison, RowComparison, RowScores
-from svgagent.core.records import spread_text
-from svgagent.core.store import Store
+from svgagent.core.analysis.compare import Comparison, RowComparison, RowScores
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import spread_text
 from svgagent.core.terminal_text import visible, visible_line
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_info import verdict_text

@@ -1,7 +1,7 @@
 """The Config pane: every run setting of the core ``Settings`` model as a form, validated as you type.
 
 The form is generated from ``Settings.model_fields`` (the field specs, checks and the project file's writer are in
-``svgagent.core.config_fields``): ``Input`` for text and numbers, ``Select`` for enums and
+``svgagent.core.config.form_fields``): ``Input`` for text and numbers, ``Select`` for enums and
 literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
 Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
@@ -28,7 +28,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Switch
 
-from svgagent.core.config_fields import (
+from svgagent.core.config.form_fields import (
     DATASET_FILE,
     FieldSpec,
     form_fields,
@@ -36,9 +36,9 @@ from svgagent.core.config_fields import (
     save_project_config,
     validate_field,
 )
-from svgagent.core.dataset import BUILTIN, load_dataset
+from svgagent.core.config.settings import PROJECT_CONFIG_FILE, Settings
+from svgagent.core.run.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings
 from svgagent.tui.own_class import set_own_class
 from svgagent.tui.widgets.text_box import TextBox
 
@@ -64,7 +64,7 @@ class _FormBody(VerticalScroll, can_focus=False):
 class ConfigForm(Widget):
     """Run settings as a keyboard form. ``values()`` holds only valid values; ``errors()`` the fields in error."""
 
-    PALETTE_TITLE: ClassVar[str] = "Config"  # its keys in the command palette (tui/commands.py)
+    PALETTE_TITLE: ClassVar[str] = "Config"  # its keys in the command palette (tui/palette_commands.py)
 
     DEFAULT_CSS = """
     ConfigForm { height: 1fr; }

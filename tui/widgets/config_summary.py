@@ -19,9 +19,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.message import Message
 
-from svgagent.core.config_fields import DATASET_FILE, FieldSpec, form_fields, input_text
-from svgagent.core.dataset import BUILTIN
-from svgagent.core.settings import Settings
+from svgagent.core.config.form_fields import DATASET_FILE, FieldSpec, form_fields, input_text
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import BUILTIN
 from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.text_box import TextBox
 

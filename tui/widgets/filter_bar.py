@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Label, Static
 
-from svgagent.core.query import QueryError, unmatched_terms
+from svgagent.core.store.filter_language import QueryError, unmatched_terms
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.rollout_table import RolloutTable
 

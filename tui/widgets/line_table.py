@@ -33,7 +33,7 @@ Cell = str | Text  # plain text drawn in the row's style, or text with styles of
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    key: str  # for the rollout table also the sort field (svgagent.core.query.SORT_FIELDS), except "mark"
+    key: str  # for the rollout table also the sort field (svgagent.core.store.filter_language.SORT_FIELDS), except "mark"
     label: str
     width: int  # 0: the subclass decides (see ``LineTable.widths``)
     justify: Literal["left", "right"] = "left"

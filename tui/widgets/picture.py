@@ -30,8 +30,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.worker import get_current_worker
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.imaging import HalfBlocks, load_rollout_picture
 from svgagent.tui.widgets.screen_text import shown
 from svgagent.tui.widgets.text_box import signature

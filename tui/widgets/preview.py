@@ -15,8 +15,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.widgets.picture import PictureShown
 from svgagent.tui.widgets.preview_body import GUTTER, PreviewBody
 from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label

@@ -27,8 +27,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.imaging import HalfBlocks
 from svgagent.tui.widgets.picture import PictureShown, PictureSource, note_strips, picture_strips
 from svgagent.tui.widgets.screen_text import safe_renderable

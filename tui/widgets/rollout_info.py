@@ -9,8 +9,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
 from svgagent.tui.widgets.screen_text import shown
@@ -130,7 +130,7 @@ def _heading(title: str) -> Text:
 
 
 def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: RenderableType) -> Group:
-    """A heading and ``body``; between them, when the store cut ``column`` to its size cap (svgagent.core.caps),
+    """A heading and ``body``; between them, when the store cut ``column`` to its size cap (svgagent.core.store.size_caps),
     a line saying how much of it was kept."""
     length = (rec.truncated or {}).get(column)
     note = [Text(f"(stored cut: {len(kept):,} of {length:,} characters kept)", style="italic")] if length else []

@@ -26,10 +26,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Label, Static
 
-from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
-from svgagent.core.settings import Settings
+from svgagent.core.config.key_checks import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
+from svgagent.core.config.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
+from svgagent.core.config.settings import Settings
 from svgagent.core.terminal_text import visible
-from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
 from svgagent.tui.widgets.config_form import FocusHome
 from svgagent.tui.widgets.screen_text import shown_line
 
@@ -54,7 +54,7 @@ def _is_fireworks(url: str) -> bool:
 class SecretsPane(Widget):
     """A table of keys with their source and masked value; every action is a key (see ``BINDINGS``)."""
 
-    PALETTE_TITLE: ClassVar[str] = "Secrets"  # its keys in the command palette (tui/commands.py)
+    PALETTE_TITLE: ClassVar[str] = "Secrets"  # its keys in the command palette (tui/palette_commands.py)
 
     DEFAULT_CSS = """
     SecretsPane { height: 1fr; layout: vertical; }

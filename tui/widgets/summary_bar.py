@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from svgagent.core.records import RunSummary, mean_text, spread_text
+from svgagent.core.store.typed_rows import RunSummary, mean_text, spread_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.text_box import TextBox
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.store import Store, new_run_id, now_iso, rollout_id_for, rollout_values, store_failure
-from svgagent.core.store_values import error_line, safe_text
+from svgagent.core.store.run_store import Store, new_run_id, now_iso, rollout_id_for, rollout_values, store_failure
+from svgagent.core.store.sqlite_values import error_line, safe_text
 
 _STEP_KEYS = ("step", "training_step", "global_step")
 _MODEL_STEP = re.compile(r"(?:^|[^a-z0-9])(?:step|checkpoint|ckpt)[-_]?(\d{1,9})(?![0-9])", re.IGNORECASE)

@@ -5,7 +5,7 @@ A rollout goes ``queued → generating → rendering → judging → scored``, o
 0; an endpoint outage is not). Policy and judge calls have separate concurrency limits; renders run in the
 sandboxed worker pool.
 
-A run is processed under a lease (:mod:`svgagent.core.lease`): a second worker on the same run is refused. A
+A run is processed under a lease (:mod:`svgagent.core.store.leases`): a second worker on the same run is refused. A
 storage error (disk full, damaged file) never becomes a rollout's verdict: the run stops as ``interrupted`` and the
 :class:`StoreError` propagates, so a resume redoes exactly the rollouts whose results were not stored, reusing
 every answer that was.
@@ -23,11 +23,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from svgagent.core.caps import fits
-from svgagent.core.dataset import Dataset
-from svgagent.core.events import EventBus
-from svgagent.core.lease import HEARTBEAT_S, LeaseOwner
-from svgagent.core.policy import (
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import Dataset
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.policy import (
     PolicyAnswer,
     api_errors,
     classify_api_error,
@@ -36,10 +35,9 @@ from svgagent.core.policy import (
     policy_client,
     request_params,
 )
-from svgagent.core.prompt import format_prompt
-from svgagent.core.records import RolloutRecord, RunStatus, RunSummary
-from svgagent.core.rollout_pool import RolloutPool
-from svgagent.core.run_setup import create_run
+from svgagent.core.run.prompt import format_prompt
+from svgagent.core.run.rollout_pool import RolloutPool
+from svgagent.core.run.setup import create_run
 from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import (
@@ -49,10 +47,12 @@ from svgagent.core.scoring.models import (
     Usage,
 )
 from svgagent.core.scoring.render import Renderer, usable_cpus
-from svgagent.core.settings import Settings
-from svgagent.core.store import Store
-from svgagent.core.store_batch import RolloutWriter
-from svgagent.core.verdicts import cache_key, verdict_columns, verdict_from_cache, verdict_to_cache
+from svgagent.core.store.batch_writer import RolloutWriter
+from svgagent.core.store.leases import HEARTBEAT_S, LeaseOwner
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.size_caps import fits
+from svgagent.core.store.typed_rows import RolloutRecord, RunStatus, RunSummary
+from svgagent.core.store.verdict_columns import cache_key, verdict_columns, verdict_from_cache, verdict_to_cache
 
 if TYPE_CHECKING:
     import openai
@@ -92,7 +92,7 @@ class Engine:
         rollouts: Sequence[str] | None = None,
         render_workers: int | None = None,
     ) -> None:
-        """``rollouts``: this engine is one of a run's worker processes (svgagent.core.engine_workers) and
+        """``rollouts``: this engine is one of a run's worker processes (svgagent.core.run.engine_workers) and
         processes only these rollouts of it; the parent holds the lease and sets the run's status."""
         self.settings = settings
         self.store = store
@@ -160,11 +160,11 @@ class Engine:
     async def _run_leased(self, run_id: str, owner: LeaseOwner) -> RunSummary:
         self.store.reset_unfinished(run_id, owner)
         chosen = self.store.get_run(run_id).settings.get("cache")
-        if isinstance(chosen, bool):  # the run's own cache choice (core/run_setup.py), whoever resumes it
+        if isinstance(chosen, bool):  # the run's own cache choice (core/run/setup.py), whoever resumes it
             self.use_cache = chosen
         workers = engine_workers(self.settings)
         if workers > 1:
-            from svgagent.core.engine_workers import run_with_workers
+            from svgagent.core.run.engine_workers import run_with_workers
 
             return await run_with_workers(self, run_id, owner, workers)
         # heavy: a resumed rollout brings its stored answer, so it is not generated again. Read in a thread: the
@@ -195,7 +195,7 @@ class Engine:
             self._renderer.start()  # the workers boot while the first policy calls are out
         run_id = pending[0].run_id if pending else ""
         async with RolloutWriter(self.store, committed=self._publisher(run_id)) as self._writer:
-            # a task per rollout as a policy slot frees up (core/rollout_pool.py); a resumed answer needs none. Each
+            # a task per rollout as a policy slot frees up (core/run/rollout_pool.py); a resumed answer needs none. Each
             # run makes a pool of its own (a stopped one starts nothing more); its commits' callbacks reach it through
             # self._pool, which stays until the next run (a late callback of a failed run finds it stopped).
             self._pool = pool = RolloutPool(self._rollout, self.settings.concurrency)
@@ -250,7 +250,7 @@ class Engine:
             return query(store)
 
     # --- one rollout ----------------------------------------------------------------------------------------
-    # Every change goes through the run's RolloutWriter (svgagent.core.store_batch): batched, published once
+    # Every change goes through the run's RolloutWriter (svgagent.core.store.batch_writer): batched, published once
     # committed. A paid answer (policy answer, judge verdict) keeps the slot of its call until it is committed
     # (the slot is handed on by the commit's callback, while the rollout goes on), so a crash can cost at most
     # the answers of the calls in flight.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.output import write_output
+from svgagent.core.named_files import write_output
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.urls import endpoint_host
 
@@ -54,7 +54,7 @@ GUARDED = (*ENDPOINTS, *SAFETY_LIMITS, *LOCATIONS)
 
 
 def _auto_workers() -> int:
-    """The most engine processes ``workers`` unset (auto) starts: half the CPUs (core/engine.py)."""
+    """The most engine processes ``workers`` unset (auto) starts: half the CPUs (core/run/engine.py)."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 

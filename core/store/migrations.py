@@ -84,7 +84,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX rft_jobs_by_created ON rft_jobs(created);
     """,
-    # v4: training runs seen by `svgagent serve` (one run per training step; see svgagent.core.training)
+    # v4: training runs seen by `svgagent serve` (one run per training step; see svgagent.core.serve.training_runs)
     """
     CREATE TABLE training_runs (
         training_id TEXT PRIMARY KEY,
@@ -128,8 +128,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX served_by_training ON served_rollouts(training_id, step, created);
     """,
-    # v5: a run's lease (which process works on it; see core/lease.py), a rollout's typed failure kind, and which
-    # of its text columns were cut to their size cap (column -> original length, see core/caps.py)
+    # v5: a run's lease (which process works on it; see core/store/leases.py), a rollout's typed failure kind, and which
+    # of its text columns were cut to their size cap (column -> original length, see core/store/size_caps.py)
     """
     ALTER TABLE runs ADD COLUMN lease_owner TEXT;
     ALTER TABLE runs ADD COLUMN lease_heartbeat REAL;

@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from svgagent.core.caps import CAPPED_COLUMNS
 from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
+from svgagent.core.store.size_caps import CAPPED_COLUMNS
 
 MAX_SECONDS = 10_000_000.0
 
@@ -74,7 +74,7 @@ class ExtraOverride(BaseModel):
 
 
 class SvgagentExtra(BaseModel):
-    """What an svgagent export keeps next to the Eval Protocol fields (see ``core/export.py``)."""
+    """What an svgagent export keeps next to the Eval Protocol fields (see ``core/exchange/export.py``)."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -4,7 +4,7 @@ Precedence follows the settings model: a variable set in the process environment
 A blank value counts as unset in either place (the settings model treats blank keys the same way).
 
 Nothing in this module logs, prints or puts a value into an exception message; ``SecretEntry`` hides its value from
-``repr``. ``.env`` is written with :func:`svgagent.core.output.write_output` (atomically when it is a regular file)
+``repr``. ``.env`` is written with :func:`svgagent.core.named_files.write_output` (atomically when it is a regular file)
 with mode 0600, its other lines byte for byte (CRLF line endings included).
 """
 
@@ -21,7 +21,7 @@ from typing import Literal
 from dotenv import dotenv_values
 from dotenv.parser import parse_stream
 
-from svgagent.core.output import write_output
+from svgagent.core.named_files import write_output
 
 KNOWN_KEYS: tuple[str, ...] = ("FIREWORKS_API_KEY", "OPENAI_API_KEY", "FIREWORKS_ACCOUNT_ID")
 SECRET_MODE = 0o600

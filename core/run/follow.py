@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from svgagent.core.events import Subscription
-from svgagent.core.records import RolloutRecord, RunTally
+from svgagent.core.run.events import Subscription
 from svgagent.core.scoring.models import RolloutUpdate
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord, RunTally
 
 
 def changed_ids(events: list[RolloutUpdate], run_id: str | None) -> list[str]:

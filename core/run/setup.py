@@ -5,9 +5,9 @@ Light on purpose (no HTTP clients): the app creates a run on its event loop and 
 
 from __future__ import annotations
 
-from svgagent.core.dataset import Dataset
-from svgagent.core.settings import Settings
-from svgagent.core.store import Store
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import Dataset
+from svgagent.core.store.run_store import Store
 
 
 def create_run(

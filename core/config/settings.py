@@ -6,9 +6,9 @@ working directory > ``svgagent.toml`` in the working directory > the user config
 Environment variables are the field names upper-cased with the ``SVGAGENT_`` prefix (``SVGAGENT_CONCURRENCY=32``);
 the keys keep their usual names (``FIREWORKS_API_KEY``, ``OPENAI_API_KEY``, ``FIREWORKS_ACCOUNT_ID``).
 
-The files are read as untrusted text (core/settings_sources.py, core/config_file.py). What the project's files —
+The files are read as untrusted text (core/config/settings_sources.py, core/config/toml_file.py). What the project's files —
 ``./.env`` and ``./svgagent.toml`` — decide among the guarded settings (endpoints, safety limits, the store's place)
-waits for the person's confirmation (core/endpoint_trust.py): :func:`read_settings` marks it ``pending``,
+waits for the person's confirmation (core/config/project_trust.py): :func:`read_settings` marks it ``pending``,
 :func:`load_settings` refuses a pending limit or store.
 """
 
@@ -21,13 +21,13 @@ import platformdirs
 from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from svgagent.core.config_file import CONFIG_MAX_BYTES, PROJECT_CONFIG_MAX_BYTES
-from svgagent.core.endpoint_trust import GUARDED, TRUST_FILE_NAME, find_pending, is_trusted, require_confirmed
-from svgagent.core.field_limits import numeric_range
-from svgagent.core.records import DEFAULT_THRESHOLD
+from svgagent.core.config.field_limits import numeric_range
+from svgagent.core.config.project_trust import GUARDED, TRUST_FILE_NAME, find_pending, is_trusted, require_confirmed
+from svgagent.core.config.settings_sources import DotEnvFileSource, TomlFileSource, noting_project_layers
+from svgagent.core.config.toml_file import CONFIG_MAX_BYTES, PROJECT_CONFIG_MAX_BYTES
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.scoring.models import JudgeMode
-from svgagent.core.settings_sources import DotEnvFileSource, TomlFileSource, noting_project_layers
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
 APP_NAME = "svgagent"
@@ -48,7 +48,7 @@ def user_config_file() -> Path:
 
 
 def trust_file() -> Path:
-    """Where the person's confirmations of project-file settings are kept (core/endpoint_trust.py)."""
+    """Where the person's confirmations of project-file settings are kept (core/config/project_trust.py)."""
     return user_config_file().parent / TRUST_FILE_NAME
 
 
@@ -124,7 +124,7 @@ class Settings(BaseSettings):
 
     # read the project's files, ./.env and ./svgagent.toml (False: the person's own layers only)
     read_project_files: ClassVar[bool] = True
-    # settings a project file decides that the person has not confirmed (core/endpoint_trust.py; set by read_settings)
+    # settings a project file decides that the person has not confirmed (core/config/project_trust.py; set by read_settings)
     _pending: tuple[Any, ...] = PrivateAttr(default=())
 
     @field_validator("base_url", "judge_base_url")
@@ -154,7 +154,7 @@ class Settings(BaseSettings):
 
     @property
     def pending(self) -> tuple[Any, ...]:
-        """Settings a project file decides, not confirmed yet (:class:`svgagent.core.endpoint_trust.ProjectSetting`)."""
+        """Settings a project file decides, not confirmed yet (:class:`svgagent.core.config.project_trust.ProjectSetting`)."""
         return self._pending
 
     @field_validator("fireworks_api_key", "openai_api_key", mode="before")
@@ -252,7 +252,7 @@ def format_validation_error(err: ValidationError) -> str:
 
 def read_settings(**overrides: Any) -> Settings:
     """Build settings from every layer; ``overrides`` (None values dropped) win. Settings a project file decides
-    that the person has not confirmed are in ``pending`` (core/endpoint_trust.py); nothing refuses them here.
+    that the person has not confirmed are in ``pending`` (core/config/project_trust.py); nothing refuses them here.
     Raises ConfigError."""
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:

@@ -4,7 +4,7 @@ One reader for every place that reads one (the settings' layers, the Config pane
 without blocking (a FIFO put there must not hang start-up), read only if it is a regular file (a FIFO, a device or
 a directory is refused with one line), capped (:data:`PROJECT_CONFIG_MAX_BYTES` for a project's ``svgagent.toml``,
 :data:`CONFIG_MAX_BYTES` for the user config file and ``.env``), and a TOML file's shape is checked before it is
-parsed (core/toml_shape.py: no recursion error, no parse slower than linear).
+parsed (core/config/toml_shape.py: no recursion error, no parse slower than linear).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.toml_shape import check_toml_shape
+from svgagent.core.config.toml_shape import check_toml_shape
 
 PROJECT_CONFIG_MAX_BYTES = 64 * 1024  # ./svgagent.toml: a settings file, from whatever project was cloned
 CONFIG_MAX_BYTES = 256 * 1024  # the user config file and ./.env

@@ -11,7 +11,7 @@ column has a kind, and :func:`storable` turns any value into one of that kind or
 - other integers: within SQLite's 64 bits (``None`` past them); a bool is 0 or 1;
 - reals: finite (``None`` for inf and NaN);
 - text: a string with any lone surrogate replaced by U+FFFD; a non-string (a dict ``finish_reason``) as its JSON
-  text. The caps on length are :mod:`svgagent.core.caps`'s, applied after this.
+  text. The caps on length are :mod:`svgagent.core.store.size_caps`'s, applied after this.
 """
 
 from __future__ import annotations

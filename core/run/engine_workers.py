@@ -1,9 +1,9 @@
 """A run shared between engine processes (``--workers N``): each with its own event loop, clients and render pool.
 
 One event loop spends ~3 ms of CPU per rollout (two HTTP calls, parsing, store writes; bench/engine.py), so it
-keeps up with about :data:`svgagent.core.engine.LOOP_CONCURRENCY` calls in flight at a few tenths of a second of
+keeps up with about :data:`svgagent.core.run.engine.LOOP_CONCURRENCY` calls in flight at a few tenths of a second of
 latency; past that, the loop and not the endpoint is what a run waits for. This module splits the run's queued
-rollouts round-robin between N child engines (:class:`svgagent.core.engine_process.EngineProcess`, the app's
+rollouts round-robin between N child engines (:class:`svgagent.core.run.engine_process.EngineProcess`, the app's
 engine-process plumbing), each with a share of the concurrency and of the render workers, all writing to the one
 WAL store. The parent keeps what a run has once: the lease (and its heartbeat), the run's status and summary, and
 the event bus — the children's events are republished on it, so progress (the CLI's bar, the app's table) follows
@@ -20,11 +20,11 @@ import asyncio
 import math
 from typing import Any
 
-from svgagent.core.engine_process import EngineProcess
-from svgagent.core.lease import LeaseOwner
-from svgagent.core.records import RunStatus, RunSummary
+from svgagent.core.run.engine_process import EngineProcess
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import usable_cpus
+from svgagent.core.store.leases import LeaseOwner
+from svgagent.core.store.typed_rows import RunStatus, RunSummary
 
 
 def shard(ids: list[str], count: int) -> list[list[str]]:
@@ -35,7 +35,7 @@ def shard(ids: list[str], count: int) -> list[list[str]]:
 async def run_with_workers(engine: Any, run_id: str, owner: LeaseOwner, count: int) -> RunSummary:
     """Process the queued rollouts of ``run_id`` (already reset and leased by ``owner``) in ``count`` child
     engines; returns the run's summary (see the module docstring). ``engine`` is the parent's
-    :class:`svgagent.core.engine.Engine` (its store, settings, bus, lease heartbeat and run bookkeeping)."""
+    :class:`svgagent.core.run.engine.Engine` (its store, settings, bus, lease heartbeat and run bookkeeping)."""
     store, settings = engine.store, engine.settings
     pending = await asyncio.to_thread(
         engine._read, lambda s: [r.rollout_id for r in s.list_rollouts(run_id, statuses=[RolloutStatus.QUEUED.value])]

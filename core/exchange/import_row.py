@@ -29,14 +29,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from svgagent.core.caps import MAX_REQUIREMENTS, PROMPT_CAP, REQUIREMENT_CAP
-from svgagent.core.ep_status import failure_kind_of, status_name
-from svgagent.core.export import EXTRA_FORMAT, EXTRA_KEY
-from svgagent.core.import_extra import MAX_SECONDS, SvgagentExtra, validate_extra
-from svgagent.core.prompt import format_prompt
+from svgagent.core.exchange.ep_status import failure_kind_of, status_name
+from svgagent.core.exchange.export import EXTRA_FORMAT, EXTRA_KEY
+from svgagent.core.exchange.import_extra import MAX_SECONDS, SvgagentExtra, validate_extra
+from svgagent.core.run.prompt import format_prompt
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
-from svgagent.core.verdicts import first_line
+from svgagent.core.store.size_caps import MAX_REQUIREMENTS, PROMPT_CAP, REQUIREMENT_CAP
+from svgagent.core.store.verdict_columns import first_line
 
 IMPORTED_FINISH_REASON = "imported"
 FINISHED, RUNNING = 100, 101

@@ -25,9 +25,9 @@ import shlex
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store.typed_rows import RolloutRecord
 
 Predicate = Callable[[RolloutRecord, Collection[str]], bool]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from svgagent.core.scoring.errors import StoreError
 
 if TYPE_CHECKING:  # only annotations: `svgagent --help` imports this module for RUN_HELP
-    from svgagent.core.records import RunRecord
+    from svgagent.core.store.typed_rows import RunRecord
 
 LATEST = "latest"
 RUN_HELP = "a run id, a unique prefix of one, a run's name, or latest"  # for every RUN argument

@@ -24,18 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from svgagent.core.ep_status import STATUS_OF_FAILURE, StatusCode
-from svgagent.core.output import STDOUT, open_output, write_output
-from svgagent.core.prompt import format_prompt
-from svgagent.core.records import RolloutRecord, RunRecord
+from svgagent.core.exchange.ep_status import STATUS_OF_FAILURE, StatusCode
+from svgagent.core.named_files import STDOUT, open_output, write_output
+from svgagent.core.run.prompt import format_prompt
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.store.typed_rows import RolloutRecord, RunRecord
 from svgagent.core.terminal_text import visible
 
 if TYPE_CHECKING:
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
-# rollout_status codes: eval_protocol's Status.Code (core/ep_status.py)
+# rollout_status codes: eval_protocol's Status.Code (core/exchange/ep_status.py)
 STATUS_FINISHED, STATUS_RUNNING = int(StatusCode.FINISHED), int(StatusCode.RUNNING)
 
 EXTRA_KEY = "svgagent"  # execution_metadata.extra[EXTRA_KEY]
@@ -356,9 +356,9 @@ def export_run(
     assets: Path | None = None,
     out: TextIO | None = None,
 ) -> ExportResult:
-    """Export the current rollouts of ``run_id`` from ``store`` (a :class:`~svgagent.core.store.Store`) as ``fmt``.
+    """Export the current rollouts of ``run_id`` from ``store`` (a :class:`~svgagent.core.store.run_store.Store`) as ``fmt``.
 
-    ``target`` is written with :func:`svgagent.core.output.open_output`: a regular file is replaced atomically, a
+    ``target`` is written with :func:`svgagent.core.named_files.open_output`: a regular file is replaced atomically, a
     FIFO or device is written through, ``-`` or None means ``out`` (default standard output); in every case
     nothing is written unless the whole export succeeded. ``assets``: also write each rollout's PNG and SVG into
     that directory (see :class:`AssetWriter`). Raises :class:`SvgAgentError` with one line when a file or

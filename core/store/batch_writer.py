@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 WINDOW_S = 0.05
 URGENT_S = 0.02

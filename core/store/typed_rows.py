@@ -132,7 +132,9 @@ class RolloutRecord:
     override_verdicts: list[bool | None] | None = None  # a person's ✓/✗ per requirement, None: undecided
     override_at: str | None = None
     failure_kind: FailureKind | None = None
-    truncated: dict[str, int] | None = None  # column -> original length, for text cut to its cap (core/caps.py)
+    truncated: dict[str, int] | None = (
+        None  # column -> original length, for text cut to its cap (core/store/size_caps.py)
+    )
     # heavy columns (None unless loaded)
     raw_answer: str | None = None
     finish_reason: str | None = None

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from svgagent.core.endpoint_trust import require_trusted
+from svgagent.core.config.project_trust import require_trusted
+from svgagent.core.config.settings import Settings
 from svgagent.core.scoring.chat import chat_completion
 from svgagent.core.scoring.endpoint import endpoint_client
 from svgagent.core.scoring.failures import classify, endpoint_errors
 from svgagent.core.scoring.models import FailureKind, Usage
-from svgagent.core.settings import Settings
 
 
 class PolicyError(Exception):

@@ -1,6 +1,6 @@
 """Importing evaluated Eval Protocol rows (JSONL) as a run, reviewable and comparable like one made here.
 
-One line → one rollout, mapped by :mod:`svgagent.core.import_row`. Lines with the same row id, prompt and
+One line → one rollout, mapped by :mod:`svgagent.core.exchange.import_row`. Lines with the same row id, prompt and
 requirements are samples of one row, numbered in file order. Rows that come without a verdict are queued with
 their answer for :func:`judge_imported`, which renders and judges them without calling the policy.
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.import_row import (
+from svgagent.core.exchange.import_row import (
     IMPORTED_FINISH_REASON,
     LineError,
     ParsedRollout,
@@ -25,14 +25,14 @@ from svgagent.core.import_row import (
     parse_evaluation_row,
     parse_formatted_prompt,
 )
-from svgagent.core.records import RunSummary, run_threshold
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunSummary, run_threshold
 from svgagent.core.urls import strip_userinfo
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
+    from svgagent.core.config.settings import Settings
 
 __all__ = [
     "FORMAT_EVALUATED",
@@ -292,9 +292,9 @@ def import_file(
 
 async def judge_imported(store: Store, run_id: str, settings: Settings, **engine_kwargs: Any) -> RunSummary:
     """Render and judge the queued rollouts of an imported run with svgagent's judge (``settings``: a
-    :class:`~svgagent.core.settings.Settings`). Their answers are stored, so the policy is never called: the
+    :class:`~svgagent.core.config.settings.Settings`). Their answers are stored, so the policy is never called: the
     engine gets a placeholder policy client that points nowhere."""
-    from svgagent.core.engine import Engine
+    from svgagent.core.run.engine import Engine
     from svgagent.core.scoring.endpoint import endpoint_client
 
     placeholder = endpoint_client("http://127.0.0.1:9/v1", "unused-for-imports", timeout_s=10, max_retries=0)

@@ -1,7 +1,7 @@
 """The file layers of the settings, built on pydantic-settings' public sources, each noting what it gave.
 
 - :class:`TomlFileSource`: a TOML file (``./svgagent.toml``, the user config file) read as untrusted text
-  (core/config_file.py: a regular file only, capped, UTF-8, its shape checked before parsing) and handed to
+  (core/config/toml_file.py: a regular file only, capped, UTF-8, its shape checked before parsing) and handed to
   pydantic-settings as an ``InitSettingsSource`` — what its own TOML layer does with a file's table.
 - :class:`DotEnvFileSource`: pydantic-settings' ``.env`` layer, made only once the path is known to be a regular
   file within the cap (a FIFO named ``.env`` hung every command) or absent.
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, InitSettingsSource
 
-from svgagent.core.config_file import CONFIG_MAX_BYTES, check_env_file, load_toml_config
+from svgagent.core.config.toml_file import CONFIG_MAX_BYTES, check_env_file, load_toml_config
 
 # file -> the values its layer gave, for the project files of the settings being built (None: not noting)
 _NOTED: ContextVar[dict[Path, dict[str, Any]] | None] = ContextVar("svgagent_project_layers", default=None)

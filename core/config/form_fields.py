@@ -22,10 +22,10 @@ from pydantic import SecretStr, ValidationError
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import String
 
-from svgagent.core.config_file import PROJECT_CONFIG_MAX_BYTES, parse_toml_config, read_regular_capped
-from svgagent.core.endpoint_trust import remember_saved
-from svgagent.core.output import TargetKind, resolve_target, write_output
-from svgagent.core.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits, trust_file
+from svgagent.core.config.project_trust import remember_saved
+from svgagent.core.config.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits, trust_file
+from svgagent.core.config.toml_file import PROJECT_CONFIG_MAX_BYTES, parse_toml_config, read_regular_capped
+from svgagent.core.named_files import TargetKind, resolve_target, write_output
 
 FieldKind = Literal["input", "select", "switch", "dataset"]
 DATASET_FILE = "file"
@@ -229,7 +229,7 @@ def save_project_config(
     """Write ``values`` — the fields a person changed — into ``svgagent.toml`` (atomically; a symlink is followed,
     a FIFO or a device written through). Only those keys' values change or are added; the file's comments, blank
     lines, other keys and tables stay as they were (:func:`edit_config_text`). A None value removes its key (TOML
-    has no null). The guarded settings saved (endpoints, limits: core/endpoint_trust.py) are the person's own, and
+    has no null). The guarded settings saved (endpoints, limits: core/config/project_trust.py) are the person's own, and
     remembered as confirmed for that file. Raises ``ValueError`` if that file is too large or not TOML, ``OSError``
     if it cannot be read or written."""
     target = path or Path.cwd() / PROJECT_CONFIG_FILE

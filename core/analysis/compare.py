@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from svgagent.core.records import RolloutRecord, mean_and_stderr
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord, mean_and_stderr
 
 TIE_TOLERANCE = 1e-9
 

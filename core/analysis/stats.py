@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from svgagent.core.records import DEFAULT_THRESHOLD, RolloutRecord, mean_and_stderr
-from svgagent.core.review import complete, marks_of_judge
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.reviews import complete, marks_of_judge
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, RolloutRecord, mean_and_stderr
 
 DEFAULT_BINS = 10
 PERCENTILES = (50, 90, 99)

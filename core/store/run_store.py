@@ -26,9 +26,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from svgagent.core.caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column, stored_whole
-from svgagent.core.lease import LeaseOwner, lease_is_live, this_host
-from svgagent.core.records import (
+from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
+from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
+from svgagent.core.store.leases import LeaseOwner, lease_is_live, this_host
+from svgagent.core.store.migrations import MIGRATIONS
+from svgagent.core.store.reviews import counted
+from svgagent.core.store.size_caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column, stored_whole
+from svgagent.core.store.sqlite_values import as_text, storable
+from svgagent.core.store.typed_rows import (
     LIGHT_COLUMNS,
     RolloutRecord,
     RunRecord,
@@ -37,11 +42,6 @@ from svgagent.core.records import (
     public_settings,
     summarize_rows,
 )
-from svgagent.core.review import counted
-from svgagent.core.schema import MIGRATIONS
-from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, StoreOutdated, StoreWriteError
-from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
-from svgagent.core.store_values import as_text, storable
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
@@ -204,7 +204,7 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, for modules with tables of their own (``svgagent.core.training``); the store's
+        """One write transaction, for modules with tables of their own (``svgagent.core.serve.training_runs``); the store's
         own writes called inside it (same thread) join it."""
         with self._tx() as db:
             yield db
@@ -351,7 +351,7 @@ class Store:
         with self._tx() as db:
             db.execute("UPDATE runs SET name=?, updated=? WHERE run_id=?", (name, now_iso(), run_id))
 
-    # --- leases (core/lease.py) -----------------------------------------------------------------------------
+    # --- leases (core/store/leases.py) -----------------------------------------------------------------------------
     def _live_lease(
         self, db: sqlite3.Connection, run_id: str, now: float | None = None
     ) -> tuple[LeaseOwner, float] | None:
@@ -410,7 +410,7 @@ class Store:
 
     # --- rollouts -------------------------------------------------------------------------------------------
     def update_rollout(self, rollout_id: str, **fields: Any) -> None:
-        """Set columns of one rollout. Text over its size cap is cut (see :mod:`svgagent.core.caps`) and the
+        """Set columns of one rollout. Text over its size cap is cut (see :mod:`svgagent.core.store.size_caps`) and the
         original length noted in ``truncated_json``."""
         sql, params = _rollout_update(rollout_id, fields)
         with self._tx() as db:
@@ -420,7 +420,7 @@ class Store:
         self, rollouts: Sequence[tuple[str, dict[str, Any]]], cache: Sequence[tuple[str, str, dict[str, Any]]] = ()
     ) -> None:
         """Several rollout updates (as :meth:`update_rollout`, in order) and cache entries (as :meth:`cache_put`)
-        in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store_batch`).
+        in one transaction: all of them are stored, or none (the engine's writer, :mod:`svgagent.core.store.batch_writer`).
         Updates of different rollouts that set the same columns go as one ``executemany`` (a batch of the engine's
         has a handful of such shapes); a rollout named twice keeps its updates in order."""
         stamp = now_iso()  # one transaction, one time
@@ -855,7 +855,7 @@ def _to_db(value: Any) -> Any:
 
 def rollout_values(fields: dict[str, Any]) -> dict[str, Any]:
     """Columns for a new rollout row written by another module's own SQL (``core.training``, imports): each value
-    made one its column keeps whatever it is (:func:`~svgagent.core.store_values.storable`: no value from outside
+    made one its column keeps whatever it is (:func:`~svgagent.core.store.sqlite_values.storable`: no value from outside
     can make the statement fail), text cut to its cap and ``truncated_json`` noting what was cut."""
     values, cut = _capped({k: storable(k, v) for k, v in fields.items()})
     values["truncated_json"] = json.dumps(cut) if cut else None

@@ -37,15 +37,15 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from svgagent.core import event_loop
-from svgagent.core.events import EventBus
-from svgagent.core.records import RunSummary
+from svgagent.core.config.settings import SECRET_FIELDS, Settings
+from svgagent.core.run.events import EventBus
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
-from svgagent.core.settings import SECRET_FIELDS, Settings
 from svgagent.core.startup_gc import long_run_heap
+from svgagent.core.store.typed_rows import RunSummary
 
-MODULE = "svgagent.core.engine_process"
-ENGINE = "svgagent.core.engine:Engine"
+MODULE = "svgagent.core.run.engine_process"
+ENGINE = "svgagent.core.run.engine:Engine"
 FORWARD_EVERY_S = 0.02
 STDIN = 0
 # The child yields the CPU to the app: on a busy machine the kernel then runs the UI first (it needs little) and
@@ -216,7 +216,7 @@ def event_batch(events: Any) -> list[list[str]]:
 
 
 async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> None:
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
     loop = asyncio.get_running_loop()
     settings = Settings.model_validate(request["settings"])
