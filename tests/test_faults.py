@@ -464,7 +464,7 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
 async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
     tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from svgagent.core.store.run_store import size_caps as caps
+    from svgagent.core.store import size_caps as caps
 
     # caps a tenth of the real ones, so the simulator's answers (at most max_tokens long) go over them
     monkeypatch.setitem(caps.TEXT_CAPS, "raw_answer", caps.ANSWER_CAP // 10)
@@ -497,7 +497,7 @@ async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
 async def test_a_judge_text_over_its_cap_is_stored_cut_and_never_cached(
     tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from svgagent.core.store.run_store import size_caps as caps
+    from svgagent.core.store import size_caps as caps
 
     cap = 40  # far below the simulated judge's answers, so each of them goes over it
     monkeypatch.setitem(caps.TEXT_CAPS, "judge_raw", cap)
@@ -544,7 +544,7 @@ async def test_the_rollout_screen_says_what_the_store_cut(tmp_path: Path, monkey
     from factories import RUN_ID, build_run
     from tui_support import make_app, plain, settle
 
-    from svgagent.core.store.run_store import size_caps as caps
+    from svgagent.core.store import size_caps as caps
 
     monkeypatch.setitem(caps.TEXT_CAPS, "rationale", 50)
     with Store(tmp_path / "runs.db") as store:

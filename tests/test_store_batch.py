@@ -220,7 +220,7 @@ def test_a_batch_stores_what_the_same_updates_stored_one_at_a_time_cuts_included
     statement built once for its columns; what ends up stored is what one UPDATE per change gave, the general path
     (store._cut_update) with its caps and truncated_json notes."""
     from svgagent.core.scoring.models import FailureKind
-    from svgagent.core.store.run_store import run_store as store_module
+    from svgagent.core.store import run_store as store_module
     from svgagent.core.store.size_caps import LINE_CAP, SVG_CAP
 
     changes = [  # (rollout, fields): shapes shared by several rollouts, values over their caps, enums and flags
