@@ -18,12 +18,12 @@ from svgagent.core.scoring.errors import ConfigError
 # Each simulator (and the Fireworks client) is imported by the function that starts it: `tui --demo` needs only
 # the policy + judge simulator before its first frame, and the Fireworks SDK alone takes most of a second.
 if TYPE_CHECKING:
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.fireworks_api import ControlPlane
-    from svgagent.core.settings import Settings
     from svgagent.core.sim.control_plane import FireworksSim
     from svgagent.core.sim.simulator import Simulator
     from svgagent.core.sim.trainer import TrainerPace
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 DEMO_POLICY_MODEL = "simulated-policy"
 DEMO_JUDGE_MODEL = "simulated-judge"
@@ -88,7 +88,7 @@ class SimulatorProcess:
         start: bool = True,
         knobs: dict[str, Any] | None = None,
     ) -> None:
-        from svgagent.core.listen import listening_socket
+        from svgagent.core.server_socket import listening_socket
 
         self._latencies = (policy_latency_s, judge_latency_s)
         self._knobs = dict(knobs or {})
@@ -110,7 +110,7 @@ class SimulatorProcess:
         import sys
         import threading
 
-        from svgagent.core.engine_process import NICE
+        from svgagent.core.run.engine_process import NICE
 
         if self._proc is not None or self._sock is None:
             return

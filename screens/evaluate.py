@@ -24,14 +24,15 @@ from svgagent.screens.compare import open_compare
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 if TYPE_CHECKING:
-    from svgagent.core.dataset import Dataset
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.deployments import Quote
     from svgagent.core.rft.evaluate import EvaluationTarget
     from svgagent.core.rft.job_source import JobSource
     from svgagent.core.rft.monitor import JobView
-    from svgagent.core.settings import Settings
+    from svgagent.core.run.dataset import Dataset
 
 STEPS = ("held-out rows", "base model", "deployment", "trained model", "compare")
 MARKS = {"run": ("▸", "bold cyan"), "ok": ("✓", "bold green"), "ask": ("?", "bold yellow"), "fail": ("✗", "bold red")}
@@ -103,7 +104,7 @@ class EvaluateScreen(AppKeysFirst, Screen[None]):
             symbol, style = MARKS.get(mark, ("·", "dim"))
             line = Text(f"{symbol} ", style=style)
             line.append(f"{index}/{len(STEPS)} {step:<14}", style="bold" if mark else "dim")
-            line.append(text)
+            line.append(shown_line(text))  # names and messages from the control plane: never markup, controls shown
             lines.append(line)
         self.query_one("#evaluate-steps", Static).update(Text("\n").join(lines))
         self.query_one("#evaluate-outcome", Static).update(self._outcome)
@@ -155,8 +156,8 @@ class EvaluateScreen(AppKeysFirst, Screen[None]):
 
     def _run(self, step: str, settings: Settings, dataset: Dataset, name: str) -> str:
         """One evaluation run on the engine's process, its progress on the step's line; its run id."""
-        from svgagent.core.engine_process import EngineProcess
-        from svgagent.core.run_setup import create_run
+        from svgagent.core.run.engine_process import EngineProcess
+        from svgagent.core.run.setup import create_run
 
         store = self.app.store  # type: ignore[attr-defined]
         run_id = create_run(settings, store, dataset, name=name)
@@ -236,7 +237,7 @@ class EvaluateScreen(AppKeysFirst, Screen[None]):
     def on_evaluate_screen_done(self, message: Done) -> None:
         if message.error:
             self.stage = "stopped" if self._stop.is_set() else "failed"
-            self._show(Text(f"✗ {message.error}", style="bold red"))
+            self._show(shown(f"✗ {message.error}", "bold red"))
             if self.deployment is not None and self.stage == "failed":
                 self._ask_delete()
             return

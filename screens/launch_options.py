@@ -13,7 +13,6 @@ from textual.widgets import Input, Label, Static
 
 from svgagent.core.rft.holdout import MAX_FRACTION
 from svgagent.core.serve.security import check_http_url
-from svgagent.tui.widgets.text_field import TextField
 
 DEFAULT_HOLDOUT = "0.2"
 HINTS = {
@@ -31,7 +30,7 @@ def option_rows(serve_url: str | None) -> Iterator[Widget]:
     ):
         yield Horizontal(
             Label(label, classes="field-label"),
-            TextField(value, id=f"launch-{name}", compact=True, placeholder="(none)"),
+            Input(value, id=f"launch-{name}", compact=True, placeholder="(none)"),
             classes="row",
         )
         yield Static(HINTS[name], id=f"hint-launch-{name}", classes="hint", markup=False)

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_control_plane, demo_overrides
 from svgagent.core.rft.launch import demo_request, launch, prepare_launch, with_rollouts
 from svgagent.core.rft.params import RftParams
 from svgagent.core.serve.server import RolloutServer
+from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.serve.wiring import ServeOptions, rollout_server
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import SimConfig, Simulator
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.store.run_store import Store
 
 BASE = "accounts/fireworks/models/qwen3-0p6b"
 

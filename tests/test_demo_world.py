@@ -17,7 +17,7 @@ from svgagent.core.demo import demo_control_plane, reset_world
 from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
 from svgagent.core.rft.launch import demo_request, launch, prepare_launch
 from svgagent.core.rft.params import RftParams
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 PARAMS = RftParams(base_model="accounts/fireworks/models/qwen3-0p6b")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
+from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.serve.wiring import ServeOptions, ServerThread
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import SimConfig, Simulator
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from job_fakes import NOW, fake_source, job
 from tui_support import make_app, notifications, settle, wait_until
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.evaluate import EvaluateScreen
 

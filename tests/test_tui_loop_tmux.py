@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_tui_tmux import Tmux, tmux  # noqa: F401 - the fixture
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
 STEP_ROW = re.compile(r"^ (\d+)\s+\d+\s+\d+\s+\d+\s+\d\.\d{3}", re.MULTILINE)

@@ -9,7 +9,7 @@ thread, the command in order):
    settings is reused (:func:`reusable_run`): nothing bills while it runs;
 3. a deployment of the output model (`svgagent.core.rft.deployments`: quoted, asked for, made, waited for);
 4. the trained model's run on the same rows with the same settings (:func:`run_settings`);
-5. the comparison of the two (`svgagent.core.compare`), and the deployment deleted when the person agrees.
+5. the comparison of the two (`svgagent.core.analysis.compare`), and the deployment deleted when the person agrees.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.dataset import Dataset
 from svgagent.core.rft.holdout import Holdout, holdout_dataset, load_holdout
 from svgagent.core.rft.job_states import short_state
+from svgagent.core.run.dataset import Dataset
 from svgagent.core.scoring.errors import ConfigError
 
 if TYPE_CHECKING:
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.fireworks_api import ControlPlane
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 # What a reusable run of the base model must share with the evaluation (with the model and the rows): how it is
 # judged and how the policy samples.

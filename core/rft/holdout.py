@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.dataset import FORMAT_JSONL, Dataset
+from svgagent.core.run.dataset import FORMAT_JSONL, Dataset
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 MAX_FRACTION = 0.5
 
@@ -68,7 +68,7 @@ def remember_holdout(
     store: Store, job_name: str, fraction: float, dataset: Dataset, rows: Sequence[DatasetRow]
 ) -> None:
     """Keep a launch's held-out rows with its job (a launch of the same job again replaces them)."""
-    from svgagent.core.store import now_iso
+    from svgagent.core.store.run_store import now_iso
 
     source = {"name": dataset.name, "source": dataset.source, "sha256": dataset.sha256}
     with store.transaction() as db:

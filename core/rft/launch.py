@@ -25,8 +25,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.dataset import Dataset, load_dataset, select_rows
-from svgagent.core.prompt import ep_row
 from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
 from svgagent.core.rft.evaluator_bundle import (
     DESCRIPTION,
@@ -47,12 +45,14 @@ from svgagent.core.rft.holdout import split_rows
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.rft.params import RftParams, check_job_id
+from svgagent.core.run.dataset import Dataset, load_dataset, select_rows
+from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.config.settings import Settings
+    from svgagent.core.store.run_store import Store
 
 STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"
@@ -161,15 +161,12 @@ class PreparedLaunch:
 def with_rollouts(request: LaunchRequest, remote_url: str | None, holdout: float = 0.0) -> LaunchRequest:
     """``request`` whose evaluator sends every rollout to the rollout server at ``remote_url`` (eval-protocol's
     RemoteRolloutProcessor; None: single-turn, the bundle unchanged) and which keeps ``holdout`` of the rows out of
-    training. ConfigError for a URL that is not http(s) or a share out of range."""
+    training (ConfigError for a share out of range). The URL is the caller's to check (the launch screen and `rft
+    create --remote-url` do, with `svgagent.core.serve.security.check_http_url`)."""
     from svgagent.core.rft.holdout import check_fraction
-    from svgagent.core.serve.security import check_http_url
 
     changes: dict[str, Any] = {"holdout": check_fraction(holdout)}
     if remote_url:
-        problem = check_http_url(remote_url)
-        if problem:
-            raise ConfigError(f"the rollout server's URL {problem}")
         rollouts = {"rollouts": "remote", "remote_url": remote_url.rstrip("/")}
         changes["judge_config"] = {**(request.judge_config or {}), **rollouts}
     return dataclasses.replace(request, **changes)

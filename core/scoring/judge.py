@@ -42,7 +42,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.chat import chat_completion
@@ -56,7 +55,7 @@ from svgagent.core.scoring.models import (
     Usage,
 )
 
-if TYPE_CHECKING:  # the client is passed in: an openai.AsyncOpenAI or the engine's aiohttp client
+if TYPE_CHECKING:  # the client is passed in: an openai.AsyncOpenAI (core/scoring/endpoint.py builds it)
     import openai
 
 __all__ = [
@@ -67,7 +66,6 @@ __all__ = [
     "build_judge_messages",
     "judge_question",
     "judge_request_body",
-    "judge_request_json",
     "parse_judge_answer",
     "response_format_for",
     "schema_name_for",
@@ -184,46 +182,9 @@ def build_judge_messages(
     ]
 
 
-_SPLICE_MARK = "\x00svgagent-png\x00"  # stands for the base64 PNG while the body's JSON is built
-
-
 def judge_request_body(model: str, messages: list[dict[str, Any]], response_format: dict[str, Any]) -> dict[str, Any]:
     """The JSON body of a judge request (as :func:`svgagent.core.scoring.chat.chat_completion` sends it)."""
     return {"model": model, "messages": messages, "temperature": 0, "response_format": response_format}
-
-
-@lru_cache(maxsize=256)
-def _judge_json_template(
-    model: str, requirements: tuple[str, ...], mode: JudgeMode, prompt: str | None
-) -> tuple[bytes, bytes] | None:
-    """The judge request's JSON around its base64 PNG (what comes before it, what after), or None when the texts
-    hold the splice mark (then the whole body is serialised each time)."""
-    body = judge_request_body(
-        model, build_judge_messages(b"", requirements, mode, prompt), response_format_for(mode, len(requirements))
-    )
-    body["messages"][0]["content"][1]["image_url"]["url"] = _PNG_URL_PREFIX + _SPLICE_MARK
-    text = json.dumps(body)
-    mark = json.dumps(_SPLICE_MARK)[1:-1]
-    if text.count(mark) != 1:
-        return None
-    head, _, tail = text.partition(mark)
-    return head.encode(), tail.encode()
-
-
-def judge_request_json(
-    model: str, png: bytes, requirements: Sequence[str], mode: JudgeMode = JudgeMode.COUNT, prompt: str | None = None
-) -> bytes:
-    """``json.dumps(body).encode()`` of a first judge request (:func:`judge_request_body` of
-    :func:`build_judge_messages`), byte for byte, built without serialising the base64 PNG as a JSON string: the
-    text around it is cached per model, requirements, mode and prompt, and base64 needs no JSON escaping."""
-    template = _judge_json_template(model, tuple(map(str, requirements)), JudgeMode(mode), prompt)
-    if template is None:
-        body = judge_request_body(
-            model, build_judge_messages(png, requirements, mode, prompt), response_format_for(mode, len(requirements))
-        )
-        return json.dumps(body).encode()
-    head, tail = template
-    return b"".join((head, base64.b64encode(png), tail))
 
 
 # ----------------------------------------------------------------------------------------------------- parsing
@@ -408,27 +369,16 @@ class Judge:
         n = len(requirements)
         if n < 1:
             raise ValueError("a judge request needs at least one requirement")
-        # a client that takes a serialised body (the engine's ChatClient) gets the first request spliced together
-        # (judge_request_json); a retry, or any other client, the body's dict
-        send_json = getattr(self.client, "complete_chat_json", None)
-        messages: list[dict[str, Any]] | None = None
-        response_format: dict[str, Any] | None = None
+        messages = build_judge_messages(png, requirements, self.mode, prompt)
+        response_format = response_format_for(self.mode, n)
         usage = Usage()
         raw = ""
         why = ""
         attempts = 0
         for attempt in range(1, self.max_format_retries + 2):
             attempts = attempt
-            if attempt == 1 and send_json is not None:
-                response = await send_json(judge_request_json(self.model, png, requirements, self.mode, prompt))
-            else:
-                if messages is None or response_format is None:
-                    messages = build_judge_messages(png, requirements, self.mode, prompt)
-                    response_format = response_format_for(self.mode, n)
-                request = messages if attempt == 1 else [*messages, _retry_note(why, n, self.mode)]
-                response = await chat_completion(
-                    self.client, **judge_request_body(self.model, request, response_format)
-                )
+            request = messages if attempt == 1 else [*messages, _retry_note(why, n, self.mode)]
+            response = await chat_completion(self.client, **judge_request_body(self.model, request, response_format))
             usage = _add_usage(usage, getattr(response, "usage", None))
             text, why = _answer_text(response)
             if text is None:

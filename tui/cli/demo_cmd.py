@@ -30,8 +30,8 @@ def add_demo_parser(sub: Any, formatter: type[argparse.HelpFormatter]) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.demo import demo_world_dir, reset_world
-    from svgagent.core.settings import load_settings
 
     world = demo_world_dir(load_settings(store=args.store))
     if args.demo_command == "path":

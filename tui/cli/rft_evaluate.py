@@ -19,10 +19,10 @@ from svgagent.core.scoring.errors import ConfigError
 from svgagent.tui.cli.flags import add_settings, explicit_settings
 
 if TYPE_CHECKING:
-    from svgagent.core.dataset import Dataset
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.fireworks_api import ControlPlane
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.run.dataset import Dataset
+    from svgagent.core.store.run_store import Store
 
 EXIT_OK, EXIT_FAILED = 0, 1
 EVAL_SETTINGS = (
@@ -68,11 +68,11 @@ def add_evaluate_parsers(sub: Any, formatter: type[argparse.HelpFormatter], comm
 @contextlib.contextmanager
 def _connected(args: argparse.Namespace, out: Any, names: tuple[str, ...]) -> Iterator[tuple[ControlPlane, Settings]]:
     """(control plane, the settings runs use): the demo world and its simulated policy and judge with --demo."""
-    from svgagent.core.settings import load_settings
+    from svgagent.core.config.settings import load_settings
 
     flags = explicit_settings(args, names)
     if not args.demo:
-        from svgagent.core.endpoint_trust import require_trusted
+        from svgagent.core.config.project_trust import require_trusted
         from svgagent.core.rft.fireworks_api import ControlPlane
 
         settings = load_settings(**flags)
@@ -112,7 +112,7 @@ def _confirm(question: str, args: argparse.Namespace, out: Any, *, default: bool
 # ---- evaluate -----------------------------------------------------------------------------------------------------
 def _run(settings: Settings, store: Store, dataset: Dataset, name: str, header: str) -> str:
     """One evaluation run to its end (headless, with the eval command's progress bar); its run id."""
-    from svgagent.core.engine import Engine
+    from svgagent.core.run.engine import Engine
     from svgagent.tui.cli.eval import with_progress
     from svgagent.tui.cli.interrupts import run_stoppable
 
@@ -129,7 +129,7 @@ def _run(settings: Settings, store: Store, dataset: Dataset, name: str, header: 
 
 
 def cmd_evaluate(args: argparse.Namespace, out: Any) -> int:
-    from svgagent.core.compare import compare_runs
+    from svgagent.core.analysis.compare import compare_runs
     from svgagent.core.rft import deployments as dep
     from svgagent.core.rft.evaluate import evaluation_target, reusable_run, run_settings
     from svgagent.tui.cli.analysis import print_comparison
