@@ -33,7 +33,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Store, RolloutServer]]:
             **demo_overrides(str(judge.base_url)), store=tmp_path / "runs.db", render_size=64, max_retries=0
         )
         with Store(settings.store_path()) as store:
-            options = ServeOptions(port=0, judge=True, status_retry_delays_s=(0.05,))
+            options = ServeOptions(port=0, judge=True)
             async with rollout_server(settings, store, options) as server:
                 yield store, server
 

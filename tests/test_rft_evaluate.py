@@ -34,7 +34,7 @@ def serve_url(home: Path) -> Iterator[str]:
     """`svgagent serve --demo` (its simulated judge scores each rollout), on a thread of its own."""
     with Simulator(SimConfig(seed=3)) as judge:
         settings = load_settings(**demo_overrides(str(judge.base_url)), store=home / "runs.db", render_size=64)
-        server = ServerThread(settings, ServeOptions(port=0, judge=True, status_retry_delays_s=(0.05,)))
+        server = ServerThread(settings, ServeOptions(port=0, judge=True))
         try:
             yield server.start()
         finally:
