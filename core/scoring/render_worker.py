@@ -283,16 +283,32 @@ def output_size(tree, size: int) -> dict[str, float | int]:
     return {"parent_width": width, "parent_height": height, "output_width": out_w, "output_height": out_h}
 
 
+def own_output_size(data: bytes) -> dict[str, float | int]:
+    """cairosvg's sizing parameters for the page the SVG sizes itself (:func:`.picture_size.own_size`): the
+    picture is exactly that box, and a root's percentage or missing width/height is resolved against it."""
+    from svgagent.core.scoring.picture_size import own_size
+
+    width, height = own_size(data)
+    return {"parent_width": width, "parent_height": height, "output_width": width, "output_height": height}
+
+
+def check_size(size: object) -> int:
+    """``size`` when it is a longest side (1..MAX_OUTPUT_SIZE) or OWN_SIZE (0); ValueError otherwise."""
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_OUTPUT_SIZE:
+        raise ValueError(f"size must be 0 (the SVG's own size) or an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
+    return size
+
+
 def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
+    """Render untrusted SVG to PNG bytes whose longest side is ``size`` px — or, for ``size`` 0 (OWN_SIZE), on the
+    page the SVG sizes itself — on white, in this process.
 
     The PNG is cairosvg's own (``cairosvg.svg2png``'s surface, sizing and encoder), given :func:`output_size`'s
     parameters and ``background_color="white"``. Raises :class:`RenderError` (one-line reason) for anything that
     cannot be rendered safely. It has no timeout and no memory limit of its own: use :class:`Renderer` for untrusted
     input.
     """
-    if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
-        raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
+    check_size(size)
     from cairosvg.surface import PNGSurface
 
     from svgagent.core.scoring.render_guard import check_render_cost
@@ -302,7 +318,7 @@ def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: 
     try:
         tree = _parse_tree(data, _make_fetcher(max_bytes))
         _check_root(tree)
-        sizing = output_size(tree, size)
+        sizing = output_size(tree, size) if size else own_output_size(data)
         check_render_cost(data, tree.xml_tree)
         cut_path_data_at_closepath_errors()  # cairosvg loops for ever on "Z 5 5"; SVG draws up to the Z
         png = io.BytesIO()
