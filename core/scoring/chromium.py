@@ -8,8 +8,8 @@
 * no network: the page is loaded from memory (a ``data:`` URL), every fetch it tries is failed by the DevTools
   ``Fetch`` domain (inline ``data:`` URLs load, nothing else), hostnames resolve nowhere, scripts are off;
 * a wall-clock cap per render: past it the browser's whole process group is killed (and replaced on the next
-  render); the same for a browser that grows past the memory cap (its resident memory, all processes, polled
-  while it renders) or whose picture is larger than :data:`.chromium_browser.MAX_MESSAGE_BYTES`;
+  render); the same for a browser that grows past the memory cap (the proportional memory of all its processes,
+  polled while it renders and checked before each render) or whose picture is larger than :data:`.chromium_browser.MAX_MESSAGE_BYTES`;
 * a size cap on the picture: the page's longest side is at most :data:`.picture_size.MAX_OWN_SIDE` px (own size) or
   the requested size.
 
@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from svgagent.core.scoring.chromium_browser import Browser, group_rss_mb
+from svgagent.core.scoring.chromium_browser import Browser, group_memory_mb
 from svgagent.core.scoring.chromium_page import find_chromium, page_geometry, page_html
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.picture_size import OWN_SIZE
@@ -138,6 +138,10 @@ class ChromiumRenderer:
         """Process ids of the live browser processes (for diagnostics and tests)."""
         return [b.pid for b in list(self._browsers) if b.pid is not None and b.alive]
 
+    def refused_urls(self) -> list[str]:
+        """The latest URLs the pages tried to fetch and were refused (for diagnostics and tests)."""
+        return [url for browser in list(self._browsers) for url in list(browser.refused)]
+
     def __enter__(self) -> ChromiumRenderer:
         return self
 
@@ -203,7 +207,12 @@ class ChromiumRenderer:
         job.add_done_callback(lambda done: (idle.put_nowait(browser), done.cancelled() or done.exception()))
         return await asyncio.shield(job)
 
+    def _over_memory(self, browser: Browser) -> bool:
+        return browser.pid is not None and group_memory_mb(browser.pid) > self.memory_mb
+
     async def _render_on(self, browser: Browser, html: str, geometry: Any) -> bytes:
+        if browser.alive and self._over_memory(browser):
+            browser.kill()  # grown past the cap between renders: a fresh one draws this picture
         if not browser.alive:
             browser.kill()  # what is left of a crashed one
             await browser.start()
@@ -218,7 +227,7 @@ class ChromiumRenderer:
                 done, _ = await asyncio.wait({job}, timeout=min(MEMORY_POLL_S, remaining))
                 if done:
                     return job.result()
-                if browser.pid is not None and group_rss_mb(browser.pid) > self.memory_mb:
+                if self._over_memory(browser):
                     browser.kill()
                     raise RenderError(f"SVG needs more memory than the renderer allows ({self.memory_mb} MB)")
         except RenderError:

@@ -30,7 +30,7 @@ from typing import Any
 from svgagent.core.scoring.chromium_page import PageGeometry, browser_flags
 from svgagent.core.scoring.errors import RenderError
 
-__all__ = ["Browser", "BrowserGone", "group_rss_mb"]
+__all__ = ["Browser", "BrowserGone", "group_memory_mb"]
 
 STARTUP_TIMEOUT_S = 60.0
 MAX_MESSAGE_BYTES = 96 << 20  # the largest DevTools message read (a screenshot's base64): a size cap on the output
@@ -47,9 +47,10 @@ def _environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
 
 
-def group_rss_mb(session_id: int) -> float:
-    """Resident memory (MB) of every process in session ``session_id`` (the browser and its children)."""
-    total_pages = 0
+def group_memory_mb(session_id: int) -> float:
+    """Memory (MB) of every process in session ``session_id`` (the browser and its children): the sum of their
+    proportional set sizes, so the pages they share are counted once, not once per process."""
+    total_kb = 0
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -60,12 +61,16 @@ def group_rss_mb(session_id: int) -> float:
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-            if int(fields[3]) != session_id:  # fields after "(comm)": state ppid pgrp session ... rss is the 22nd
+            if int(fields[3]) != session_id:  # after "(comm)": state ppid pgrp session ...
                 continue
-            total_pages += int(fields[21])
+            with open(f"/proc/{entry}/smaps_rollup", "rb") as rollup:
+                for line in rollup:
+                    if line.startswith(b"Pss:"):
+                        total_kb += int(line.split()[1])
+                        break
         except (OSError, ValueError, IndexError):
             continue
-    return total_pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    return total_kb / 1024
 
 
 class Browser:
@@ -85,6 +90,7 @@ class Browser:
         self._loaded: dict[str, asyncio.Event] = {}  # loaderId -> its "load" lifecycle event
         self._loads: collections.deque[str] = collections.deque(maxlen=32)  # loaderIds whose "load" came
         self._gone: str | None = None
+        self.refused: collections.deque[str] = collections.deque(maxlen=64)  # the latest fetches it failed
 
     @property
     def alive(self) -> bool:
@@ -224,6 +230,7 @@ class Browser:
             if url[:5].lower() == "data:":
                 self._send("Fetch.continueRequest", request, page=True)
             else:
+                self.refused.append(url[:200])
                 self._send("Fetch.failRequest", {**request, "errorReason": "BlockedByClient"}, page=True)
         elif method == "Page.lifecycleEvent" and params.get("name") == "load":
             loader = str(params.get("loaderId"))
