@@ -59,6 +59,7 @@ SOURCE_MODULES = (
     "picture_size",
     "render_guard",
     "render_path",
+    "render_prep",
     "render_worker",
     "render",
     "chromium_page",
