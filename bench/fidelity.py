@@ -154,25 +154,27 @@ async def render_all(items, size: int, timings: dict[str, list[float]]) -> list[
     chromium = ChromiumRenderer(workers=workers, timeout_s=60, memory_mb=4096)
     cairo = Renderer(workers=workers, timeout_s=60)
     rows = [Row(name, features) for features, name, _ in items]
+    slots = {name: asyncio.Semaphore(workers) for name in ("chromium", "cairosvg", "resvg")}  # timed: no queueing
+
+    async def timed(name: str, job) -> bytes:
+        async with slots[name]:
+            started = time.perf_counter()
+            png = await job()
+            timings[name].append(time.perf_counter() - started)
+            return png
 
     async def one(row: Row, text: str) -> None:
-        started = time.perf_counter()
         try:
-            row.reference = decoded(await chromium.render(text, size))
-            timings["chromium"].append(time.perf_counter() - started)
+            row.reference = decoded(await timed("chromium", lambda: chromium.render(text, size)))
         except RenderError as err:
             row.error = f"chromium: {err}"
             return
-        started = time.perf_counter()
         try:
-            row.pictures["cairosvg"] = decoded(await cairo.render(text, size))
-            timings["cairosvg"].append(time.perf_counter() - started)
+            row.pictures["cairosvg"] = decoded(await timed("cairosvg", lambda: cairo.render(text, size)))
         except RenderError as err:
             row.results["cairosvg"] = str(err)
-        started = time.perf_counter()
         try:
-            row.pictures["resvg"] = decoded(await asyncio.to_thread(render_resvg, text, size))
-            timings["resvg"].append(time.perf_counter() - started)
+            row.pictures["resvg"] = decoded(await timed("resvg", lambda: asyncio.to_thread(render_resvg, text, size)))
         except (ValueError, RenderError) as err:
             row.results["resvg"] = str(err) or type(err).__name__
 
@@ -182,6 +184,10 @@ async def render_all(items, size: int, timings: dict[str, list[float]]) -> list[
         chromium.close()
         cairo.close()
     return rows
+
+
+def workers_note() -> str:
+    return f"{max(1, min(2, usable_cpus()))} renders of each renderer at a time"
 
 
 def percent(value: float) -> str:
@@ -285,7 +291,7 @@ def main() -> int:
         if notes:
             print(f"  {'/'.join(row.features)} {row.name}: {'; '.join(notes)}")
     speed = {name: round(1000 * statistics.fmean(values), 1) for name, values in timings.items() if values}
-    print(f"\nmean ms per render (wall, this machine's load included): {speed}")
+    print(f"\nmean ms per render (wall, {workers_note()}; this machine's load included): {speed}")
     if args.out:
         write_pictures(rows, args.out)
         print(f"pictures: {args.out}")
