@@ -505,6 +505,7 @@ class Engine:
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
             remember = (
                 verdict.valid
+                and not verdict.unusable  # a failure scored 0 (svgbench) is asked again next time, not cached
                 and self.use_cache
                 and fits("judge_raw", verdict.raw)
                 and fits("rationale", verdict.rationale)

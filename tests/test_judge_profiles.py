@@ -143,7 +143,7 @@ async def test_an_unusable_answer_is_asked_again_as_each_profile_says() -> None:
     assert not own.valid and own.score is None and own.attempts == 2
     assert not ep.valid and ep.score is None and ep.attempts == 1
     # SVGBench stores a question that failed three times as 0
-    assert bench.valid and bench.score == 0.0 and bench.fulfilled == 0 and bench.attempts == 3
+    assert bench.valid and bench.score == 0.0 and bench.fulfilled == 0 and bench.attempts == 3 and bench.unusable
     assert "no usable answer after 3 attempts" in bench.rationale
 
 

@@ -314,7 +314,7 @@ class Judge:
         if profile.unusable_scores_zero:
             return JudgeVerdict(
                 total=n, fulfilled=0, score=0.0, valid=True, rationale=rationale, raw=raw, usage=usage,
-                attempts=attempts,
+                attempts=attempts, unusable=True,
             )  # fmt: skip
         return JudgeVerdict(
             total=n,
@@ -325,6 +325,7 @@ class Judge:
             raw=raw,
             usage=usage,
             attempts=attempts,
+            unusable=True,
         )
 
 

@@ -129,6 +129,7 @@ class JudgeVerdict:
     raw: str = ""
     usage: Usage = field(default_factory=Usage)
     attempts: int = 1
+    unusable: bool = False  # no usable answer came back (a profile may still score that: svgbench's 0)
 
 
 @dataclass(frozen=True, slots=True)
