@@ -195,6 +195,13 @@ def test_a_run_keeps_its_profile_stored_shown_exported_and_on_resume(
     imported = json.loads(capsys.readouterr().out)["run_id"]
     assert main(["runs", "show", imported, "--store", store, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["run"]["judge_profile"] == "svgbench"
+    # comparing it with a run of another recipe says so
+    assert main(["eval", *common, "--json"]) in (0, 1, 3)
+    other = json.loads(capsys.readouterr().out)["run_id"]
+    assert main(["runs", "compare", run_id, other, "--store", store]) == 0
+    assert "A is scored with judge_profile svgbench, B with svgagent" in capsys.readouterr().err
+    assert main(["runs", "compare", run_id, imported, "--store", store]) == 0
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_the_engine_refuses_settings_with_another_recipe(tmp_path: Path) -> None:
