@@ -50,8 +50,8 @@ eval_demo per-req.json --rows 3 --runs 2 --judge-mode per-requirement
 import sys
 sys.path.insert(0, sys.argv[1])
 from factories import build_run  # the fixture run the TUI tests use
-from svgagent.core.export import iter_jsonl
-from svgagent.core.store import Store
+from svgagent.core.exchange.export import iter_jsonl
+from svgagent.core.store.run_store import Store
 
 with Store("states.db") as store:
     run_id = build_run(store)

@@ -1,13 +1,12 @@
-"""Benchmark what one chat request costs this process in CPU: the engine's own client (core/chat_http.ChatClient on
-core/http1's keep-alive connections, llhttp through httptools), the openai client on the aiohttp transport (through
-svgagent.core.scoring.chat), the same client on its default httpx pool, and bare POSTs + json.loads on core/http1,
-on httpcore's AsyncConnectionPool (the transport under httpx) and on aiohttp — all against the simulator in its own
-process.
+"""Benchmark what one chat request costs this process in CPU: the engine's client (openai.AsyncOpenAI on the
+bounded client — httpx2's API over aiohttp's connections — as core/policy builds it, through
+svgagent.core.scoring.chat: the answer read and checked), against a bare httpx2 POST + json.loads on httpx2's own
+pool and a bare aiohttp POST + json.loads — all against the simulator in its own process.
 
     .venv/bin/python bench/client.py [--n 300]
 
-The engine spends most of its CPU here (see BENCHMARKS.md): at 256 rollouts in flight the ideal run needs about
-1.6 ms of CPU per rollout for everything, and a rollout makes two requests.
+A rollout makes two requests, each waiting seconds on a remote model: this says what the client stack adds to the
+engine's CPU per rollout (bench/engine.py), not what a user waits for.
 """
 
 from __future__ import annotations
@@ -20,14 +19,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 import aiohttp
-import httpcore
-import openai
+import httpx2
 from _report import report
 from engine import start_simulator
 
-from svgagent.core.chat_http import ChatClient
-from svgagent.core.http1 import Http1Client, Target
 from svgagent.core.scoring.chat import chat_completion
+from svgagent.core.scoring.endpoint import endpoint_client
 
 MESSAGES = [{"role": "user", "content": "Draw a red circle.\n1. There is a circle.\n2. The circle is red."}]
 
@@ -47,57 +44,27 @@ async def _cpu_per_request(request: Callable[[], Awaitable[object]], n: int) -> 
 
 async def measure(url: str, n: int) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
-    engine = ChatClient(url, "bench", max_retries=0)
-    try:
-        out["engine ChatClient"] = await _cpu_per_request(
-            lambda: chat_completion(engine, model="bench", messages=MESSAGES), n
+    client = endpoint_client(url, "bench", timeout_s=60, max_retries=0, connections=n)
+    async with client:
+        out["engine client"] = await _cpu_per_request(
+            lambda: chat_completion(client, model="bench", messages=MESSAGES), n
         )
-    finally:
-        await engine.close()
-    engine_like = openai.AsyncOpenAI(
-        base_url=url, api_key="bench", max_retries=0, http_client=openai.DefaultAioHttpClient()
-    )  # as core.policy builds it
-    default = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)  # the httpx connection pool
-    for name, client in (("openai+aiohttp", engine_like), ("openai+httpx pool", default)):
-        async with client:
-            out[name] = await _cpu_per_request(lambda c=client: chat_completion(c, model="bench", messages=MESSAGES), n)
-    async with aiohttp.ClientSession() as session:
+    body = {"model": "bench", "messages": MESSAGES}
+    headers = {"Authorization": "Bearer bench"}
+    limits = httpx2.Limits(max_connections=n, max_keepalive_connections=n)
+    async with httpx2.AsyncClient(limits=limits, timeout=60) as http:
 
-        async def raw() -> object:
-            async with session.post(
-                f"{url}/chat/completions",
-                json={"model": "bench", "messages": MESSAGES},
-                headers={"Authorization": "Bearer bench"},
-            ) as response:
+        async def bare_httpx2() -> object:
+            return json.loads((await http.post(f"{url}/chat/completions", json=body, headers=headers)).content)
+
+        out["bare httpx2"] = await _cpu_per_request(bare_httpx2, n)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=n)) as session:
+
+        async def bare_aiohttp() -> object:
+            async with session.post(f"{url}/chat/completions", json=body, headers=headers) as response:
                 return json.loads(await response.read())
 
-        out["bare aiohttp"] = await _cpu_per_request(raw, n)
-    body = json.dumps({"model": "bench", "messages": MESSAGES}).encode()
-    fields = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
-    target = Target.parse(f"{url}/chat/completions")
-    head, http = target.head(fields), Http1Client()
-    try:
-
-        async def bare_http1() -> object:
-            return json.loads((await http.post(target, head, body, max_body=1 << 22)).body)
-
-        out["bare http1"] = await _cpu_per_request(bare_http1, n)
-    finally:
-        await http.close()
-    async with httpcore.AsyncConnectionPool(max_connections=n) as pool:
-        listed = [
-            (b"Host", target.authority.encode()),
-            (b"Accept-Encoding", b"gzip, deflate"),
-            *((k.encode(), v.encode()) for k, v in fields.items()),
-            (b"Content-Length", b"%d" % len(body)),
-        ]
-
-        async def bare_httpcore() -> object:
-            return json.loads(
-                (await pool.request(b"POST", f"{url}/chat/completions", headers=listed, content=body)).content
-            )
-
-        out["bare httpcore"] = await _cpu_per_request(bare_httpcore, n)
+        out["bare aiohttp"] = await _cpu_per_request(bare_aiohttp, n)
     return out
 
 
@@ -113,12 +80,9 @@ def main() -> int:
         proc.wait(timeout=10)
     figures: dict[str, float] = {}
     labels = {
-        "engine ChatClient": "the engine's ChatClient on core/http1 (llhttp)",
-        "openai+aiohttp": "the openai client on the aiohttp transport (as core.policy builds it)",
-        "openai+httpx pool": "the openai client on its default httpx pool",
+        "engine client": "the engine's client (openai on the bounded client: httpx2 over aiohttp, answer checked)",
+        "bare httpx2": "a bare httpx2 POST + json.loads",
         "bare aiohttp": "a bare aiohttp POST + json.loads",
-        "bare http1": "a bare core/http1 (llhttp) POST + json.loads",
-        "bare httpcore": "a bare httpcore AsyncConnectionPool POST + json.loads",
     }
     for name, (one, many) in r.items():
         print(

@@ -33,15 +33,15 @@ from typing import Any
 
 from _report import cpu_seconds, report, warm_pool
 
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
-from svgagent.core.engine import Engine
 from svgagent.core.event_loop import loop_factory, run
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import usable_cpus
-from svgagent.core.settings import load_settings
 from svgagent.core.startup_gc import long_run_heap
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 
 def start_simulator(latency: float, nice: int = 0, svg_file: str = "") -> tuple[subprocess.Popen[str], str]:
@@ -78,11 +78,11 @@ def start_simulator(latency: float, nice: int = 0, svg_file: str = "") -> tuple[
 
 
 async def forward_events(events: Any) -> None:
-    """What the app's engine process does with the engine's events (core/engine_process.py): every 20 ms, the
+    """What the app's engine process does with the engine's events (core/run/engine_process.py): every 20 ms, the
     changes since as one JSON line. With nobody subscribed the engine builds no events at all."""
     import json
 
-    from svgagent.core.engine_process import FORWARD_EVERY_S, event_batch
+    from svgagent.core.run.engine_process import FORWARD_EVERY_S, event_batch
 
     while True:
         await asyncio.sleep(FORWARD_EVERY_S)

@@ -1,12 +1,18 @@
-"""Benchmark against Eval Protocol's SVG-agent quickstart pipeline: a whole `svgagent eval` process on SVGBench rows.
+"""Benchmark against Eval Protocol's SVG-agent quickstart pipeline: a whole `svgagent eval` process on SVGBench rows,
+and Eval Protocol's own quickstart evaluator on the same rows.
 
     .venv/bin/python bench/quickstart.py [--dataset /work/shared/data/svgbench/questions.json] [--rows 50]
-        [--latency 0.5] [--concurrency 16] [--repeat 3] [--no-chromium]
+        [--latency 0.5] [--concurrency 16] [--repeat 3] [--ep-repeat 1] [--no-ep] [--no-chromium]
 
 The quickstart's setting: SVGBench rows, a policy and a judge that each take ``--latency`` seconds (the simulator in
 its own process stands in for both), ``--concurrency`` rollouts in flight. The ideal is ceil(rows / C) x 2 x latency;
 the figure is the wall time of the whole process (spawn to exit: start-up, store, render pool, the run, the summary)
 over it, median of ``--repeat`` runs, with the process tree's CPU.
+
+Then Eval Protocol's pipeline on the same rows, simulator and concurrency (bench/ep_pipeline.py: its shipped
+evaluator under pytest, Selenium + headless Chromium, litellm judge, `svgagent serve` as the rollout server): the wall
+of its pytest process, median of ``--ep-repeat`` runs, and "EP pipeline wall / svgagent wall". It needs Debian's
+``chromium`` and ``chromium-driver`` (without them: one line saying so, exit 1; ``--no-ep`` skips it).
 
 As context, the render time per SVG of the SVGs that run produced: cairosvg in svgagent's sandboxed worker pool,
 and — when Debian's ``chromium`` is installed — a fresh headless Chromium per SVG as the quickstart does it (there
@@ -33,10 +39,11 @@ from pathlib import Path
 
 from _report import compile_sources, report
 from engine import start_simulator
+from ep_pipeline import eval_protocol_venv, missing_browser, run_ep_pipeline, selenium_python
 from render import percentile
 
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 DEFAULT_DATASET = "/work/shared/data/svgbench/questions.json"
 CHROMIUM_FLAGS = (
@@ -175,6 +182,39 @@ def chromium_times(binary: str, svgs: list[str], root: Path) -> tuple[list[float
     return times, children_cpu() - cpu0
 
 
+def ep_figures(
+    python: str, url: str, args: argparse.Namespace, root: Path, runs: list[tuple[float, float, Path, float]]
+) -> dict[str, float]:
+    """Eval Protocol's quickstart pipeline on the rows `svgagent eval` ran (``runs``), and the two side by side."""
+    load0 = os.getloadavg()[0]
+    eps = [
+        run_ep_pipeline(python, url, args.dataset, args.rows, args.concurrency, root, i) for i in range(args.ep_repeat)
+    ]
+    wall = statistics.median(ep.wall for ep in eps)
+    ours = statistics.median(run[0] for run in runs)
+    alone = statistics.median(ep.alone for ep in eps)
+    ours_alone = statistics.median(run[3] for run in runs)
+    print(
+        f"Eval Protocol's quickstart pipeline, the same {args.rows} rows, C={args.concurrency}: wall "
+        f"{', '.join(f'{ep.wall:.2f}' for ep in eps)} s: start-up (imports, collection) "
+        f"{', '.join(f'{ep.startup:.2f}' for ep in eps)} s, its evaluation_test alone "
+        f"{', '.join(f'{ep.alone:.2f}' for ep in eps)} s, the rest is exit; CPU (pytest, Chromium, rollout "
+        f"server, gateway) {', '.join(f'{ep.cpu:.1f}' for ep in eps)} s; rows back {eps[-1].rows}, policy calls {eps[-1].policy}, "
+        f"judge calls {eps[-1].judged} (load average {load0:.2f} at its start, {os.getloadavg()[0]:.2f} at its end)"
+    )
+    print(
+        f"EP pipeline wall / svgagent wall = {wall:.2f} / {ours:.2f} = {wall / ours:.1f}; "
+        f"the runs alone {alone:.2f} / {ours_alone:.2f} = {alone / ours_alone:.1f}"
+    )
+    return {
+        "quickstart EP pipeline wall s": round(wall, 2),
+        "quickstart EP pipeline run alone s": round(alone, 2),
+        "quickstart EP pipeline CPU s": round(statistics.median(ep.cpu for ep in eps), 1),
+        "quickstart EP pipeline wall/svgagent wall": round(wall / ours, 1),
+        "quickstart EP pipeline run alone/svgagent run alone": round(alone / ours_alone, 1),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default=DEFAULT_DATASET, help="an SVGBench questions.json (read in place)")
@@ -182,8 +222,16 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.5, help="policy and judge latency, seconds each")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3, help="`svgagent eval` runs (median)")
+    parser.add_argument("--ep-repeat", type=int, default=1, help="Eval Protocol pipeline runs (median)")
+    parser.add_argument("--no-ep", action="store_true", help="skip Eval Protocol's own pipeline")
     parser.add_argument("--no-chromium", action="store_true", help="skip the headless Chromium comparison")
     args = parser.parse_args()
+    ep_python = ""
+    if not args.no_ep:
+        if missing := missing_browser():
+            print(f"Eval Protocol's quickstart pipeline: {missing} (or pass --no-ep)")
+            return 1
+        ep_python = selenium_python(eval_protocol_venv())
     print(f"bytecode: {compile_sources()} stale svgagent modules compiled first (an installed svgagent has them)")
     if not Path(args.dataset).is_file():
         raise SystemExit(f"no SVGBench dataset at {args.dataset} (pass --dataset)")
@@ -213,6 +261,8 @@ def main() -> int:
                     "quickstart run alone s": round(statistics.median(run[3] for run in runs), 2),
                 }
             )
+            if ep_python:
+                figures.update(ep_figures(ep_python, url, args, root, runs))
             svgs = stored_svgs(runs[-1][2])
             pool = asyncio.run(cairosvg_times(svgs))
             print(

@@ -21,7 +21,7 @@ from pathlib import Path
 from _report import report
 
 from svgagent.core.scoring.models import DatasetRow, RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 
 def make_run(path: Path, n: int) -> tuple[str, list[str]]:

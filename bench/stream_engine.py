@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 IN_FLIGHT = 64
 

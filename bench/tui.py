@@ -59,11 +59,11 @@ from unittest import mock
 
 from _report import compile_sources, cpu_seconds, report
 
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.scoring.render_worker import render_svg_to_png
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.app import SvgAgentApp
 from svgagent.tui.imaging import configure_term_image
 from svgagent.tui.widgets.rollout_table import RolloutTable
@@ -667,7 +667,7 @@ def read_floor(proc: subprocess.Popen[str]) -> float:
 def real_engine_part(root: Path, env_file: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
     from engine import start_simulator  # bench/engine.py: the simulator in its own process
 
-    from svgagent.core.engine_process import NICE
+    from svgagent.core.run.engine_process import NICE
 
     nice = NICE if args.sim_nice is None else args.sim_nice
     proc, url = start_simulator(args.latency, nice)

@@ -28,7 +28,7 @@ from unittest import mock
 
 from svgagent.core.scoring.render_worker import render_svg_to_png
 from svgagent.core.sim.content import choose_quality, make_svg
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.imaging import configure_term_image
 from tui import headless_app, make_run, settle
 

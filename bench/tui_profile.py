@@ -38,8 +38,8 @@ from unittest import mock
 
 from engine import start_simulator  # bench/engine.py: the simulator in its own process (at the demo's priority)
 
-from svgagent.core.engine_process import NICE
-from svgagent.core.store import Store
+from svgagent.core.run.engine_process import NICE
+from svgagent.core.store.run_store import Store
 from svgagent.tui.imaging import configure_term_image
 from tui import make_run, measure_real_engine
 
@@ -223,7 +223,7 @@ def main() -> int:
         "live feed: store read of the changed rollouts": [],
         "picture: store read + PNG → half blocks": [],
     }
-    from svgagent.core.live import RunFollower
+    from svgagent.core.run.follow import RunFollower
     from svgagent.tui.widgets import picture
 
     def thread_timed(label: str, function: Any) -> Any:

@@ -16,11 +16,11 @@ from svgagent.core.rft.job_source import DEMO_RUNNING_STEPS, DEMO_STEP_S, JobSou
 # Each simulator (and the Fireworks client) is imported by the function that starts it: `tui --demo` needs only
 # the policy + judge simulator before its first frame, and the Fireworks SDK alone takes most of a second.
 if TYPE_CHECKING:
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.fireworks_api import ControlPlane
-    from svgagent.core.settings import Settings
     from svgagent.core.sim.control_plane import FireworksSim
     from svgagent.core.sim.simulator import Simulator
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 DEMO_POLICY_MODEL = "simulated-policy"
 DEMO_JUDGE_MODEL = "simulated-judge"
@@ -60,7 +60,7 @@ class SimulatorProcess:
     :meth:`stop` is called or when this process ends in any way (it exits when its stdin closes)."""
 
     def __init__(self, policy_latency_s: float, judge_latency_s: float, *, start: bool = True) -> None:
-        from svgagent.core.listen import listening_socket
+        from svgagent.core.server_socket import listening_socket
 
         self._latencies = (policy_latency_s, judge_latency_s)
         self._sock: Any = listening_socket("127.0.0.1", 0)  # the child's once started: closed here then
@@ -81,7 +81,7 @@ class SimulatorProcess:
         import sys
         import threading
 
-        from svgagent.core.engine_process import NICE
+        from svgagent.core.run.engine_process import NICE
 
         if self._proc is not None or self._sock is None:
             return

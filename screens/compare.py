@@ -22,13 +22,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from svgagent.core.compare import Comparison, Only, RowComparison, SortKey, compare_runs
+from svgagent.core.analysis.compare import Comparison, Only, RowComparison, SortKey, compare_runs
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.terminal_text import visible_line
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.compare_row import CompareSide, header_text
 from svgagent.tui.widgets.compare_table import CompareTable
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -152,7 +154,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
         self.sample = 0
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"comparing {self.run_b} with {self.run_a}…", style="dim italic"), id="compare-header")
+        yield Static(shown_line(f"comparing {self.run_b} with {self.run_a}…", style="dim italic"), id="compare-header")
         yield CompareTable(id="compare-rows")
         yield Static(id="compare-prompt")
         with Horizontal(id="compare-sides"):
@@ -184,7 +186,7 @@ class CompareScreen(AppKeysFirst, Screen[None]):
 
     def on_compare_screen_computed(self, message: Computed) -> None:
         if message.comparison is None:
-            self.query_one("#compare-header", Static).update(Text(message.error, style="red"))
+            self.query_one("#compare-header", Static).update(shown(message.error, style="red"))
             return
         reread = self.comparison is not None  # compared again after an override: the sides may have changed
         self.comparison = message.comparison
@@ -229,10 +231,10 @@ class CompareScreen(AppKeysFirst, Screen[None]):
             side_b.show(None, 0, missing="")
             return
         text = Text(no_wrap=True, overflow="ellipsis")  # one line, cut to the width there is
-        text.append(row.row_id, style="bold")
+        text.append(visible_line(row.row_id), style="bold")
         if not row.same_requirements:
             text.append(" · requirements differ", style="yellow")
-        text.append(f" · {' '.join(row.prompt.split())}")
+        text.append(f" · {visible_line(' '.join(row.prompt.split()))}")
         prompt.update(text)
         side_a.show(row.a, self.sample, missing="only in B: run A has no rollout for this row", reread=reread)
         side_b.show(row.b, self.sample, missing="only in A: run B has no rollout for this row", reread=reread)

@@ -8,6 +8,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 
@@ -39,9 +40,9 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(self.question, id="confirm-question", markup=False)
+            yield Static(visible(self.question), id="confirm-question", markup=False)  # may name outside things
             if self.detail:
-                yield Static(self.detail, id="confirm-detail", markup=False)
+                yield Static(visible(self.detail), id="confirm-detail", markup=False)
             yield Static(f"y {self.yes} · n / esc {self.no}", id="confirm-keys", markup=False)
         yield KeysFooter()
 

@@ -16,15 +16,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
-from textual.events import DescendantBlur, DescendantFocus, Resize, ScreenResume
+from textual.events import DescendantBlur, DescendantFocus, Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static, Tab, Tabs
 
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.settings import Settings
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.screens.open_run import NO_RUN, OpenRun
 from svgagent.screens.pane_zoom import PaneZoom
@@ -129,7 +129,6 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         self.active_pane = "rollouts"
         self.run = OpenRun(self, self.svg_app, show_pane=self.show_pane, changed=self._keys_changed)
         self._pane_mounts: dict[str, asyncio.Future[None]] = {}  # pane name → its widget's mount, once
-        self._resumed = False  # shown once already (``on_screen_resume``)
 
     @property
     def svg_app(self) -> AppServices:
@@ -180,22 +179,6 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             self.run.open(self.svg_app.initial_run_id)
         else:
             self.run.refresh_summary()
-
-    def _compositor_refresh(self) -> None:
-        """No frame is rendered inside the app's start-up batch: Textual would render the whole dashboard there and
-        drop it unwritten (``App._display`` writes nothing while a batch is open), then render it again for the
-        terminal (≈0.03 – 0.06 s of CPU before the first paint). What is dirty stays dirty for the next refresh."""
-        if self.app._batch_count:
-            return
-        super()._compositor_refresh()
-
-    def on_screen_resume(self, event: ScreenResume) -> None:
-        """The first resume comes as the dashboard is first shown: its widgets were styled as they mounted, and
-        Textual would restyle every one of them again (≈0.02 – 0.03 s of CPU before the first paint). Later resumes
-        are left as Textual sends them."""
-        if not self._resumed:
-            self._resumed = True
-            event.refresh_styles = False
 
     def _empty_message(self, settings: Settings | None = None) -> list[str]:
         settings = settings or self.svg_app.settings

@@ -2,7 +2,7 @@
 ``core.export.export_run`` — the same code as ``svgagent export`` — in a thread worker, then a notification of what
 was written. The file goes by default to the user's exports directory (``Settings.exports_dir``, made on the first
 export), not the working directory; the format's radio buttons show ● / ○, readable without colour. Dismissed with
-the :class:`~svgagent.core.export.ExportResult`, or None when cancelled."""
+the :class:`~svgagent.core.exchange.export.ExportResult`, or None when cancelled."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
-from svgagent.core.export import FORMATS, ExportResult, export_run
-from svgagent.core.store import Store
+from svgagent.core.exchange.export import FORMATS, ExportResult, export_run
+from svgagent.core.store.run_store import Store
 from svgagent.tui.widgets.keys_footer import KeysFooter
-from svgagent.tui.widgets.text_field import TextField
+from svgagent.tui.widgets.screen_text import escaped, shown, shown_line
 
 FORMAT_LABELS = {"jsonl": "JSONL (Eval Protocol rows)", "csv": "CSV (flat table)"}
 
@@ -106,10 +106,10 @@ class ExportDialog(ModalScreen[ExportResult | None]):
                         yield FormatButton(FORMAT_LABELS[fmt], value=fmt == self.format, id=f"format-{fmt}")
             with Horizontal(classes="export-row"):
                 yield Label("file", classes="export-label")
-                yield TextField(default_path(self.directory, self.run_id, self.format), id="export-path", compact=True)
+                yield Input(default_path(self.directory, self.run_id, self.format), id="export-path", compact=True)
             with Horizontal(classes="export-row"):
                 yield Label("assets", classes="export-label")
-                yield TextField(
+                yield Input(
                     placeholder="optional: a directory for each rollout's PNG and SVG", id="export-assets", compact=True
                 )
             yield Static(id="export-status")
@@ -163,7 +163,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
         assets = self.query_one("#export-assets", Input).value.strip()
         if assets:  # where the pictures go too (a relative directory is the working directory's, as the file's)
             line.append(f"; PNGs and SVGs to {resolve(assets)}", style="dim")
-        status.update(line)
+        status.update(escaped(line, one_line=True))  # a path typed or pasted: its controls shown
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
@@ -192,7 +192,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
         assets_text = self.query_one("#export-assets", Input).value.strip()
         assets = resolve(assets_text) if assets_text else None
         self.busy = True
-        self.query_one("#export-status", Static).update(Text(f"writing {target}…", style="italic"))
+        self.query_one("#export-status", Static).update(shown_line(f"writing {target}…", style="italic"))
         self._write(self.format, target, assets)
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
@@ -209,7 +209,7 @@ class ExportDialog(ModalScreen[ExportResult | None]):
     def on_export_dialog_done(self, message: Done) -> None:
         self.busy = False
         if message.result is None:
-            self.query_one("#export-status", Static).update(Text(message.error, style="bold red"))
+            self.query_one("#export-status", Static).update(shown(message.error, style="bold red"))
             self.notify(message.error, title="Export failed", severity="error", timeout=8)
             return
         self.app.notify(describe(message.result), title="Exported", timeout=6)

@@ -10,19 +10,19 @@ from typing import ClassVar
 
 from rich.cells import cell_len
 from textual.binding import ActiveBinding, Binding
-from textual.keys import _character_to_key, key_to_character
+from textual.keys import REPLACED_KEYS, key_to_character
 from textual.screen import Screen
 
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 PALETTE_WIDTH = 12  # "▏^p palette " on the right of a footer that shows it
-# key name -> the character it types, for the names Textual's key_to_character misses ("plus", "slash", "minus")
-_TYPED_BY_NAME = {_character_to_key(c): c for c in map(chr, range(0x20, 0x7F))}
 
 
 def typed_character(key: str) -> str | None:
-    """The character pressing ``key`` types (None: a key such as ``ctrl+t`` or ``escape`` that types nothing)."""
-    return key_to_character(key) or _TYPED_BY_NAME.get(key)
+    """The character pressing ``key`` types (None: a key such as ``ctrl+t`` that types nothing).
+    Textual's ``key_to_character`` misses the names it shortens ("plus", "slash", "minus"): their Unicode names
+    are in ``REPLACED_KEYS``."""
+    return key_to_character(key) or key_to_character(REPLACED_KEYS.get(key, key))
 
 
 def footer_width(bindings: Iterable[Binding], key_display: dict[str, str]) -> int:

@@ -10,9 +10,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from svgagent.core.terminal_text import visible_line
 from svgagent.screens.text_page import TextPage, page_bindings
 from svgagent.tui.message_log import LogEntry
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.screen_text import shown
 
 STYLES = {"information": "", "warning": "yellow", "error": "bold red"}
 MARKS = {"information": "·", "warning": "!", "error": "✗"}
@@ -26,8 +28,9 @@ def log_table(entries: list[LogEntry]) -> Table:
     for entry in entries:
         style = STYLES.get(entry.severity, "")
         what = Text.assemble(
-            (f"{entry.title}: ", f"bold {style}".strip()) if entry.title else "", Text(entry.message, style=style)
-        )  # as data: a message may hold brackets
+            (f"{visible_line(entry.title)}: ", f"bold {style}".strip()) if entry.title else "",
+            shown(entry.message, style=style),
+        )  # as data: a message may hold brackets and (escaped) controls
         table.add_row(
             time.strftime("%H:%M:%S", time.localtime(entry.at)), Text(MARKS.get(entry.severity, "·"), style=style), what
         )

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from textual.screen import Screen
 
-from svgagent.core.dataset import load_dataset
-from svgagent.core.records import DEFAULT_THRESHOLD, mean_text
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
-from svgagent.core.settings import Settings
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, mean_text
+from svgagent.core.terminal_text import visible_line
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
 from svgagent.tui.widgets.histogram import Histogram
@@ -90,7 +91,7 @@ class OpenRun:
         self.threshold = run.threshold  # the run's own, else the one default: as `runs show` and a stop judge it
         self.earlier_tokens = earlier
         self.table.load(records)
-        self.screen.sub_title = f"{run.name} ({run_id})"
+        self.screen.sub_title = visible_line(f"{run.name} ({run_id})")  # a run name: outside text
         self.refresh_summary()
 
     def reload(self) -> None:

@@ -23,14 +23,15 @@ from textual.widgets import Input, Label, Static
 
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.params import FLAGS, ParamsError, RftParams, allowed_range, default_hint, parse_params
+from svgagent.core.terminal_text import visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
-from svgagent.tui.widgets.text_field import TextField
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 if TYPE_CHECKING:
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.job_source import JobSource
     from svgagent.core.rft.launch import LaunchEvent, LaunchResult, PlannedRequest, PreparedLaunch
-    from svgagent.core.settings import Settings
 
 STEP_NAMES = ("account", "secrets", "evaluator", "dataset", "job")  # svgagent.core.rft.launch.STEPS
 DEFAULT_BASE_MODEL = "accounts/fireworks/models/qwen3-0p6b"
@@ -57,7 +58,7 @@ def initial_text(name: str, settings: Settings) -> str:
 def plan_text(steps: list[PlannedRequest], prepared: PreparedLaunch, target: str, missing: list[str]) -> Group:
     """The dry run: every request in order, with its (masked) body and what may replace or skip it."""
     head = Text("Dry run: nothing has been sent.", style="bold")
-    what = Text(
+    what = shown(  # ids, paths and bodies hold dataset text and names: outside text
         f"{len(steps)} requests to {target}, secrets masked · job {prepared.job_id} · dataset "
         f"{prepared.dataset_id} ({len(prepared.rows)} rows) · evaluator {prepared.evaluator_id}",
         style="dim",
@@ -68,11 +69,11 @@ def plan_text(steps: list[PlannedRequest], prepared: PreparedLaunch, target: str
     table.add_column(ratio=1, overflow="fold")
     for number, step in enumerate(steps, start=1):
         query = "?" + "&".join(f"{k}={v}" for k, v in step.query.items()) if step.query else ""
-        table.add_row(f"{number}.", step.step, Text.assemble((step.method + " ", "bold"), step.path + query))
+        table.add_row(f"{number}.", step.step, Text.assemble((step.method + " ", "bold"), visible(step.path + query)))
         if step.body is not None:
-            table.add_row("", "", Text(json.dumps(step.body, ensure_ascii=False), style="dim"))
+            table.add_row("", "", shown(json.dumps(step.body, ensure_ascii=False), style="dim"))
         if step.note:
-            table.add_row("", "", Text(f"({step.note})", style="dim italic"))
+            table.add_row("", "", shown(f"({step.note})", style="dim italic"))
     tail = [
         Text(f"⚠ {name} is not set: the launch would stop before sending anything", style="yellow") for name in missing
     ]
@@ -160,11 +161,11 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
     # --- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         s = self.settings
-        yield Static(f"New RFT job → {self.target}", id="launch-title", markup=False)
+        yield Static(visible(f"New RFT job → {self.target}"), id="launch-title", markup=False)
         rows = f"first {s.rows} rows" if s.rows else "all rows"
-        yield Static(
-            f"dataset {s.dataset} ({rows}) and judge {s.judge_model}, from the Config pane (3): change "
-            "them there. Tab moves between fields; enter or F2 shows the dry run (nothing is sent).",
+        yield Static(  # settings may come from a project's files: outside text
+            visible(f"dataset {s.dataset} ({rows}) and judge {s.judge_model}, from the Config pane (3): change ")
+            + "them there. Tab moves between fields; enter or F2 shows the dry run (nothing is sent).",
             id="launch-dataset",
             markup=False,
         )
@@ -172,9 +173,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             for name in self.fields:
                 with Horizontal(classes="row"):
                     yield Label(flag_label(name), classes="field-label")
-                    yield TextField(
-                        initial_text(name, s), id=f"rft-{name}", compact=True, placeholder=default_hint(name)
-                    )
+                    yield Input(initial_text(name, s), id=f"rft-{name}", compact=True, placeholder=default_hint(name))
                 yield Static(self._hint(name), id=f"hint-{name}", classes="hint", markup=False)
             yield Static("", id="launch-problems", markup=False)
         with VerticalScroll(id="launch-preview"):
@@ -214,10 +213,12 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         for name in self.fields:
             hint = self.query_one(f"#hint-{name}", Static)
             error = self.problems.get(name)
-            hint.update(f"✗ {error}" if error else self._hint(name))
+            hint.update(visible(f"✗ {error}") if error else self._hint(name))
             hint.set_class(error is not None, "-error")
             self.query_one(f"#rft-{name}", Input).set_class(error is not None, "-invalid")
-        self.query_one("#launch-problems", Static).update(f"✗ {self.problems['']}" if "" in self.problems else "")
+        self.query_one("#launch-problems", Static).update(
+            visible(f"✗ {self.problems['']}") if "" in self.problems else ""
+        )
         return self.params
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -355,7 +356,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             line = Text(f"{mark} ", style=style)
             line.append(f"{index}/{len(STEP_NAMES)} {step:<10}", style="bold" if event else "dim")
             if event is not None:
-                line.append(event.message)
+                line.append(visible(event.message))  # may quote the control plane's error
             lines.append(line)
         self.query_one("#launch-steps", Static).update(Group(*lines))
 
@@ -367,7 +368,7 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
             again = "y continues (finished steps are reused, nothing is created twice) · esc closes"
             outcome.update(
                 Group(
-                    Text(
+                    shown(
                         ("Stopped: " if message.stopped else "✗ Launch failed: ") + message.error,
                         style="yellow" if message.stopped else "bold red",
                     ),
@@ -383,10 +384,10 @@ class RftLaunchScreen(AppKeysFirst, Screen[None]):
         links.add_column(style="dim", no_wrap=True)
         links.add_column(overflow="fold")
         for kind, link in result.links.items():
-            links.add_row(kind, link)
+            links.add_row(shown_line(kind), shown_line(link))
         outcome.update(
             Group(
-                Text(f"✓ RFT job {result.job_id} {verb} ({state})", style="bold green"),
+                shown_line(f"✓ RFT job {result.job_id} {verb} ({state})", style="bold green"),
                 links,
                 Text("esc: back to the Jobs pane, where the job is selected", style="dim"),
             )

@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from svgagent.core.export import AssetWriter
-from svgagent.core.records import RolloutRecord
+from svgagent.core.exchange.export import AssetWriter
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.widgets.keys_footer import KeysFooter
 
 

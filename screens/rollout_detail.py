@@ -13,17 +13,20 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.events import Resize
 from textual.geometry import Region
 from textual.screen import Screen
+from textual.visual import visualize
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.review import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
-from svgagent.core.store import Store
+from svgagent.core.store.reviews import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
+from svgagent.core.terminal_text import visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, not_judged, verdict_text
+from svgagent.tui.widgets.screen_text import shown_line
 
 NARROW_BELOW = 110
 
@@ -41,7 +44,7 @@ def requirement_prompt(rec: RolloutRecord, index: int, human: list[Mark] | None)
         mine = human[index]
         style = "dim" if mine is None else "bold green" if mine else "bold red"
         text.append("you " + ("·" if mine is None else "✓" if mine else "✗") + "  ", style=style)
-    text.append(f"{index + 1}. {rec.requirements[index]}")
+    text.append(f"{index + 1}. {visible(rec.requirements[index])}")
     return text
 
 
@@ -67,9 +70,20 @@ def attempts_table(attempts: list[RolloutRecord]) -> Table:
             f"{STATUS_ICONS[a.status]} {a.status.value}",
             format_score(a),
             f"{a.effective_fulfilled if a.effective_fulfilled is not None else '–'}/{a.total}",
-            note,
+            shown_line(note),  # a reason or error: outside text
         )
     return table
+
+
+def option_lines(options: OptionList, index: int) -> tuple[int, int] | None:
+    """The first line and the height of option ``index`` in ``options``, laid out as an option list lays out its
+    options: each prompt at the list's content width less the option padding, one after the other (no separators
+    here). None: the list is not laid out yet."""
+    width = options.scrollable_content_region.width - options.get_component_styles("option-list--option").padding.width
+    if width <= 0 or not 0 <= index < options.option_count:
+        return None
+    heights = [visualize(options, option.prompt).get_height(options.styles, width) for option in options.options]
+    return sum(heights[:index]), heights[index]
 
 
 class RolloutDetail(AppKeysFirst, Screen[bool]):
@@ -201,12 +215,12 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         """The text column follows the highlighted requirement (the list is as tall as its requirements: it does
         not scroll itself, the column does)."""
         options = event.option_list
-        line = options._index_to_line.get(event.option_index)  # Textual 8.2's option layout (its scroll_to_highlight)
-        if line is None:
+        lines = option_lines(options, event.option_index)
+        if lines is None:
             return
+        top, height = lines
         column = self.query_one("#detail-right", VerticalScroll)
-        top = options.virtual_region.y + line
-        column.scroll_to_region(Region(0, top, 1, options._heights[event.option_index]), animate=False, immediate=True)
+        column.scroll_to_region(Region(0, options.virtual_region.y + top, 1, height), animate=False, immediate=True)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)
@@ -221,7 +235,9 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
     def _show(self) -> None:
         rec = self.record
         self.query_one("#detail-title", Static).update(
-            Text(f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold")
+            shown_line(
+                f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold"
+            )
         )
         note = count_mode_note(rec)
         self.query_one("#detail-verdict", Static).update(

@@ -14,14 +14,16 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from svgagent.core.records import RunRecord, mean_text
-from svgagent.core.run_ref import filter_runs
-from svgagent.core.store import Store
+from svgagent.core.store.run_refs import filter_runs
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunRecord, mean_text
+from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.keys_footer import KeysFooter
-from svgagent.tui.widgets.text_field import TextField
+from svgagent.tui.widgets.screen_text import shown_line
 
 
 def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text:
+    """Two lines about ``run``; its name, model and dataset came from outside (imports, configs): escaped."""
     summary = run.summary or {}
     mean = summary.get("mean_score")
     rollouts = summary.get("rollouts", run.dataset.get("rows", "?"))
@@ -32,12 +34,15 @@ def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text
     if mark:
         text.append(f" {mark} ", style="bold reverse")
         text.append(" ")
-    text.append(run.name, style="bold")
+    text.append(visible_line(run.name), style="bold")
     if run.name != run.run_id:
-        text.append(f"  {run.run_id}", style="dim")
+        text.append(f"  {visible_line(run.run_id)}", style="dim")
     text.append(
-        f"\n    {run.created[:16].replace('T', ' ')} · {run.status} · {run.settings.get('model', '?')} · "
-        f"{run.dataset.get('name', '?')} · {count} · mean " + mean_text(mean),
+        "\n"
+        + visible_line(
+            f"    {run.created[:16].replace('T', ' ')} · {run.status} · {run.settings.get('model', '?')} · "
+            f"{run.dataset.get('name', '?')} · {count} · mean " + mean_text(mean)
+        ),
         style="dim",
     )
     return text
@@ -91,7 +96,7 @@ class RunPicker(ModalScreen[str | None]):
         with Vertical(id="picker"):
             yield Static(id="picker-title")
             # mounted with the screen, so the keys typed after / land in it
-            yield TextField(
+            yield Input(
                 placeholder="/ filter: id, name, model, dataset, status, latest", id="runs-filter", compact=True
             )
             yield OptionList(id="runs")
@@ -115,7 +120,11 @@ class RunPicker(ModalScreen[str | None]):
         if ids:
             options.highlighted = ids.index(before) if before in ids else 0
         text = self.query_one("#runs-filter", Input).value.strip()
-        count = f"{len(self.shown)} of {len(self.runs)} match {text!r}" if text else f"{len(self.runs)} stored"
+        count = (
+            f"{len(self.shown)} of {len(self.runs)} match {visible_line(repr(text))}"
+            if text
+            else f"{len(self.runs)} stored"
+        )
         self.query_one("#picker-title", Static).update(
             Text.assemble(
                 (f"Open a run — {count}, newest first", "bold"), ("   / filter · a/b: mark A/B · c: compare", "dim")
@@ -124,7 +133,7 @@ class RunPicker(ModalScreen[str | None]):
         empty = self.query_one("#runs-empty", Static)
         empty.display = not self.shown
         if self.runs and not self.shown:
-            empty.update(f"No run matches {text!r}: escape clears the filter.")
+            empty.update(shown_line(f"No run matches {text!r}: escape clears the filter."))
 
     # --- the filter ---------------------------------------------------------------------------------------
     def action_filter(self) -> None:

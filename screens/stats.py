@@ -20,12 +20,14 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from svgagent.core.records import spread_text
-from svgagent.core.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
-from svgagent.core.store import Store
+from svgagent.core.analysis.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import spread_text
+from svgagent.core.terminal_text import visible_line
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.histogram import Histogram, bin_query
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 BIN_CHOICES = (10, 20, 5)
 WIDE_FROM = 110
@@ -39,7 +41,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 def summary_text(s: RunStats, name: str) -> Text:
     """The headline numbers: counts, mean ± stderr, median, pass rate against the threshold."""
     text = Text()
-    text.append(name or s.run_id, style="bold")
+    text.append(visible_line(name or s.run_id), style="bold")  # a run's name: outside text
     if name and name != s.run_id:
         text.append(f"  {s.run_id}", style="dim")
     text.append(f"\n{s.rollouts} rollouts · {s.terminal} finished · {s.valid} with a valid score")
@@ -128,7 +130,7 @@ def detail_tables(s: RunStats) -> list[RenderableType]:
         reqs.columns[0].overflow = "ellipsis"
         reqs.columns[2].justify = "right"
         for r in report.most_failed:
-            reqs.add_row(r.row_id, str(r.index), f"{r.failed}/{r.judged}", r.text)
+            reqs.add_row(shown_line(r.row_id), str(r.index), f"{r.failed}/{r.judged}", shown(r.text))
         parts.append(reqs)
     else:
         parts.append(
@@ -228,7 +230,7 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
 
     def on_stats_screen_ready(self, message: Ready) -> None:
         if message.stats is None:
-            self.query_one("#stats-summary", Static).update(Text(message.error, style="red"))
+            self.query_one("#stats-summary", Static).update(shown(message.error, style="red"))
             return
         s = self.stats = message.stats
         self.bins = s.bins

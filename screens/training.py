@@ -19,11 +19,13 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingRun, TrainingStep, TrainingStore
+from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
+from svgagent.core.store.run_store import Store
+from svgagent.core.terminal_text import visible_line
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 REFRESH_S = 1.0
 COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
@@ -124,7 +126,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         serving = f" · serving on {self.serving}" if self.serving else ""
         if self.training_run is None:
             who = self.title_text or self.job_name or "this server"
-            header.update(f"Training view · {who}{serving}\nno served rollouts yet")
+            header.update(shown(f"Training view · {visible_line(who)}{visible_line(serving)}\nno served rollouts yet"))
             hint.update(
                 "Point the job's evaluator at `svgagent serve` (rft create --rollouts remote --remote-url "
                 "URL; serve --job NAME): its rollouts appear here, step by step."
@@ -139,9 +141,11 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         trend = ""
         if judged and first is not None and last is not None:
             trend = f" · local mean step {first.step}: {_mean(first)} → step {last.step}: {_mean(last)}"
-        header.update(
-            f"Training view · {self.title_text or run.label}{serving}\n"
-            f"{len(self.steps)} steps · {run.rollouts} rollouts{trend}"
+        header.update(  # the training's label and models come from the rollout server's requests: outside text
+            shown(
+                f"Training view · {visible_line(self.title_text or run.label)}{visible_line(serving)}\n"
+                f"{len(self.steps)} steps · {run.rollouts} rollouts{trend}"
+            )
         )
         spark.data = means
         hint.update(
@@ -165,7 +169,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 str(s.done),
                 str(s.failed),
                 _mean(s),
-                (s.model or "")[-28:],
+                shown_line((s.model or "")[-28:]),
                 key=str(s.step),
             )
         if self.steps:

@@ -16,13 +16,15 @@ from pathlib import Path
 
 from warm_python import warm_python
 
-# Third-party libraries that do nothing at import but define things (none reads the environment at import).
+# Third-party libraries that do nothing at import but define things (none reads the environment at import that
+# svgagent depends on: openai reads only its module-level client's Azure settings, a client svgagent never uses).
 CLI_WARM = (
     "aiohttp",
     "aiohttp.web",
     "yarl",
     "multidict",
-    "httptools",
+    "httpx2",
+    "openai",
     "uvloop",
     "pydantic",
     "pydantic_settings",

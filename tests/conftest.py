@@ -16,7 +16,7 @@ from factories import build_run
 from source_bytecode import compile_sources
 
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 _SCRUB = (
     "FIREWORKS_API_KEY",

@@ -16,7 +16,7 @@ from unittest import mock
 import cairosvg
 
 from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 RUN_ID = "20260101-120000-test"
 
@@ -148,7 +148,7 @@ def build_run(
         "dataset": "fixture",
     }
     dataset = {"name": "fixture", "source": "fixture", "sha256": "0" * 64, "rows": len(rows)}
-    with mock.patch("svgagent.core.store.new_run_id", return_value=run_id):
+    with mock.patch("svgagent.core.store.run_store.new_run_id", return_value=run_id):
         store.create_run(name=name, settings=settings, dataset=dataset, rows=list(rows.values()), samples=samples)
     wanted = {(s.row, s.sample) for s in specs}
     for rec in store.list_rollouts(run_id):
@@ -195,7 +195,7 @@ def _apply(store: Store, rollout_id: str, spec: Spec) -> None:
 def big_run(store: Store, n: int, *, run_id: str = RUN_ID) -> str:
     """``n`` scored rollouts (no pictures) for load tests: scores cycle through 0, ¼, ½, ¾, 1."""
     rows = [DatasetRow(i, f"row_{i}", f"prompt number {i}", REQUIREMENTS) for i in range(n)]
-    with mock.patch("svgagent.core.store.new_run_id", return_value=run_id):
+    with mock.patch("svgagent.core.store.run_store.new_run_id", return_value=run_id):
         store.create_run(
             name="big run", settings={"threshold": 0.5}, dataset={"name": "big", "rows": n}, rows=rows, samples=1
         )

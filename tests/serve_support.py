@@ -9,12 +9,12 @@ from typing import Any
 
 import aiohttp
 
-from svgagent.core.prompt import format_prompt
+from svgagent.core.config.settings import load_settings
+from svgagent.core.run.prompt import format_prompt
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.server import RolloutServer
 from svgagent.core.serve.wiring import ServeOptions, rollout_server
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 ID_NAMES = ("rollout_id", "invocation_id", "experiment_id", "run_id", "row_id")
 REQUEST_KEY = "request-key-from-eval-protocol"
@@ -87,7 +87,7 @@ async def serving(
     """A started server on port 0 writing to ``store``, sharing ``renderer``."""
     config = load_settings(**{"store": str(store.path), "max_retries": 0, "render_size": 64, **(settings or {})})
     async with rollout_server(
-        config, store, ServeOptions(port=0, status_retry_delays_s=(0.05,), **options), renderer=renderer
+        config, store, ServeOptions(port=0, status_retries=1, **options), renderer=renderer
     ) as server:
         yield server
 

@@ -18,7 +18,7 @@ import pytest
 from cli_process import svgagent_argv
 
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 RUN_KEYS = {
     "run_id",
@@ -490,8 +490,8 @@ def test_the_resume_command_printed_after_ctrl_c_in_demo_mode_works(home: Path, 
 def _stored_run(db: Path, *, without: tuple[str, ...] = (), **settings: object) -> str:
     """An interrupted run of 2 rows × 1 sample, nothing done, stored with a real run's settings and ``settings``
     (``without``: settings it stored no value for, as an older svgagent)."""
-    from svgagent.core.dataset import load_dataset
-    from svgagent.core.settings import Settings
+    from svgagent.core.config.settings import Settings
+    from svgagent.core.run.dataset import load_dataset
 
     base = {
         "model": "accounts/acme/models/policy-v1",

@@ -214,7 +214,7 @@ def test_a_demo_run_resumed_without_demo_is_refused_before_a_key_is_sent(home: P
     # whatever listened on that port since, and every unfinished rollout failed as "unreachable"
     from svgagent.core.scoring.models import DatasetRow
     from svgagent.core.sim.simulator import Simulator
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
     with Simulator() as squatter:  # what listens on the old simulator's port now
         home.mkdir()

@@ -1,4 +1,4 @@
-"""`svgagent runs compare` and svgagent.core.compare, on runs built by hand in a temporary store.
+"""`svgagent runs compare` and svgagent.core.analysis.compare, on runs built by hand in a temporary store.
 
 Expected numbers are computed here from the specs with the statistics module, not read from the implementation.
 Also home of :func:`make_run`, the small run builder test_stats and test_import_export use too.
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from svgagent.core.compare import compare_rollouts, compare_runs, filter_rows, sort_rows
+from svgagent.core.analysis.compare import compare_rollouts, compare_runs, filter_rows, sort_rows
 from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 Sample = int | None | dict[str, Any]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 ROWS, RUNS, CONCURRENCY = 30, 10, 8  # 300 rollouts
 
@@ -111,7 +111,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path, seed: int, workers
 # In the eval process (and its engine workers): a batch window that never closes by itself, so only changes the
 # engine waits for (paid answers, committed "urgent") can reach the store before the kill.
 _LONG_WINDOW = """\
-from svgagent.core.store_batch import RolloutWriter
+from svgagent.core.store.batch_writer import RolloutWriter
 RolloutWriter.__init__.__kwdefaults__["window_s"] = 600.0
 """
 

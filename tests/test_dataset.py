@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core import dataset as dataset_module
-from svgagent.core.dataset import Dataset, load_dataset, select_rows
-from svgagent.core.prompt import ep_row
+from svgagent.core.run import dataset as dataset_module
+from svgagent.core.run.dataset import Dataset, load_dataset, select_rows
+from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.errors import ConfigError, DatasetError
 from svgagent.core.scoring.models import DatasetRow
 

@@ -13,7 +13,7 @@ import pytest
 from cli_process import svgagent_argv
 
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 KEYS = {"FIREWORKS_API_KEY": "FAKEFW-trust-0123456789", "OPENAI_API_KEY": "FAKEOA-trust-9876543210"}
 
@@ -57,10 +57,14 @@ def test_a_project_file_endpoint_receives_no_key_until_confirmed(isolated_env: P
         assert "svgagent trust" in tui.stderr
         assert sim.stats()["total_requests"] == 0
 
-        confirmed = svgagent("trust", cwd=isolated_env, env=home)
+        trust_file = isolated_env.parent / "home" / "config" / "svgagent" / "trusted-endpoints.json"
+        unasked = svgagent("trust", cwd=isolated_env, env=home)  # no terminal to ask on, no --yes: nothing done
+        assert unasked.returncode == 2
+        assert len(unasked.stderr.strip().splitlines()) == 1 and "--yes" in unasked.stderr
+        assert not trust_file.exists()
+        confirmed = svgagent("trust", "--yes", cwd=isolated_env, env=home)
         assert confirmed.returncode == 0
         assert "127.0.0.1" in confirmed.stdout
-        trust_file = isolated_env.parent / "home" / "config" / "svgagent" / "trusted-endpoints.json"
         assert trust_file.stat().st_mode & 0o777 == 0o600
         ran = svgagent("eval", "--rows", "1", cwd=isolated_env, env=home)
         assert ran.returncode in (0, 1), ran.stderr
@@ -130,9 +134,9 @@ def test_stored_or_imported_credentials_in_urls_are_stripped(isolated_env: Path,
 
 @pytest.mark.parametrize("field", ["base_url", "judge_base_url"])
 def test_rft_and_import_judging_check_the_judge_endpoint_too(isolated_env: Path, field: str) -> None:
-    from svgagent.core.endpoint_trust import require_trusted
+    from svgagent.core.config.project_trust import require_trusted
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.scoring.errors import ConfigError
-    from svgagent.core.settings import load_settings
 
     (isolated_env / "svgagent.toml").write_text(f'{field} = "http://elsewhere.example:8080/v1"\n')
     settings = load_settings()
@@ -145,9 +149,9 @@ def test_rft_and_import_judging_check_the_judge_endpoint_too(isolated_env: Path,
 def test_a_project_endpoint_spelled_in_another_case_still_needs_confirming(isolated_env: Path, written: str) -> None:
     """pydantic-settings matches the file's keys case-insensitively: ``BASE_URL = …`` in svgagent.toml is the
     endpoint keys go to, so the endpoint check must see it too (it looked for ``base_url`` alone, and let it by)."""
-    from svgagent.core.endpoint_trust import require_trusted
+    from svgagent.core.config.project_trust import require_trusted
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.scoring.errors import ConfigError
-    from svgagent.core.settings import load_settings
 
     toml = isolated_env / "svgagent.toml"
     toml.write_text(f'{written} = "http://elsewhere.example:8080/v1"\n')
@@ -166,9 +170,9 @@ def test_a_project_file_changed_after_settings_read_it_fails_closed(
     """Settings took the endpoint from svgagent.toml; the file then changes before the endpoint check looks at it
     (deleted, grown past the cap, broken, the key gone). The endpoint Settings took still needs confirming: the
     check is decided by what Settings read, not by a second read of the file, which failed open."""
-    from svgagent.core import settings as settings_module
-    from svgagent.core.config_file import CONFIG_MAX_BYTES
-    from svgagent.core.endpoint_trust import require_trusted
+    from svgagent.core.config import settings as settings_module
+    from svgagent.core.config.project_trust import require_trusted
+    from svgagent.core.config.toml_file import CONFIG_MAX_BYTES
     from svgagent.core.scoring.errors import ConfigError
 
     toml = isolated_env / "svgagent.toml"

@@ -1,4 +1,4 @@
-"""The engine end to end against the project's simulator, through its real chat client (core/chat_http.py)."""
+"""The engine end to end against the project's simulator, through its real chat client (core/scoring/endpoint.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
-from svgagent.core.engine import Engine
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 STATES = ["generating", "rendering", "judging"]
 
@@ -235,9 +235,9 @@ async def test_a_run_shared_between_worker_processes_ends_like_one(
 
 
 def test_rollouts_are_dealt_round_robin_and_workers_follow_the_concurrency(monkeypatch) -> None:
-    from svgagent.core import engine as engine_module
-    from svgagent.core.engine import engine_workers
-    from svgagent.core.engine_workers import shard
+    from svgagent.core.run import engine as engine_module
+    from svgagent.core.run.engine import engine_workers
+    from svgagent.core.run.engine_workers import shard
 
     assert shard(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
     assert sorted(sum(shard([str(i) for i in range(7)], 3), [])) == [str(i) for i in range(7)]

@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from svgagent.core import engine as engine_module
-from svgagent.core.chat_http import ChatClient
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
-from svgagent.core.engine import Engine
-from svgagent.core.prompt import format_prompt
+from svgagent.core.run import engine as engine_module
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
+from svgagent.core.run.prompt import format_prompt
+from svgagent.core.scoring.endpoint import endpoint_client, http_client
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
-from svgagent.core.store_batch import RolloutWriter
+from svgagent.core.store.batch_writer import RolloutWriter
+from svgagent.core.store.run_store import Store
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +34,29 @@ def renderer() -> Renderer:
         yield r
 
 
-class RecordingClient(ChatClient):
-    """The engine's own client, keeping every body it sends."""
+class Recorder:
+    """The engine's own client (openai's on the bounded HTTP client), keeping every body it sends and counting, at
+    each request, the rollout tasks that exist and the requests in flight (httpx2's event hooks)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, url: str) -> None:
         self.bodies: list[bytes] = []
+        self.tasks_seen: list[int] = []
+        self.in_flight = self.most_in_flight = 0
+        http = http_client(timeout_s=10)
+        http.event_hooks = {"request": [self._sent], "response": [self._answered]}
+        self.client = endpoint_client(url, "k", timeout_s=10, max_retries=0, http=http)
 
-    async def complete_chat_json(self, data: bytes) -> Any:
-        self.bodies.append(data)
-        return await super().complete_chat_json(data)
+    async def _sent(self, request: Any) -> None:
+        self.bodies.append(request.content)
+        self.tasks_seen.append(sum(1 for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Engine._rollout"))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+
+    async def _answered(self, response: Any) -> None:
+        self.in_flight -= 1
+
+    async def close(self) -> None:
+        await self.client.close()
 
 
 def settings_for(url: str, tmp_path: Path, **overrides: Any):
@@ -63,18 +76,18 @@ async def test_every_sample_of_a_row_sends_the_request_built_once_for_the_row(
     tmp_path: Path, renderer: Renderer, monkeypatch
 ) -> None:
     builds: list[str] = []
-    real = engine_module.request_json
+    real = engine_module.format_prompt
 
-    def counted(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> bytes:
-        builds.append(messages[0]["content"])
-        return real(model, messages, params)
+    def counted(prompt: str, requirements: Any) -> str:
+        builds.append(prompt)
+        return real(prompt, requirements)
 
-    monkeypatch.setattr(engine_module, "request_json", counted)
+    monkeypatch.setattr(engine_module, "format_prompt", counted)
     with Simulator() as sim:
         settings = settings_for(sim.base_url, tmp_path, rows=3, samples=3, temperature=0.7, max_tokens=900)
-        policy = RecordingClient(sim.base_url, "k")
+        policy = Recorder(sim.base_url)
         with Store(settings.store_path()) as store:
-            async with Engine(settings, store, renderer=renderer, policy=policy) as engine:
+            async with Engine(settings, store, renderer=renderer, policy=policy.client) as engine:
                 run_id = engine.create_run(load_dataset("builtin"))
                 await engine.run(run_id)
             rollouts = store.list_rollouts(run_id)
@@ -113,7 +126,7 @@ async def test_the_png_is_stored_once_with_the_rollouts_end(tmp_path: Path, rend
                 judged = engine.create_run(load_dataset("builtin"))
                 await engine.run(judged)
             # the judge unreachable: its failure still keeps the picture the rollout drew
-            unreachable = ChatClient("http://127.0.0.1:9/v1", "k", max_retries=0)
+            unreachable = endpoint_client("http://127.0.0.1:9/v1", "k", timeout_s=10, max_retries=0)
             async with Engine(settings, store, renderer=renderer, judge=unreachable) as engine:
                 failed = engine.create_run(load_dataset("builtin"))
                 await engine.run(failed)
@@ -132,33 +145,15 @@ async def test_the_png_is_stored_once_with_the_rollouts_end(tmp_path: Path, rend
     assert all(r.png is not None and r.png.startswith(b"\x89PNG") for r in judge_failures)
 
 
-class SlotWatchingClient(RecordingClient):
-    """Counts, at each policy request, the rollout tasks that exist and the requests in flight."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.tasks_seen: list[int] = []
-        self.in_flight = self.most_in_flight = 0
-
-    async def complete_chat_json(self, data: bytes) -> Any:
-        self.tasks_seen.append(sum(1 for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Engine._rollout"))
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            return await super().complete_chat_json(data)
-        finally:
-            self.in_flight -= 1
-
-
 async def test_a_rollout_gets_its_task_when_a_policy_slot_frees_up(tmp_path: Path, renderer: Renderer) -> None:
     """Rollouts no longer all get a task up front that parks on a semaphore: with 12 rollouts at concurrency 2, the
     first policy request finds 2 rollout tasks, not 12; no more than 2 policy calls are ever in flight; the run ends
     with every rollout stored as before."""
     with Simulator(policy_latency_s=0.02) as sim:
         settings = settings_for(sim.base_url, tmp_path, rows=4, samples=3, concurrency=2, judge_concurrency=2)
-        policy = SlotWatchingClient(sim.base_url, "k")
+        policy = Recorder(sim.base_url)
         with Store(settings.store_path()) as store:
-            async with Engine(settings, store, renderer=renderer, policy=policy) as engine:
+            async with Engine(settings, store, renderer=renderer, policy=policy.client) as engine:
                 run_id = engine.create_run(load_dataset("builtin"))
                 summary = await engine.run(run_id)
             rollouts = store.list_rollouts(run_id)
@@ -173,8 +168,8 @@ async def test_a_paid_answer_closes_its_batch_early_only_while_a_call_waits_for_
     tmp_path: Path, renderer: Renderer, monkeypatch
 ) -> None:
     """6 rollouts, 2 policy slots, 10 judge slots: the first four policy answers are committed urgently (a queued
-    rollout takes each one's slot), the last (and the fifth when the fourth's commit is back) and every verdict (a judge slot is always free) in the window, as
-    any change; each slot is still handed on only from its commit's callback (the crash suite checks what that
+    rollout takes each one's slot), the last (and the fifth when the fourth's commit is back) and every verdict (a judge slot is always
+    free) in the window, as any change; each slot is still handed on only from its commit's callback (the crash suite checks what that
     guarantees)."""
     seen: list[tuple[str, bool]] = []
     real = RolloutWriter.commit_soon
@@ -298,8 +293,8 @@ class GcProbeEngine:
 
 
 def test_the_engine_process_runs_the_engine_with_what_exists_out_of_the_collectors_sight(tmp_path: Path) -> None:
-    from svgagent.core.engine_process import EngineProcess
-    from svgagent.core.events import EventBus
+    from svgagent.core.run.engine_process import EngineProcess
+    from svgagent.core.run.events import EventBus
     from svgagent.core.startup_gc import YOUNG_THRESHOLD
 
     settings = settings_for("http://127.0.0.1:9/v1", tmp_path, rows=1, samples=1)

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from ep_venv import ep_command, ep_env
 
-from svgagent.core.dataset import load_dataset, select_rows
+from svgagent.core.config.settings import load_settings
 from svgagent.core.rft.evaluator_bundle import (
     DESCRIPTION,
     DISPLAY_NAME,
@@ -38,10 +38,10 @@ from svgagent.core.rft.evaluator_bundle import (
 from svgagent.core.rft.fireworks_api import ControlPlane
 from svgagent.core.rft.launch import LaunchRequest, dataset_jsonl, launch, prepare_launch
 from svgagent.core.rft.params import RftParams
-from svgagent.core.settings import load_settings
+from svgagent.core.run.dataset import load_dataset, select_rows
 from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 TESTS = Path(__file__).resolve().parent

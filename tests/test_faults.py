@@ -19,18 +19,18 @@ from pathlib import Path
 import pytest
 from cli_process import svgagent_argv
 
-from svgagent.core.dataset import load_dataset
+from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_overrides
-from svgagent.core.engine import Engine
-from svgagent.core.lease import LeaseOwner
-from svgagent.core.records import RunStatus
-from svgagent.core.run_setup import create_run
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
+from svgagent.core.run.setup import create_run
 from svgagent.core.scoring.errors import RunBusy, StoreWriteError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import Simulator
-from svgagent.core.store import Store
+from svgagent.core.store.leases import LeaseOwner
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunStatus
 
 ROOT = os.geteuid() == 0
 
@@ -464,7 +464,7 @@ def test_read_only_commands_work_on_a_read_only_store(tmp_path: Path) -> None:
 async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
     tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from svgagent.core import caps
+    from svgagent.core.store import size_caps as caps
 
     # caps a tenth of the real ones, so the simulator's answers (at most max_tokens long) go over them
     monkeypatch.setitem(caps.TEXT_CAPS, "raw_answer", caps.ANSWER_CAP // 10)
@@ -497,7 +497,7 @@ async def test_a_huge_answer_is_stored_capped_with_its_length_and_never_cached(
 async def test_a_judge_text_over_its_cap_is_stored_cut_and_never_cached(
     tmp_path: Path, renderer: Renderer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from svgagent.core import caps
+    from svgagent.core.store import size_caps as caps
 
     cap = 40  # far below the simulated judge's answers, so each of them goes over it
     monkeypatch.setitem(caps.TEXT_CAPS, "judge_raw", cap)
@@ -524,7 +524,7 @@ async def test_a_judge_text_over_its_cap_is_stored_cut_and_never_cached(
 
 
 def test_judge_text_is_capped_and_marked(tmp_path: Path) -> None:
-    from svgagent.core.caps import JUDGE_TEXT_CAP
+    from svgagent.core.store.size_caps import JUDGE_TEXT_CAP
 
     with Store(tmp_path / "runs.db") as store:
         from svgagent.core.scoring.models import DatasetRow
@@ -544,7 +544,7 @@ async def test_the_rollout_screen_says_what_the_store_cut(tmp_path: Path, monkey
     from factories import RUN_ID, build_run
     from tui_support import make_app, plain, settle
 
-    from svgagent.core import caps
+    from svgagent.core.store import size_caps as caps
 
     monkeypatch.setitem(caps.TEXT_CAPS, "rationale", 50)
     with Store(tmp_path / "runs.db") as store:
@@ -574,7 +574,7 @@ def _closed_port() -> int:
 
 
 async def test_a_refused_connection_is_unreachable_not_a_timeout(tmp_path: Path, renderer: Renderer) -> None:
-    from svgagent.core.export import rollout_status
+    from svgagent.core.exchange.export import rollout_status
     from svgagent.core.scoring.models import FailureKind
 
     url = f"http://127.0.0.1:{_closed_port()}/v1"

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from cli_process import svgagent_argv
 
-from svgagent.core.output import OutputError
-from svgagent.core.secrets import write_env_file
-from svgagent.core.store import Store
+from svgagent.core.config.secrets import write_env_file
+from svgagent.core.named_files import OutputError
+from svgagent.core.store.run_store import Store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from factories import Spec, build_run  # noqa: E402
@@ -118,7 +118,7 @@ def test_export_dash_is_stdout_and_assets_follow_the_same_rules(db: tuple[Path, 
 
 
 def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Path) -> None:
-    from svgagent.core.config_fields import save_project_config
+    from svgagent.core.config.form_fields import save_project_config
 
     real = tmp_path / "real.toml"
     real.write_text("rows = 1\n")
@@ -141,7 +141,7 @@ def test_env_and_toml_saves_follow_symlinks_and_write_through_fifos(tmp_path: Pa
 
 def test_a_toml_save_into_a_fifo_writes_through_it_without_reading_it(tmp_path: Path) -> None:
     """svgagent.toml as a FIFO: the save writes the changed keys into it and never waits to read from it."""
-    from svgagent.core.config_fields import save_project_config
+    from svgagent.core.config.form_fields import save_project_config
 
     fifo = tmp_path / "svgagent.toml"
     os.mkfifo(fifo)
@@ -159,7 +159,7 @@ def test_a_toml_save_into_a_fifo_writes_through_it_without_reading_it(tmp_path: 
 
 
 def test_a_failed_write_leaves_the_old_file_and_nothing_on_stdout(tmp_path: Path) -> None:
-    from svgagent.core.output import open_output
+    from svgagent.core.named_files import open_output
 
     (tmp_path / "out").mkdir()
     target = tmp_path / "out" / "x.txt"
@@ -182,14 +182,50 @@ def test_a_failed_write_leaves_the_old_file_and_nothing_on_stdout(tmp_path: Path
 def test_csv_export_neutralises_formula_cells(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     hostile = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
+    written = [*hostile[:5], "\\x0dCR"]  # a carriage return is a control: shown as an escape
     with Store(path) as store:
         run_id = build_run(store, [Spec(i, fulfilled=1, prompt=text, reason=text) for i, text in enumerate(hostile)])
     out = svgagent("export", run_id, "--format", "csv", "--store", str(path))
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(io.StringIO(out.stdout.decode())))
-    assert [r["prompt"] for r in rows] == ["'" + text for text in hostile]
-    assert [r["reason"] for r in rows] == ["'" + text for text in hostile]
+    assert [r["prompt"] for r in rows] == ["'" + text for text in written]
+    assert [r["reason"] for r in rows] == ["'" + text for text in written]
     assert rows[0]["score"] == "0.25"  # numbers stay numbers
+
+
+def test_csv_export_neutralises_a_formula_after_leading_blanks() -> None:
+    """issue 31 item 5: spreadsheets trim leading spaces and newlines before they look for a formula."""
+    from svgagent.core.exchange.export import neutralise_cell
+
+    for text in ("  =1+1", '\n=HYPERLINK("http://x")', " \n @SUM(A1)", "\u00a0+1", "\t\t-2+3", "\r\n=1"):
+        assert neutralise_cell(text).startswith("'"), repr(text)
+    for text in ("a = b", "x-1", "1e-3 @ 2", "  plain", "\n\ntext", "\\x1b=1"):
+        assert neutralise_cell(text) == text, repr(text)  # not a formula: left as it is
+    assert neutralise_cell(0.25) == 0.25 and neutralise_cell(None) is None and neutralise_cell(3) == 3
+
+
+HOSTILE_CELL = "ok\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x1b[2J\x9b31m\u202eevil\u2066x\nnext\tline"
+
+
+def test_csv_export_to_a_terminal_shows_controls_as_escapes(tmp_path: Path) -> None:
+    """issue 31 item 5: `runs export --format csv -o -` passed ESC and C1 bytes to the terminal; every text column
+    now holds visible escapes (tab and newline kept: quoting holds them)."""
+    path = tmp_path / "runs.db"
+    text = HOSTILE_CELL
+    spec = Spec(
+        0, fulfilled=1, prompt=text, reason=text, rationale=text, error=text, requirements=(text, "b", "c", "d")
+    )
+    with Store(path) as store:
+        run_id = build_run(store, [spec], name="run " + text)
+    out = svgagent("export", run_id, "--format", "csv", "-o", "-", "--store", str(path))
+    assert out.returncode == 0, out.stderr
+    raw = out.stdout.decode()
+    for control in ("\x1b", "\x07", "\x9b", "\u202e", "\u2066"):
+        assert control not in raw, repr(control)
+    row = next(csv.DictReader(io.StringIO(raw)))
+    shown = "ok\\x1b]52;c;cHduZWQ=\\x07\\x1b]0;title\\x07\\x1b[2J\\x9b31m\\u202eevil\\u2066x\nnext\tline"
+    for column in ("prompt", "reason", "rationale", "error"):
+        assert row[column] == shown, column
 
 
 # --- 10. render: one line, exit 2, `-` is stdout ---------------------------------------------------------------------

@@ -13,22 +13,22 @@ import pytest
 from PIL import Image
 from test_compare import OUTAGE, make_run, requirements_for
 
-from svgagent.core.compare import compare_runs
-from svgagent.core.export import AssetWriter, evaluation_row, safe_stem
-from svgagent.core.importer import (
+from svgagent.core.analysis.compare import compare_runs
+from svgagent.core.analysis.stats import run_stats
+from svgagent.core.exchange.export import AssetWriter, evaluation_row, safe_stem
+from svgagent.core.exchange.import_file import (
     IMPORTED_FINISH_REASON,
     NothingImported,
     import_file,
     parse_formatted_prompt,
     read_evaluation_rows,
 )
-from svgagent.core.prompt import format_prompt
-from svgagent.core.records import RolloutRecord
+from svgagent.core.run.prompt import format_prompt
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.extract import NO_SVG
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.stats import run_stats
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.cli.main import main
 
 SCORED, FAILED, QUEUED = RolloutStatus.SCORED, RolloutStatus.FAILED, RolloutStatus.QUEUED
@@ -466,7 +466,7 @@ def test_a_failure_while_writing_leaves_nothing(store: Store, tmp_path: Path, mo
     path = write_lines(tmp_path / "two.jsonl", [evaluation_row(run, rec), evaluation_row(run, rec)])
     before = [r.run_id for r in store.list_runs()]
     # Every rollout gets the same id: the second insert fails inside the transaction.
-    monkeypatch.setattr("svgagent.core.store.rollout_id_for", lambda *a, **k: "same-id")
+    monkeypatch.setattr("svgagent.core.store.run_store.rollout_id_for", lambda *a, **k: "same-id")
     with pytest.raises(StoreError, match="UNIQUE constraint"):
         import_file(store, path)
     assert [r.run_id for r in store.list_runs()] == before
@@ -649,9 +649,9 @@ def test_csv_has_the_judges_whole_rationale_and_the_short_reason_marks_its_cut(t
 
     from factories import Spec, build_run
 
-    from svgagent.core.export import csv_text
+    from svgagent.core.exchange.export import csv_text
     from svgagent.core.scoring.models import JudgeVerdict, Usage
-    from svgagent.core.verdicts import verdict_columns
+    from svgagent.core.store.verdict_columns import verdict_columns
 
     first = "The sun is present, round and yellow; " * 8  # one line of 304 characters
     rationale = f'{first.strip()}\nThe grass, "green", is missing.\n=SUM(A1) is not a formula here.'

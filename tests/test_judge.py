@@ -16,7 +16,6 @@ from svgagent.core.scoring.judge import (
     PER_REQUIREMENT_SCHEMA_NAME,
     Judge,
     build_judge_messages,
-    judge_request_json,
     parse_judge_answer,
     response_format_for,
 )
@@ -72,36 +71,6 @@ def test_messages_hold_the_question_and_the_image(drawing_png: bytes) -> None:
     per = build_judge_messages(drawing_png, REQS, PER)[0]["content"][0]["text"]
     assert '"verdicts"' in per
     assert f"1 to {N}" in per
-
-
-@pytest.mark.parametrize("mode", [COUNT, PER])
-@pytest.mark.parametrize(
-    ("requirements", "prompt"),
-    [
-        (REQS, "A tropical island at noon."),
-        (REQS, None),
-        (["Un soleil rouge é ☀", 'a "quoted" \\ back\\slash\n and a tab\t'], "Ünïcode prompt ✓"),
-        # texts that hold the splice mark or the data URL's own prefix: the body must still be the same bytes
-        (["\x00svgagent-png\x00", '"data:image/png;base64,"'], "\x00svgagent-png\x00"),
-        ([7, "not a str"], ""),
-    ],
-)
-def test_the_spliced_judge_body_is_the_serialised_request_byte_for_byte(
-    drawing_png: bytes, mode: JudgeMode, requirements: list, prompt: str | None
-) -> None:
-    """judge_request_json builds the first judge request without JSON-escaping the base64 PNG: what the judge
-    receives must be exactly the JSON the request's dict serialises to (the body chat_completion sends)."""
-    for png in (drawing_png, b"", b"\xff" * 7):
-        expected = json.dumps(
-            {
-                "model": "judge-\u00e9",
-                "messages": build_judge_messages(png, requirements, mode, prompt),
-                "temperature": 0,
-                "response_format": response_format_for(mode, len(requirements)),
-            }
-        )
-        for _ in range(2):  # the first call builds the cached template, the second uses it
-            assert judge_request_json("judge-\u00e9", png, requirements, mode, prompt) == expected.encode()
 
 
 def test_response_formats_are_strict_json_schemas() -> None:

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import openai
 import pytest
+from recorded_judge import recorded_endpoint
 
+from svgagent.core.config.settings import load_settings
+from svgagent.core.scoring.endpoint import endpoint_client
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.scoring.judge import Judge, build_judge_messages, judge_request_json, parse_judge_answer
+from svgagent.core.scoring.judge import Judge, build_judge_messages, judge_request_body, parse_judge_answer
 from svgagent.core.scoring.judge_forms import FORMS, form_named
 from svgagent.core.scoring.judge_profiles import PROFILES, PictureRule, profile_named
 from svgagent.core.scoring.models import COUNT_KEY, JudgeMode, JudgeProfileName
 from svgagent.core.scoring.picture_size import OWN_SIZE
-from svgagent.core.settings import load_settings
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.tui.cli.main import main
 
@@ -31,8 +33,15 @@ EP, SVGBENCH, OWN = (PROFILES[JudgeProfileName.EP_QUICKSTART], PROFILES[JudgePro
 
 
 @pytest.mark.parametrize("profile", list(PROFILES.values()), ids=lambda p: p.name.value)
-def test_each_profile_asks_its_own_question_and_schema(profile) -> None:
-    body = json.loads(judge_request_json("judge", PNG, REQS, JudgeMode.COUNT, "A tropical island.", profile))
+async def test_each_profile_asks_its_own_question_and_schema(profile) -> None:
+    with recorded_endpoint({}, {"A red sun": answer("2")}) as endpoint:
+        api = endpoint_client(endpoint.base_url, "test", timeout_s=10, max_retries=0)
+        try:
+            verdict = await Judge(api, "judge", JudgeMode.COUNT, profile=profile).judge(PNG, REQS, "A tropical island.")
+        finally:
+            await api.close()
+    assert verdict.valid and verdict.fulfilled == 2
+    [body] = endpoint.judged  # what reached the wire through the endpoint client
     text, image = body["messages"][0]["content"]
     for number, requirement in enumerate(REQS, start=1):
         assert f"\n{number}. {requirement}" in text["text"]
@@ -46,12 +55,10 @@ def test_each_profile_asks_its_own_question_and_schema(profile) -> None:
     assert COUNT_KEY in spec["schema"]["properties"]
     # the description is svgagent's own addition: the other questions leave it out
     assert ("A tropical island." in text["text"]) is (profile is OWN)
-    # the spliced first request is the serialised one, byte for byte, for every profile
-    expected = {"model": "judge", "messages": build_judge_messages(PNG, REQS, JudgeMode.COUNT, None, profile)}
-    if profile.temperature is not None:
-        expected["temperature"] = profile.temperature
-    expected["response_format"] = profile.form().response_format(N)
-    assert judge_request_json("judge", PNG, REQS, JudgeMode.COUNT, None, profile) == json.dumps(expected).encode()
+    # the body sent is judge_request_body of the profile's messages, schema and temperature, as JSON
+    messages = build_judge_messages(PNG, REQS, JudgeMode.COUNT, "A tropical island.", profile)
+    expected = judge_request_body("judge", messages, profile.form().response_format(N), profile.temperature)
+    assert body == json.loads(json.dumps(expected))
 
 
 def test_the_recipes_differ_where_their_sources_do() -> None:
@@ -207,10 +214,10 @@ def test_a_run_keeps_its_profile_stored_shown_exported_and_on_resume(
 def test_the_engine_refuses_settings_with_another_recipe(tmp_path: Path) -> None:
     import asyncio
 
-    from svgagent.core.dataset import load_dataset
     from svgagent.core.demo import demo_overrides, demo_simulator
-    from svgagent.core.engine import Engine
-    from svgagent.core.store import Store
+    from svgagent.core.run.dataset import load_dataset
+    from svgagent.core.run.engine import Engine
+    from svgagent.core.store.run_store import Store
 
     with demo_simulator() as sim, Store(tmp_path / "runs.db") as store:
         settings = load_settings(**demo_overrides(sim.base_url), rows=1, judge_profile="ep-quickstart")

@@ -39,7 +39,7 @@ def _loaded_after(code: str, env: dict[str, str] | None = None) -> list[str]:
 def test_importing_every_core_module_loads_no_ui() -> None:
     modules = [m.name for m in pkgutil.walk_packages(svgagent.core.__path__, "svgagent.core.")]
     assert {
-        "svgagent.core.engine",
+        "svgagent.core.run.engine",
         "svgagent.core.scoring.judge",
         "svgagent.core.rft.launch",
         "svgagent.core.sim.simulator",
@@ -59,7 +59,7 @@ def test_headless_eval_never_loads_textual(tmp_path: Path) -> None:
         "assert status in (0, 1), status\n"
     )
     loaded = _loaded_after(code, env)
-    assert "svgagent.core.engine" in loaded  # the run really happened in this process
+    assert "svgagent.core.run.engine" in loaded  # the run really happened in this process
     assert [
         m for m in loaded if m.startswith(("textual", "svgagent.screens", "svgagent.tui.app", "svgagent.tui.widgets"))
     ] == []
@@ -77,3 +77,43 @@ def test_the_architecture_map_names_every_module() -> None:
     assert len(modules) > 50  # the walk found the tree
     unnamed = sorted(str(p.relative_to(ROOT)) for p in modules if p.stem not in words)
     assert unnamed == [], f"docs/architecture.md does not name {unnamed}"
+
+
+# core's top level: its packages, and the few modules every package uses (docs/architecture.md). A new module goes
+# into the package of what it holds.
+CORE_TOP_LEVEL = {
+    "__init__.py",
+    "demo.py",
+    "named_files.py",
+    "urls.py",
+    "terminal_text.py",
+    "event_loop.py",
+    "startup_gc.py",
+    "server_socket.py",
+}
+
+
+def test_core_top_level_holds_its_packages_and_the_shared_modules_only() -> None:
+    core = ROOT / "core"
+    modules = {p.name for p in core.glob("*.py")}
+    assert modules == CORE_TOP_LEVEL, f"core/ gained or lost a top-level module: {sorted(modules ^ CORE_TOP_LEVEL)}"
+    packages = sorted(p.parent.name for p in core.glob("*/__init__.py"))
+    assert {"run", "scoring", "store", "config", "exchange", "analysis", "rft", "serve", "sim"} <= set(packages)
+
+
+def test_every_core_package_says_what_it_holds_and_may_import() -> None:
+    import ast
+
+    for init in sorted((ROOT / "core").glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, f"{init.relative_to(ROOT)} has no docstring"
+        if init.parent.name != "data":
+            assert "May import" in doc or "Imports only" in doc, (
+                f"{init.relative_to(ROOT)} does not say what it may import"
+            )
+
+
+def test_the_map_names_every_core_package() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for init in (ROOT / "core").glob("*/__init__.py"):
+        assert f"{init.parent.name}/" in text, f"docs/architecture.md does not draw core/{init.parent.name}/"

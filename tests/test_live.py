@@ -16,11 +16,11 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 from tui_support import make_app, settle, table_of, wait_until
 
-from svgagent.core.events import EventBus
-from svgagent.core.live import LiveRows, RunFollower, changed_ids
-from svgagent.core.records import RunSummary, RunTally, summarize_rows
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.follow import LiveRows, RunFollower, changed_ids
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunSummary, RunTally, summarize_rows
 from svgagent.tui.live_feed import LiveBatch, LiveFeed
 
 

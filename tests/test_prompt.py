@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from svgagent.core.prompt import ep_row, format_prompt, format_requirements
+from svgagent.core.run.prompt import ep_row, format_prompt, format_requirements
 from svgagent.core.scoring.models import DatasetRow
 
 EXPECTED = (

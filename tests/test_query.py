@@ -1,12 +1,12 @@
-"""The filter language (core/query.py): parsing, matching every kind of term, errors, sorting."""
+"""The filter language (core/store/filter_language.py): parsing, matching every kind of term, errors, sorting."""
 
 from __future__ import annotations
 
 import pytest
 
-from svgagent.core.query import QueryError, parse_query, sort_records, unmatched_terms
-from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store.filter_language import QueryError, parse_query, sort_records, unmatched_terms
+from svgagent.core.store.typed_rows import RolloutRecord
 
 
 def rec(

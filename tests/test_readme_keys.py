@@ -45,7 +45,7 @@ async def test_every_key_the_readme_names_is_one_the_help_screen_lists(tmp_path:
     from factories import build_run
     from tui_support import make_app, settle
 
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
     from svgagent.screens.help import binding_sections
 
     named = {token for token in re.findall(r"`([^`]+)`", the_app_section()) if KEY_LIKE.fullmatch(token)}

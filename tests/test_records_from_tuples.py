@@ -8,9 +8,9 @@ from pathlib import Path
 
 from factories import RUN_ID, build_run
 
-from svgagent.core.records import LIGHT_COLUMNS, RolloutRecord, paused_gc
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import LIGHT_COLUMNS, RolloutRecord, paused_gc
 
 
 def _both(store: Store, sql: str, params: tuple[object, ...]) -> tuple[list[RolloutRecord], list[RolloutRecord]]:

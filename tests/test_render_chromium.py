@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from svgagent.core.config.settings import load_settings
 from svgagent.core.scoring.chromium import ChromiumRenderer
 from svgagent.core.scoring.chromium_page import find_chromium, page_geometry, page_html
 from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.picture_size import OWN_SIZE
 from svgagent.core.scoring.renderers import make_renderer
-from svgagent.core.settings import load_settings
 from svgagent.tui.cli.main import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from factories import RUN_ID, Spec, build_run
 
-from svgagent.core.review import complete, count_refusal, counted, marks_of_judge, starting_marks, toggled
-from svgagent.core.store import Store
+from svgagent.core.store.reviews import complete, count_refusal, counted, marks_of_judge, starting_marks, toggled
+from svgagent.core.store.run_store import Store
 
 EIGHT = tuple(f"requirement {i}" for i in range(1, 9))
 
@@ -97,8 +97,8 @@ def test_an_override_updates_the_mean_runs_list_and_the_run_picker_show(store: S
 def test_undecided_marks_survive_an_export_and_import(count_store: Store, tmp_path: Path) -> None:
     import json
 
-    from svgagent.core.export import export_run
-    from svgagent.core.importer import import_file
+    from svgagent.core.exchange.export import export_run
+    from svgagent.core.exchange.import_file import import_file
 
     marks = [None, None, False, None, None, None, None, None]
     count_store.set_override(f"{RUN_ID}.0.0", fulfilled=None, verdicts=marks)

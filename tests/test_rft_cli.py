@@ -17,7 +17,7 @@ import pytest
 from cli_process import svgagent_argv
 
 from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 FW_KEY = "fw-FAKE-cli-key-0123456789abcdef"

@@ -28,7 +28,7 @@ from svgagent.core.rft.monitor import JobPoller, JobView, PollOutcome, state_cat
 from svgagent.core.rft.params import ParamsError, RftParams, allowed_range, parse_params
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.store import MIGRATIONS, Store
+from svgagent.core.store.run_store import MIGRATIONS, Store
 
 ACCT = "sim-account"
 FW_KEY = "fw-FAKE-control-0123456789abcdef"

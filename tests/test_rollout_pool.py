@@ -1,4 +1,4 @@
-"""The engine's rollout pool (core/rollout_pool.py): a task per rollout made only when a slot frees up, the slot
+"""The engine's rollout pool (core/run/rollout_pool.py): a task per rollout made only when a slot frees up, the slot
 handed on by a paid answer's commit, the first failure ending the run. (The engine with it: tests/test_engine_hot_path.py;
 the crash guarantee: tests/test_crash_resume.py.)"""
 
@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from svgagent.core.rollout_pool import RolloutPool
+from svgagent.core.run.rollout_pool import RolloutPool
 from svgagent.core.scoring.errors import StoreWriteError
 
 

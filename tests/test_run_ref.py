@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from factories import build_run
 
-from svgagent.core.run_ref import RunNotFound, resolve_run
-from svgagent.core.store import Store
+from svgagent.core.store.run_refs import RunNotFound, resolve_run
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 OLD, NEW, OTHER = "20250101-000000-ab12", "20260101-120000-cd34", "20260101-130000-cd99"
@@ -134,7 +134,7 @@ async def test_the_run_picker_filters_as_you_type(runs: Path) -> None:
 
 
 def test_filter_words_all_hold() -> None:
-    from svgagent.core.run_ref import filter_runs
+    from svgagent.core.store.run_refs import filter_runs
 
     with Store(Path("f.db")) as store:
         build_run(store, run_id=OLD, name="baseline")

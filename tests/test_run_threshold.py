@@ -9,9 +9,9 @@ from pathlib import Path
 
 from tui_support import make_app, settings_for, settle
 
+from svgagent.core.analysis.stats import run_stats
 from svgagent.core.scoring.models import DatasetRow, RolloutStatus
-from svgagent.core.stats import run_stats
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 ROWS = [
     DatasetRow(0, "row_0", "Draw a red square.", ("A red square.",)),
@@ -52,7 +52,7 @@ def test_a_resumed_run_stored_without_a_threshold_keeps_that_fallback(isolated_e
     from cli_process import svgagent_argv
 
     from svgagent.core.demo import DEMO_JUDGE_MODEL, DEMO_POLICY_MODEL
-    from svgagent.core.records import DEFAULT_THRESHOLD
+    from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD
 
     db = isolated_env / "runs.db"
     with Store(db) as store:

@@ -104,9 +104,9 @@ async def test_tui_screens_store_and_logs_never_show_keys(
     from job_fakes import fake_source, sample_jobs
     from tui_support import make_app, settle, wait_until
 
-    from svgagent.core.secrets import mask
-    from svgagent.core.settings import load_settings
-    from svgagent.core.store import Store
+    from svgagent.core.config.secrets import mask
+    from svgagent.core.config.settings import load_settings
+    from svgagent.core.store.run_store import Store
     from svgagent.screens.dashboard import PANES
     from svgagent.tui.widgets.secrets_form import SecretsPane
 

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from dotenv import dotenv_values
 
-from svgagent.core.output import write_output
-from svgagent.core.secrets import (
+from svgagent.core.config.secrets import (
     KNOWN_KEYS,
     MASK_FULL,
     SecretEntry,
@@ -16,7 +15,8 @@ from svgagent.core.secrets import (
     read_secrets,
     write_env_file,
 )
-from svgagent.core.settings import load_settings
+from svgagent.core.config.settings import load_settings
+from svgagent.core.named_files import write_output
 
 FW = "fwX-abcdefghijklmnop1234"
 OA = "skX-proj-ZYXWVUTSRQPONM9876"

@@ -14,15 +14,15 @@ import aiohttp
 import pytest
 from serve_support import REQUEST_KEY, init_body, post_init, serving, wait_for
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.access_log import ROLLOUT_ID, JsonAccessLogger, access_log
 from svgagent.core.serve.server import STOPPED
+from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TracingGateway
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.store.run_store import Store
 
 OWN_KEY = "own-fw-key-never-to-strangers"
 
@@ -120,7 +120,7 @@ async def test_a_rollout_is_served_stored_with_its_picture_and_logged_finished(
 async def test_the_policy_call_and_the_status_carry_any_text_as_sent(
     store: Store, gateway: TracingGateway, renderer: Renderer
 ) -> None:
-    """The two bodies the server writes (JSON by pydantic's encoder) reach the gateway as eval-protocol sent them."""
+    """The two bodies the server writes (JSON by the openai client) reach the gateway as eval-protocol sent them."""
     body = init_body(gateway.base_url, "unicode-1", row=0)
     body["messages"][0]["content"] += ' caf\u00e9 \u2615 \u2028 \U0001f600 "quoted" \\ \x00'
     async with serving(store, renderer) as server, aiohttp.ClientSession() as session:
@@ -131,44 +131,6 @@ async def test_the_policy_call_and_the_status_carry_any_text_as_sent(
     assert trace["input"]["messages"] == body["messages"]
     (log,) = gateway.logs("unicode-1")
     assert log["status"]["code"] == StatusCode.FINISHED and "rollout_id:unicode-1" in log["tags"]
-
-
-def test_a_json_body_is_what_json_dumps_would_have_said_even_where_utf8_cannot_say_it() -> None:
-    from svgagent.core.json_body import json_bytes
-
-    values = [
-        {
-            "messages": [{"role": "user", "content": 'caf\u00e9 \u2028 \U0001f600 \x00 "q" \\'}],
-            "temperature": 0.7,
-            "max_tokens": 2048,
-            "big": 10**30,
-            "stop": None,
-            "tools": [{"a": [1, 2.5]}],
-        },
-        {"content": "lone \ud800 surrogate"},
-        {"x": float("nan")},
-    ]
-    for value in values[:2]:
-        assert json.loads(json_bytes(value)) == json.loads(json.dumps(value))
-    assert json_bytes(values[1]) == json.dumps(values[1]).encode()  # (UTF-8 cannot hold it: json.dumps' escape)
-    assert json_bytes(values[2]) == b'{"x":NaN}'  # as json.dumps writes it
-
-
-def test_an_answer_body_is_read_as_json_loads_reads_it() -> None:
-    from svgagent.core.json_body import json_value
-
-    bodies = [
-        json.dumps({"choices": [{"message": {"content": 'caf\u00e9 "q" \\ \u2028'}}], "n": 10**30}).encode(),
-        b'{"a": NaN, "b": -Infinity, "c": -0, "d": 1e400, "g": 1, "g": 2}',
-        b'{"s": "lone \\ud800"}',
-        codecs.BOM_UTF8 + b'{"x": 1}',
-        '{"x": [1.5, true, null]}'.encode("utf-16"),
-    ]
-    for raw in bodies:
-        assert repr(json_value(raw)) == repr(json.loads(raw)), raw[:30]
-    for raw in (b"[1,]", b'{"a": "\xff"}', b"", b"{"):
-        with pytest.raises(ValueError):
-            json_value(raw)
 
 
 @pytest.mark.parametrize("rollout_id", ["r-1", 'q"uote\\d', "caf\u00e9-\u2028-\U0001f600"])
@@ -186,8 +148,8 @@ def test_the_accepted_answer_is_what_json_response_wrote(rollout_id: str, retry:
 
 
 def test_a_prompt_is_read_once_per_text_as_parse_formatted_prompt_reads_it() -> None:
-    from svgagent.core.import_row import parse_formatted_prompt
-    from svgagent.core.prompt import format_prompt
+    from svgagent.core.exchange.import_row import parse_formatted_prompt
+    from svgagent.core.run.prompt import format_prompt
     from svgagent.core.serve.server import _prompt_of
 
     text = format_prompt("A red fox.", ["a fox", "it is red"])
@@ -373,7 +335,6 @@ async def test_oversized_and_non_json_bodies_get_a_400(
 
 def test_a_raw_body_is_accepted_or_refused_as_json_loads_and_validation_did() -> None:
     """parse_init_body reads the bytes with pydantic's JSON parser (cheaper): the same requests, the same 400s."""
-    import codecs
 
     from svgagent.core.serve.protocol import RequestError, parse_init, parse_init_body
 

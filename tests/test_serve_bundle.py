@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from svgagent.core.config.settings import load_settings
 from svgagent.core.rft.bundle_entry import CONFIG_FILE, JudgeConfig
 from svgagent.core.rft.evaluator_bundle import build_bundle, config_from_settings
-from svgagent.core.settings import load_settings
 from svgagent.tui.cli.main import main
 
 URL = "https://rollouts.example.com"

@@ -25,16 +25,16 @@ from typing import Any
 import pytest
 from ep_venv import ep_command, ep_env
 
-from svgagent.core.ep_status import StatusCode
-from svgagent.core.prompt import ep_row
+from svgagent.core.config.settings import load_settings
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.rft.bundle_entry import JudgeConfig, close_renderer, score_answer
 from svgagent.core.rft.evaluator_bundle import build_bundle, config_from_settings, unpack_archive
+from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.models import DatasetRow, RolloutStatus
-from svgagent.core.settings import load_settings
+from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TracingGateway
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.store.run_store import Store
 
 FW_KEY = "fw-FAKE-serve-e2e-0123456789"
 OPENAI_KEY = "FAKEOA-serve-e2e-9876543210"

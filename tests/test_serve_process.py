@@ -17,12 +17,12 @@ import aiohttp
 from hostile_policy import hostile_policy
 from serve_support import init_body, post_init
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.serve.rollout import STOPPED_JUDGING
+from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.sim.tracing_gateway import TracingGateway
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.store.run_store import Store
 
 
 def start_serve(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:

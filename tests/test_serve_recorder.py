@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.serve.recorder import Recorder
-from svgagent.core.store import Store
-from svgagent.core.training import Served, StepHint, TrainingStore
+from svgagent.core.serve.training_runs import Served, StepHint, TrainingStore
+from svgagent.core.store.run_store import Store
 
 
 def served(training: TrainingStore, name: str) -> Served:

@@ -20,13 +20,13 @@ import pytest
 from hostile_policy import HostilePolicy, hostile_policy
 from serve_support import init_body, post_init, serving
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.admission import MB
 from svgagent.core.serve.server import RolloutServer
 from svgagent.core.sim.tracing_gateway import TracingGateway
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 SETTLE_S = 30.0  # bounds a broken server's hang; a settled batch takes well under a second
 

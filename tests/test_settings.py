@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from svgagent.core.config.settings import Settings, load_settings, user_config_file
 from svgagent.core.scoring.errors import ConfigError
 from svgagent.core.scoring.models import JudgeMode
-from svgagent.core.settings import Settings, load_settings, user_config_file
 
 
 def test_defaults() -> None:
@@ -28,14 +28,15 @@ def test_defaults() -> None:
 def test_precedence_flags_env_dotenv_toml_user(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     user = user_config_file()
     user.parent.mkdir(parents=True)
-    user.write_text('model = "from-user"\njudge_model = "judge-user"\nconcurrency = 2\nthreshold = 0.1\nruns = 5\n')
+    # the project files lower concurrency (a safety limit: raising it would need a confirmation, see below)
+    user.write_text('model = "from-user"\njudge_model = "judge-user"\nconcurrency = 4\nthreshold = 0.1\nruns = 5\n')
     (isolated_env / "svgagent.toml").write_text('model = "from-toml"\nconcurrency = 3\nthreshold = 0.2\nruns = 4\n')
-    (isolated_env / ".env").write_text("SVGAGENT_CONCURRENCY=4\nSVGAGENT_THRESHOLD=0.3\nOPENAI_API_KEY=sk-dotenv\n")
+    (isolated_env / ".env").write_text("SVGAGENT_CONCURRENCY=2\nSVGAGENT_THRESHOLD=0.3\nOPENAI_API_KEY=sk-dotenv\n")
     monkeypatch.setenv("SVGAGENT_THRESHOLD", "0.4")
     s = load_settings(samples=7)
     assert s.judge_model == "judge-user"  # only the user file sets it
     assert s.model == "from-toml"  # project toml beats user file
-    assert s.concurrency == 4  # .env beats toml
+    assert s.concurrency == 2  # .env beats toml
     assert s.threshold == 0.4  # environment beats .env
     assert s.samples == 7  # explicit override beats everything
     assert s.openai_api_key is not None
@@ -79,10 +80,10 @@ def test_malformed_toml_is_a_config_error(isolated_env: Path) -> None:
 def test_a_project_config_is_read_as_untrusted_text(isolated_env: Path) -> None:
     """A cloned project's svgagent.toml is read capped (a huge file is refused, not loaded into memory) and must be
     UTF-8."""
-    from svgagent.core.config_file import CONFIG_MAX_BYTES
+    from svgagent.core.config.toml_file import PROJECT_CONFIG_MAX_BYTES
 
     project = isolated_env / "svgagent.toml"
-    project.write_bytes(b'model = "' + b"a" * CONFIG_MAX_BYTES + b'"\n')
+    project.write_bytes(b'model = "' + b"a" * PROJECT_CONFIG_MAX_BYTES + b'"\n')
     with pytest.raises(ConfigError, match="svgagent.toml is too large for a config file"):
         load_settings()
     project.write_bytes(b'model = "caf\xe9"\n')
@@ -90,28 +91,46 @@ def test_a_project_config_is_read_as_untrusted_text(isolated_env: Path) -> None:
         load_settings()
 
 
-def test_the_capped_reader_is_the_one_pydantic_settings_calls(
+def test_the_file_layers_use_public_pydantic_settings_api_and_the_capped_reader(
     isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """CappedTomlSource overrides pydantic-settings' private ``_read_file``: if a release renamed it, both TOML
-    layers would silently go back to a plain uncapped read. Through the public path (load_settings): each file is
-    read by the capped reader, an oversized user config file is refused with one line too, and a FIFO named
-    svgagent.toml is never opened for reading (start-up does not wait on it)."""
+    """The TOML layers are InitSettingsSource fed with what core/config/toml_file.py read, the .env layer a
+    DotEnvSettingsSource made once the file is known to be regular: no private method of pydantic-settings is
+    overridden (the <2.17 pin was for one). Through load_settings: each TOML file is read by the capped reader, an
+    oversized user config file is refused with one line, and svgagent.toml as a FIFO is refused with one line,
+    never opened for a blocking read."""
     import threading
 
-    from svgagent.core import settings as settings_module
-    from svgagent.core.config_file import CONFIG_MAX_BYTES
+    from pydantic_settings import DotEnvSettingsSource, InitSettingsSource
+
+    from svgagent.core.config import toml_file as config_file
+    from svgagent.core.config.settings_sources import DotEnvFileSource, TomlFileSource
+    from svgagent.core.config.toml_file import CONFIG_MAX_BYTES
+
+    for source, base in ((TomlFileSource, InitSettingsSource), (DotEnvFileSource, DotEnvSettingsSource)):
+        assert issubclass(source, base)
+        private = [n for n, v in vars(source).items() if callable(v) and n.startswith("_") and not n.startswith("__")]
+        assert private == []  # what it defines is public in pydantic-settings, or its own
 
     project, user = isolated_env / "svgagent.toml", user_config_file()
     project.write_text("concurrency = 3\n")
     user.parent.mkdir(parents=True)
     user.write_text('judge_model = "from-user"\n')
     read = []
-    capped = settings_module.read_config_text
-    monkeypatch.setattr(settings_module, "read_config_text", lambda path: (read.append(path), capped(path))[1])
+    capped = config_file.read_config_text
+    monkeypatch.setattr(
+        config_file, "read_config_text", lambda path, cap: (read.append((path, cap)), capped(path, cap))[1]
+    )
     settings = load_settings()
     assert (settings.concurrency, settings.judge_model) == (3, "from-user")
-    assert sorted(read) == sorted([project, user])
+    env = isolated_env / ".env"  # none here: looked for with the same reader
+    # (the user file twice: concurrency, a safety limit, is set by the project file, so the person's own layers are
+    # read too, to compare)
+    assert set(read) == {
+        (env, CONFIG_MAX_BYTES),
+        (project, config_file.PROJECT_CONFIG_MAX_BYTES),
+        (user, CONFIG_MAX_BYTES),
+    }
 
     user.write_bytes(b"# " + b"x" * CONFIG_MAX_BYTES + b"\n")
     with pytest.raises(ConfigError, match=r"^cannot read configuration: config.toml is too large for a config file"):
@@ -131,11 +150,11 @@ def test_the_capped_reader_is_the_one_pydantic_settings_calls(
     unblock.daemon = True
     unblock.start()
     try:
-        read.clear()
-        assert load_settings().concurrency == Settings.model_fields["concurrency"].default
+        with pytest.raises(ConfigError, match=r"svgagent.toml is not a regular file") as refused:
+            load_settings()
     finally:
         unblock.cancel()
-    assert read == []  # pydantic-settings skips what is not a regular file; the capped reader would refuse it
+    assert "\n" not in str(refused.value)
 
 
 def test_store_path_home_and_override(isolated_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

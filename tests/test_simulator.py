@@ -418,7 +418,7 @@ def test_simulator_process_serves_and_stops_with_its_parent() -> None:
     (it stands in for remote servers: on a busy machine the kernel runs the UI first), and it exits when the
     process that started it is gone (its stdin closes), not only when stopped."""
     from svgagent.core.demo import SimulatorProcess
-    from svgagent.core.engine_process import NICE
+    from svgagent.core.run.engine_process import NICE
 
     sim = SimulatorProcess(policy_latency_s=0.0, judge_latency_s=0.0)
     try:

@@ -104,10 +104,10 @@ def test_deferred_flags_parse() -> None:
     assert args.epochs == 2
 
 
-def test_the_engine_and_eval_do_not_import_the_openai_or_fireworks_clients() -> None:
-    """`svgagent eval` talks to the endpoints through core.chat_http (aiohttp): the openai client, most of a second
-    to import, is for key checks and the RFT bundle only."""
-    modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.engine_process")
+def test_the_engine_and_eval_do_not_import_the_fireworks_client_nor_the_openai_client_before_a_call() -> None:
+    """`svgagent eval` talks to the endpoints through the openai client (core/scoring/endpoint.py), imported when
+    the engine makes its clients, not when its modules are imported; the fireworks client is the RFT commands'."""
+    modules = _imported_after("import svgagent.tui.cli.eval\nimport svgagent.core.run.engine_process")
     assert "openai" not in modules
     assert "fireworks" not in modules
 
@@ -139,8 +139,8 @@ main(["eval", "--base-url", url, "--judge-base-url", url, "--rows", "1", "--stor
 
 
 def test_eval_sends_its_first_request_before_importing_the_display_or_the_renderer(tmp_path) -> None:
-    """`svgagent eval` imports rich (its progress bar), cairosvg (only the render workers draw) and the openai /
-    fireworks / UI libraries only after its first request is out."""
+    """`svgagent eval` imports rich (its progress bar), cairosvg (only the render workers draw) and the fireworks /
+    UI libraries only after its first request is out."""
     env = {**os.environ, "FIREWORKS_API_KEY": "FAKEFW-startup", "OPENAI_API_KEY": "FAKEOA-startup"}
     proc = subprocess.run(
         [sys.executable, "-c", _FIRST_REQUEST_PROBE, str(tmp_path / "runs.db")],
@@ -151,18 +151,17 @@ def test_eval_sends_its_first_request_before_importing_the_display_or_the_render
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     modules = set(json.loads(proc.stdout.splitlines()[-1]))
-    assert "svgagent.core.http1" in modules  # the probe saw the real request path
+    assert {"svgagent.core.scoring.endpoint", "openai", "httpx2"} <= modules  # the probe saw the real request path
     late = (
         "rich",
         "cairosvg",
         "cairocffi",
         "PIL",
-        "openai",
         "fireworks",
         "textual",
         "term_image",
-        "httpx",
-        "aiohttp",  # the engine's requests go through core/http1: aiohttp (~25 % of the start's CPU) can wait
+        "httpx",  # (fireworks-ai's transport; openai's is httpx2)
+        # (aiohttp is not here: openai's package imports its vendored aiohttp transport when aiohttp is installed)
         "svgagent.core.scoring.render_path",  # only the render workers draw
         "svgagent.core.scoring.extract",  # its patterns compile once the first answer is in
         *OTHER_COMMANDS,
@@ -176,7 +175,7 @@ def test_the_demo_job_source_is_made_without_the_fireworks_client() -> None:
     imports the client — in its polling thread."""
     modules = _imported_after(
         "from svgagent.core.demo import job_source_for\n"
-        "from svgagent.core.settings import Settings\n"
+        "from svgagent.core.config.settings import Settings\n"
         "job_source_for(Settings(), demo=True)"
     )
     assert "fireworks" not in modules
@@ -206,8 +205,8 @@ from job_fakes import NOW, fake_source  # the Jobs pane never reaches Fireworks 
 from svgagent.tui.imaging import configure_term_image
 
 configure_term_image()  # what cmd_tui does before the app starts
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.config.settings import load_settings
+from svgagent.core.store.run_store import Store
 from svgagent.screens.dashboard import Dashboard
 from svgagent.tui.app import SvgAgentApp
 
@@ -269,7 +268,7 @@ def test_the_tuis_first_frame_comes_before_pillow_and_rich_syntax_and_ends_the_g
         "openai",
         "cairosvg",
         "svgagent.screens.help",  # the help screen imports every other screen: only a keymap needs it at start
-        "svgagent.core.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
+        "svgagent.core.analysis.stats",  # ≈10 ms of dataclasses: the histogram needs it once there are scores
         "svgagent.core.scoring.render_path",
     )  # the store's caps import the renderer's limits, not its drawing
     assert sorted(name for name in late if name in modules) == []

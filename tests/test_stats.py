@@ -1,4 +1,4 @@
-"""`svgagent runs stats` and svgagent.core.stats: histogram, summary statistics, failure categories, percentiles
+"""`svgagent runs stats` and svgagent.core.analysis.stats: histogram, summary statistics, failure categories, percentiles
 and the requirements most often failed. Expected numbers come from the statistics module and the specs."""
 
 from __future__ import annotations
@@ -14,12 +14,7 @@ import openai
 import pytest
 from test_compare import make_run
 
-from svgagent.core.policy import classify_api_error
-from svgagent.core.prompt import format_prompt
-from svgagent.core.scoring.extract import NO_SVG
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.settings import load_settings
-from svgagent.core.stats import (
+from svgagent.core.analysis.stats import (
     CATEGORY_OF_KIND,
     FailureCategory,
     bar,
@@ -30,7 +25,12 @@ from svgagent.core.stats import (
     percentile,
     run_stats,
 )
-from svgagent.core.store import Store
+from svgagent.core.config.settings import load_settings
+from svgagent.core.run.policy import classify_api_error
+from svgagent.core.run.prompt import format_prompt
+from svgagent.core.scoring.extract import NO_SVG
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 FAILED = RolloutStatus.FAILED

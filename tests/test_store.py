@@ -9,7 +9,7 @@ import pytest
 
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import DatasetRow, RolloutStatus
-from svgagent.core.store import MIGRATIONS, Store
+from svgagent.core.store.run_store import MIGRATIONS, Store
 
 ROWS = [
     DatasetRow(0, "row_0", "Draw a red square.", ("A red square.", "White background.")),
@@ -156,7 +156,7 @@ def test_second_process_reads_while_writer_holds_connection(store: Store) -> Non
     rid = store.list_rollouts(run_id)[0].rollout_id
     store.update_rollout(rid, status=RolloutStatus.SCORED, score=0.75, is_score_valid=True)
     code = (
-        "import sys; from svgagent.core.store import Store\n"
+        "import sys; from svgagent.core.store.run_store import Store\n"
         f"s = Store({str(store.path)!r}, readonly=True)\n"
         f"print(s.get_rollout({rid!r}).score)\n"
     )
@@ -287,7 +287,7 @@ def test_runs_made_in_the_same_millisecond_list_the_later_one_first(tmp_path: Pa
 
     with (
         Store(tmp_path / "runs.db") as store,
-        mock.patch("svgagent.core.store.now_iso", return_value="2026-01-01T00:00:00.000Z"),
+        mock.patch("svgagent.core.store.run_store.now_iso", return_value="2026-01-01T00:00:00.000Z"),
     ):
         first = store.create_run(name="first", settings={}, dataset={}, rows=[], samples=1)
         second = store.create_run(name="second", settings={}, dataset={}, rows=[], samples=1)

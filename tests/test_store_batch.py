@@ -1,4 +1,4 @@
-"""The engine's batched store writer (core/store_batch.py): what it commits, when a change counts as stored, and
+"""The engine's batched store writer (core/store/batch_writer.py): what it commits, when a change counts as stored, and
 that a storage error stops the run instead of becoming a verdict. (The SIGKILL guarantee: tests/test_crash_resume.py.)"""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from svgagent.core.scoring.errors import StoreError, StoreWriteError
 from svgagent.core.scoring.models import DatasetRow, RolloutStatus
-from svgagent.core.store import Store
-from svgagent.core.store_batch import RolloutWriter
+from svgagent.core.store.batch_writer import RolloutWriter
+from svgagent.core.store.run_store import Store
 
 
 @pytest.fixture
@@ -219,9 +219,9 @@ def test_a_batch_stores_what_the_same_updates_stored_one_at_a_time_cuts_included
     """write_batch sends the updates of a shape as one executemany, and an update with nothing to cut takes the
     statement built once for its columns; what ends up stored is what one UPDATE per change gave, the general path
     (store._cut_update) with its caps and truncated_json notes."""
-    from svgagent.core import store as store_module
-    from svgagent.core.caps import LINE_CAP, SVG_CAP
     from svgagent.core.scoring.models import FailureKind
+    from svgagent.core.store import run_store as store_module
+    from svgagent.core.store.size_caps import LINE_CAP, SVG_CAP
 
     changes = [  # (rollout, fields): shapes shared by several rollouts, values over their caps, enums and flags
         (0, {"status": RolloutStatus.RENDERING, "raw_answer": "a", "svg": "<svg/>", "cached": False}),

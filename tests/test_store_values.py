@@ -1,4 +1,4 @@
-"""What a rollout column may hold (core/store_values.py): any value from outside becomes one SQLite binds, of the
+"""What a rollout column may hold (core/store/sqlite_values.py): any value from outside becomes one SQLite binds, of the
 column's kind, so no answer can make a store write fail."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from svgagent.core.scoring.chat import MAX_TOKEN_COUNT
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.store import rollout_values
-from svgagent.core.store_values import error_line, safe_text, storable
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
+from svgagent.core.store.run_store import rollout_values
+from svgagent.core.store.sqlite_values import error_line, safe_text, storable
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Training runs in the store (core/training.py): which step a served rollout belongs to, one run per step, one
+"""Training runs in the store (core/serve/training_runs.py): which step a served rollout belongs to, one run per step, one
 row index per dataset row across steps, retries as attempts."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
-from svgagent.core.training import StepHint, TrainingStore, step_hint
+from svgagent.core.serve.training_runs import StepHint, TrainingStore, step_hint
+from svgagent.core.store.run_store import Store
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_a_batch_stores_each_rollout_on_a_savepoint_of_its_own(tmp_path: Path) -
     from dataclasses import replace
 
     from svgagent.core.scoring.errors import StoreError
-    from svgagent.core.training import Served
+    from svgagent.core.serve.training_runs import Served
 
     with Store(tmp_path / "runs.db") as store:
         training = TrainingStore(store)
@@ -151,7 +151,7 @@ def test_a_batch_stores_each_rollout_on_a_savepoint_of_its_own(tmp_path: Path) -
 
 def test_a_batch_that_can_be_written_is_written_without_savepoints(tmp_path: Path) -> None:
     """The savepoints (two statements more per rollout) are paid only when the batch as a whole fails."""
-    from svgagent.core.training import Served
+    from svgagent.core.serve.training_runs import Served
 
     with Store(tmp_path / "runs.db") as store:
         training = TrainingStore(store)
@@ -187,7 +187,7 @@ def test_a_batch_that_can_be_written_is_written_without_savepoints(tmp_path: Pat
 def test_a_rows_next_sample_index_is_read_once_then_counted(tmp_path: Path) -> None:
     """The server stores every sample of a row in its step run: the row's next sample index is read from the database
     once, then counted from what this store committed (one statement fewer per stored rollout)."""
-    from svgagent.core.training import Served
+    from svgagent.core.serve.training_runs import Served
 
     with Store(tmp_path / "runs.db") as store:
         training = TrainingStore(store)
@@ -251,7 +251,7 @@ def test_the_remembered_sample_indexes_are_bounded_and_a_forgotten_row_is_read_a
 ) -> None:
     """A long training stores rollouts of ever new (step run, row) pairs: the next indexes kept are capped, the least
     recently stored row is forgotten first, and a forgotten row's next index comes from the database again."""
-    import svgagent.core.training as training_module
+    import svgagent.core.serve.training_runs as training_module
 
     monkeypatch.setattr(training_module, "NEXT_SAMPLES_KEPT", 2)
     with Store(tmp_path / "runs.db") as store:

@@ -21,12 +21,13 @@ from tui_support import (
     settle,
     summary_lines,
     table_of,
+    terminal_driver,
     wait_until,
 )
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.help import HelpScreen
-from svgagent.screens.rollout_detail import RolloutDetail
+from svgagent.screens.rollout_detail import RolloutDetail, option_lines
 from svgagent.screens.run_picker import RunPicker
 from svgagent.tui.widgets.filter_bar import FilterBar
 from svgagent.tui.widgets.rollout_table import RolloutTable
@@ -96,16 +97,13 @@ async def test_work_for_after_the_first_frame_runs_once_the_dashboard_is_compose
     assert seen == [("Dashboard", 1)]
 
 
-async def test_the_first_frame_is_rendered_once_and_written_before_the_later_panes_and_the_work_after_it(
+async def test_the_first_frame_is_written_before_the_later_panes_and_the_work_after_it(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Textual composes the first frame inside its start-up batch, where anything scheduled after a refresh runs at
     once: the Secrets and Jobs panes mounted (≈0.1 s of CPU) and the simulator started before a byte of the frame
-    reached the terminal. The first frame written (``App._display`` outside the batch: what a terminal gets) comes
-    first, without those panes; then the hook and the panes. Nor is the frame rendered inside the batch, where Textual
-    would drop it (≈0.03 – 0.06 s of CPU)."""
-    from textual._compositor import Compositor
-
+    reached the terminal. The dashboard's first frame written to the terminal comes first, without those panes;
+    then the hook and the panes."""
     from svgagent.screens.dashboard import Dashboard
 
     events: list[object] = []
@@ -117,59 +115,18 @@ async def test_the_first_frame_is_rendered_once_and_written_before_the_later_pan
 
     monkeypatch.setattr(Dashboard, "mount_panes", recording_mount_panes)
     app = make_app(store, after_first_frame=lambda: events.append("after_first_frame"))
-    display = app._display
 
-    def recording_display(screen, renderable):  # type: ignore[no-untyped-def]
-        if renderable is not None and not app._batch_count:  # Textual writes it (a terminal's driver would)
-            events.append(("frame", len(screen.query("SecretsPane")), len(screen.query("JobPanel"))))
-        display(screen, renderable)
+    def written(frame: str) -> None:
+        if "No run open yet." in frame and not any(isinstance(e, tuple) for e in events):  # the dashboard's first
+            events.append(("frame", len(app.screen.query("SecretsPane")), len(app.screen.query("JobPanel"))))
 
-    app._display = recording_display  # type: ignore[method-assign]
-    render_update = Compositor.render_update
-
-    def recording_render_update(self: Compositor, *args: object, **kwargs: object) -> object:
-        if app._batch_count:
-            events.append("rendered inside the start-up batch")  # and dropped: nothing is written there
-        return render_update(self, *args, **kwargs)
-
-    monkeypatch.setattr(Compositor, "render_update", recording_render_update)
-    async with app.run_test(size=(120, 40)) as pilot:
+    app.driver_class = terminal_driver(written)
+    async with app.run_test(headless=False, size=(120, 40)) as pilot:
         await settle(pilot)
         assert len(app.screen.query("SecretsPane")) == 1 and len(app.screen.query("JobPanel")) == 1  # mounted since
-    assert events[0] == ("frame", 0, 0)  # the first frame is rendered once, for the terminal
+    assert events[0] == ("frame", 0, 0)
     assert events.index("after_first_frame") < events.index("mount_panes")
     assert events.count("mount_panes") == events.count("after_first_frame") == 1
-
-
-async def test_the_dashboards_widgets_are_styled_once_before_its_first_frame(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Mounting styles each widget; the screen's first resume (as it is first shown) restyled all of them again
-    before the first frame (≈0.02 – 0.03 s of CPU). Counted on widgets that neither focus nor change state then."""
-    from textual.css.stylesheet import Stylesheet
-
-    styled: dict[str, int] = {}
-    frames: list[dict[str, int]] = []
-    apply = Stylesheet.apply
-
-    def counting_apply(self: Stylesheet, node, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if node.id in ("banner", "summary", "preview"):
-            styled[node.id] = styled.get(node.id, 0) + 1
-        return apply(self, node, *args, **kwargs)
-
-    monkeypatch.setattr(Stylesheet, "apply", counting_apply)
-    app = make_app(store)
-    display = app._display
-
-    def recording_display(screen, renderable):  # type: ignore[no-untyped-def]
-        if renderable is not None and not app._batch_count and not frames:
-            frames.append(dict(styled))
-        display(screen, renderable)
-
-    app._display = recording_display  # type: ignore[method-assign]
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-    assert frames == [{"banner": 1, "summary": 1, "preview": 1}]
 
 
 async def test_preview_shows_half_block_picture_and_rationale(store: Store) -> None:
@@ -268,6 +225,24 @@ async def test_the_preview_scrolls_its_text_beside_a_still_picture(store: Store)
         assert len(text) == body.virtual_size.height
 
 
+async def test_the_preview_scroll_range_follows_a_shorter_text(store: Store) -> None:
+    """Scrolled to the end of a long SVG, the cursor moves to a rollout without one: the text is shorter, the
+    scroll offset comes back within it and the scrollbar measures the new text (set without a layout)."""
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2", "end")
+        await settle(pilot)
+        body = preview_of(app).picture
+        long_end = body.scroll_y
+        assert long_end == body.max_scroll_y > 10
+        assert table_of(app).move_to(f"{RUN_ID}.2.0")  # no <svg> element
+        await settle(pilot)
+        assert body.rollout_id == f"{RUN_ID}.2.0"
+        assert body.scroll_y == body.max_scroll_y < long_end
+        assert body.vertical_scrollbar.window_virtual_size == body.virtual_size.height == len(body.text.split("\n"))
+
+
 async def test_filter_language_and_escape(store: Store) -> None:
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -356,7 +331,7 @@ async def test_rollout_screen_opens_at_the_verdict_and_follows_the_highlighted_r
     scrolled all of it into view); the text column now starts at the top and follows the highlight."""
     from apps.settings_panes import screen_text
 
-    from svgagent.core.store import Store as RunStore
+    from svgagent.core.store.run_store import Store as RunStore
 
     requirements = tuple(f"Requirement number {i} is a fairly long sentence about the picture." for i in range(1, 10))
     with RunStore(tmp_path / "runs.db") as store:
@@ -368,6 +343,10 @@ async def test_rollout_screen_opens_at_the_verdict_and_follows_the_highlighted_r
             assert "✓ scored  judge 7/9 = 0.78" in screen_text(app)
             await burst(pilot, *"jjjjjjjj")
             assert "9. Requirement number 9" in screen_text(app)
+            options = app.screen.query_one("#requirements", OptionList)
+            lines = [option_lines(options, i) for i in range(options.option_count)]
+            assert lines[0] == (0, 2) and all(b == (a[0] + a[1], 2) for a, b in zip(lines, lines[1:]))
+            assert sum(height for _, height in lines) == options.virtual_size.height  # as the list laid them out
 
 
 async def test_sort_column_is_picked_directly_and_reverses(store: Store) -> None:
@@ -645,8 +624,8 @@ async def test_demo_banner_names_the_keys_still_missing(store: Store, size: tupl
     """Demo mode chosen because keys are missing: the banner names them, and after one is saved, the one left."""
     from tui_support import burst
 
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.demo import demo_overrides
-    from svgagent.core.settings import load_settings
 
     overrides = demo_overrides("http://127.0.0.1:9/v1")
     app = make_app(
@@ -745,7 +724,7 @@ async def test_command_palette_lists_the_actions(store: Store) -> None:
         await settle(pilot)
         await pilot.press("3", "escape")  # the Config form (its keys) is there once the pane has been shown
         await settle(pilot)
-        from svgagent.tui.commands import screen_commands
+        from svgagent.tui.palette_commands import screen_commands
 
         names = [command.name for command in screen_commands(app.dashboard)]
         for wanted in (

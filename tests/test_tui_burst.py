@@ -15,8 +15,8 @@ from textual.command import CommandPalette
 from textual.widgets import DataTable, Input
 from tui_support import burst, key_event, make_app, notifications, settle, table_of
 
-from svgagent.core.secrets import read_env_file
-from svgagent.core.store import Store
+from svgagent.core.config.secrets import read_env_file
+from svgagent.core.store.run_store import Store
 from svgagent.screens.dashboard import Dashboard
 from svgagent.screens.export_dialog import ExportDialog
 from svgagent.screens.rft_launch import RftLaunchScreen

@@ -16,7 +16,7 @@ from test_compare import ROWS_A, ROWS_B, expected_comparison, make_run
 from textual.widgets import OptionList
 from tui_support import make_app, notifications, picture_colours, plain, settle
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker

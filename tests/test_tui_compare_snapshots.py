@@ -13,7 +13,7 @@ from textual.pilot import Pilot
 from tui_support import make_app, settle
 
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 SIZES = [(80, 24), (120, 40)]
 RUN_A, RUN_B, RUN_STATS = "20260101-120000-aaaa", "20260102-120000-bbbb", "20260103-120000-stat"

@@ -14,8 +14,8 @@ from unittest import mock
 
 from tui_support import make_app, settle
 
-from svgagent.core.store import Store
-from svgagent.tui.heap import DEFERRED_IMPORTS, FULL_EVERY_GEN1, IDLE_S, HeapPolicy
+from svgagent.core.store.run_store import Store
+from svgagent.tui.idle_gc import DEFERRED_IMPORTS, FULL_EVERY_GEN1, IDLE_S, HeapPolicy
 
 
 @contextmanager

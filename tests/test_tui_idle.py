@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from tui_support import plain
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.widgets.job_panel import JobPanel
 from svgagent.tui.widgets.text_box import TextBox
 

@@ -19,7 +19,7 @@ from svgagent.core.rft.fireworks_api import ControlPlane
 from svgagent.core.rft.job_source import JobSource, JobsPoller
 from svgagent.core.rft.launch import seed_demo_job
 from svgagent.core.sim.control_plane import FireworksSim
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.confirm import Confirm
 from svgagent.screens.help import binding_sections
 from svgagent.screens.rft_launch import RftLaunchScreen

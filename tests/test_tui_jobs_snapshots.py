@@ -13,7 +13,7 @@ from textual.pilot import Pilot
 from tui_support import make_app, settle, wait_until
 
 from svgagent.core.rft.fireworks_api import FireworksError
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.widgets.job_panel import JobPanel
 
 SIZES = [(80, 24), (120, 40)]

@@ -13,7 +13,7 @@ from tui_support import make_app, notifications, rows, settings_for, settle, tab
 
 from svgagent.core.demo import demo_overrides, demo_simulator
 from svgagent.core.scoring.models import RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.tui.widgets.rollout_cells import prompt_topic
 from svgagent.tui.widgets.summary_bar import SummaryBar
@@ -198,7 +198,7 @@ async def test_quitting_during_a_run_stops_it_and_keeps_finished_work(store: Sto
 async def test_c_and_R_refuse_a_run_another_process_is_working_on(store: Store, sim_overrides: dict[str, Any]) -> None:
     # issue 10 item 2: `c` in the app while a CLI resume of the same run ran made both process (and pay for)
     # everything. The other worker's lease is live (a fresh heartbeat from another host): the app refuses.
-    from svgagent.core.lease import LeaseOwner
+    from svgagent.core.store.leases import LeaseOwner
 
     build_run(store)  # row 5 never ran; rows 2 and 3 failed
     store.acquire_lease(RUN_ID, LeaseOwner(4242, "build-box", "cli-resume"))

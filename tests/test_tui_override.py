@@ -11,7 +11,7 @@ from test_compare import ROWS_A, ROWS_B, make_run
 from tui_support import burst, make_app, notifications, plain, preview_of, rows, settle
 
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.tui.widgets.compare_table import CompareTable

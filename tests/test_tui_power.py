@@ -8,7 +8,7 @@ from pathlib import Path
 from factories import RUN_ID
 from tui_support import burst, make_app, notifications, plain, settings_for, settle, table_of
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 
 def short(ids: frozenset[str] | list[str]) -> list[str]:
@@ -94,7 +94,7 @@ async def test_the_command_palette_has_one_provider_and_each_command_once(store:
     from textual.command import CommandPalette
     from textual.widgets import OptionList
 
-    from svgagent.tui.commands import ScreenCommands
+    from svgagent.tui.palette_commands import ScreenCommands
 
     app = make_app(store, run_id=RUN_ID)
     assert set(app.COMMANDS) == {ScreenCommands}  # Textual's system commands are folded into it

@@ -11,7 +11,7 @@ from factories import RUN_ID
 from textual.color import Color
 from tui_support import make_app, settle
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.own_class import OWN_CLASSES, ZOOMED
 from svgagent.tui.widgets.config_form import STACKED, STACKED_TARGETS
 

@@ -14,9 +14,9 @@ from factories import RUN_ID
 from textual.widgets import Input
 from tui_support import burst, make_app, notifications, settings_for, settle, wait_until
 
+from svgagent.core.config.secrets import write_env_file
 from svgagent.core.demo import demo_overrides, demo_simulator
-from svgagent.core.secrets import write_env_file
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 from svgagent.tui.widgets.config_form import ConfigForm
 from svgagent.tui.widgets.secrets_form import SecretsPane
 

@@ -8,7 +8,7 @@ from factories import RUN_ID
 from textual.pilot import Pilot
 from tui_support import make_app, settle
 
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
 
 SIZES = [(80, 24), (120, 40)]
 

@@ -22,11 +22,11 @@ from test_compare import make_run
 from textual.widgets import Input
 from tui_support import make_app, notifications, plain, settle, table_of
 
-from svgagent.core.query import parse_query
-from svgagent.core.records import RolloutRecord
+from svgagent.core.analysis.stats import histogram_counts
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
-from svgagent.core.stats import histogram_counts
-from svgagent.core.store import Store
+from svgagent.core.store.filter_language import parse_query
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.screens.export_dialog import ExportDialog
 from svgagent.screens.stats import StatsScreen
 from svgagent.tui.cli.main import main

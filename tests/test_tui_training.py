@@ -15,11 +15,11 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline
 from tui_support import make_app, settle, wait_until
 
-from svgagent.core.ep_status import StatusCode
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.scoring.render import render_svg_to_png
-from svgagent.core.store import Store
-from svgagent.core.training import StepHint, TrainingStore
+from svgagent.core.serve.training_runs import StepHint, TrainingStore
+from svgagent.core.store.run_store import Store
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.training import TrainingScreen
 

@@ -12,10 +12,10 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from tui_support import FIXED_CLOCK, picture_colours  # noqa: F401 - FIXED_CLOCK: configures term-image here too
 
-from svgagent.core.records import summarize_rows
+from svgagent.core.config.settings import load_settings
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.settings import load_settings
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import summarize_rows
 from svgagent.tui.cli.main import main
 from svgagent.tui.imaging import fit_cells, png_to_blocks, show_full_resolution
 from svgagent.tui.widgets.rollout_cells import COLUMNS, TABLE_WIDTH, cells_for, prompt_topic, short_id
@@ -245,7 +245,7 @@ def test_one_score_has_a_mean_and_no_spread(tmp_path: Path) -> None:
     # one scored rollout read "mean 0.750 ± 0.000": a standard error of 0 from one score, undefined in fact
     from factories import Spec
 
-    from svgagent.core.records import mean_and_stderr, spread_text
+    from svgagent.core.store.typed_rows import mean_and_stderr, spread_text
 
     assert mean_and_stderr([0.75]) == (0.75, None)
     assert mean_and_stderr([0.5, 1.0]) == pytest.approx((0.75, 0.25))
@@ -260,7 +260,7 @@ def test_a_mean_next_to_its_verdict_is_never_rounded_across_the_threshold() -> N
     """8 scores with a mean of 0.4997 read "mean 0.500 FAIL (≥0.5)": as many digits as it takes, no more."""
     import dataclasses
 
-    from svgagent.core.records import RunSummary, mean_text
+    from svgagent.core.store.typed_rows import RunSummary, mean_text
 
     summary = RunSummary(
         rollouts=8,
@@ -369,7 +369,7 @@ def test_full_resolution_view_uses_the_terminals_graphics_and_deletes_them(name:
 
 # --- configuration and the command -------------------------------------------------------------------------------
 def test_keymap_is_a_setting_read_by_the_settings_layers(tmp_path: Path) -> None:
-    from svgagent.core.settings import user_config_file
+    from svgagent.core.config.settings import user_config_file
 
     assert load_settings().keymap == {}
     config = user_config_file()
@@ -410,7 +410,7 @@ def test_tui_without_keys_starts_in_demo_mode(tmp_path: Path, monkeypatch: pytes
         )
 
     monkeypatch.setattr(SvgAgentApp, "run", fake_run)
-    from svgagent.core.settings import user_config_file
+    from svgagent.core.config.settings import user_config_file
 
     config = user_config_file()
     config.parent.mkdir(parents=True, exist_ok=True)

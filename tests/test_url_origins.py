@@ -1,6 +1,5 @@
 """URLs that differ only in their path (a rollout server's: the rollout's ids are in the path) are read once per
-origin — by the HTTP client (Target.parse, Target.head) and by the server's URL check — and read exactly as
-urlsplit reads them."""
+origin by the server's URL check, and read exactly as urlsplit reads them."""
 
 from __future__ import annotations
 
@@ -8,10 +7,7 @@ from typing import Any
 
 import pytest
 
-from svgagent.core import http1
-from svgagent.core.http1 import Target
 from svgagent.core.serve import security
-from svgagent.core.serve.policy_call import json_post
 from svgagent.core.serve.security import check_http_url, url_host
 from svgagent.core.urls import split_origin
 
@@ -67,49 +63,11 @@ def test_split_origin_cuts_only_urls_urlsplit_reads_unchanged() -> None:
 
 @pytest.mark.parametrize("url", TRICKY)
 def test_a_url_of_a_known_origin_is_read_as_urlsplit_reads_it(url: str) -> None:
-    """Primed with the same origin and another path first, Target.parse, check_http_url and url_host answer
-    what reading the whole URL with urlsplit answers (the value, or the same error)."""
+    """Primed with the same origin and another path first, check_http_url and url_host answer what reading the
+    whole URL with urlsplit answers (the value, or the same error)."""
     split = split_origin(url)
     if split is not None:  # remember the origin from another URL first
-        _outcome(Target.parse, split[0] + "/another/path")
         check_http_url(split[0] + "/another/path")
-    assert _outcome(Target.parse, url) == _outcome(Target._read, url)
+        url_host(split[0] + "/another/path")
     assert check_http_url(url) == security._problem(url)
     assert url_host(url) == security._host.__wrapped__(url)
-
-
-def test_urls_that_differ_in_their_path_are_read_and_their_heads_written_once_per_origin(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls = {"urlsplit": 0, "fields": 0}
-    real_split, real_fields = http1.urlsplit, http1._fields
-
-    def counting_split(url: str) -> Any:
-        calls["urlsplit"] += 1
-        return real_split(url)
-
-    def counting_fields(authority: str, headers: dict[str, str]) -> bytes:
-        calls["fields"] += 1
-        return real_fields(authority, headers)
-
-    monkeypatch.setattr(http1, "urlsplit", counting_split)
-    monkeypatch.setattr(http1, "_fields", counting_fields)
-    monkeypatch.setattr(http1, "_ORIGINS", {})
-    monkeypatch.setattr(http1, "_FIELDS", {})
-    heads = []
-    for n in range(3):
-        target, head = json_post(f"http://127.0.0.1:4000/rollout_id/r-{n}/row_id/row_0/chat/completions", "k")
-        assert target.path == f"/rollout_id/r-{n}/row_id/row_0/chat/completions"
-        heads.append(head)
-    assert calls == {"urlsplit": 1, "fields": 1}
-    assert heads[2] == (
-        b"POST /rollout_id/r-2/row_id/row_0/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:4000\r\n"
-        b"Accept-Encoding: gzip, deflate\r\nContent-Type: application/json\r\n"
-        b"Authorization: Bearer k\r\nContent-Length: "
-    )
-    json_post("http://127.0.0.1:4000/rollout_id/r-9/chat/completions", "another-key")  # another key: its own fields
-    assert calls == {"urlsplit": 1, "fields": 2}
-    with pytest.raises(ValueError, match="cannot be sent"):  # a refused value is refused every time, never kept
-        json_post("http://127.0.0.1:4000/x", "bad\r\nX-Evil: 1")
-    with pytest.raises(ValueError, match="cannot be sent"):
-        json_post("http://127.0.0.1:4000/y", "bad\r\nX-Evil: 1")

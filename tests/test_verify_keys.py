@@ -8,7 +8,7 @@ import pytest
 from apps.settings_panes import FAKE_ACCOUNT as ACCOUNT
 from apps.settings_panes import GOOD_FIREWORKS, GOOD_OPENAI, FakeKeyServer, closed_port_url, fake_key_server
 
-from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
+from svgagent.core.config.key_checks import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
 
 BAD = "skX-bad-key-that-must-not-leak-99"
 

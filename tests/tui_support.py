@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.keys import _character_to_key
+from textual.driver import Driver
+from textual.drivers.headless_driver import HeadlessDriver
+from textual.keys import KEY_NAME_REPLACEMENTS
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
-from svgagent.core.settings import Settings, load_settings
-from svgagent.core.store import Store
+from svgagent.core.config.settings import Settings, load_settings
+from svgagent.core.store.run_store import Store
 from svgagent.tui.app import SvgAgentApp
 from svgagent.tui.imaging import configure_term_image
 from svgagent.tui.widgets.preview import Preview
@@ -49,6 +52,22 @@ def make_app(
     )
     app.animation_level = "none"  # deterministic and fast: no tab underline or scroll animations
     return app
+
+
+def terminal_driver(on_frame: Callable[[str], object]) -> type[Driver]:
+    """A driver that Textual writes its frames to, as to a terminal: Textual's headless driver, except that it says
+    it is not headless (Textual writes nothing to a headless one). Set it as the app's ``driver_class`` and run
+    ``app.run_test(headless=False)``; ``on_frame`` gets each frame's escape sequences as Textual writes them."""
+
+    class TerminalDriver(HeadlessDriver):
+        @property
+        def is_headless(self) -> bool:
+            return False
+
+        def write(self, data: str) -> None:
+            on_frame(data)
+
+    return TerminalDriver
 
 
 def table_of(app: SvgAgentApp) -> RolloutTable:
@@ -121,10 +140,19 @@ def summary_lines(app: SvgAgentApp) -> list[str]:
     return ["".join(seg.text for seg in line).rstrip() for line in summary.render_lines(summary.region.reset_offset)]
 
 
+def key_name(character: str) -> str:
+    """Textual's name for the key that types ``character``: itself for a letter or digit, else its Unicode name in
+    lower case with underscores, shortened as Textual shortens it ("slash", "minus", "plus")."""
+    if character.isalnum():
+        return character
+    name = unicodedata.name(character).lower().replace("-", "_").replace(" ", "_")
+    return KEY_NAME_REPLACEMENTS.get(name, name)
+
+
 def key_event(key: str) -> events.Key:
     """The event a terminal sends for ``key``: one character (``/``, ``R``) or a key name (``escape``, ``enter``)."""
     if len(key) == 1:
-        return events.Key(_character_to_key(key), key)
+        return events.Key(key_name(key), key)
     return events.Key(key, {"enter": "\r", "tab": "\t", "space": " "}.get(key))
 
 

@@ -15,21 +15,24 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from svgagent.core.events import EventBus
-from svgagent.core.records import run_threshold
+from svgagent.core.config.settings import SECRET_FIELDS, Settings, load_settings
+from svgagent.core.run.events import EventBus
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.scoring.models import RolloutUpdate
-from svgagent.core.settings import SECRET_FIELDS, Settings, load_settings
-from svgagent.core.store import Store
-from svgagent.tui.commands import ScreenCommands
-from svgagent.tui.heap import FREEZE_AGAIN_S, IDLE_CHECK_S, HeapPolicy
-from svgagent.tui.input_order import InOrderInput
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import run_threshold
+from svgagent.core.terminal_text import visible, visible_line
+from svgagent.tui.burst_input import InOrderInput
+from svgagent.tui.idle_gc import FREEZE_AGAIN_S, IDLE_CHECK_S, HeapPolicy
 from svgagent.tui.message_log import MessageLog
+from svgagent.tui.palette_commands import ScreenCommands
 from svgagent.tui.run_control import ENGINE_GROUP, RunControl, RunEnded
+from svgagent.tui.widgets.screen_text import ControlFilter
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +121,12 @@ class SvgAgentApp(InOrderInput, App[int]):
         # work the first frame does not need (`tui --demo`: the simulator; the dashboard's later panes); None: done
         self._after_first_frame: list[Callable[[], object]] | None = [after_first_frame] if after_first_frame else []
         self.heap = HeapPolicy(clock)  # full garbage collections while nobody types (tui/heap)
+        self._control_filter = ControlFilter()  # one instance: Textual caches filtered lines per filter
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then :class:`ControlFilter`: no control character in a widget's text is ever written
+        to the terminal (the per-cell rule, ``widgets/screen_text``, shows them as escapes before that)."""
+        return [*super().get_line_filters(), self._control_filter]
 
     def get_driver_class(self) -> type[Driver]:
         """On Linux and macOS terminals, Textual's driver reading Escape-then-a-key as two keys (``escape_keys``)."""
@@ -148,13 +157,6 @@ class SvgAgentApp(InOrderInput, App[int]):
             from svgagent.screens.training import TrainingScreen
 
             self.push_screen(TrainingScreen(self.store, serving=self.serve_url))
-
-    def update_styles(self, node: Any, animate: bool = True) -> None:
-        """Skip restyling a widget that is not in the DOM yet: mounting applies the whole stylesheet to it anyway.
-        Textual restyles at once for every class a widget sets while it is built (an Input sets three in its
-        ``__init__``, a Select two), which made the Config pane's 20 fields a third of the app's start-up CPU."""
-        if node.is_attached:
-            super().update_styles(node, animate)
 
     def on_ready(self) -> None:
         """The first frame has been composed. Textual drew it inside its start-up batch and writes only regions
@@ -271,10 +273,13 @@ class SvgAgentApp(InOrderInput, App[int]):
         title: str = "",
         severity: SeverityLevel = "information",
         timeout: float | None = None,
-        markup: bool = True,
+        markup: bool = False,
     ) -> None:
+        """A toast, kept in the message log too. Messages often hold outside text (an endpoint's error, a run's
+        name): never read as markup, controls shown as escapes (``markup`` is accepted and ignored)."""
+        message, title = visible(message), visible_line(title)
         self.message_log.add(self.wall_clock(), severity, title, message)  # kept after the toast goes (``L``)
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def action_messages(self) -> None:
         from svgagent.screens.message_log import MessageLogScreen

@@ -21,11 +21,15 @@ import os
 import selectors
 from codecs import getincrementaldecoder
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 ESC = "\x1b"
 # what may follow ESC at the start of a sequence the terminal sends (kept for Textual's parser to read)
@@ -55,10 +59,16 @@ class EscapeThenKeyParser(XTermParser):
 
 
 class EscapeThenKeyDriver(LinuxDriver):
-    """Textual's Linux driver with stdin read through ``EscapeThenKeyParser``."""
+    """Textual's Linux driver with stdin read through ``EscapeThenKeyParser``. Its input thread is Textual's
+    (``LinuxDriver.run_input_thread``: read stdin, feed the parser, deliver its events, tick it for a lone ESC)
+    with the parser swapped: tests/test_textual_internals.py fails when Textual's changes."""
+
+    def __init__(self, app: App[Any], *, debug: bool = False, **kwargs: Any) -> None:
+        super().__init__(app, debug=debug, **kwargs)
+        self.parser_debug = debug
 
     def run_input_thread(self) -> None:
-        parser = EscapeThenKeyParser(self._debug)
+        parser = EscapeThenKeyParser(self.parser_debug)
         decode = getincrementaldecoder("utf-8")().decode
         with selectors.SelectSelector() as selector:
             selector.register(self.fileno, selectors.EVENT_READ)

@@ -25,6 +25,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from svgagent.core.terminal_text import visible_line
+
 if TYPE_CHECKING:
     from PIL import Image  # imported by _decode: Pillow (≈65 ms of CPU) is not needed before a picture is shown
 
@@ -205,7 +207,9 @@ def show_full_resolution(
         style = image_cls.__name__.removesuffix("Image").lower()
         out.write(ALT_SCREEN_ON + CLEAR)
         out.write(str(picture))
-        out.write(f"\n{caption} — {style} · press any key to go back")
+        out.write(
+            f"\n{visible_line(caption)} — {style} · press any key to go back"
+        )  # the caption names a row: outside text
         out.flush()
         _wait_for_key(inp)
         clear = getattr(image_cls, "clear", None)

@@ -22,11 +22,11 @@ from textual.message_pump import MessagePump
 from textual.widget import Widget
 from textual.worker import get_current_worker
 
-from svgagent.core.events import EventBus
-from svgagent.core.live import RunFollower
-from svgagent.core.records import RolloutRecord
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.follow import RunFollower
 from svgagent.core.scoring.models import RolloutUpdate
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 
 FEED_INTERVAL_S = 0.1
 ACK_POLL_S = 0.1  # how often a feed waiting for its batch to be applied checks that it is still wanted

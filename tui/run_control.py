@@ -19,15 +19,15 @@ from textual.app import App
 from textual.message import Message
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
-from svgagent.core.dataset import Dataset
-from svgagent.core.engine_process import ENGINE, EngineProcess
-from svgagent.core.events import EventBus
-from svgagent.core.records import RunStatus, RunSummary
-from svgagent.core.run_setup import create_run
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import Dataset
+from svgagent.core.run.engine_process import ENGINE, EngineProcess
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.setup import create_run
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
-from svgagent.core.settings import Settings
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunStatus, RunSummary
 
 ENGINE_GROUP = "engine"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from svgagent.core.events import EventBus
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.job_source import JobSource
+    from svgagent.core.run.events import EventBus
     from svgagent.core.scoring.models import RolloutUpdate
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
     from svgagent.tui.message_log import MessageLog
     from svgagent.tui.run_control import RunControl
 

@@ -37,8 +37,10 @@ from typing import Any
 
 import openai
 
+from svgagent.core.scoring.endpoint import endpoint_client
 from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.extract import extract_svg
+from svgagent.core.scoring.failures import classify, endpoint_errors
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.judge_profiles import profile_named
 from svgagent.core.scoring.models import JudgeMode
@@ -181,18 +183,14 @@ async def check_renderer(config: JudgeConfig) -> None:
 
 # ---- scoring ---------------------------------------------------------------------------------------------------
 def _describe_judge_error(err: BaseException, config: JudgeConfig) -> str:
-    if isinstance(err, openai.APITimeoutError):
-        return f"judge request timed out after {config.request_timeout_s:g} s ({config.max_retries} retries)"
-    if isinstance(err, openai.APIConnectionError):
-        return f"judge endpoint unreachable: {config.judge_base_url} ({config.max_retries} retries)"
-    if isinstance(err, openai.AuthenticationError):
-        return f"judge key rejected (HTTP 401) by {config.judge_base_url}: check the {KEY_ENV} secret"
-    if isinstance(err, openai.RateLimitError):
-        return f"judge endpoint rate-limited (HTTP 429) after {config.max_retries} retries"
-    if isinstance(err, openai.APIStatusError):
-        message = str(getattr(err, "message", "") or err).splitlines()[0][:200]
-        return f"judge endpoint answered HTTP {err.status_code}: {message}"
-    return f"judge call failed: {type(err).__name__}: {str(err)[:200]}"
+    return classify(
+        err,
+        "judge",
+        config.judge_base_url,
+        key_hint=f"the {KEY_ENV} secret",
+        retries=config.max_retries,
+        timeout_s=config.request_timeout_s,
+    )[1]
 
 
 def _invalid(total: int, reason: str) -> RolloutScore:
@@ -235,13 +233,13 @@ async def score_answer(
                 f"{KEY_ENV} is not set in the evaluator: store the judge key as a Fireworks "
                 "secret (svgagent rft create uploads it)",
             )
-        client = openai.AsyncOpenAI(
-            base_url=cfg.judge_base_url, api_key=key, timeout=cfg.request_timeout_s, max_retries=cfg.max_retries
+        client = endpoint_client(
+            cfg.judge_base_url, key, timeout_s=cfg.request_timeout_s, max_retries=cfg.max_retries, connections=None
         )
     try:
         judge = Judge(client, cfg.judge_model, JudgeMode(cfg.judge_mode), cfg.max_format_retries, profile)
         verdict = await judge.judge(png, reqs, prompt)
-    except openai.APIError as err:
+    except endpoint_errors() as err:
         return _invalid(total, _describe_judge_error(err, cfg))
     finally:
         if judge_client is None:

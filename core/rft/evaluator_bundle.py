@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.output import write_output
-from svgagent.core.prompt import ep_row
+from svgagent.core.named_files import write_output
+from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.judge_profiles import recipe_line
 from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
+    from svgagent.core.config.settings import Settings
 
 RFT_DIR = Path(__file__).resolve().parent
 SCORING_DIR = RFT_DIR.parent / "scoring"
@@ -66,6 +66,8 @@ SOURCE_MODULES = (
     "chromium_browser",
     "chromium",
     "renderers",
+    "endpoint",
+    "failures",
     "chat",
     "judge_forms",
     "judge_profiles",
@@ -84,7 +86,10 @@ DESCRIPTION = "Renders the policy's SVG in a sandbox and asks a vision LLM how m
 # which only adds selenium: this judge renders with cairosvg).
 REQUIREMENTS = (
     "eval-protocol>=0.2.85",
-    "openai>=1.40",
+    # the judge's client: openai on httpx2 (core/scoring/endpoint.py); eval-protocol's litellm pins openai < 3, whose
+    # httpx2 support is the extra
+    "openai[httpx2]>=2.54",
+    "httpx2>=2.12,<3",
     "cairosvg>=2.9.1,<3",  # 2.9.1: path data before its first command no longer loops (docs/cairosvg-closepath-hang.md)
     "defusedxml>=0.7",
     "pillow>=9.1",
@@ -320,10 +325,10 @@ def build_bundle(
     settings: Settings | None = None, *, config: Mapping[str, Any] | None = None, out_dir: Path | None = None
 ) -> EvaluatorBundle:
     """Build the bundle from the current sources. The judge settings come from `config`, else `settings`, else
-    the defaults of `svgagent.core.settings.Settings`. With `out_dir` the bundle directory is written there."""
+    the defaults of `svgagent.core.config.settings.Settings`. With `out_dir` the bundle directory is written there."""
     if config is None:
         if settings is None:
-            from svgagent.core.settings import Settings
+            from svgagent.core.config.settings import Settings
 
             settings = Settings.model_construct()  # defaults only: no files or environment read
         config = config_from_settings(settings)

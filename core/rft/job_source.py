@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from svgagent.core.rft.job_states import EVALUABLE, RESUMABLE, TERMINAL, short_state  # noqa: F401 - the Jobs pane's
 
 if TYPE_CHECKING:
+    from svgagent.core.config.settings import Settings
     from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
     from svgagent.core.rft.launch import LaunchRequest
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.rft.params import RftParams
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.dataset import Dataset, load_dataset, select_rows
-from svgagent.core.prompt import ep_row
 from svgagent.core.rft.demo_identity import DEMO_FIREWORKS_KEY, DEMO_JOB_ID, DEMO_OPENAI_KEY
 from svgagent.core.rft.evaluator_bundle import (
     DESCRIPTION,
@@ -45,12 +43,14 @@ from svgagent.core.rft.fireworks_api import (
 from svgagent.core.rft.job_states import short_state
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 from svgagent.core.rft.params import RftParams, check_job_id
+from svgagent.core.run.dataset import Dataset, load_dataset, select_rows
+from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.errors import ConfigError, SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.config.settings import Settings
+    from svgagent.core.store.run_store import Store
 
 STEPS = ("account", "secrets", "evaluator", "dataset", "job")
 JUDGE_KEY = "OPENAI_API_KEY"

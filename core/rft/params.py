@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from svgagent.core.field_limits import numeric_range
+from svgagent.core.config.field_limits import numeric_range
 from svgagent.core.scoring.errors import ConfigError
 
 if TYPE_CHECKING:  # the client's own TypedDicts (types only: importing fireworks takes most of a second)

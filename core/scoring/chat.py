@@ -1,77 +1,178 @@
-"""One home for chat-completion calls to OpenAI-compatible endpoints (policy and judge).
+"""One home for chat-completion calls to OpenAI-compatible endpoints (policy and judge, engine and ``serve``) and for
+reading what comes back.
 
 The request goes through the openai client's own ``post`` (its retries with backoff honouring ``Retry-After``, its
-timeouts and error types), with a body that is already plain JSON. That skips the SDK's per-call walk of the
-typed request parameters, which bench/engine.py measured at ~1.5 ms of CPU per call — a third of the engine's
-CPU per rollout when hundreds of requests are in flight.
+timeouts and typed errors) on :mod:`svgagent.core.scoring.endpoint`'s bounded HTTP client, with a body that is
+plain JSON. The answer comes back as bytes (read whole, within the client's cap) and is read here, once, by
+:func:`parse_completion` — the one place an answer's fields are checked and its numbers made sane:
 
-The client builds the response object without validating it, so what comes back is checked here: a body that is
-not a chat completion (a server-sent event stream, invalid UTF-8, JSON of another shape) raises
-:class:`EndpointResponseError` with one line, and token counts that are not sane integers are read as 0.
+- a body that is not a chat completion (a server-sent event stream, invalid UTF-8, JSON of another shape, JSON
+  nested too deeply) raises :class:`EndpointResponseError` with one line;
+- a message's content is text, ``null`` or a list of text parts (joined); anything else is refused;
+- token counts that are not integers from 0 to :data:`MAX_TOKEN_COUNT` (``1e30`` written as an integer, ``-5``,
+  ``1.5``, ``"12"``) read as 0; a ``finish_reason`` that is not a string is kept as its JSON text, and any is cut
+  to :data:`MAX_FINISH_REASON_CHARS`; a ``refusal`` that is not a string reads as ``None``; JSON that pydantic's
+  reader refuses but the json module reads (a lone surrogate escape) is read by the json module;
+- fields nobody reads are not kept (pydantic skips them), so padding costs no Python objects.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from svgagent.core.scoring.errors import EndpointResponseError
+from svgagent.core.scoring.models import MAX_TOKEN_COUNT
 
-if TYPE_CHECKING:  # openai is imported by the calls that use it (importing it takes most of a second)
-    import openai
-    from openai.types.chat import ChatCompletion
-
-MAX_TOKEN_COUNT = 10**9  # larger "counts" are not counts: read as 0
+__all__ = ["MAX_TOKEN_COUNT", "ChatCompletion", "chat_completion", "parse_completion", "post_completion"]
+MAX_FINISH_REASON_CHARS = 64
 
 
-async def chat_completion(client: openai.AsyncOpenAI | Any, **body: Any) -> ChatCompletion | Any:
-    """POST /chat/completions with ``body`` (model, messages, temperature, … and any extra fields).
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
-    ``client`` is an ``openai.AsyncOpenAI``, or any object with an async ``complete_chat(body)`` that does the
-    same (the engine's aiohttp client in core/chat_http.py): its answer has the same attribute shape."""
-    clean = {k: v for k, v in body.items() if v is not None}
-    complete_chat = getattr(client, "complete_chat", None)
-    if complete_chat is not None:
-        return await complete_chat(clean)
-    from openai.types.chat import ChatCompletion
 
+class ChatMessage(_Model):
+    content: str | None = None
+    refusal: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+            return "".join(part["text"] for part in value if isinstance(part.get("text"), str))
+        raise ValueError("content that is not text")
+
+    @field_validator("refusal", mode="before")
+    @classmethod
+    def _refusal(cls, value: Any) -> Any:
+        return value if isinstance(value, str) else None
+
+
+class ChatChoice(_Model):
+    message: ChatMessage
+    finish_reason: str | None = None
+
+    @field_validator("finish_reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):  # an object, a number: kept as its JSON text
+            value = json.dumps(value, ensure_ascii=False)
+        return value[:MAX_FINISH_REASON_CHARS] if value is not None else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT else 0
+
+
+class ChatUsage(_Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @field_validator("prompt_tokens", "completion_tokens", mode="before")
+    @classmethod
+    def _sane(cls, value: Any) -> int:
+        return _count(value)
+
+
+class ChatCompletion(_Model):
+    """The fields of a chat completion svgagent reads (the shape of openai's type, for those fields)."""
+
+    choices: list[ChatChoice] = []
+    usage: ChatUsage | None = None
+
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _usage(cls, value: Any) -> Any:
+        return value if isinstance(value, dict) else None
+
+
+def parse_completion(raw: bytes) -> ChatCompletion:
+    """The chat completion in ``raw`` (a response body), or :class:`EndpointResponseError` saying what it is."""
     try:
-        response = await client.post("/chat/completions", body=clean, cast_to=ChatCompletion)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise EndpointResponseError("the answer is not valid UTF-8") from None
+    try:
+        return ChatCompletion.model_validate_json(text)
+    except ValidationError as err:
+        refused = err
     except RecursionError:
         raise EndpointResponseError("the answer is JSON nested too deeply to read") from None
-    except ValueError as err:  # JSON the decoder refuses (e.g. a number with thousands of digits)
-        raise EndpointResponseError(f"the answer is not readable JSON ({str(err)[:120]})") from None
-    return checked(response)
+    if refused.errors(include_url=False)[0]["type"] == "json_invalid":  # e.g. "\\ud800", which json.loads reads
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = _UNREADABLE
+        if data is not _UNREADABLE:
+            try:
+                return ChatCompletion.model_validate(data)
+            except ValidationError as err:
+                refused = err
+    raise EndpointResponseError(_what_is_wrong(refused, text)) from None
 
 
-def checked(response: Any) -> ChatCompletion:
-    """``response`` when it has the shape of a chat completion (choices with messages); raises otherwise."""
-    from openai.types import CompletionUsage
-    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+_UNREADABLE = object()
 
-    if isinstance(response, str):
-        head = response.lstrip()[:40]
+
+def _what_is_wrong(err: ValidationError, text: str) -> str:
+    first = err.errors(include_url=False)[0]
+    kind, loc = first["type"], first["loc"]
+    if kind == "json_invalid":
+        head = text.lstrip()[:40]
         if head.startswith(("data:", "event:")):
-            raise EndpointResponseError("the answer is a server-sent event stream, not a chat completion")
-        raise EndpointResponseError(f"the answer is not JSON (it starts {head!r})")
-    if not isinstance(response, ChatCompletion):
-        raise EndpointResponseError(f"the answer is not a chat completion (a JSON {type(response).__name__})")
-    choices = response.choices
-    if not isinstance(choices, list):
-        raise EndpointResponseError("the answer's 'choices' is not a list")
-    for choice in choices:
-        message = getattr(choice, "message", None)
-        if not isinstance(message, ChatCompletionMessage):
-            raise EndpointResponseError("a choice in the answer has no message object")
-        if message.content is not None and not isinstance(message.content, str):
-            raise EndpointResponseError("a message in the answer has content that is not text")
-    usage = response.usage
-    if usage is not None and not isinstance(usage, CompletionUsage):
-        response.usage = usage = None
-    if usage is not None:
-        for name in ("prompt_tokens", "completion_tokens"):
-            value = getattr(usage, name, None)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
-                setattr(usage, name, 0)
-    return response
+            return "the answer is a server-sent event stream, not a chat completion"
+        detail = str(first.get("ctx", {}).get("error", first["msg"]))
+        if "recursion" in detail.lower():
+            return "the answer is JSON nested too deeply to read"
+        if head[:1] in ("{", "["):  # JSON the reader refuses (cut short, a number with thousands of digits, …)
+            return f"the answer is not readable JSON ({detail[:120]})"
+        return f"the answer is not JSON (it starts {head!r})"
+    if not loc:
+        shape = type(first.get("input")).__name__
+        return f"the answer is not a chat completion (a JSON {_JSON_NAMES.get(shape, shape)})"
+    if loc == ("choices",):
+        return "the answer's 'choices' is not a list"
+    if "content" in loc:
+        return "a message in the answer has content that is not text"
+    return "a choice in the answer has no message object"
+
+
+_JSON_NAMES = {"list": "array", "str": "string", "int": "number", "float": "number", "bool": "boolean"}
+
+
+async def post_completion(
+    client: Any,
+    body: dict[str, Any],
+    *,
+    url: str = "/chat/completions",
+    headers: dict[str, Any] | None = None,
+) -> ChatCompletion:
+    """POST ``body`` with ``client`` (an ``openai.AsyncOpenAI``) to ``url`` (relative to its base URL, or
+    absolute) and read the answer (:func:`parse_completion`). ``headers`` add to or replace the client's (an
+    ``openai.Omit()`` value removes one). Raises the openai client's errors after its retries,
+    :class:`EndpointResponseError` for an answer that is not a chat completion (or too large)."""
+    import httpx2
+
+    options: dict[str, Any] = {"headers": headers} if headers else {}
+    response = await client.post(url, content=request_bytes(body), cast_to=httpx2.Response, options=options)
+    return parse_completion(response.content)
+
+
+def request_bytes(body: Any) -> bytes:
+    """``body`` as a JSON request body, as the openai client writes one (UTF-8, compact), or with ``\\u`` escapes
+    where UTF-8 cannot hold a string (a lone surrogate, which a prompt read from JSON may carry)."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
+async def chat_completion(client: Any, **body: Any) -> ChatCompletion:
+    """POST /chat/completions with ``body`` (model, messages, temperature, … and any extra fields; ``None``
+    values left out) — :func:`post_completion` at ``client``'s base URL."""
+    return await post_completion(client, {k: v for k, v in body.items() if v is not None})

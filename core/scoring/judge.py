@@ -29,10 +29,8 @@ Failure policy of :meth:`Judge.judge`:
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.chat import chat_completion
@@ -48,7 +46,7 @@ from svgagent.core.scoring.models import (
     Usage,
 )
 
-if TYPE_CHECKING:  # the client is passed in: an openai.AsyncOpenAI or the engine's aiohttp client
+if TYPE_CHECKING:  # the client is passed in: an openai.AsyncOpenAI (core/scoring/endpoint.py builds it)
     import openai
 
 __all__ = [
@@ -59,7 +57,6 @@ __all__ = [
     "build_judge_messages",
     "judge_question",
     "judge_request_body",
-    "judge_request_json",
     "parse_judge_answer",
     "response_format_for",
     "schema_name_for",
@@ -128,9 +125,6 @@ def build_judge_messages(
     ]
 
 
-_SPLICE_MARK = "\x00svgagent-png\x00"  # stands for the base64 PNG while the body's JSON is built
-
-
 def judge_request_body(
     model: str, messages: list[dict[str, Any]], response_format: dict[str, Any], temperature: float | None = 0
 ) -> dict[str, Any]:
@@ -141,55 +135,6 @@ def judge_request_body(
         body["temperature"] = temperature
     body["response_format"] = response_format
     return body
-
-
-def _first_body(
-    model: str, png: bytes, requirements: Sequence[str], mode: JudgeMode, prompt: str | None, profile: JudgeProfile
-) -> dict[str, Any]:
-    return judge_request_body(
-        model,
-        build_judge_messages(png, requirements, mode, prompt, profile),
-        response_format_for(mode, len(requirements), profile),
-        profile.temperature,
-    )
-
-
-@lru_cache(maxsize=256)
-def _judge_json_template(
-    model: str, requirements: tuple[str, ...], mode: JudgeMode, prompt: str | None, profile: JudgeProfileName
-) -> tuple[bytes, bytes, str] | None:
-    """The judge request's JSON around its base64 PNG (what comes before it, what after, the data URL's prefix),
-    or None when the texts hold the splice mark (then the whole body is serialised each time)."""
-    chosen = profile_named(profile)
-    body = _first_body(model, b"", requirements, mode, prompt, chosen)
-    image = body["messages"][0]["content"][1]["image_url"]
-    prefix = image["url"]
-    image["url"] = prefix + _SPLICE_MARK
-    text = json.dumps(body)
-    mark = json.dumps(_SPLICE_MARK)[1:-1]
-    if text.count(mark) != 1:
-        return None
-    head, _, tail = text.partition(mark)
-    return head.encode(), tail.encode(), prefix
-
-
-def judge_request_json(
-    model: str,
-    png: bytes,
-    requirements: Sequence[str],
-    mode: JudgeMode = JudgeMode.COUNT,
-    prompt: str | None = None,
-    profile: Profile = DEFAULT_PROFILE,
-) -> bytes:
-    """``json.dumps(body).encode()`` of a first judge request (:func:`judge_request_body` of
-    :func:`build_judge_messages`), byte for byte, built without serialising the base64 PNG as a JSON string: the
-    text around it is cached per model, requirements, mode, prompt and profile, and base64 needs no JSON escaping."""
-    chosen = _profile(profile)
-    template = _judge_json_template(model, tuple(map(str, requirements)), JudgeMode(mode), prompt, chosen.name)
-    if template is None:
-        return json.dumps(_first_body(model, png, requirements, JudgeMode(mode), prompt, chosen)).encode()
-    head, tail, _ = template
-    return b"".join((head, base64.b64encode(png), tail))
 
 
 # ----------------------------------------------------------------------------------------------------- parsing
@@ -276,30 +221,20 @@ class Judge:
         if n < 1:
             raise ValueError("a judge request needs at least one requirement")
         profile, form = self.profile, self.form
-        # a client that takes a serialised body (the engine's ChatClient) gets the first request spliced together
-        # (judge_request_json); a retry, or any other client, the body's dict
-        send_json = getattr(self.client, "complete_chat_json", None)
-        messages: list[dict[str, Any]] | None = None
+        messages = build_judge_messages(png, requirements, self.mode, prompt, profile)
+        response_format = form.response_format(n)
         usage = Usage()
         raw = ""
         why = ""
         attempts = 0
         for attempt in range(1, self.max_format_retries + 2):
             attempts = attempt
-            if attempt == 1 and send_json is not None:
-                response = await send_json(
-                    judge_request_json(self.model, png, requirements, self.mode, prompt, profile)
-                )
-            else:
-                if messages is None:
-                    messages = build_judge_messages(png, requirements, self.mode, prompt, profile)
-                request = messages
-                if attempt > 1 and profile.retry_says_why:
-                    request = [*messages, _retry_note(why, n, form)]
-                response = await chat_completion(
-                    self.client,
-                    **judge_request_body(self.model, request, form.response_format(n), profile.temperature),
-                )
+            request = messages
+            if attempt > 1 and profile.retry_says_why:
+                request = [*messages, _retry_note(why, n, form)]
+            response = await chat_completion(
+                self.client, **judge_request_body(self.model, request, response_format, profile.temperature)
+            )
             usage = _add_usage(usage, getattr(response, "usage", None))
             text, why = _answer_text(response)
             if text is None:

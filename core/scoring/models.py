@@ -30,6 +30,9 @@ class RolloutStatus(_StrEnum):
         return self in (RolloutStatus.SCORED, RolloutStatus.FAILED)
 
 
+MAX_TOKEN_COUNT = 10**9  # a token count above this is not a count: read as 0 (scoring.chat, imports, the store)
+
+
 class FailureKind(_StrEnum):
     """Why a rollout failed, as a type stored with it (its reason says the same in words). Exports map kinds to
     Eval Protocol status codes; the CLI tells infrastructure faults (never a data verdict) from model faults."""

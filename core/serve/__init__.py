@@ -4,5 +4,7 @@ protocol (the request, validated) · security (which key may go where) · status
 gateway) · rollout (one rollout: policy, SVG, picture, optional local judge; a deadline per stage) · recorder (the
 store writes, batched) · admission (what /init may add: rollouts, bytes, free disk) · access_log · server (routes,
 idempotency, shutdown) · wiring (a server from settings). Served rollouts are stored as training runs by
-:mod:`svgagent.core.training`.
+:mod:`svgagent.core.serve.training_runs`.
+
+May import: ``exchange``, ``run``, ``config``, ``store``, the shared top-level modules and ``scoring``.
 """

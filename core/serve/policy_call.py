@@ -1,30 +1,28 @@
-"""The server's policy call: one chat completion POSTed to the request's URL on pooled keep-alive connections.
+"""The server's policy call: one chat completion POSTed to the request's URL with the request's key.
 
-Why not the openai client: bench/client.py measured it at 1.1–1.6 ms of CPU per request, and the server's budget
-is < 2 ms per rollout for everything (bench/serve.py); an aiohttp POST still cost 0.35–0.8 ms, so the request goes
-through :mod:`svgagent.core.http1` as the engine's do. What the openai client would do is done here the same way: retries on connection errors,
-408/409/429 and 5xx with exponential backoff that honours ``Retry-After``, a per-request timeout, and an overall
-deadline (``deadline_s``) that ends the call as DEADLINE_EXCEEDED whatever the retries.
+It goes through the engine's client stack (:mod:`svgagent.core.scoring.endpoint`: ``openai.AsyncOpenAI`` on the
+bounded HTTP client — retries on connection errors, 408/409/429 and 5xx with backoff honouring ``Retry-After``,
+a per-request timeout, answers read within a cap) and the answer is read and checked where the engine's is
+(:func:`svgagent.core.scoring.chat.parse_completion`). An overall deadline (``deadline_s``) ends the call as
+DEADLINE_EXCEEDED whatever the retries; a failure is classified by the engine's taxonomy
+(:mod:`svgagent.core.scoring.failures`) and given the eval-protocol status code that says it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import random
-import time
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from svgagent.core.ep_status import StatusCode
-from svgagent.core.http1 import Http1Client, HttpProtocolError, RequestHead, Target
-from svgagent.core.json_body import json_bytes, json_value
-from svgagent.core.policy import PolicyAnswer
-from svgagent.core.scoring.models import Usage
+from svgagent.core.exchange.ep_status import STATUS_OF_FAILURE, StatusCode, failure_kind_of
+from svgagent.core.run.policy import PolicyAnswer
+from svgagent.core.scoring.chat import post_completion
+from svgagent.core.scoring.endpoint import endpoint_client
+from svgagent.core.scoring.failures import classify, endpoint_errors
+from svgagent.core.scoring.models import FailureKind, Usage
 
-RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
-MAX_ANSWER_BYTES = 16 * 1024 * 1024
-_CODES = {
+_CODES = {  # an HTTP error status the endpoint answered with, as the status eval-protocol reads
     400: StatusCode.INVALID_ARGUMENT,
     401: StatusCode.UNAUTHENTICATED,
     403: StatusCode.PERMISSION_DENIED,
@@ -38,12 +36,17 @@ _CODES = {
 }
 
 
-class PolicyCallError(Exception):
-    """The policy call failed for good; ``code`` is the eval-protocol status to log, ``str()`` says why."""
+_NOT_IN_A_HEADER = re.compile(r"[\x00-\x1f\x7f]")
 
-    def __init__(self, code: StatusCode, message: str) -> None:
+
+class PolicyCallError(Exception):
+    """The policy call failed for good; ``code`` is the eval-protocol status to log, ``kind`` the failure kind to
+    store (the code's, unless the taxonomy says more), ``str()`` says why."""
+
+    def __init__(self, code: StatusCode, message: str, kind: FailureKind | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.kind = kind or failure_kind_of(code)
 
 
 @dataclass(frozen=True)
@@ -51,109 +54,69 @@ class RetryPolicy:
     max_retries: int = 3
     request_timeout_s: float = 120.0
     deadline_s: float = 100.0
-    base_delay_s: float = 0.5
-    max_delay_s: float = 8.0
 
 
-def json_post(url: str, key: str | None) -> tuple[Target, RequestHead]:
-    """Where a JSON POST to ``url`` goes and its head, with ``key`` as its bearer token (none without one) — for
-    the policy calls and the status posts alike. The URLs differ per rollout only in their path: what they say of
-    the origin, and the header fields, are read and checked once (:meth:`Target.parse`, :meth:`Target.head`)."""
-    target = Target.parse(url)
-    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-    return target, target.head(headers)
-
-
-def _delay(attempt: int, retry_after: str | None, policy: RetryPolicy) -> float:
-    if retry_after:
-        try:
-            return min(max(0.0, float(retry_after)), 60.0)
-        except ValueError:
-            pass
-    return min(policy.base_delay_s * 2**attempt, policy.max_delay_s) * (0.75 + random.random() / 2)
-
-
-def _error_text(raw: bytes) -> str:
-    try:
-        data = json.loads(raw)
-        err = data.get("error") if isinstance(data, dict) else None
-        message = (
-            err.get("message") if isinstance(err, dict) else (data.get("detail") if isinstance(data, dict) else None)
-        )
-        if message:
-            return str(message).splitlines()[0][:200]
-    except (ValueError, AttributeError):
-        pass
-    return raw[:200].decode("utf-8", "replace").splitlines()[0] if raw.strip() else "no details"
-
-
-def parse_answer(raw: bytes) -> PolicyAnswer:
-    """The first choice and the usage of a chat-completion body; PolicyCallError (INTERNAL) when it has none."""
-    try:
-        data = json_value(raw)
-        choice = data["choices"][0]
-        message = choice.get("message") or {}
-        content = message.get("content")
-        usage = data.get("usage") or {}
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise PolicyCallError(StatusCode.INTERNAL, "the policy endpoint returned no usable choice") from None
-    if isinstance(content, list):
-        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return PolicyAnswer(
-        content=content if isinstance(content, str) else "",
-        finish_reason=choice.get("finish_reason"),
-        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+def serve_client(policy: RetryPolicy, connections: int) -> Any:
+    """The ``openai.AsyncOpenAI`` the server's calls share (policy calls and status posts: each names its URL
+    and its Authorization), its pool ``connections`` wide."""
+    return endpoint_client(
+        "http://127.0.0.1:9/unused",  # every call names an absolute URL
+        "unused",  # every call names its Authorization (or none)
+        timeout_s=policy.request_timeout_s,
+        max_retries=policy.max_retries,
+        connections=connections,
     )
 
 
-async def post_chat(
-    http: Http1Client, url: str, body: dict[str, Any], key: str | None, policy: RetryPolicy
-) -> PolicyAnswer:
+def authorization(key: str | None) -> dict[str, Any]:
+    """The Authorization header for ``key``: none at all without one (the client's placeholder is removed).
+    ValueError for a key a header cannot carry (a control character, e.g. CR LF, or not latin-1)."""
+    import openai
+
+    if not key:
+        return {"Authorization": openai.Omit()}
+    if _NOT_IN_A_HEADER.search(key) or not key.isascii():
+        raise ValueError("the request's api_key cannot be sent in a header (a control or non-ASCII character)")
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def post_chat(client: Any, url: str, body: dict[str, Any], key: str | None, policy: RetryPolicy) -> PolicyAnswer:
     """POST ``body`` to ``url`` (…/chat/completions) until it answers, fails for good or the deadline passes."""
     try:
-        target, head = json_post(url, key)
+        headers = authorization(key)
     except ValueError as err:
-        raise PolicyCallError(StatusCode.INVALID_ARGUMENT, f"the policy URL cannot be called: {err}") from None
-    data = json_bytes(body)
-    started = time.monotonic()
-    problem, code = "", StatusCode.UNAVAILABLE
-    for attempt in range(policy.max_retries + 1):
-        left = policy.deadline_s - (time.monotonic() - started)
-        if left <= 0:
-            raise _past_deadline(policy, problem)
-        retry_after: str | None = None
-        per_request = min(policy.request_timeout_s, left)
-        try:
-            resp = await http.post(target, head, data, max_body=MAX_ANSWER_BYTES, timeout=per_request)
-        except TimeoutError:  # (before OSError: TimeoutError is one)
-            if per_request >= left:
-                raise _past_deadline(policy, problem) from None
-            problem, code = f"timed out after {per_request:g} s", StatusCode.DEADLINE_EXCEEDED
-        except (OSError, HttpProtocolError) as err:
-            problem, code = f"unreachable ({type(err).__name__})", StatusCode.UNAVAILABLE
-        else:
-            raw = resp.body[:MAX_ANSWER_BYTES]
-            if resp.status == 200:
-                return parse_answer(raw)
-            problem = f"answered HTTP {resp.status}: {_error_text(raw)}"
-            code = _CODES.get(resp.status, StatusCode.INTERNAL)
-            if resp.status not in RETRIED_STATUSES:
-                raise PolicyCallError(code, f"policy endpoint {problem}")
-            retry_after = resp.headers.get("retry-after")
-        if attempt == policy.max_retries:
-            break
-        pause = _delay(attempt, retry_after, policy)
-        if pause >= policy.deadline_s - (time.monotonic() - started):
-            raise _past_deadline(policy, problem)
-        await asyncio.sleep(pause)
-    if code is StatusCode.RESOURCE_EXHAUSTED:
-        raise PolicyCallError(code, f"policy endpoint rate-limited (HTTP 429) after {policy.max_retries} retries")
-    raise PolicyCallError(code, f"policy endpoint {problem} ({policy.max_retries} retries)")
-
-
-def _past_deadline(policy: RetryPolicy, problem: str) -> PolicyCallError:
-    return PolicyCallError(
-        StatusCode.DEADLINE_EXCEEDED,
-        f"policy call exceeded the rollout deadline of "
-        f"{policy.deadline_s:g} s" + (f" (last try: {problem})" if problem else ""),
+        raise PolicyCallError(StatusCode.INVALID_ARGUMENT, str(err)) from None
+    try:
+        async with asyncio.timeout(policy.deadline_s):
+            completion = await post_completion(client, body, url=url, headers=headers)
+    except TimeoutError:
+        raise PolicyCallError(
+            StatusCode.DEADLINE_EXCEEDED, f"policy call exceeded the rollout deadline of {policy.deadline_s:g} s"
+        ) from None
+    except endpoint_errors() as err:
+        raise _failure(err, url, policy) from None
+    if not completion.choices:
+        raise PolicyCallError(
+            StatusCode.INTERNAL, "the policy endpoint returned no usable choice", FailureKind.BAD_RESPONSE
+        )
+    choice = completion.choices[0]
+    usage = completion.usage
+    return PolicyAnswer(
+        content=choice.message.content or "",
+        finish_reason=choice.finish_reason,
+        usage=Usage(usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0),
     )
+
+
+def _failure(err: BaseException, url: str, policy: RetryPolicy) -> PolicyCallError:
+    kind, message = classify(
+        err,
+        "policy",
+        url.removesuffix("/chat/completions"),
+        key_hint="the api_key the rollout request carries",
+        retries=policy.max_retries,
+        timeout_s=policy.request_timeout_s,
+    )
+    status = getattr(err, "status_code", None)
+    code = _CODES.get(status, StatusCode.INTERNAL) if isinstance(status, int) else STATUS_OF_FAILURE[kind]
+    return PolicyCallError(code, message, kind)

@@ -28,8 +28,8 @@ import logging
 from collections.abc import Callable
 
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.store_values import error_line
-from svgagent.core.training import Served, ServedRef, TrainingStore, unstorable
+from svgagent.core.serve.training_runs import Served, ServedRef, TrainingStore, unstorable
+from svgagent.core.store.sqlite_values import error_line
 
 log = logging.getLogger("svgagent.serve")
 

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from svgagent.core.ep_status import StatusCode, failure_kind_of
-from svgagent.core.events import EventBus
-from svgagent.core.http1 import Http1Client
-from svgagent.core.policy import api_errors, classify_api_error
+from svgagent.core.config.settings import Settings
+from svgagent.core.exchange.ep_status import StatusCode
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
@@ -44,9 +44,8 @@ from svgagent.core.serve.protocol import InitRequest, gateway_base
 from svgagent.core.serve.recorder import Recorder
 from svgagent.core.serve.security import KeyPolicy, url_host
 from svgagent.core.serve.status_log import StatusLogger, log_record
-from svgagent.core.settings import Settings
-from svgagent.core.training import Placement, Served, ServedRef, TrainingStore
-from svgagent.core.verdicts import verdict_columns
+from svgagent.core.serve.training_runs import Placement, Served, ServedRef, TrainingStore
+from svgagent.core.store.verdict_columns import verdict_columns
 
 log = logging.getLogger("svgagent.serve")
 NOT_JUDGED = "not judged here (the evaluator scores it on the platform; `svgagent serve --judge` scores locally)"
@@ -89,7 +88,7 @@ class ServeContext:
     training: TrainingStore
     status_log: StatusLogger
     renderer: Renderer
-    http: Http1Client  # pooled connections for the policy calls (each names its URL and key)
+    http: Any  # the openai client of the policy calls and status posts (policy_call.serve_client)
     judge: Judge | None = None
     gateway_url: str | None = None  # None: the gateway of each request's model_base_url
     deadlines: Deadlines = field(default_factory=Deadlines)
@@ -187,7 +186,7 @@ async def serve_rollout(ctx: ServeContext, job: Job) -> StatusCode:
             is_score_valid=False,
             reason=message,
             error=message,
-            failure_kind=failure_kind_of(err.code),
+            failure_kind=err.kind,
             generation_s=time.perf_counter() - started,
         )
         return await conclude(ctx, job, columns, err.code, message)

@@ -38,17 +38,17 @@ from typing import Any
 
 from aiohttp import web
 
-from svgagent.core.ep_status import StatusCode, status_dict
-from svgagent.core.import_row import parse_formatted_prompt
-from svgagent.core.listen import listen, listening_socket
+from svgagent.core.exchange.ep_status import StatusCode, status_dict
+from svgagent.core.exchange.import_row import parse_formatted_prompt
 from svgagent.core.scoring.errors import ConfigError, StoreError
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.serve.access_log import ROLLOUT_ID, AccessSink, JsonAccessLogger, access_log
 from svgagent.core.serve.admission import DEFAULT_MIN_FREE_MB, DEFAULT_QUEUE_MB, MB, Admission, free_bytes_of
 from svgagent.core.serve.protocol import RequestError, parse_init_body
 from svgagent.core.serve.rollout import FINISHED, Job, Outcome, ServeContext, conclude, log_status, serve_rollout
-from svgagent.core.store_values import error_line
-from svgagent.core.training import step_hint
+from svgagent.core.serve.training_runs import step_hint
+from svgagent.core.server_socket import listen, listening_socket
+from svgagent.core.store.sqlite_values import error_line
 
 log = logging.getLogger("svgagent.serve")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024

@@ -10,22 +10,22 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from svgagent.core.events import EventBus
-from svgagent.core.http1 import Http1Client
-from svgagent.core.policy import judge_client
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.events import EventBus
+from svgagent.core.run.policy import judge_client
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.scoring.renderers import make_renderer
 from svgagent.core.serve.access_log import AccessSink, access_log
 from svgagent.core.serve.admission import DEFAULT_MIN_FREE_MB, DEFAULT_QUEUE_MB, MB
+from svgagent.core.serve.policy_call import RetryPolicy, serve_client
 from svgagent.core.serve.rollout import QUEUE_TIMEOUT_S, Deadlines, ServeContext
 from svgagent.core.serve.security import KeyPolicy, check_http_url
 from svgagent.core.serve.server import DEFAULT_MAX_BODY_BYTES, RolloutServer
 from svgagent.core.serve.status_log import StatusLogger
-from svgagent.core.settings import Settings
-from svgagent.core.store import Store
-from svgagent.core.training import TrainingStore
+from svgagent.core.serve.training_runs import TrainingStore
+from svgagent.core.store.run_store import Store
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class ServeOptions:
     queue_mb: int = DEFAULT_QUEUE_MB
     min_free_mb: int = DEFAULT_MIN_FREE_MB
     grace_s: float = 30.0
-    status_retry_delays_s: tuple[float, ...] = (0.2, 0.5, 1.0)
+    status_retries: int = 3  # more tries of a status post, after the first (the client's backoff between them)
 
     def problems(self) -> list[str]:
         found = []
@@ -79,7 +79,11 @@ async def build_context(
 ) -> ServeContext:
     own = settings.fireworks_api_key.get_secret_value() if settings.fireworks_api_key else None
     keys = KeyPolicy.build(own, options.allow_hosts)
-    http = Http1Client()
+    http = serve_client(
+        RetryPolicy(settings.max_retries, settings.request_timeout_s, options.rollout_timeout_s),
+        # the policy calls in flight, and the status posts of as many rollouts
+        2 * options.concurrency,
+    )
     judge = (
         Judge(judge_client(settings), settings.judge_model, settings.judge_mode, profile=settings.judge_profile)
         if options.judge
@@ -89,7 +93,7 @@ async def build_context(
         settings=settings,
         keys=keys,
         training=TrainingStore(store, job_name=options.job_name, settings=settings.public_dict()),
-        status_log=StatusLogger(keys, retry_delays_s=options.status_retry_delays_s),
+        status_log=StatusLogger(keys, http, retries=options.status_retries),
         renderer=renderer or make_renderer(settings),
         http=http,
         judge=judge,

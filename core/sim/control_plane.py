@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from svgagent.core.listen import listen
+from svgagent.core.server_socket import listen
 from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.control_plane_jobs import SimState
 from svgagent.core.sim.control_plane_state import MASK, Fault, SimConfig, SimError, SimRequest, mask_secrets

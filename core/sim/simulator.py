@@ -51,9 +51,9 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from svgagent.core.event_loop import run as run_on_fast_loop
-from svgagent.core.listen import listen
 from svgagent.core.scoring.judge_forms import form_named
 from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.server_socket import listen
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
 from svgagent.core.sim.content import Quality, judge_answer, parse_requirements, policy_answer, prompt_key, svgs_of_file
 from svgagent.core.sim.wire import (

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
-from svgagent.core.listen import listen
+from svgagent.core.server_socket import listen
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
 from svgagent.core.urls import is_loopback_host
 

@@ -17,8 +17,8 @@ from textual.app import App, ComposeResult
 from textual.message import Message
 from textual.widgets import Footer, Input
 
-from svgagent.core.settings import Settings
-from svgagent.tui.commands import ScreenCommands
+from svgagent.core.config.settings import Settings
+from svgagent.tui.palette_commands import ScreenCommands
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
 from svgagent.tui.widgets.secrets_form import SecretsPane
 
@@ -86,24 +86,29 @@ class SecretsPaneApp(_Harness):
 
 
 def screen_text(app: App[object]) -> str:
-    """The current screen as plain text, one line per terminal row (what a screenshot shows, without styles)."""
-    import io
+    """The current screen as plain text, one line per terminal row (what a screenshot shows, without styles), read
+    from Textual's SVG screenshot: each run of text in it is placed at its row (its clip path) and its column (its
+    x over the width of a cell)."""
+    import html
+    import re
 
-    from rich.console import Console
+    from rich.cells import cell_len
 
-    width, height = app.size
-    console = Console(
-        width=width,
-        height=height,
-        file=io.StringIO(),
-        force_terminal=True,
-        record=True,
-        color_system="truecolor",
-        legacy_windows=False,
-        safe_box=False,
-    )
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
-    return console.export_text()
+    runs = [
+        (int(row), float(x), html.unescape(text).replace("\xa0", " "), float(length))
+        for x, length, row, text in re.findall(
+            r'<text [^>]*?x="([\d.]+)" y="[\d.]+" textLength="([\d.]+)" clip-path="url\(#[\w-]+-line-(\d+)\)">([^<]*)</text>',
+            app.export_screenshot(),
+        )
+    ]
+    cell = next((length / cell_len(text) for _, _, text, length in runs if text.strip()), 1.0)
+    lines = [""] * app.size.height
+    for row, x, text, _ in sorted(runs):
+        if text == "\n" or row >= len(lines):
+            continue
+        column = round(x / cell)
+        lines[row] += " " * (column - cell_len(lines[row])) + text
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 async def wait_until(pilot: Any, predicate: Callable[[], object], attempts: int = 200) -> None:

@@ -10,15 +10,15 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.records import spread_text
-from svgagent.core.run_ref import RUN_HELP
+from svgagent.core.store.run_refs import RUN_HELP
+from svgagent.core.store.typed_rows import spread_text
 from svgagent.core.terminal_text import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from svgagent.core.compare import Comparison
-    from svgagent.core.stats import RunStats
+    from svgagent.core.analysis.compare import Comparison
+    from svgagent.core.analysis.stats import RunStats
 
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.flags import add_json, add_settings, add_store
@@ -165,8 +165,8 @@ def _clip(text: str, width: int) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from svgagent.core.compare import compare_runs
-    from svgagent.core.run_ref import resolve_run
+    from svgagent.core.analysis.compare import compare_runs
+    from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.console import cli_console
     from svgagent.tui.cli.store_cmd import open_store
 
@@ -250,9 +250,9 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from svgagent.core.run_ref import resolve_run
+    from svgagent.core.analysis.stats import run_stats
     from svgagent.core.scoring.errors import ConfigError
-    from svgagent.core.stats import run_stats
+    from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.console import cli_console
     from svgagent.tui.cli.store_cmd import open_store
 
@@ -349,11 +349,11 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
 def cmd_import(args: argparse.Namespace) -> int:
     import contextlib
 
+    from svgagent.core.config.project_trust import require_trusted
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.demo import demo_overrides, demo_simulator
-    from svgagent.core.endpoint_trust import require_trusted
-    from svgagent.core.importer import NothingImported, NotJsonLines, import_file, judge_imported
+    from svgagent.core.exchange.import_file import NothingImported, NotJsonLines, import_file, judge_imported
     from svgagent.core.scoring.errors import ConfigError
-    from svgagent.core.settings import load_settings
     from svgagent.tui.cli.interrupts import run_stoppable
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 

@@ -13,16 +13,16 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.dataset import load_dataset
-from svgagent.core.endpoint_trust import require_trusted
-from svgagent.core.engine import Engine
-from svgagent.core.live import LiveRows, RunFollower
-from svgagent.core.records import RunSummary, mean_text, spread_text
-from svgagent.core.run_ref import resolve_run
+from svgagent.core.config.project_trust import require_trusted
+from svgagent.core.config.settings import Settings, load_settings
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
+from svgagent.core.run.follow import LiveRows, RunFollower
 from svgagent.core.scoring.errors import ConfigError, RunBusy, StoreError
-from svgagent.core.settings import Settings, load_settings
 from svgagent.core.startup_gc import long_run_heap
-from svgagent.core.store import Store
+from svgagent.core.store.run_refs import resolve_run
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunSummary, mean_text, spread_text
 from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.flags import explicit_settings, flag_name
@@ -142,7 +142,7 @@ def refuse_changes_on_resume(
 
 def _same_dataset_file(given: str, dataset: dict[str, Any]) -> bool:
     """``--dataset given`` names the dataset the run was made from (its stored ``source``)."""
-    from svgagent.core.dataset import dataset_source
+    from svgagent.core.run.dataset import dataset_source
 
     try:
         return dataset_source(given) == str(dataset.get("source"))

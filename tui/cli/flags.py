@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 if typing.TYPE_CHECKING:
-    from svgagent.core.settings import Settings
+    from svgagent.core.config.settings import Settings
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "policy": ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"),
@@ -84,7 +84,7 @@ def defer(parser: argparse.ArgumentParser | Any, add: typing.Callable[[], None])
 
 
 def _settings_model() -> type[Settings]:
-    from svgagent.core.settings import Settings
+    from svgagent.core.config.settings import Settings
 
     return Settings
 
@@ -112,7 +112,7 @@ def _default_text(value: Any) -> str | None:
 def setting_help(name: str) -> str:
     """The field's description, its allowed range and its default: 'policy sampling temperature; a number from 0
     to 2 (default 0.8)'."""
-    from svgagent.core.settings import describe_field_limits
+    from svgagent.core.config.settings import describe_field_limits
 
     info = _settings_model().model_fields[name]
     text = info.description or name

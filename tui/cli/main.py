@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from svgagent.core.run_ref import RUN_HELP
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.startup_gc import pause_collection, resume_collection
+from svgagent.core.store.run_refs import RUN_HELP
 from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Stopped
 from svgagent.tui.cli.flags import LazyArgumentsParser, add_json, add_settings, add_store
@@ -191,20 +191,22 @@ def _add_store_and_trust_parsers(sub: argparse._SubParsersAction) -> None:
     add_store(backup)
     p = sub.add_parser(
         "trust",
-        help="confirm the endpoints ./svgagent.toml sets (your keys may then go there)",
+        help="list and confirm what ./svgagent.toml and ./.env set: endpoints, raised limits, the store",
         formatter_class=_Formatter,
         epilog=TRUST_EPILOG,
-        description="Show the endpoints ./svgagent.toml sets and confirm them for this file.",
+        description="List the settings this directory's project files decide, and confirm them (asked on a terminal).",
     )
-    p.add_argument("--list", action="store_true", help="show every confirmed (file, host) and change nothing")
-    p.add_argument("--forget", action="store_true", help="withdraw the confirmations for ./svgagent.toml")
+    p.add_argument("--yes", action="store_true", help="confirm without asking (for scripts)")
+    p.add_argument("--list", action="store_true", help="show every confirmation kept and change nothing")
+    p.add_argument("--forget", action="store_true", help="withdraw the confirmations for ./svgagent.toml and ./.env")
 
 
-TRUST_EPILOG = """\
-A svgagent.toml in the working directory may set base_url / judge_base_url. When such an endpoint is not the
-default, FIREWORKS_API_KEY / OPENAI_API_KEY are sent there only after you confirmed it once for that file and host
-(this command, or the question `svgagent tui` asks). Endpoints you set yourself — flags, environment, .env, the
-user config file — need no confirmation.
+TRUST_EPILOG = """A project's svgagent.toml and .env may set base_url / judge_base_url, safety limits (render_memory_mb,
+render_timeout_s, render_size, concurrency, judge_concurrency, workers, max_tokens, max_retries, request_timeout_s)
+and where the store lives (store, home). An endpoint that is not the default receives no key, a raised limit or a
+moved store refuses every command, until you confirmed it once for that file (and host, or value): this command,
+or the question `svgagent tui` asks. Settings from flags, the environment and the user config file need none.
+exit status: 0 confirmed or nothing to confirm, 2 not confirmed (declined, or no terminal and no --yes)
 """
 
 

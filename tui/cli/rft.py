@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from svgagent.core.rft.launch import PlannedRequest
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.rft.params import RftParams
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEMO_STEP_S = 0.5
@@ -296,6 +296,7 @@ def _rollouts(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _create(args: argparse.Namespace, out: _Out) -> int:
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.demo import demo_control_plane
     from svgagent.core.rft.launch import (
         LaunchEvent,
@@ -308,7 +309,6 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
     )
     from svgagent.core.rft.monitor import JobView
     from svgagent.core.rft.params import check_job_id
-    from svgagent.core.settings import load_settings
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     params = _params(args)  # ParamsError (exit 2) before anything else
@@ -368,7 +368,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
                 out.out("dry run: nothing was sent")
             return EXIT_OK
         check_keys(request)
-        from svgagent.core.endpoint_trust import require_trusted
+        from svgagent.core.config.project_trust import require_trusted
 
         require_trusted(settings, ("judge_base_url",))  # the evaluator sends OPENAI_API_KEY to the judge endpoint
         if not args.yes:
@@ -447,8 +447,8 @@ def _monitor_plane(args: argparse.Namespace, out: _Out) -> Iterator[tuple[Contro
                 sim.set_job_state(DEMO_JOB_ID, "JOB_STATE_PAUSED", "paused (simulated)")
             yield cp, getattr(args, "job", None) or DEMO_JOB_ID, None
         return
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.rft.params import check_job_id
-    from svgagent.core.settings import load_settings
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     if hasattr(args, "job") and not args.job:

@@ -11,17 +11,17 @@ from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
-from svgagent.core.export import export_run
-from svgagent.core.field_limits import bounds, numeric_range
-from svgagent.core.output import STDOUT, TargetKind, resolve_target, write_output
-from svgagent.core.records import mean_text, spread_text
-from svgagent.core.run_ref import resolve_run
+from svgagent.core.config.field_limits import bounds, numeric_range
+from svgagent.core.config.settings import Settings
+from svgagent.core.exchange.export import export_run
+from svgagent.core.named_files import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.judge_profiles import recipe_line
 from svgagent.core.scoring.picture_size import OWN_SIZE
 from svgagent.core.scoring.render import DEFAULT_MAX_BYTES
 from svgagent.core.scoring.renderers import make_renderer
-from svgagent.core.settings import Settings
+from svgagent.core.store.run_refs import resolve_run
+from svgagent.core.store.typed_rows import mean_text, spread_text
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.store_cmd import open_store, store_path

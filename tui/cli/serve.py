@@ -29,9 +29,9 @@ from svgagent.tui.cli.serve_log import StderrLines, configure_logging, log_line,
 if TYPE_CHECKING:  # the server (aiohttp, the openai types) is imported when `serve` runs, not for `svgagent --help`
     import socket
 
+    from svgagent.core.config.settings import Settings
     from svgagent.core.serve.wiring import ServeOptions
-    from svgagent.core.settings import Settings
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 SERVE_SETTINGS = (
     "concurrency",
@@ -146,8 +146,8 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.serve.wiring import ServeOptions
-    from svgagent.core.settings import load_settings
     from svgagent.tui.cli.store_cmd import open_store_for_writing
 
     overrides = explicit_settings(args, SERVE_SETTINGS)

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.store_values import error_line
+from svgagent.core.store.sqlite_values import error_line
 
 if TYPE_CHECKING:
     import asyncio

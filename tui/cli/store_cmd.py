@@ -17,16 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from svgagent.core.output import OutputError, TargetKind, resolve_target
+from svgagent.core.named_files import OutputError, TargetKind, resolve_target
 from svgagent.core.scoring.errors import StoreError, StoreOutdated
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:  # settings (pydantic) and the store are imported when a command opens one, not to build the parser
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
 
 def store_path(args: argparse.Namespace) -> Path:
-    from svgagent.core.settings import load_settings
+    from svgagent.core.config.settings import load_settings
 
     return load_settings(store=getattr(args, "store", None)).store_path()
 
@@ -34,7 +34,7 @@ def store_path(args: argparse.Namespace) -> Path:
 def open_store(args: argparse.Namespace) -> Store:
     """The store for a command that only reads: read-only, never created. A store from an older svgagent is
     upgraded first when the file may be written (the upgrade is the only write)."""
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
     path = store_path(args)
     if not path.exists():
@@ -51,7 +51,7 @@ def open_store(args: argparse.Namespace) -> Store:
 def open_store_for_writing(path: Path, *, announce: Callable[[str], None] | None = None) -> Store:
     """The store for a command that writes; a missing one is created after one line saying where (on stderr, or
     through ``announce`` for a command whose stderr has a format of its own)."""
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
     if not path.exists():
         message = f"creating a new run store at {path}"
@@ -66,7 +66,7 @@ def open_store_for_writing(path: Path, *, announce: Callable[[str], None] | None
 
 
 def cmd_store(args: argparse.Namespace) -> int:
-    from svgagent.core.store import Store
+    from svgagent.core.store.run_store import Store
 
     path = store_path(args)
     if args.store_command == "check":
@@ -101,7 +101,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _backup(path: Path, target: Path) -> int:
-    from svgagent.core.store import FILE_MODE, Store
+    from svgagent.core.store.run_store import FILE_MODE, Store
 
     if not path.exists():
         raise StoreError(f"no run store at {path}")

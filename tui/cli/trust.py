@@ -1,64 +1,81 @@
-"""`svgagent trust`: confirm the endpoints a project's ./svgagent.toml sets, so keys may be sent there.
+"""`svgagent trust`: list the settings this directory's project files decide, and confirm them.
 
-The rule and where confirmations live: :mod:`svgagent.core.endpoint_trust`. `svgagent tui` asks the same question
-on a terminal; every headless command refuses until this command (or a flag choosing the endpoint) settles it.
+The rule and where confirmations live: :mod:`svgagent.core.config.project_trust`. What would be trusted — the file, the
+setting and its value (an endpoint's host) — is printed on standard output, one line each; then, on a terminal, the
+question (y/N); ``--yes`` confirms without asking (for scripts); neither a terminal nor ``--yes``: nothing is
+confirmed, and one line says so. `svgagent tui` asks the same question before it starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from svgagent.core.endpoint_trust import ENDPOINTS, ProjectEndpoint, forget, remember
-from svgagent.core.settings import PROJECT_CONFIG_FILE, load_settings, trust_file
+from svgagent.core.config.project_trust import ProjectSetting, forget, remember, trusted_entries
+from svgagent.core.config.settings import ENV_FILE, PROJECT_CONFIG_FILE, read_settings, trust_file
+from svgagent.core.scoring.errors import ConfigError
+from svgagent.core.terminal_text import visible
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_USAGE
 
 
-def describe(endpoint: ProjectEndpoint) -> str:
-    what, key, _ = ENDPOINTS[endpoint.field]
-    return f"{what} endpoint {endpoint.url} (host {endpoint.host}, receives {key})"
+def on_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def ask(endpoints: tuple[ProjectEndpoint, ...]) -> bool:
-    """Ask on the terminal whether to trust ``endpoints``; remembered when the answer is yes."""
-    for endpoint in endpoints:
-        print(f"{endpoint.file} sets the {describe(endpoint)}.", file=sys.stderr)
-    try:
-        answer = input("Send your keys there? Remembered for this file and host [y/N] ")
-    except EOFError:
-        return False
+def ask(pending: Sequence[ProjectSetting], out=sys.stderr) -> bool:  # noqa: ANN001 - a text stream
+    """Show ``pending`` and ask on the terminal whether to trust them; remembered when the answer is yes."""
+    print("The project files here set:", file=out)
+    for setting in pending:
+        print(f"  {visible(setting.describe())}", file=out)
+    out.write("Trust these settings? Remembered for these files and values [y/N] ")
+    out.flush()
+    answer = sys.stdin.readline()
     if answer.strip().lower() not in ("y", "yes"):
         return False
-    remember(list(endpoints), trust_file())
+    remember(pending, trust_file())
     return True
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
-    file = Path.cwd() / PROJECT_CONFIG_FILE
+    files = [Path.cwd() / ENV_FILE, Path.cwd() / PROJECT_CONFIG_FILE]
     if args.list:
-        import json
-
-        try:
-            entries = json.loads(trust_file().read_text(encoding="utf-8")).get("trusted", [])
-        except (OSError, ValueError):
-            entries = []
+        entries = trusted_entries(trust_file())
         for entry in entries:
-            print(f"{entry.get('file')}  {entry.get('host')}")
+            print(visible(entry))
         if not entries:
-            print("no endpoint confirmed yet", file=sys.stderr)
+            print("no setting confirmed yet", file=sys.stderr)
         return EXIT_OK
     if args.forget:
-        print(f"withdrew {forget(file, trust_file())} confirmation(s) for {file.resolve()}", file=sys.stderr)
+        count = forget(files, trust_file())
+        print(f"withdrew {count} confirmation(s) for {' and '.join(str(f.resolve()) for f in files)}", file=sys.stderr)
         return EXIT_OK
-    if not file.is_file():
-        print(f"svgagent: error: there is no {PROJECT_CONFIG_FILE} here: nothing to confirm", file=sys.stderr)
+    if not any(file.exists() or file.is_symlink() for file in files):
+        print(
+            f"svgagent: error: there is no {PROJECT_CONFIG_FILE} or {ENV_FILE} here: nothing to confirm",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
-    pending = load_settings().untrusted_endpoints
+    pending = read_settings().pending
     if not pending:
-        print(f"nothing to confirm: {file} sets no endpoint that is unconfirmed and not the default", file=sys.stderr)
+        print(
+            f"nothing to confirm: {PROJECT_CONFIG_FILE} and {ENV_FILE} here set no endpoint, raised limit or store "
+            "that is not confirmed yet",
+            file=sys.stderr,
+        )
         return EXIT_OK
-    remember(list(pending), trust_file())
-    for endpoint in pending:
-        print(f"confirmed: {describe(endpoint)} for {endpoint.file}")
+    if args.yes:
+        for setting in pending:
+            print(visible(setting.describe()))
+        remember(pending, trust_file())
+    elif not on_terminal():
+        raise ConfigError(
+            f"not confirmed: {len(pending)} setting(s) of the project files here need your confirmation and there is "
+            "no terminal to ask on; run `svgagent trust` on a terminal to see them, or `svgagent trust --yes`"
+        )
+    elif not ask(pending):
+        print("nothing confirmed", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"confirmed {len(pending)} setting(s); remembered in {trust_file()}", file=sys.stderr)
     return EXIT_OK

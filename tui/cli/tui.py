@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from svgagent.core.endpoint_trust import require_trusted
+from svgagent.core.config.project_trust import require_confirmed, require_trusted
+from svgagent.core.config.settings import Settings, load_settings, read_settings
 from svgagent.core.scoring.errors import StoreError
-from svgagent.core.settings import Settings, load_settings
 from svgagent.tui.cli.exit_codes import EXIT_OK, EXIT_TERMINATED
 
 
@@ -60,16 +60,19 @@ def trusted(settings: Settings) -> Settings:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from svgagent.core.demo import demo_overrides, demo_simulator_process
-    from svgagent.core.run_ref import resolve_run
+    from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.store_cmd import open_store_for_writing
-    from svgagent.tui.cli.trust import ask
+    from svgagent.tui.cli.trust import ask, on_terminal
 
     overrides = tui_settings(args)
-    real = load_settings(**overrides)
+    real = read_settings(**overrides)
     implicit_demo = not args.demo and bool(real.missing_keys())
     demo = args.demo or implicit_demo
-    if real.untrusted_endpoints and not demo:  # a key would go to a project-file endpoint: ask first
-        if not (sys.stdin.isatty() and sys.stderr.isatty()) or not ask(real.untrusted_endpoints):
+    # what a project file decides unconfirmed: ask first (an endpoint only when a key would go there)
+    asked = [setting for setting in real.pending if not (setting.is_endpoint and demo)]
+    if asked:
+        if not on_terminal() or not ask(asked):
+            require_confirmed(real)
             require_trusted(real)
         real = load_settings(**overrides)
     path = real.store_path()

@@ -11,11 +11,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
-from svgagent.core.compare import Comparison, RowComparison, RowScores
-from svgagent.core.records import spread_text
-from svgagent.core.store import Store
+from svgagent.core.analysis.compare import Comparison, RowComparison, RowScores
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import spread_text
+from svgagent.core.terminal_text import visible, visible_line
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_info import verdict_text
+from svgagent.tui.widgets.screen_text import shown
 
 DASH = "–"
 UNPAIRED = {"only_a": "only A", "only_b": "only B", "unscored": DASH}
@@ -33,7 +35,7 @@ def row_key(row: RowComparison) -> str:
 
 
 def _run_label(run_id: str, name: str) -> str:
-    return run_id if name in ("", run_id) else f"{name} ({run_id})"
+    return visible_line(run_id if name in ("", run_id) else f"{name} ({run_id})")  # a run's name: outside text
 
 
 def header_text(c: Comparison, view: str = "") -> Text:
@@ -97,9 +99,9 @@ def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
         style = {"improvement": "green", "regression": "red"}.get(row.outcome, "")
         shown = Text(fmt(delta, sign=True), style=style, justify="right")
     counts = f"{len(row.a.valid_scores) if row.a else DASH}/{len(row.b.valid_scores) if row.b else DASH}"
-    prompt = row.prompt if row.same_requirements else "≠req " + row.prompt
+    prompt = visible_line(row.prompt if row.same_requirements else "≠req " + row.prompt)  # before Text drops BEL
     return (
-        Text(row.row_id),
+        Text(visible_line(row.row_id)),
         _mean(row.a),
         _mean(row.b),
         shown,
@@ -171,15 +173,15 @@ class CompareSide(Vertical):
         rec = message.record
         info = self.query_one(".side-info", Static)
         if rec is None:
-            info.update(Text(message.error, style="red"))
+            info.update(shown(message.error, style="red"))
             return
         text = verdict_text(rec)
         text.append("\n")
         if rec.rationale:
-            text.append(rec.rationale)
+            text.append(visible(rec.rationale))
         for extra in (rec.reason if rec.reason and rec.reason != rec.rationale else None, rec.error):
             if extra:
-                text.append(f"\n{extra}", style="red" if rec.error or rec.status.value == "failed" else "dim")
+                text.append(f"\n{visible(extra)}", style="red" if rec.error or rec.status.value == "failed" else "dim")
         info.update(text)
 
     def on_resize(self) -> None:

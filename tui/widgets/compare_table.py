@@ -10,7 +10,7 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
-from svgagent.core.compare import RowComparison
+from svgagent.core.analysis.compare import RowComparison
 from svgagent.tui.widgets.compare_row import row_cells, row_key
 from svgagent.tui.widgets.line_table import Column, LineTable, cursor_bindings
 

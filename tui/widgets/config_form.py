@@ -1,15 +1,16 @@
 """The Config pane: every run setting of the core ``Settings`` model as a form, validated as you type.
 
 The form is generated from ``Settings.model_fields`` (the field specs, checks and the project file's writer are in
-``svgagent.core.config_fields``): ``Input`` for text and numbers, ``Select`` for enums and
+``svgagent.core.config.form_fields``): ``Input`` for text and numbers, ``Select`` for enums and
 literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
 Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
 field and ``values()`` keeps the last valid one.
 
-``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (the file's other keys
-are kept; comments are not) — never the values the form was given, such as demo mode's simulator endpoints. Start/stop/resume belong to the
-app: it listens for ``ConfigForm.Changed`` and uses the settings it carries for the next run.
+``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (with tomlkit: the
+file's other keys, comments and layout are kept) — never the values the form was given, such as demo mode's simulator
+endpoints. Start/stop/resume belong to the app: it listens for ``ConfigForm.Changed`` and uses the settings it
+carries for the next run.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Switch
 
-from svgagent.core.config_fields import (
+from svgagent.core.config.form_fields import (
     DATASET_FILE,
     FieldSpec,
     form_fields,
@@ -35,12 +36,11 @@ from svgagent.core.config_fields import (
     save_project_config,
     validate_field,
 )
-from svgagent.core.dataset import BUILTIN, load_dataset
+from svgagent.core.config.settings import PROJECT_CONFIG_FILE, Settings
+from svgagent.core.run.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
-from svgagent.core.settings import PROJECT_CONFIG_FILE, Settings
 from svgagent.tui.own_class import set_own_class
 from svgagent.tui.widgets.text_box import TextBox
-from svgagent.tui.widgets.text_field import TextField
 
 STACKED = "-stacked"  # a narrow form: labels above their fields
 STACKED_TARGETS = ".row, .row Input, .row Select, #dataset-kind, .hint"  # what the -stacked rules style
@@ -64,7 +64,7 @@ class _FormBody(VerticalScroll, can_focus=False):
 class ConfigForm(Widget):
     """Run settings as a keyboard form. ``values()`` holds only valid values; ``errors()`` the fields in error."""
 
-    PALETTE_TITLE: ClassVar[str] = "Config"  # its keys in the command palette (tui/commands.py)
+    PALETTE_TITLE: ClassVar[str] = "Config"  # its keys in the command palette (tui/palette_commands.py)
 
     DEFAULT_CSS = """
     ConfigForm { height: 1fr; }
@@ -178,7 +178,7 @@ class ConfigForm(Widget):
             kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
             kind = BUILTIN if is_builtin else DATASET_FILE
             yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
-            yield TextField(
+            yield Input(
                 "" if is_builtin else str(value),
                 placeholder="path to questions.json or .jsonl",
                 id=wid,
@@ -186,7 +186,7 @@ class ConfigForm(Widget):
                 disabled=is_builtin,
             )
         else:
-            yield TextField(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+            yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
 
     def reset(self, settings: Settings) -> None:
         """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);

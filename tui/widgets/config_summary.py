@@ -19,9 +19,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.message import Message
 
-from svgagent.core.config_fields import DATASET_FILE, FieldSpec, form_fields, input_text
-from svgagent.core.dataset import BUILTIN
-from svgagent.core.settings import Settings
+from svgagent.core.config.form_fields import DATASET_FILE, FieldSpec, form_fields, input_text
+from svgagent.core.config.settings import Settings
+from svgagent.core.run.dataset import BUILTIN
+from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.text_box import TextBox
 
 
@@ -41,7 +42,9 @@ def summary_table(settings: Settings) -> Table:
     table.add_column(style="dim", no_wrap=True)
     table.add_column(overflow="fold")
     for spec in form_fields():
-        table.add_row(spec.name, Text(shown_value(spec, getattr(settings, spec.name))))
+        table.add_row(
+            spec.name, Text(visible(shown_value(spec, getattr(settings, spec.name))))
+        )  # project files: outside
     return table
 
 

@@ -15,9 +15,9 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Input, Label, Static
 
-from svgagent.core.query import QueryError, unmatched_terms
+from svgagent.core.store.filter_language import QueryError, unmatched_terms
+from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.rollout_table import RolloutTable
-from svgagent.tui.widgets.text_field import TextField
 
 LIVE_FILTER_ROWS = 2_000  # up to this many rows the filter applies on every key
 TYPING_PAUSE_S = 0.2  # above it, once typing pauses this long
@@ -53,7 +53,7 @@ class FilterBar(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(id="filter-row"):
             yield Label("filter ", id="filter-label")
-            yield TextField(placeholder=PLACEHOLDER, id="filter", compact=True)
+            yield Input(placeholder=PLACEHOLDER, id="filter", compact=True)
         yield Static("", id="filter-note", classes="-hidden", markup=False)
 
     @property
@@ -103,7 +103,7 @@ class FilterBar(Vertical):
     def _show_note(self, note: str) -> None:
         self.note = note
         label = self.query_one("#filter-note", Static)
-        label.update(note)
+        label.update(visible_line(note))
         label.set_class(not note, "-hidden")
 
     def _stop_timer(self) -> None:

@@ -16,7 +16,9 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-# svgagent.core.stats (≈10 ms of CPU to import: its report dataclasses) and statistics are imported at the first
+from svgagent.tui.widgets.screen_text import escaped, shown_line
+
+# svgagent.core.analysis.stats (≈10 ms of CPU to import: its report dataclasses) and statistics are imported at the first
 # scores drawn: the dashboard's first frame, with no run open, has none.
 
 # One eighth of a cell each, bottom up: a bar's top is drawn to 1/8 of a line.
@@ -30,7 +32,7 @@ def _edge(value: float) -> str:
 def bin_query(index: int, bins: int, lo: float = 0.0, hi: float = 1.0) -> str:
     """The filter that selects the rollouts of bin ``index`` (0-based) of ``bins``: ``valid score>=0.3 score<0.4``;
     the last bin ends with ``score<=1``."""
-    from svgagent.core.stats import bin_edges
+    from svgagent.core.analysis.stats import bin_edges
 
     edges = bin_edges(bins, lo, hi)
     upper = f"score<={_edge(edges[index + 1])}" if index == bins - 1 else f"score<{_edge(edges[index + 1])}"
@@ -158,7 +160,7 @@ def _axis(
     axis_style: Style | str,
     selected_style: Style | str,
 ) -> Text:
-    from svgagent.core.stats import bin_edges
+    from svgagent.core.analysis.stats import bin_edges
 
     edges = bin_edges(bins, lo, hi)
     digits = _label_digits(bins)
@@ -218,7 +220,7 @@ class Histogram(Widget):
         """Draw ``counts`` (repaints only when something changed: the dashboard calls this on every update).
         A compact histogram is hidden while there are no counts."""
         new_counts = tuple(counts)
-        new_caption = tuple(Text(c) if isinstance(c, str) else c for c in caption)
+        new_caption = tuple(shown_line(c) if isinstance(c, str) else escaped(c, one_line=True) for c in caption)
         if (new_counts, selected, [c.plain for c in new_caption]) == (
             self.counts,
             self.selected,
@@ -233,7 +235,7 @@ class Histogram(Widget):
     def show_scores(
         self, scores: Iterable[float], bins: int, *, selected: int | None = None, caption: Sequence[Text | str] = ()
     ) -> None:
-        from svgagent.core.stats import histogram_counts
+        from svgagent.core.analysis.stats import histogram_counts
 
         self.show(histogram_counts(scores, bins), selected=selected, caption=caption)
 
@@ -264,7 +266,7 @@ class Histogram(Widget):
             return
         import statistics
 
-        from svgagent.core.stats import histogram_counts
+        from svgagent.core.analysis.stats import histogram_counts
 
         median = statistics.median(scores)  # sorted already: linear
         counts = [0] * bins

@@ -13,7 +13,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.line_table import Column
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
@@ -111,11 +113,13 @@ def detail_key(view: JobView, now: float, link: str) -> tuple[object, ...]:
 
 
 def job_detail(view: JobView, now: float, link: str) -> RenderableType:
-    """The selected job: name, coloured state with a progress bar, requests, times, output model, links."""
+    """The selected job: name, coloured state with a progress bar, requests, times, output model, links. What the
+    control plane says is outside text: every string of it goes in as :func:`shown` text (never markup)."""
     style = state_style(view)
-    title = Text(view.job_id or view.name, style="bold", no_wrap=True, overflow="ellipsis")
+    title = shown_line(view.job_id or view.name, style="bold")
+    title.no_wrap, title.overflow = True, "ellipsis"
     if view.display_name:
-        title.append(f"  {view.display_name}", style="dim")
+        title.append(f"  {visible_line(view.display_name)}", style="dim")
     head = Table.grid(expand=True, padding=(0, 1))
     head.add_column(no_wrap=True)
     head.add_column(ratio=1, no_wrap=True, overflow="crop")
@@ -125,11 +129,11 @@ def job_detail(view: JobView, now: float, link: str) -> RenderableType:
         progress += f" · epoch {view.epoch}"
     bar_style = "dim" if view.stale else style
     head.add_row(
-        Text(view.phase, style=f"bold {style}"),
+        shown_line(view.phase, style=f"bold {style}"),
         ProgressBar(
             total=100, completed=view.percent or 0, complete_style=bar_style, finished_style=bar_style, style="bar.back"
         ),
-        Text(progress),
+        shown_line(progress),
     )
 
     rows = Table.grid(padding=(0, 1))
@@ -138,20 +142,20 @@ def job_detail(view: JobView, now: float, link: str) -> RenderableType:
     requests = view.progress_text() or "none yet"
     if view.failed and "failed" not in requests:
         requests += f" ({view.failed} failed)"
-    rows.add_row("requests", requests)
+    rows.add_row("requests", shown_line(requests))
     took = elapsed(view, now)
     when = format_created(view.created)
     if took is not None:
         when += f" · {duration(took)} {'in total' if view.terminal else 'elapsed'}"
-    rows.add_row("created", when)
-    rows.add_row("output", view.output_model or "– (named when the job starts)")
+    rows.add_row("created", shown_line(when))
+    rows.add_row("output", shown_line(view.output_model or "– (named when the job starts)"))
     if view.status and view.category in ("error", "warning"):
-        rows.add_row("status", Text(view.status, style=style))
+        rows.add_row("status", shown(view.status, style=style))
     parts: list[RenderableType] = [title, head, rows]
     if view.links:
-        shown = link if link in view.links else next(iter(view.links))
-        rows.add_row("links", links_line(view, shown))
-        rows.add_row("", Text(view.links[shown], style="underline"))
+        picked = link if link in view.links else next(iter(view.links))
+        rows.add_row("links", links_line(view, picked))
+        rows.add_row("", shown_line(view.links[picked], style="underline"))
     return Group(*parts)
 
 

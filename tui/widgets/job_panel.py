@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 
 class JobPanel(Vertical):
-    PALETTE_TITLE = "Jobs"  # its keys in the command palette (tui/commands.py)
+    PALETTE_TITLE = "Jobs"  # its keys in the command palette (tui/palette_commands.py)
     DEFAULT_CSS = """
     JobPanel { height: 1fr; }
     JobPanel > #jobs-status { height: 1; padding: 0 1; }

@@ -24,12 +24,16 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-Cell = str | Text  # plain text drawn in the row's style, or text with styles of its own
+from svgagent.core.terminal_text import visible_line
+from svgagent.tui.widgets.screen_text import escaped
+
+Cell = str | Text  # plain text drawn in the row's style, or text with styles of its own; never markup, and its
+# control characters are shown as escapes (``visible_line``) whoever built it: cells hold outside text
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    key: str  # for the rollout table also the sort field (svgagent.core.query.SORT_FIELDS), except "mark"
+    key: str  # for the rollout table also the sort field (svgagent.core.store.filter_language.SORT_FIELDS), except "mark"
     label: str
     width: int  # 0: the subclass decides (see ``LineTable.widths``)
     justify: Literal["left", "right"] = "left"
@@ -262,7 +266,7 @@ class LineTable(ScrollView, can_focus=True):
         elif not self.row_count:
             lines = self.empty_lines()
             text = lines[y - 2] if 0 <= y - 2 < len(lines) else ""
-            strip = Strip([Segment("  " + text, base + self.component_style("empty"))])
+            strip = Strip([Segment("  " + visible_line(text), base + self.component_style("empty"))])
         else:
             index = round(self.scroll_y) + y - 1
             strip = self._row(index, base) if index < self.row_count else Strip([])
@@ -299,9 +303,9 @@ class LineTable(ScrollView, can_focus=True):
             if cursor is not None and not header:
                 style += cursor
             if isinstance(cell, Text):
-                segments.extend(self._text_segments(cell, width, column.justify, style, cursor))
+                segments.extend(self._text_segments(escaped(cell, one_line=True), width, column.justify, style, cursor))
             else:
-                segments.append(Segment(fit(cell, width, column.justify), style))
+                segments.append(Segment(fit(visible_line(cell), width, column.justify), style))
         return Strip(segments)
 
     def _text_segments(self, text: Text, width: int, justify: str, style: Style, cursor: Style | None) -> list[Segment]:

@@ -30,10 +30,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.worker import get_current_worker
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.imaging import HalfBlocks, load_rollout_picture
-from svgagent.tui.widgets.text_box import OneLayout, signature
+from svgagent.tui.widgets.screen_text import shown
+from svgagent.tui.widgets.text_box import signature
 
 SETTLE_S = 0.05
 
@@ -151,7 +152,7 @@ class PictureSource:
     def note(self, text: str, style: str = "dim italic") -> None:
         """A line instead of a picture (nothing to draw yet, or why it cannot be)."""
         self.image = None
-        self._draw(Text(text, style=style))
+        self._draw(shown(text, style=style))  # may quote outside text (an error): escaped
 
     @work(thread=True, exclusive=True, group="picture", exit_on_error=False)
     def _load(self, request: _Request) -> None:
@@ -198,7 +199,7 @@ class PictureSource:
             self.post_message(shown)  # type: ignore[attr-defined]
 
 
-class Picture(OneLayout, PictureSource, Widget):
+class Picture(PictureSource, Widget):
     """A rollout's picture in at most ``cols`` × ``lines`` cells (see :meth:`fit`), as large as what it shows:
     a new picture of the same size repaints it, one of another size (or a note) lays the screen out again."""
 

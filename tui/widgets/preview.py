@@ -15,12 +15,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.widgets.picture import PictureShown
 from svgagent.tui.widgets.preview_body import GUTTER, PreviewBody
 from svgagent.tui.widgets.rollout_cells import prompt_topic, sample_label
 from svgagent.tui.widgets.rollout_info import info_sections
+from svgagent.tui.widgets.screen_text import escaped, shown_line
 from svgagent.tui.widgets.text_box import TextBox
 
 BESIDE_MIN_TEXT = 34  # columns of text the rationale needs beside the picture
@@ -100,11 +101,16 @@ class Preview(Vertical):
         if title is None:  # the app is closing: Textual removed the title before the picture's queue was done
             return
         if rec is None:
-            title.show(Text(message.error, style="red"))
+            title.show(shown_line(message.error, style="red"))
             self.picture.show_text([])
             return
         title.show(
-            Text.assemble((prompt_topic(rec.prompt), "bold"), (f" · {rec.row_id} · sample {sample_label(rec)}", "dim"))
+            escaped(
+                Text.assemble(
+                    (prompt_topic(rec.prompt), "bold"), (f" · {rec.row_id} · sample {sample_label(rec)}", "dim")
+                ),
+                one_line=True,
+            )
         )
         self.picture.show_text(self._sections_of(rec))
 

@@ -5,7 +5,7 @@ A cursor moving over the rollout table shows a new rollout at each step: another
 an SVG of another length. With the text in widgets of their own height, each step was a layout of the whole
 screen (≈60 – 100 ms on a loaded machine); here each step only repaints: the picture's segments and the text's
 wrapped lines are cached strips (per section: a live change of one section re-wraps only it), the scrollable
-height is set without asking for a layout (Textual 8.2's ``virtual_size`` reactive would), and the vertical
+height is set without asking for a layout (assigning Textual's ``virtual_size`` reactive would), and the vertical
 scrollbar is always there, so its appearing never changes the text's width (with nothing to scroll it is drawn
 in the background's colour: no track where a scrollbar would have been hidden).
 
@@ -27,10 +27,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from svgagent.core.records import RolloutRecord
-from svgagent.core.store import Store
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.imaging import HalfBlocks
 from svgagent.tui.widgets.picture import PictureShown, PictureSource, note_strips, picture_strips
+from svgagent.tui.widgets.screen_text import safe_renderable
 from svgagent.tui.widgets.text_box import signature
 
 GUTTER = 2  # columns between the picture and the text beside it
@@ -159,7 +160,9 @@ class PreviewBody(PictureSource, ScrollView):
         return 0 if self.beside or not picture else picture + 1
 
     def _changed(self, *, text: bool = False) -> None:
-        """Something shown changed: the scrollable height follows, without a layout; repaint."""
+        """Something shown changed: the scrollable height follows, without a layout (the widget's own size is its
+        pane's, and its vertical scrollbar is always there: only the bar's thumb and the scroll range change);
+        repaint."""
         if text:
             self._text = None
         if self._width() <= 0:
@@ -168,7 +171,9 @@ class PreviewBody(PictureSource, ScrollView):
         size = Size(self._width(), height)
         if size != self.virtual_size:
             self.set_reactive(Widget.virtual_size, size)
-            self._scroll_update(size)
+            self.vertical_scrollbar.window_virtual_size = height
+            if self.scroll_y > self.max_scroll_y:
+                self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
         self.set_class(height <= self.scrollable_content_region.height, "-fits")  # nothing to scroll: no track
         self.refresh()
 
@@ -232,4 +237,5 @@ class PreviewBody(PictureSource, ScrollView):
 
 def _wrap(console: Any, section: RenderableType, options: Any, base: Style) -> list[Strip]:
     """``section`` wrapped at the options' width, on ``base``: its lines as strips (on the loop or in a thread)."""
+    section = safe_renderable(section)  # outside text: its controls shown as escapes (widgets/screen_text)
     return [Strip(line) for line in console.render_lines(section, options, style=base, pad=False)]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.widgets.line_table import Column
 
 DASH = "–"

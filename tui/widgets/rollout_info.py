@@ -9,10 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from svgagent.core.records import RolloutRecord
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.store.typed_rows import RolloutRecord
+from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
-from svgagent.tui.widgets.text_box import OneLayout, TextBox
+from svgagent.tui.widgets.screen_text import shown
+from svgagent.tui.widgets.text_box import TextBox
 
 SVG_PREVIEW_LINES = 400
 
@@ -79,9 +81,9 @@ def requirements_text(rec: RolloutRecord, human: list[bool] | None = None) -> Te
         if human is not None:
             icon, style = _mark(human[i - 1] if i - 1 < len(human) else None)
             text.append(f"you {icon} ", style=f"bold {style}")
-        text.append(f"{i}. {requirement}")
+        text.append(f"{i}. {visible(requirement)}")
         if marks.get(i, (True, ""))[1]:
-            text.append(f"\n     {marks[i][1]}", style="dim")
+            text.append(f"\n     {visible(marks[i][1])}", style="dim")
         text.append("\n")
     text.rstrip()
     return text
@@ -93,7 +95,7 @@ def error_text(rec: RolloutRecord) -> Text | None:
         parts.append(rec.error)
     if rec.reason and rec.status is RolloutStatus.FAILED and rec.reason != rec.error:
         parts.append(rec.reason)
-    return Text("\n".join(parts), style="red") if parts else None
+    return shown("\n".join(parts), style="red") if parts else None
 
 
 def timing_text(rec: RolloutRecord) -> Text:
@@ -112,10 +114,10 @@ def svg_renderable(svg: str | None, *, max_lines: int | None = SVG_PREVIEW_LINES
     if not svg:
         return Text("no SVG", style="dim")
     lines = svg.splitlines()
-    shown = "\n".join(lines[:max_lines]) if max_lines else svg
+    source = visible("\n".join(lines[:max_lines]) if max_lines else svg)
     from rich.syntax import Syntax  # with Pygments ≈55 ms of CPU: paid at the first SVG shown, not at start-up
 
-    syntax = Syntax(shown, "xml", line_numbers=True, word_wrap=True, theme="ansi_dark", background_color="default")
+    syntax = Syntax(source, "xml", line_numbers=True, word_wrap=True, theme="ansi_dark", background_color="default")
     if max_lines and len(lines) > max_lines:
         return Group(
             syntax, Text(f"… {len(lines) - max_lines} more lines: press enter for the rollout screen", style="dim")
@@ -128,7 +130,7 @@ def _heading(title: str) -> Text:
 
 
 def _section(title: str, rec: RolloutRecord, column: str, kept: str, body: RenderableType) -> Group:
-    """A heading and ``body``; between them, when the store cut ``column`` to its size cap (svgagent.core.caps),
+    """A heading and ``body``; between them, when the store cut ``column`` to its size cap (svgagent.core.store.size_caps),
     a line saying how much of it was kept."""
     length = (rec.truncated or {}).get(column)
     note = [Text(f"(stored cut: {len(kept):,} of {length:,} characters kept)", style="italic")] if length else []
@@ -151,10 +153,10 @@ def info_sections(
         verdict=verdict_text(rec) if show_verdict else None,
         error=Group(_heading("Error"), error) if error else None,
         requirements=Group(_heading("Requirements"), requirements_text(rec)) if show_requirements else None,
-        rationale=_section("Judge's rationale", rec, "rationale", rec.rationale, Text(rec.rationale))
+        rationale=_section("Judge's rationale", rec, "rationale", rec.rationale, shown(rec.rationale))
         if rec.rationale
         else None,
-        prompt=Group(_heading("Prompt"), Text(rec.prompt)),
+        prompt=Group(_heading("Prompt"), shown(rec.prompt)),
         timing=timing_text(rec),
         svg=_section(
             "SVG source", rec, "svg", rec.svg, svg_renderable(rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)
@@ -165,7 +167,7 @@ def info_sections(
     return sections
 
 
-class RolloutInfo(OneLayout, Vertical):
+class RolloutInfo(Vertical):
     """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
 
     The same record again does nothing, and of a new state only the sections whose text changed are redrawn,

@@ -16,8 +16,8 @@ from textual.binding import Binding
 from textual.events import Click
 from textual.message import Message
 
-from svgagent.core.query import SORT_FIELDS, Query, parse_query, sort_records
-from svgagent.core.records import RolloutRecord, RunTally, paused_gc
+from svgagent.core.store.filter_language import SORT_FIELDS, Query, parse_query, sort_records
+from svgagent.core.store.typed_rows import RolloutRecord, RunTally, paused_gc
 from svgagent.tui.widgets.line_table import LineTable, cursor_bindings
 from svgagent.tui.widgets.rollout_cells import COLUMNS, FIXED_WIDTH, GAP, PROMPT_MIN, SORTABLE, STATUS_STYLES, cells_for
 

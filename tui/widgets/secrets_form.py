@@ -26,11 +26,12 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Label, Static
 
-from svgagent.core.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
-from svgagent.core.settings import Settings
-from svgagent.core.verify_keys import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
+from svgagent.core.config.key_checks import VerifyResult, control_plane_url, verify_fireworks_key, verify_openai_key
+from svgagent.core.config.secrets import SecretEntry, is_valid_name, read_env_file, read_secrets, write_env_file
+from svgagent.core.config.settings import Settings
+from svgagent.core.terminal_text import visible
 from svgagent.tui.widgets.config_form import FocusHome
-from svgagent.tui.widgets.text_field import TextField
+from svgagent.tui.widgets.screen_text import shown_line
 
 Mode = Literal["table", "edit", "add", "confirm"]
 SOURCE_LABELS = {"env-file": ".env", "environment": "environment", "unset": "unset"}
@@ -53,7 +54,7 @@ def _is_fireworks(url: str) -> bool:
 class SecretsPane(Widget):
     """A table of keys with their source and masked value; every action is a key (see ``BINDINGS``)."""
 
-    PALETTE_TITLE: ClassVar[str] = "Secrets"  # its keys in the command palette (tui/commands.py)
+    PALETTE_TITLE: ClassVar[str] = "Secrets"  # its keys in the command palette (tui/palette_commands.py)
 
     DEFAULT_CSS = """
     SecretsPane { height: 1fr; layout: vertical; }
@@ -177,7 +178,7 @@ class SecretsPane(Widget):
         yield Static("", id="secrets-detail", markup=False)
         with Horizontal(id="secrets-editor"):
             yield Label("", id="secrets-prompt", markup=False)
-            yield TextField(id="secrets-input", password=True, compact=True)
+            yield Input(id="secrets-input", password=True, compact=True)
 
     def on_mount(self) -> None:
         self.reload()
@@ -186,12 +187,12 @@ class SecretsPane(Widget):
         source = SOURCE_LABELS[entry.source]
         if entry.shadowed:
             source = "env over .env"
-        if entry.name in self._revealed and entry.value:
-            value: str | Text = Text(entry.value, style="bold")
+        if entry.name in self._revealed and entry.value:  # names and values may come from a project's .env: data
+            value = shown_line(entry.value, style="bold")
         else:
-            value = entry.masked or Text("—", style="dim")
+            value = shown_line(entry.masked) if entry.masked else Text("—", style="dim")
         status = self._status.get(entry.name, ("", ""))[0]
-        return [entry.name, source, value, Text(status, style=STATUS_STYLES.get(status, ""))]
+        return [shown_line(entry.name), source, value, Text(status, style=STATUS_STYLES.get(status, ""))]
 
     def _refresh_row(self, name: str) -> None:
         entry = self._entries.get(name)
@@ -235,7 +236,7 @@ class SecretsPane(Widget):
         message = self._status.get(entry.name, ("", ""))[1]
         if message:
             lines.append(message)
-        detail.update("\n".join(lines))
+        detail.update(visible("\n".join(lines)))  # a value from a project's .env: outside text
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from svgagent.core.records import RunSummary, mean_text, spread_text
+from svgagent.core.store.typed_rows import RunSummary, mean_text, spread_text
+from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.text_box import TextBox
 
 
@@ -49,7 +50,7 @@ def format_summary(
             text.append(piece) if isinstance(piece, str) else text.append(*piece)
 
     if run_label:
-        part((run_label, "bold"))
+        part((visible_line(run_label), "bold"))  # a run's name: outside text
     if state:
         part((state, "italic"))
     part(f"{s.done}/{s.rollouts} done")

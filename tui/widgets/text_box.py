@@ -17,6 +17,8 @@ from rich.text import Text
 from textual.css.scalar import Unit
 from textual.widgets import Static
 
+from svgagent.tui.widgets.screen_text import safe_renderable
+
 
 def signature(content: Any) -> object:
     """What ``content`` shows, as a value: equal signatures, equal drawings. Text, groups of it and syntax blocks
@@ -53,35 +55,22 @@ def signature(content: Any) -> object:
             content.background_style,
             content.indent_guides,
             content.padding,
-            type(content._theme).__name__,
-        )
+        )  # its theme is private to Rich: the app's SVG blocks all use one (rollout_info.svg_renderable)
     return content  # compared by identity: never equal to what another call built
 
 
 _UNSET: Any = object()
 
 
-class OneLayout:
-    """A widget mixin: a layout that changes the widget's size does not ask for a second one.
-
-    When a reflow gives a widget a new size, Textual (8.2) sets its ``virtual_size`` as a reactive that asks for a
-    layout of the whole screen — a second reflow right after the first, which has already placed everything with
-    the new sizes. A live preview changing height paid two full reflows for one change. Textual sets it without
-    that request itself when it reflows only what is visible (``layout=False``); so does this, always. Scrollbars
-    still follow (``_scroll_update`` runs and their visibility asks for a layout of its own)."""
-
-    def _size_updated(self, size: Any, virtual_size: Any, container_size: Any, layout: bool = True) -> bool:
-        return super()._size_updated(size, virtual_size, container_size, layout=False)  # type: ignore[misc]
-
-
-class TextBox(OneLayout, Static):
+class TextBox(Static):
     """``show(content)`` instead of ``update``: no work when nothing changed, no layout when the height stays.
-    ``redraws`` and ``layouts`` count what :meth:`show` did (tests read them)."""
+    ``redraws`` and ``layouts`` count what :meth:`show` did (tests read them). What it shows holds outside text:
+    a string is never markup, and controls in text are shown as escapes (``screen_text.safe_renderable``)."""
 
     def __init__(
         self, content: Any = "", *, id: str | None = None, classes: str | None = None, markup: bool = False
     ) -> None:
-        super().__init__(content, id=id, classes=classes, markup=markup)
+        super().__init__(safe_renderable(content) if not markup else content, id=id, classes=classes, markup=markup)
         self._key = signature(content)
         self.redraws = 0  # shows that changed the content
         self.layouts = 0  # of them, those that asked for a layout
@@ -93,7 +82,7 @@ class TextBox(OneLayout, Static):
         if key == self._key:
             return False
         self._key = key
-        renderable = content() if callable(content) else content
+        renderable = safe_renderable(content() if callable(content) else content)
         self.redraws += 1
         if self._height_fixed():
             self.update(renderable, layout=False)
