@@ -153,4 +153,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN worked_s REAL;
     """,
+    # v7: whose recipe a run's scores follow (core/scoring/judge_profiles.py) and what drew its pictures; runs stored
+    # before these existed were judged by svgagent's own profile on cairosvg
+    """
+    ALTER TABLE runs ADD COLUMN judge_profile TEXT NOT NULL DEFAULT 'svgagent';
+    ALTER TABLE runs ADD COLUMN renderer TEXT NOT NULL DEFAULT 'cairosvg';
+    """,
 ]
