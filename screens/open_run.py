@@ -263,7 +263,7 @@ class OpenRun:
             self.notify(NO_RUN, severity="warning")
             return False
         run = services.store.get_run(self.run_id)
-        settings = services.settings_for_run(run.settings)
+        settings = services.settings_for_run(run.measured_settings)
         if not self.keys_ready(settings):
             return False
         try:

@@ -14,6 +14,7 @@ import pytest
 from _pytest.unraisableexception import gc_collect_iterations_key  # a stash key pytest gives its own tests
 from factories import build_run
 from source_bytecode import compile_sources
+from tmux_support import Tmux, private_tmux
 
 from svgagent.core.sim.simulator import Simulator
 from svgagent.core.store.run_store import Store
@@ -158,3 +159,10 @@ SLOW_FIRST = (
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: index for index, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: the rest keep their order
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    """A private tmux server for a test that drives the app in a real terminal (tests/tmux_support.py)."""
+    with private_tmux(tmp_path) as server:
+        yield server

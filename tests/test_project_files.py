@@ -175,6 +175,7 @@ def test_a_project_dotenv_endpoint_receives_no_key_until_confirmed(isolated_env:
         ("request_timeout_s = 3600", "request_timeout_s"),
         ('store = "runs-in-the-repo.db"', "store"),
         ('home = "data-in-the-repo"', "home"),
+        ('chromium_path = "./run-me.sh"', "chromium_path"),  # a program --renderer chromium would start
     ],
 )
 def test_a_project_file_may_not_raise_a_limit_or_move_the_store_unasked(

@@ -181,7 +181,7 @@ def test_input_checks() -> None:
     with pytest.raises(RenderError, match="must be str or bytes"):
         render_svg_to_png(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        render_svg_to_png(solid_svg("#000"), size=0)
+        render_svg_to_png(solid_svg("#000"), size=-1)  # (0 is OWN_SIZE: the page the SVG sizes itself)
 
 
 def test_gzip_input_is_decompressed_with_a_cap() -> None:

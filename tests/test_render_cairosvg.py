@@ -1,5 +1,6 @@
 """The picture the judge sees is plain cairosvg's: the sandboxed renderer's PNG against ``cairosvg.svg2png`` with the
-same sizing (the renderer's ``output_size``: longest side ``size``) and ``background_color="white"``, on the project's
+same sizing (the renderer's ``output_size``: longest side ``size``) and ``background_color="white"`` -- of the SVG as
+the workers read it (core/scoring/render_prep.py's rewrites) with their fontconfig file -- on the project's
 corpus -- the hostile SVGs a safe renderer may draw, the simulator's motifs, bench/render.py's model-like SVGs and a
 set of features models write -- decoded pixel by pixel (PSNR = inf), and byte for byte (the PNG is cairosvg's own).
 
@@ -13,6 +14,7 @@ import gzip
 import importlib.util
 import io
 import json
+import os
 import random
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from PIL import Image, ImageChops
 
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.render import Renderer
-from svgagent.core.scoring.render_worker import output_size
+from svgagent.core.scoring.render_worker import font_config_file, output_size, prepare_for_cairosvg
 from svgagent.core.sim.content import make_svg
 from svgagent.core.sim.motifs import MOTIFS
 
@@ -162,12 +164,21 @@ for line in sys.stdin:
 
 
 def _plain_cairosvg(jobs: list[tuple[bytes, dict]]) -> list[dict]:
-    """``cairosvg.svg2png`` of each (SVG, sizing) in a child process that imports cairosvg and nothing of ours."""
+    """``cairosvg.svg2png`` of each (SVG, sizing) in a child process that imports cairosvg and nothing of ours: the
+    SVG as the workers read it (render_prep's rewrites, made here) and the workers' fontconfig file."""
     lines = "".join(
-        json.dumps({"svg": base64.b64encode(svg).decode(), "sizing": sizing}) + "\n" for svg, sizing in jobs
+        json.dumps({"svg": base64.b64encode(prepare_for_cairosvg(gzip_free(svg))).decode(), "sizing": sizing}) + "\n"
+        for svg, sizing in jobs
     )
+    env = {**os.environ, "FONTCONFIG_FILE": font_config_file()}
     child = subprocess.run(
-        [sys.executable, "-c", _REFERENCE], input=lines, capture_output=True, text=True, timeout=600, check=True
+        [sys.executable, "-c", _REFERENCE],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+        env=env,
     )
     return [json.loads(line) for line in child.stdout.splitlines()]
 

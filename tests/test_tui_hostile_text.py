@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shlex
 import shutil
 import socket
@@ -22,12 +21,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_tui_tmux import Tmux
+from tmux_support import Tmux
 
 from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.models import RolloutStatus
@@ -176,23 +175,6 @@ class Terminal:
             problems.append("no escape is shown as text")
         assert not problems, f"{view}: " + "; ".join(problems) + f"\n{screen}"
         return screen
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
-    env.update(
-        TERM="xterm-256color",
-        COLORTERM="truecolor",
-        SVGAGENT_HOME=str(tmp_path / "svgagent-home"),
-        LANG="C.UTF-8",
-        LC_ALL="C.UTF-8",
-    )
-    server = Tmux(f"svgagent-hostile-{os.getpid()}-{uuid.uuid4().hex[:8]}", env)
-    try:
-        yield server
-    finally:
-        subprocess.run(["tmux", "-L", server.socket, "kill-server"], env=env, capture_output=True, timeout=30)
 
 
 def svgagent(env: dict[str, str], *args: str) -> str:

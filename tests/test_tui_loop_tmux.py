@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_tui_tmux import Tmux, tmux  # noqa: F401 - the fixture
+from tmux_support import Tmux
 
 from svgagent.core.store.run_store import Store
 
@@ -43,7 +43,7 @@ def steps_shown(screen: str) -> list[int]:
     return [int(n) for n in STEP_ROW.findall(screen)]
 
 
-def test_the_whole_loop_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+def test_the_whole_loop_in_a_real_terminal(tmux: Tmux, tmp_path: Path) -> None:
     exit_file = start(tmux, tmp_path)
     tmux.wait_for("the training view of the app's server", lambda s: "serving on http://127.0.0.1:" in s)
     tmux.keys("Escape")

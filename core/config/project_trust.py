@@ -7,7 +7,8 @@ may set:
 - an endpoint (``base_url``, ``judge_base_url``) other than the default: keys would be sent there;
 - a safety limit (:data:`SAFETY_LIMITS`) above the one the person's own layers give — flags, environment, the
   user config file, defaults: a project file may lower a limit, not raise it unasked;
-- where the run store and exports live (``store``, ``home``).
+- where the run store and exports live (``store``, ``home``);
+- a program svgagent runs (``chromium_path``, the browser ``--renderer chromium`` starts).
 
 Such a setting is *pending* until the person confirmed it once for that file: ``svgagent trust`` lists what it
 would trust and asks (``--yes`` for scripts), and ``svgagent tui`` asks the same on a terminal. Confirmations are
@@ -50,7 +51,8 @@ SAFETY_LIMITS = (
     "render_memory_mb",
 )
 LOCATIONS = {"store": "the run store moves", "home": "the run store and exports move"}  # where they are written
-GUARDED = (*ENDPOINTS, *SAFETY_LIMITS, *LOCATIONS)
+PROGRAMS = {"chromium_path": ("--renderer chromium runs that program", "--chromium")}  # what they run, their flag
+GUARDED = (*ENDPOINTS, *SAFETY_LIMITS, *LOCATIONS, *PROGRAMS)
 
 
 def _auto_workers() -> int:
@@ -91,6 +93,8 @@ class ProjectSetting:
             return (
                 f"{self.file}: {self.field} = {self.value} ({LOCATIONS[self.field]} there; yours: {_shown(self.mine)})"
             )
+        if self.field in PROGRAMS:
+            return f"{self.file}: {self.field} = {self.value} ({PROGRAMS[self.field][0]}; yours: {_shown(self.mine)})"
         return f"{self.file}: {self.field} = {self.value} (raises a safety limit; yours: {_shown(self.mine)})"
 
     def refusal(self) -> str:
@@ -107,6 +111,13 @@ class ProjectSetting:
                 f"{self.file} sets {self.field} to {self.value}: {LOCATIONS[self.field]} there "
                 f"(yours: {_shown(self.mine)}). Check that file, then confirm once with `svgagent trust` (remembered "
                 f"for this file and value), or choose the place yourself with --store or {variable}"
+            )
+        if self.field in PROGRAMS:
+            what, flag = PROGRAMS[self.field]
+            return (
+                f"{self.file} sets {self.field} to {self.value}: {what} (yours: {_shown(self.mine)}). Check that "
+                f"file, then confirm once with `svgagent trust` (remembered for this file and value), or choose the "
+                f"program yourself with {flag} or {variable}"
             )
         return (
             f"{self.file} raises {self.field} to {self.value} (yours: {_shown(self.mine)}): a project file may "

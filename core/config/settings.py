@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from svgagent.core.config.field_limits import numeric_range
@@ -26,7 +26,7 @@ from svgagent.core.config.project_trust import GUARDED, TRUST_FILE_NAME, find_pe
 from svgagent.core.config.settings_sources import DotEnvFileSource, TomlFileSource, noting_project_layers
 from svgagent.core.config.toml_file import CONFIG_MAX_BYTES, PROJECT_CONFIG_MAX_BYTES
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.scoring.models import JudgeMode
+from svgagent.core.scoring.models import JudgeMode, JudgeProfileName, RendererName
 from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
@@ -38,7 +38,7 @@ SECRET_FIELDS = ("fireworks_api_key", "openai_api_key")
 # Fields read from their own variable names (FIREWORKS_API_KEY, …): the Secrets pane's, not the Config pane's.
 KEY_FIELDS = (*SECRET_FIELDS, "fireworks_account_id")
 # Fields that describe where things live or how this process runs, not what a run measures.
-LOCAL_FIELDS = ("home", "store", "cache", "keymap")
+LOCAL_FIELDS = ("home", "store", "cache", "keymap", "chromium_path")
 KEYMAP_MAX_ENTRIES = 500  # a project's svgagent.toml is untrusted text: the [keymap] table is capped
 KEYMAP_MAX_CHARS = 200
 
@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     judge_model: str = Field("gpt-4.1", min_length=1, description="vision judge model")
     judge_base_url: str = Field("https://api.openai.com/v1", description="judge OpenAI-compatible endpoint")
     judge_mode: JudgeMode = Field(JudgeMode.COUNT, description="count | per-requirement")
+    judge_profile: JudgeProfileName = Field(
+        JudgeProfileName.SVGAGENT,
+        description="whose scoring recipe: svgagent | ep-quickstart (Eval Protocol's RFT reward) | svgbench",
+    )
     # engine
     concurrency: int = Field(16, ge=1, le=1024, description="policy requests in flight")
     judge_concurrency: int = Field(16, ge=1, le=1024, description="judge requests in flight")
@@ -90,6 +94,9 @@ class Settings(BaseSettings):
     render_size: int = Field(512, ge=32, le=4096, description="longest side of the PNG the judge sees")
     render_timeout_s: float = Field(20.0, gt=0, le=600, description="wall-clock limit per render")
     render_memory_mb: int = Field(1024, ge=128, le=16384, description="memory limit of a render worker")
+    renderer: RendererName = Field(
+        RendererName.CAIROSVG, description="what draws the SVG: cairosvg | chromium (a headless browser, for parity)"
+    )
     threshold: float = Field(DEFAULT_THRESHOLD, ge=0.0, le=1.0, description="mean score needed to pass")
     # data
     dataset: str = Field("builtin", min_length=1, description="'builtin' or a path (questions.json / EP JSONL)")
@@ -104,6 +111,9 @@ class Settings(BaseSettings):
     # local
     home: Path | None = Field(None, description="data directory (env SVGAGENT_HOME)")
     store: Path | None = Field(None, description="SQLite store file or directory")
+    chromium_path: Path | None = Field(
+        None, description="the Chromium executable for --renderer chromium (default: chromium on PATH)"
+    )
     # off by default: a new run or a rerun is a new sample; a resume never pays twice either way (answers are stored
     # on their rollouts as they arrive)
     cache: bool = Field(
@@ -137,6 +147,19 @@ class Settings(BaseSettings):
                 "must not hold credentials (user:password@): put keys in FIREWORKS_API_KEY / OPENAI_API_KEY"
             )
         return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _profile_has_mode(self) -> Settings:
+        from svgagent.core.scoring.judge_profiles import profile_named
+
+        profile = profile_named(self.judge_profile)
+        if self.judge_mode not in profile.forms:
+            modes = ", ".join(m.value for m in profile.forms)
+            raise ValueError(
+                f"judge_profile {profile.name.value} judges by {modes} only: set judge_mode to {modes} "
+                f"(or judge_profile to svgagent)"
+            )
+        return self
 
     @field_validator("keymap")
     @classmethod
@@ -230,6 +253,10 @@ def describe_field_limits(name: str) -> str:
         return numeric
     if name == "judge_mode":
         return "one of: " + ", ".join(m.value for m in JudgeMode)
+    if name == "judge_profile":
+        return "one of: " + ", ".join(m.value for m in JudgeProfileName)
+    if name == "renderer":
+        return "one of: " + ", ".join(m.value for m in RendererName)
     if name == "reasoning_effort":
         return "one of: low, medium, high"
     return info.description or ""

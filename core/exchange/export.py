@@ -10,6 +10,7 @@ What goes where in an ``EvaluationRow``:
 - ``execution_metadata.extra["svgagent"]`` keeps what Eval Protocol has no field for (the judge's own score when a
   person overrode it, the override, stage timings, the state, reason and error), so ``svgagent import`` restores
   a run exactly. Other tools ignore it.
+- ``input_metadata.session_data`` says how the scores were made: ``judge_profile`` and ``renderer``.
 - PNG bytes are never in the JSONL; ``--assets DIR`` writes them (and the SVGs) as files named from rollout ids.
 """
 
@@ -164,6 +165,12 @@ def _extra(rec: RolloutRecord) -> dict[str, Any]:
     }
 
 
+def judge_session(run: RunRecord) -> dict[str, Any]:
+    """How a run's scores were made, for ``input_metadata.session_data``: the judge profile (whose recipe the
+    score follows) and the renderer that drew the pictures; ``svgagent import`` reads them back."""
+    return {"judge_profile": run.judge_profile, "renderer": run.renderer}
+
+
 def evaluation_row(run: RunRecord, rec: RolloutRecord) -> dict[str, Any]:
     formatted = format_prompt(rec.prompt, rec.requirements)
     messages: list[dict[str, Any]] = [{"role": "user", "content": formatted}]
@@ -189,6 +196,7 @@ def evaluation_row(run: RunRecord, rec: RolloutRecord) -> dict[str, Any]:
                 "formatted_prompt": formatted,
                 "sample_index": rec.sample_index,
             },
+            "session_data": judge_session(run),
         },
         "evaluation_result": evaluation_result(rec),
         "rollout_status": rollout_status(rec),

@@ -256,6 +256,10 @@ def import_file(
     if len(models) > 1:
         run_settings["models"] = models
     run_settings["imported_from"] = path.name
+    for key in ("judge_profile", "renderer"):  # how the file's scores were made, if all rows agree
+        said = {p.recipe[key] for p in parsed if key in p.recipe}
+        if len(said) == 1:
+            run_settings[key] = said.pop()
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:

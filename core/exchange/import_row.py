@@ -57,6 +57,7 @@ class ParsedRollout:
     requirements: tuple[str, ...]
     columns: dict[str, Any]
     completion_params: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[str, str] = field(default_factory=dict)  # judge_profile, renderer: input_metadata.session_data
 
     @property
     def status(self) -> RolloutStatus:
@@ -103,7 +104,15 @@ def parse_evaluation_row(obj: Any, line: int = 0) -> ParsedRollout:
     if isinstance(created, str) and created.strip():
         columns["created"] = created
     params = meta.get("completion_params")
-    return ParsedRollout(line, row_id, prompt, requirements, columns, params if isinstance(params, dict) else {})
+    session = meta.get("session_data")
+    recipe = {
+        key: session[key]
+        for key in ("judge_profile", "renderer")
+        if isinstance(session, dict) and isinstance(session.get(key), str) and 0 < len(session[key]) <= 200
+    }
+    return ParsedRollout(
+        line, row_id, prompt, requirements, columns, params if isinstance(params, dict) else {}, recipe
+    )
 
 
 def parse_formatted_prompt(text: str) -> tuple[str, tuple[str, ...]] | None:

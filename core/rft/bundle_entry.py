@@ -5,15 +5,18 @@ This module is the entry file of the evaluator bundle that `svgagent rft create`
 (extraction, the sandboxed renderer, the judge's prompt, schema and parsing, the shared models and errors) under
 its own package name, plus `svgagent_bundle.json` with the judge settings captured at build time.
 
-Scoring (the engine's rules, step by step):
+Scoring (the engine's rules, step by step, under the judge profile captured at build time — `judge_profile`,
+svgagent's own by default; core/scoring/judge_profiles.py holds each profile's recipe):
 
-0. once per process, render a trivial SVG: when that fails (libcairo or cairosvg missing), raise
+0. once per process, render a trivial SVG: when that fails (libcairo, cairosvg or Chromium missing), raise
    `EvaluatorEnvironmentError` on every row instead of scoring;
 1. extract the SVG from the answer; none found: a *valid* score of 0;
-2. render it in a sandboxed worker process (size cap, data:-only fetcher, timeout, memory limit); a render
-   failure: a *valid* 0;
-3. ask the vision judge (the same question, response schema and parsing; a count outside 0..N is unusable); score =
-   fulfilled / N. A judge that gives no usable answer, or cannot be reached: an *invalid* score.
+2. render it sandboxed (cairosvg worker processes, or headless Chromium with `renderer` = chromium: size cap,
+   data:-only fetches, timeout, memory limit) at the profile's picture size; a render failure: a *valid* 0 (an
+   *invalid* one under ep-quickstart);
+3. ask the vision judge (the profile's question, response schema and reader; svgagent's: a count outside 0..N is
+   unusable); score = fulfilled / N. A judge that gives no usable answer (svgbench: a valid 0), or cannot be
+   reached: an *invalid* score.
 
 `score_answer` / `score_answer_sync` / `score_row` are plain functions (no eval-protocol needed). When the
 `eval-protocol` package is importable, `test_svgagent_judge` is also defined: the Eval Protocol pointwise
@@ -35,12 +38,14 @@ from typing import Any
 import openai
 
 from svgagent.core.scoring.endpoint import endpoint_client
-from svgagent.core.scoring.errors import RenderError
+from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.failures import classify, endpoint_errors
 from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.judge_profiles import profile_named
 from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.scoring.render import Renderer, usable_cpus
+from svgagent.core.scoring.renderers import AnyRenderer, make_renderer
 
 PACKAGE = "svgagent.core.scoring"  # the bundle renames this package; see _worker_path()
 CONFIG_FILE = "svgagent_bundle.json"
@@ -56,12 +61,14 @@ class JudgeConfig:
     judge_model: str = "gpt-4.1"
     judge_base_url: str = "https://api.openai.com/v1"
     judge_mode: str = "count"
+    judge_profile: str = "svgagent"  # whose recipe the score follows (core/scoring/judge_profiles.py)
+    renderer: str = "cairosvg"  # or "chromium" (the bundle's Dockerfile installs it then)
     render_size: int = 512
     render_timeout_s: float = 20.0
     render_memory_mb: int = 1024
     request_timeout_s: float = 120.0
     max_retries: int = 3
-    max_format_retries: int = 1
+    max_format_retries: int | None = None  # None: the judge profile's own
     # How rollouts are made (not part of the score): "single-turn" (eval-protocol calls the policy itself) or
     # "remote" (every rollout is an /init to the remote rollout server at remote_url, e.g. `svgagent serve`).
     rollouts: str = "single-turn"
@@ -106,7 +113,7 @@ class RolloutScore:
 
 # ---- the sandboxed renderer, shared by every rollout of this process -------------------------------------------
 _renderer_lock = threading.Lock()
-_renderer: Renderer | None = None
+_renderer: AnyRenderer | None = None
 _renderer_problem: str | None = None  # set when the self-test render failed: the environment is broken
 _renderer_tested = False
 SELF_TEST_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="4" height="4"/></svg>'
@@ -123,17 +130,12 @@ def _worker_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(root), *parts])
 
 
-def shared_renderer(config: JudgeConfig) -> Renderer:
+def shared_renderer(config: JudgeConfig) -> AnyRenderer:
     global _renderer
     with _renderer_lock:
         if _renderer is None or _renderer.closed:
             _worker_path()
-            _renderer = Renderer(
-                size=config.render_size,
-                timeout_s=config.render_timeout_s,
-                memory_mb=config.render_memory_mb,
-                workers=min(4, usable_cpus()),
-            )
+            _renderer = make_renderer(config, workers=min(4, usable_cpus()))
         return _renderer
 
 
@@ -157,16 +159,23 @@ CAIRO_HINT = (
 )
 
 
+CHROMIUM_HINT = (
+    "the evaluator renders with Chromium (renderer = chromium): the chromium package must be installed where it "
+    "runs (Debian/Ubuntu: apt-get install chromium; the bundle's Dockerfile installs it)"
+)
+
+
 async def check_renderer(config: JudgeConfig) -> None:
     """Raise `EvaluatorEnvironmentError` unless a trivial SVG renders (checked once per process). A renderer that
     cannot start (cairosvg or libcairo missing) must not turn every rollout into a valid 0."""
     global _renderer_tested, _renderer_problem
     if not _renderer_tested:
+        hint = CHROMIUM_HINT if config.renderer == "chromium" else CAIRO_HINT
         try:
             await shared_renderer(config).render(SELF_TEST_SVG, 8)
             _renderer_problem = None
-        except RenderError as err:
-            _renderer_problem = f"the evaluator cannot render SVG at all ({err}): {CAIRO_HINT}"
+        except (RenderError, ConfigError) as err:
+            _renderer_problem = f"the evaluator cannot render SVG at all ({err}): {hint}"
         _renderer_tested = True
     if _renderer_problem is not None:
         raise EvaluatorEnvironmentError(_renderer_problem)
@@ -195,10 +204,11 @@ async def score_answer(
     *,
     config: JudgeConfig | None = None,
     judge_client: openai.AsyncOpenAI | None = None,
-    renderer: Renderer | None = None,
+    renderer: Renderer | Any | None = None,
 ) -> RolloutScore:
     """Score a policy answer against its numbered requirements (see the module docstring for the rules)."""
     cfg = config or JudgeConfig.load()
+    profile = profile_named(cfg.judge_profile)  # the score's recipe: picture size, question, failure rules
     if renderer is None:
         await check_renderer(cfg)  # raises EvaluatorEnvironmentError: no score at all beats a wrong one
     reqs = [str(r) for r in requirements]
@@ -209,8 +219,10 @@ async def score_answer(
     if extracted.svg is None:
         return RolloutScore(0.0, True, 0, total, extracted.reason or "no SVG found in the answer", "extract")
     try:
-        png = await (renderer or shared_renderer(cfg)).render(extracted.svg, cfg.render_size)
+        png = await (renderer or shared_renderer(cfg)).render(extracted.svg, profile.render_size(cfg.render_size))
     except RenderError as err:
+        if not profile.render_failure_valid:  # ep-quickstart: an invalid 0
+            return RolloutScore(None, False, None, total, f"render failed: {err}", "render")
         return RolloutScore(0.0, True, 0, total, f"render failed: {err}", "render")
     client = judge_client
     if client is None:
@@ -225,7 +237,7 @@ async def score_answer(
             cfg.judge_base_url, key, timeout_s=cfg.request_timeout_s, max_retries=cfg.max_retries, connections=None
         )
     try:
-        judge = Judge(client, cfg.judge_model, JudgeMode(cfg.judge_mode), cfg.max_format_retries)
+        judge = Judge(client, cfg.judge_model, JudgeMode(cfg.judge_mode), cfg.max_format_retries, profile)
         verdict = await judge.judge(png, reqs, prompt)
     except endpoint_errors() as err:
         return _invalid(total, _describe_judge_error(err, cfg))

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from svgagent.core.named_files import write_output
 from svgagent.core.run.prompt import ep_row
 from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.scoring.judge_profiles import recipe_line
 from svgagent.core.scoring.models import DatasetRow
 
 if TYPE_CHECKING:
@@ -55,13 +56,21 @@ SOURCE_MODULES = (
     "errors",
     "models",
     "extract",
+    "picture_size",
     "render_guard",
     "render_path",
+    "render_prep",
     "render_worker",
     "render",
+    "chromium_page",
+    "chromium_browser",
+    "chromium",
+    "renderers",
     "endpoint",
     "failures",
     "chat",
+    "judge_forms",
+    "judge_profiles",
     "judge",
 )
 TEMPLATE_MODULE = "bundle_entry"
@@ -89,23 +98,37 @@ REQUIREMENTS = (
 # The fonts text is drawn with (issue 26): the same Debian packages as the app's render environment (.ci/run, README),
 # so `sans-serif`, `serif` and `monospace` resolve to the same faces in `svgagent eval` and in the RFT evaluator.
 FONT_PACKAGES = ("fonts-dejavu-core", "fonts-liberation", "fonts-noto-core")
-DOCKERFILE = f"""\
+CHROMIUM_PACKAGES = ("chromium",)  # the renderer "chromium" draws through Debian's headless Chromium
+
+
+def dockerfile(config: Mapping[str, Any]) -> str:
+    """The image the evaluator runs in: the system libraries pip cannot install (libcairo, the font set, and
+    Chromium when the bundle renders with it)."""
+    packages = ["libcairo2", "fontconfig", *FONT_PACKAGES]
+    if config.get("renderer") == "chromium":
+        packages += CHROMIUM_PACKAGES
+    return f"""\
 # The system libraries the evaluator needs and pip cannot install: libcairo (cairosvg loads libcairo.so.2) and the
-# font set SVG <text> is drawn with (the same as svgagent's own render environment). `ep local-test` builds this image
-# and runs the evaluation test in it with the project mounted at /workspace; without libcairo the evaluator stops on
-# its first row with an error naming it.
+# font set SVG <text> is drawn with (the same as svgagent's own render environment), and Chromium when the evaluator
+# renders with it. `ep local-test` builds this image and runs the evaluation test in it with the project mounted at
+# /workspace; without them the evaluator stops on its first row with an error naming what is missing.
 FROM python:3.11-slim
 RUN apt-get update \\
-    && apt-get install -y --no-install-recommends libcairo2 fontconfig {" ".join(FONT_PACKAGES)} \\
+    && apt-get install -y --no-install-recommends {" ".join(packages)} \\
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /workspace
 COPY requirements.txt /tmp/requirements.txt
 RUN pip install --no-cache-dir -r /tmp/requirements.txt
 """
+
+
+DOCKERFILE = dockerfile({})  # the default (cairosvg) image
 CONFIG_FIELDS = (
     "judge_model",
     "judge_base_url",
     "judge_mode",
+    "judge_profile",
+    "renderer",
     "render_size",
     "render_timeout_s",
     "render_memory_mb",
@@ -166,7 +189,7 @@ def config_from_settings(settings: Settings) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in CONFIG_FIELDS:
         value = getattr(settings, name)
-        out[name] = getattr(value, "value", value)  # JudgeMode -> "count"
+        out[name] = getattr(value, "value", value)  # JudgeMode -> "count", JudgeProfileName -> "svgagent"
     return out
 
 
@@ -220,8 +243,10 @@ def _readme(config: Mapping[str, Any]) -> str:
         "print(score_answer_sync(answer_text, requirements, prompt).to_dict())\n"
         "```\n\n"
         f"Judge: `{config.get('judge_model')}` at `{config.get('judge_base_url')}`, mode "
-        f"`{config.get('judge_mode')}`, PNG longest side {config.get('render_size')} px. The key is read from "
-        "OPENAI_API_KEY.\n"
+        f"`{config.get('judge_mode')}`, profile `{config.get('judge_profile', 'svgagent')}` "
+        f"({recipe_line(str(config.get('judge_profile', 'svgagent')))}), drawn by "
+        f"`{config.get('renderer', 'cairosvg')}` (PNG longest side {config.get('render_size')} px where the profile "
+        "sizes by it). The key is read from OPENAI_API_KEY.\n"
     )
 
 
@@ -247,7 +272,7 @@ def bundle_files(config: Mapping[str, Any]) -> dict[str, bytes]:
     files[CONFIG_FILE] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
     files[SAMPLE_FILE] = (json.dumps(ep_row(_SAMPLE_ROW), ensure_ascii=False) + "\n").encode("utf-8")
     files["requirements.txt"] = ("\n".join(REQUIREMENTS) + "\n").encode("utf-8")
-    files["Dockerfile"] = DOCKERFILE.encode("utf-8")
+    files["Dockerfile"] = dockerfile(config).encode("utf-8")
     files["README.md"] = _readme(config).encode("utf-8")
     return dict(sorted(files.items()))
 

@@ -38,8 +38,9 @@ from svgagent.core.run.policy import (
 from svgagent.core.run.prompt import format_prompt
 from svgagent.core.run.rollout_pool import RolloutPool
 from svgagent.core.run.setup import create_run
-from svgagent.core.scoring.errors import RenderError, RunBusy, StoreError
+from svgagent.core.scoring.errors import ConfigError, RenderError, RunBusy, StoreError
 from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.judge_profiles import profile_named
 from svgagent.core.scoring.models import (
     FailureKind,
     RolloutStatus,
@@ -47,12 +48,19 @@ from svgagent.core.scoring.models import (
     Usage,
 )
 from svgagent.core.scoring.render import Renderer, usable_cpus
+from svgagent.core.scoring.renderers import make_renderer
 from svgagent.core.store.batch_writer import RolloutWriter
 from svgagent.core.store.leases import HEARTBEAT_S, LeaseOwner
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.size_caps import fits
-from svgagent.core.store.typed_rows import RolloutRecord, RunStatus, RunSummary
-from svgagent.core.store.verdict_columns import cache_key, verdict_columns, verdict_from_cache, verdict_to_cache
+from svgagent.core.store.typed_rows import RolloutRecord, RunRecord, RunStatus, RunSummary
+from svgagent.core.store.verdict_columns import (
+    cache_key,
+    profile_key,
+    verdict_columns,
+    verdict_from_cache,
+    verdict_to_cache,
+)
 
 if TYPE_CHECKING:
     import openai
@@ -70,6 +78,18 @@ def engine_workers(settings: Settings) -> int:
     if settings.workers is not None:
         return settings.workers
     return max(1, min(usable_cpus() // 2, math.ceil(settings.concurrency / LOOP_CONCURRENCY)))
+
+
+def refuse_other_recipe(run: RunRecord, settings: Settings) -> None:
+    """A run is finished with the judge profile and renderer it was stored with: ConfigError for settings naming
+    others (their scores would not be comparable with the ones it already has)."""
+    for name, stored in (("judge_profile", run.judge_profile), ("renderer", run.renderer)):
+        given = getattr(settings, name).value
+        if given != stored:
+            raise ConfigError(
+                f"run {run.run_id} is scored with {name} {stored}, not {given}: a resume keeps what the run measures "
+                f"(start a new run for {given})"
+            )
 
 
 class Engine:
@@ -99,17 +119,13 @@ class Engine:
         self.bus: EventBus[RolloutUpdate] = bus or EventBus()
         self._shard = list(rollouts) if rollouts is not None else None
         self._own_renderer = renderer is None
-        self._renderer = renderer or Renderer(
-            size=settings.render_size,
-            timeout_s=settings.render_timeout_s,
-            memory_mb=settings.render_memory_mb,
-            workers=render_workers,
-        )
+        self._renderer = renderer or make_renderer(settings, workers=render_workers)
         self._own_policy = policy is None
         self._policy = policy or policy_client(settings)
         self._own_judge = judge is None
         self._judge_client = judge or judge_client(settings)
-        self._judge = Judge(self._judge_client, settings.judge_model, settings.judge_mode)
+        self._profile = profile_named(settings.judge_profile)  # the score's recipe: picture, question, failures
+        self._judge = Judge(self._judge_client, settings.judge_model, settings.judge_mode, profile=self._profile)
         self.use_cache = settings.cache if use_cache is None else use_cache
         self._pool: RolloutPool[RolloutRecord] | None = None  # the policy slots of the latest run (each makes its own)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
@@ -159,7 +175,9 @@ class Engine:
 
     async def _run_leased(self, run_id: str, owner: LeaseOwner) -> RunSummary:
         self.store.reset_unfinished(run_id, owner)
-        chosen = self.store.get_run(run_id).settings.get("cache")
+        run = self.store.get_run(run_id)
+        refuse_other_recipe(run, self.settings)
+        chosen = run.settings.get("cache")
         if isinstance(chosen, bool):  # the run's own cache choice (core/run/setup.py), whoever resumes it
             self.use_cache = chosen
         workers = engine_workers(self.settings)
@@ -300,14 +318,15 @@ class Engine:
                 return
             t0 = time.perf_counter()
             try:
-                png = await self._renderer.render(svg, self.settings.render_size)
+                png = await self._renderer.render(svg, self._profile.render_size(self.settings.render_size))
             except RenderError as err:
+                valid = self._profile.render_failure_valid  # a valid 0, or (ep-quickstart) an invalid score
                 self._emit(
                     rec,
                     RolloutStatus.FAILED,
-                    score=0.0,
-                    fulfilled=0,
-                    is_score_valid=True,
+                    score=0.0 if valid else None,
+                    fulfilled=0 if valid else None,
+                    is_score_valid=valid,
                     reason=f"render failed: {err}",
                     failure_kind=FailureKind.RENDER,
                     render_s=time.perf_counter() - t0,
@@ -468,6 +487,7 @@ class Engine:
                 s.judge_base_url,
                 s.judge_model,
                 s.judge_mode.value,
+                *profile_key(self._profile),
                 hashlib.sha256(png).hexdigest(),
                 rec.requirements,
                 rec.attempt,
@@ -488,6 +508,7 @@ class Engine:
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
             remember = (
                 verdict.valid
+                and not verdict.unusable  # a failure scored 0 (svgbench) is asked again next time, not cached
                 and self.use_cache
                 and fits("judge_raw", verdict.raw)
                 and fits("rationale", verdict.rationale)

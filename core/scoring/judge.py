@@ -1,57 +1,48 @@
 """The vision judge: send the rendered PNG and the numbered requirements to a vision LLM, read back a verdict.
 
-Two modes (``JudgeMode``):
+What is asked and how the answer is read is the judge profile's (:mod:`.judge_profiles`: the recipe, as data) and
+its answer form's for the judge mode (:mod:`.judge_forms`: schema, question, reader). svgagent's own profile has
+two modes (``JudgeMode``):
 
-* ``count`` — the quickstart's protocol: the judge answers
-  ``{"reasoning": str, "number_of_fulfilled_requirements": int}``; the count must be within ``0..N`` and
-  ``score = count / N``.
-* ``per-requirement`` — the judge answers one verdict per requirement,
-  ``{"verdicts": [{"index": int, "reason": str, "fulfilled": bool}, ...], "reasoning": str}``, with exactly one
-  entry for each index ``1..N``; ``score = fulfilled / N`` and every reason is kept in the rationale.
+* ``count`` — ``{"reasoning": str, "number_of_fulfilled_requirements": int}``; the count must be within ``0..N``
+  and ``score = count / N``.
+* ``per-requirement`` — ``{"verdicts": [{"index": int, "reason": str, "fulfilled": bool}, ...], "reasoning": str}``,
+  exactly one entry for each index ``1..N``; ``score = fulfilled / N`` and every reason is kept in the rationale.
 
 The pure pieces (:func:`build_judge_messages`, :func:`response_format_for`, :func:`parse_judge_answer`) need no
-network, so the evaluator bundle can reuse them as they are. (Just over 400 lines: both modes' schema, reader and
-retry policy stay in the one file the bundle copies.)
+network, so the evaluator bundle reuses them as they are.
 
 Failure policy of :meth:`Judge.judge`:
 
 * An answer that cannot be used (not JSON, wrong shape, empty ``choices``, ``null`` content, a refusal) is asked
-  again up to ``max_format_retries`` times, with a short note saying what was wrong. If it is still unusable the
-  result is an *invalid* verdict (``valid=False``, ``score=None``, ``fulfilled=None``) whose rationale says why and
-  whose ``raw`` keeps the last answer text that came back ("" when none did). It never raises for a bad answer.
-  ``usage`` adds up every attempt and ``attempts`` says how many requests were made.
+  again up to the profile's ``format_retries`` times (svgagent's: once, with a note saying what was wrong). If it is
+  still unusable the result is an *invalid* verdict (``valid=False``, ``score=None``, ``fulfilled=None``) whose
+  rationale says why and whose ``raw`` keeps the last answer text that came back ("" when none did) — or, for a
+  profile whose failure rule says so (``unusable_scores_zero``), a valid 0 with the same rationale. It never
+  raises for a bad answer. ``usage`` adds up every attempt and ``attempts`` says how many requests were made.
 * API errors (any ``openai.APIError`` — connection errors, timeouts, 4xx/5xx statuses — left over after the
   client's own retries) and bodies that are not chat completions (``EndpointResponseError``) are NOT caught: they
   propagate to the caller, which decides what an outage means (the engine marks the rollout failed with an
-  invalid score).
-
-Parsing decisions (count mode): an integer, or a float with an integral value (``3.0`` → 3), or a string holding
-a plain decimal integer (``"3"`` → 3, a lenient reading of an answer that is unambiguous) are accepted; booleans,
-fractional numbers (``2.5``), NaN/infinity and other strings are schema violations, and so is a count outside
-``0..N`` (999 of 8 says the judge broke the schema, not that the picture is perfect): it is asked again, then the
-verdict is invalid. An answer the JSON reader refuses — nested thousands of levels deep, an integer of thousands of
-digits — is unusable like any other non-JSON (asked again, never an error). A JSON answer wrapped in a Markdown
-code fence is accepted.
+  invalid score, whatever the profile).
 """
 
 from __future__ import annotations
 
 import base64
-import json
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.scoring.chat import chat_completion
+from svgagent.core.scoring.judge_forms import JudgeForm
+from svgagent.core.scoring.judge_profiles import JudgeProfile, profile_named
 from svgagent.core.scoring.models import (
     COUNT_KEY,
     COUNT_SCHEMA_NAME,
     PER_REQUIREMENT_SCHEMA_NAME,
     JudgeMode,
+    JudgeProfileName,
     JudgeVerdict,
-    RequirementVerdict,
     Usage,
 )
 
@@ -71,96 +62,47 @@ __all__ = [
     "schema_name_for",
 ]
 
-_COUNT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "reasoning": {"type": "string"},
-        COUNT_KEY: {"type": "integer"},
-    },
-    "required": ["reasoning", COUNT_KEY],
-    "additionalProperties": False,
-}
-
-_PER_REQUIREMENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "index": {"type": "integer"},
-                    "reason": {"type": "string"},
-                    "fulfilled": {"type": "boolean"},
-                },
-                "required": ["index", "reason", "fulfilled"],
-                "additionalProperties": False,
-            },
-        },
-        "reasoning": {"type": "string"},
-    },
-    "required": ["verdicts", "reasoning"],
-    "additionalProperties": False,
-}
+Profile = JudgeProfile | JudgeProfileName | str
+DEFAULT_PROFILE = JudgeProfileName.SVGAGENT
 
 
-def schema_name_for(mode: JudgeMode) -> str:
-    """The ``json_schema.name`` sent for ``mode`` (the simulator tells the modes apart by it)."""
-    return PER_REQUIREMENT_SCHEMA_NAME if JudgeMode(mode) is JudgeMode.PER_REQUIREMENT else COUNT_SCHEMA_NAME
+def _profile(profile: Profile) -> JudgeProfile:
+    return profile if isinstance(profile, JudgeProfile) else profile_named(profile)
 
 
-def response_format_for(mode: JudgeMode, n: int) -> dict[str, Any]:
+def _form(mode: JudgeMode | str, profile: Profile) -> JudgeForm:
+    return _profile(profile).form(mode)
+
+
+def schema_name_for(mode: JudgeMode, profile: Profile = DEFAULT_PROFILE) -> str:
+    """The ``json_schema.name`` sent for ``mode`` (the simulator tells the forms apart by it)."""
+    return _form(mode, profile).name
+
+
+def response_format_for(mode: JudgeMode, n: int, profile: Profile = DEFAULT_PROFILE) -> dict[str, Any]:
     """The ``response_format`` argument for a judge request in ``mode`` about ``n`` requirements.
 
-    The schema stays within what strict structured outputs accept (every property required, no extra
+    svgagent's schemas stay within what strict structured outputs accept (every property required, no extra
     properties, no numeric bounds); the allowed range ``0..n`` is stated in the question instead.
     """
-    if n < 1:
-        raise ValueError("a judge request needs at least one requirement")
-    schema = _PER_REQUIREMENT_SCHEMA if JudgeMode(mode) is JudgeMode.PER_REQUIREMENT else _COUNT_SCHEMA
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema_name_for(mode), "strict": True, "schema": json.loads(json.dumps(schema))},
-    }
+    return _form(mode, profile).response_format(n)
 
 
-def judge_question(requirements: Sequence[str], mode: JudgeMode = JudgeMode.COUNT, prompt: str | None = None) -> str:
-    """The text part of the judge request: the strict question and the requirements numbered ``1..N``."""
-    n = len(requirements)
-    if n < 1:
-        raise ValueError("a judge request needs at least one requirement")
-    lines = [
-        "You are a strict grader of pictures. The attached image was rendered from an SVG that a model drew.",
-    ]
-    if prompt and prompt.strip():
-        lines += ["", "The drawing was requested with this description:", prompt.strip()]
-    lines += [
-        "",
-        f"Check the image against each of the {n} numbered requirements below. A requirement counts as "
-        "fulfilled only when it is clearly visible in the image as rendered; give no credit for features that "
-        "are missing, cut off, unrecognisable, only hinted at, or merely plausible.",
-        "",
-        "Requirements:",
-    ]
-    lines += [f"{i}. {' '.join(str(req).split())}" for i, req in enumerate(requirements, start=1)]
-    lines.append("")
-    if JudgeMode(mode) is JudgeMode.PER_REQUIREMENT:
-        lines.append(
-            "Answer with a JSON object only: "
-            '{"verdicts": [{"index": <requirement number>, "reason": "<one short sentence>", '
-            '"fulfilled": <true or false>}, ...], "reasoning": "<short overall summary>"} '
-            f"with exactly one verdict for every requirement number from 1 to {n}."
-        )
-    else:
-        lines.append(
-            "Answer with a JSON object only: "
-            '{"reasoning": "<a short note on each requirement>", '
-            f'"{COUNT_KEY}": <how many requirements are fulfilled, an integer from 0 to {n}>}}.'
-        )
-    return "\n".join(lines)
+def judge_question(
+    requirements: Sequence[str],
+    mode: JudgeMode = JudgeMode.COUNT,
+    prompt: str | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> str:
+    """The text part of the judge request: the question and the requirements numbered ``1..N``."""
+    return _form(mode, profile).question(requirements, prompt)
 
 
-_PNG_URL_PREFIX = "data:image/png;base64,"
+def _image_part(png: bytes, profile: JudgeProfile) -> dict[str, Any]:
+    image: dict[str, Any] = {"url": f"data:{profile.image_type};base64," + base64.b64encode(png).decode("ascii")}
+    if profile.image_detail is not None:
+        image["detail"] = profile.image_detail
+    return {"type": "image_url", "image_url": image}
 
 
 def build_judge_messages(
@@ -168,150 +110,51 @@ def build_judge_messages(
     requirements: Sequence[str],
     mode: JudgeMode = JudgeMode.COUNT,
     prompt: str | None = None,
+    profile: Profile = DEFAULT_PROFILE,
 ) -> list[dict[str, Any]]:
     """One user message: the question (text part) and the PNG as a base64 data URL (image part)."""
-    url = _PNG_URL_PREFIX + base64.b64encode(png).decode("ascii")
+    chosen = _profile(profile)
     return [
         {
             "role": "user",
             "content": [
-                {"type": "text", "text": judge_question(requirements, mode, prompt)},
-                {"type": "image_url", "image_url": {"url": url}},
+                {"type": "text", "text": judge_question(requirements, mode, prompt, chosen)},
+                _image_part(png, chosen),
             ],
         }
     ]
 
 
-def judge_request_body(model: str, messages: list[dict[str, Any]], response_format: dict[str, Any]) -> dict[str, Any]:
-    """The JSON body of a judge request (as :func:`svgagent.core.scoring.chat.chat_completion` sends it)."""
-    return {"model": model, "messages": messages, "temperature": 0, "response_format": response_format}
+def judge_request_body(
+    model: str, messages: list[dict[str, Any]], response_format: dict[str, Any], temperature: float | None = 0
+) -> dict[str, Any]:
+    """The JSON body of a judge request (as :func:`svgagent.core.scoring.chat.chat_completion` sends it); a
+    ``temperature`` of None is not sent."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if temperature is not None:
+        body["temperature"] = temperature
+    body["response_format"] = response_format
+    return body
 
 
 # ----------------------------------------------------------------------------------------------------- parsing
 
-_FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
-_INT_STR_RE = re.compile(r"^[+-]?\d{1,18}$")  # a count, not a number of thousands of digits
 
-
-def _load_json(text: str) -> Any:
-    """JSON from the answer text, tolerating a Markdown fence around it. Raises ValueError when not JSON."""
-    stripped = text.strip()
-    fenced = _FENCE_RE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
-    if not stripped:
-        raise ValueError("the answer is empty")
-    try:
-        return json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
-    except RecursionError:
-        raise ValueError("the answer is JSON nested too deeply to read") from None
-    except ValueError as exc:  # e.g. an integer with more digits than Python converts
-        raise ValueError(f"the answer is not readable JSON ({str(exc)[:80]})") from None
-
-
-def _as_int(value: Any) -> int | None:
-    """An integer reading of ``value`` or None. Booleans and fractional numbers are refused."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() else None
-    if isinstance(value, str) and _INT_STR_RE.match(value.strip()):
-        return int(value.strip())
-    return None
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _parse_count(data: Any, n: int) -> JudgeVerdict | str:
-    if not isinstance(data, dict):
-        return f"expected a JSON object, got {type(data).__name__}"
-    if COUNT_KEY not in data:
-        return f'the answer has no "{COUNT_KEY}"'
-    count = _as_int(data[COUNT_KEY])
-    if count is None:
-        return f'"{COUNT_KEY}" is not an integer: {_short(data[COUNT_KEY])}'
-    reasoning = data.get("reasoning", "")
-    if not isinstance(reasoning, str):
-        return '"reasoning" is not a string'
-    if not 0 <= count <= n:
-        return f'"{COUNT_KEY}" is {_short(count)}, outside 0..{n}'
-    return JudgeVerdict(total=n, fulfilled=count, score=count / n, valid=True, rationale=reasoning.strip())
-
-
-def _parse_per_requirement(data: Any, n: int) -> JudgeVerdict | str:
-    if not isinstance(data, dict):
-        return f"expected a JSON object, got {type(data).__name__}"
-    items = data.get("verdicts")
-    if not isinstance(items, list):
-        return 'the answer has no "verdicts" list'
-    reasoning = data.get("reasoning", "")
-    if not isinstance(reasoning, str):
-        return '"reasoning" is not a string'
-    found: dict[int, RequirementVerdict] = {}
-    for pos, item in enumerate(items):
-        if not isinstance(item, dict):
-            return f"verdict #{pos + 1} is not an object"
-        index = _as_int(item.get("index"))
-        if index is None:
-            return f"verdict #{pos + 1} has no integer index: {_short(item.get('index'))}"
-        if not 1 <= index <= n:
-            return f"verdict index {index} is outside 1..{n}"
-        if index in found:
-            return f"verdict index {index} appears twice"
-        fulfilled = item.get("fulfilled")
-        if not isinstance(fulfilled, bool):
-            return f'verdict {index} has no boolean "fulfilled": {_short(fulfilled)}'
-        reason = item.get("reason", "")
-        if not isinstance(reason, str):
-            return f'verdict {index} has a non-string "reason"'
-        found[index] = RequirementVerdict(index=index, fulfilled=fulfilled, reason=" ".join(reason.split()))
-    missing = [i for i in range(1, n + 1) if i not in found]
-    if missing:
-        shown = ", ".join(str(i) for i in missing[:8]) + (" …" if len(missing) > 8 else "")
-        return f"no verdict for requirement(s) {shown}"
-    verdicts = tuple(found[i] for i in range(1, n + 1))
-    fulfilled_count = sum(v.fulfilled for v in verdicts)
-    lines = [f"{'✓' if v.fulfilled else '✗'} {v.index}. {v.reason}".rstrip() for v in verdicts]
-    if reasoning.strip():
-        lines += ["", reasoning.strip()]
-    return JudgeVerdict(
-        total=n,
-        fulfilled=fulfilled_count,
-        score=fulfilled_count / n,
-        valid=True,
-        rationale="\n".join(lines),
-        verdicts=verdicts,
-    )
-
-
-def _parse(text: str, n: int, mode: JudgeMode) -> JudgeVerdict | str:
+def _parse(
+    text: str, n: int, mode: JudgeMode = JudgeMode.COUNT, profile: Profile = DEFAULT_PROFILE
+) -> JudgeVerdict | str:
     """A valid verdict (its ``raw`` left to the caller), or a one-line reason why the answer cannot be used."""
-    if n < 1:
-        raise ValueError("a judge answer needs at least one requirement to be read against")
-    try:
-        data = _load_json(text)
-    except ValueError as exc:
-        return str(exc)
-    if JudgeMode(mode) is JudgeMode.PER_REQUIREMENT:
-        result = _parse_per_requirement(data, n)
-    else:
-        result = _parse_count(data, n)
-    return result
+    return _form(mode, profile).read(text, n)
 
 
-def parse_judge_answer(text: str, n: int, mode: JudgeMode = JudgeMode.COUNT) -> JudgeVerdict | None:
+def parse_judge_answer(
+    text: str, n: int, mode: JudgeMode = JudgeMode.COUNT, profile: Profile = DEFAULT_PROFILE
+) -> JudgeVerdict | None:
     """Read a judge's answer about ``n`` requirements; None when it is unparseable or violates the schema.
 
     The returned verdict is valid, has ``raw=text``, default usage and ``attempts=1``.
     """
-    result = _parse(text, n, mode)
+    result = _parse(text, n, mode, profile)
     return replace(result, raw=text) if isinstance(result, JudgeVerdict) else None
 
 
@@ -345,70 +188,86 @@ def _answer_text(response: Any) -> tuple[str | None, str]:
 
 
 class Judge:
-    """Score one rendered image against its requirements with a vision model (see the module docstring)."""
+    """Score one rendered image against its requirements with a vision model (see the module docstring).
+
+    ``max_format_retries`` (None: the profile's ``format_retries``) is how often an unusable answer is asked again.
+    """
 
     def __init__(
         self,
         client: openai.AsyncOpenAI | Any,
         model: str,
         mode: JudgeMode = JudgeMode.COUNT,
-        max_format_retries: int = 1,
+        max_format_retries: int | None = None,
+        profile: Profile = DEFAULT_PROFILE,
     ) -> None:
-        if max_format_retries < 0:
+        self.profile = _profile(profile)
+        self.form = self.profile.form(mode)  # ConfigError when the profile has no such mode
+        retries = self.profile.format_retries if max_format_retries is None else max_format_retries
+        if retries < 0:
             raise ValueError("max_format_retries must be >= 0")
         self.client = client
         self.model = model
         self.mode = JudgeMode(mode)
-        self.max_format_retries = max_format_retries
+        self.max_format_retries = retries
 
     async def judge(self, png: bytes, requirements: Sequence[str], prompt: str | None = None) -> JudgeVerdict:
-        """Ask the judge about ``png``; a usable answer gives a valid verdict, garbage twice an invalid one.
+        """Ask the judge about ``png``; a usable answer gives a valid verdict, an unusable one after the retries
+        the profile's failure verdict.
 
         Raises ``ValueError`` when ``requirements`` is empty and lets ``openai.APIError`` propagate.
         """
         n = len(requirements)
         if n < 1:
             raise ValueError("a judge request needs at least one requirement")
-        messages = build_judge_messages(png, requirements, self.mode, prompt)
-        response_format = response_format_for(self.mode, n)
+        profile, form = self.profile, self.form
+        messages = build_judge_messages(png, requirements, self.mode, prompt, profile)
+        response_format = form.response_format(n)
         usage = Usage()
         raw = ""
         why = ""
         attempts = 0
         for attempt in range(1, self.max_format_retries + 2):
             attempts = attempt
-            request = messages if attempt == 1 else [*messages, _retry_note(why, n, self.mode)]
-            response = await chat_completion(self.client, **judge_request_body(self.model, request, response_format))
+            request = messages
+            if attempt > 1 and profile.retry_says_why:
+                request = [*messages, _retry_note(why, n, form)]
+            response = await chat_completion(
+                self.client, **judge_request_body(self.model, request, response_format, profile.temperature)
+            )
             usage = _add_usage(usage, getattr(response, "usage", None))
             text, why = _answer_text(response)
             if text is None:
                 continue  # ``raw`` keeps the last answer text that did come back
             raw = text
-            result = _parse(text, n, self.mode)
+            result = form.read(text, n)
             if isinstance(result, JudgeVerdict):
                 return replace(result, raw=text, usage=usage, attempts=attempt)
             why = result
         plural = "attempt" if attempts == 1 else "attempts"
+        rationale = f"The judge gave no usable answer after {attempts} {plural}: {why}."
+        if profile.unusable_scores_zero:
+            return JudgeVerdict(
+                total=n, fulfilled=0, score=0.0, valid=True, rationale=rationale, raw=raw, usage=usage,
+                attempts=attempts, unusable=True,
+            )  # fmt: skip
         return JudgeVerdict(
             total=n,
             fulfilled=None,
             score=None,
             valid=False,
-            rationale=f"The judge gave no usable answer after {attempts} {plural}: {why}.",
+            rationale=rationale,
             raw=raw,
             usage=usage,
             attempts=attempts,
+            unusable=True,
         )
 
 
-def _retry_note(why: str, n: int, mode: JudgeMode) -> dict[str, Any]:
+def _retry_note(why: str, n: int, form: JudgeForm) -> dict[str, Any]:
     """The extra user message sent with a retry: what was wrong and what shape is expected."""
-    shape = (
-        f'a "verdicts" list with exactly one entry for each requirement 1..{n} and a "reasoning" string'
-        if JudgeMode(mode) is JudgeMode.PER_REQUIREMENT
-        else f'"reasoning" (a string) and "{COUNT_KEY}" (an integer from 0 to {n})'
-    )
     return {
         "role": "user",
-        "content": f"Your previous answer could not be used ({why}). Reply again with only the JSON object: {shape}.",
+        "content": f"Your previous answer could not be used ({why}). Reply again with only the JSON object: "
+        f"{form.expects(n)}.",
     }

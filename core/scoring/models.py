@@ -65,6 +65,22 @@ class JudgeMode(_StrEnum):
     PER_REQUIREMENT = "per-requirement"
 
 
+class JudgeProfileName(_StrEnum):
+    """Whose recipe a score follows (the profiles themselves: :mod:`svgagent.core.scoring.judge_profiles`)."""
+
+    SVGAGENT = "svgagent"
+    EP_QUICKSTART = "ep-quickstart"
+    SVGBENCH = "svgbench"
+
+
+class RendererName(_StrEnum):
+    """What draws the SVG: cairosvg in sandboxed workers (the default), or a headless Chromium (for parity with
+    evaluators that screenshot a browser page)."""
+
+    CAIROSVG = "cairosvg"
+    CHROMIUM = "chromium"
+
+
 # The judge's answer formats (JSON schema names and the count's key), shared by the judge and the simulator —
 # here rather than in judge.py so the simulator (demo mode) starts without importing the openai client.
 COUNT_SCHEMA_NAME = "svg_requirements_count"
@@ -116,6 +132,7 @@ class JudgeVerdict:
     raw: str = ""
     usage: Usage = field(default_factory=Usage)
     attempts: int = 1
+    unusable: bool = False  # no usable answer came back (a profile may still score that: svgbench's 0)
 
 
 @dataclass(frozen=True, slots=True)

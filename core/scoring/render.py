@@ -44,6 +44,7 @@ from svgagent.core.scoring.render_worker import (
     REPLY_HEADER,
     REQUEST_HEADER,
     RenderOutOfMemory,
+    check_size,
     encode_capped,
     render_svg_to_png,
 )
@@ -556,7 +557,8 @@ class Renderer:
     # -- public API -----------------------------------------------------------------------------------------
 
     async def render(self, svg: str | bytes, size: int | None = None) -> bytes:
-        """PNG bytes of ``svg`` (longest side ``size``, default the renderer's), or :class:`RenderError`.
+        """PNG bytes of ``svg`` (longest side ``size``, default the renderer's; 0: the SVG's own page size,
+        :mod:`.picture_size`), or :class:`RenderError`.
 
         Never blocks the event loop; any number of callers may await at once (they queue for free workers).
         Cancelling the await is safe: a render already running finishes (within the timeout) and is dropped.
@@ -639,9 +641,7 @@ class Renderer:
         """Cheap checks done by the caller: the size argument, the byte cap, str -> UTF-8."""
         if self._closed:
             raise RenderError("renderer is closed")
-        size = self.size if size is None else size
-        if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
-            raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
+        size = check_size(self.size if size is None else size)  # 0: the SVG's own size (picture_size.OWN_SIZE)
         return encode_capped(svg, self.max_bytes), size
 
     def _get_executor(self) -> ThreadPoolExecutor:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import functools
 import gc
 import io
 import math
@@ -283,26 +284,80 @@ def output_size(tree, size: int) -> dict[str, float | int]:
     return {"parent_width": width, "parent_height": height, "output_width": out_w, "output_height": out_h}
 
 
+def own_output_size(data: bytes) -> dict[str, float | int]:
+    """cairosvg's sizing parameters for the page the SVG sizes itself (:func:`.picture_size.own_size`): the
+    picture is exactly that box, and a root's percentage or missing width/height is resolved against it."""
+    from svgagent.core.scoring.picture_size import own_size
+
+    width, height = own_size(data)
+    return {"parent_width": width, "parent_height": height, "output_width": width, "output_height": height}
+
+
+@functools.lru_cache(maxsize=1)
+def _font_families() -> frozenset[str] | None:
+    from svgagent.core.scoring.render_prep import installed_families
+
+    return installed_families() or None  # none listed: font-family lists are left as they are
+
+
+def prepare_for_cairosvg(data: bytes) -> bytes:
+    """``data`` with render_prep's rewrites (hsl and alpha-hex colours, CSS custom properties, font-family lists
+    and the default family as a browser reads them); the caps were checked on the input, a rewrite grows it by at
+    most a few bytes per rewritten value."""
+    from svgagent.core.scoring.render_prep import prepare_svg
+
+    try:
+        return prepare_svg(data, _font_families())
+    except (ValueError, RecursionError):  # nothing it cannot read is refused here: cairosvg says what is wrong
+        return data
+
+
+def font_config_file() -> str:
+    """The fontconfig file the workers use (render_prep.FONT_CONFIG: the generic families resolved to the faces
+    Chromium picks, then the system's configuration), written once per machine under the temporary directory."""
+    import hashlib
+    import tempfile
+
+    from svgagent.core.scoring.render_prep import FONT_CONFIG
+
+    base = os.environ.get("FONTCONFIG_FILE") or "/etc/fonts/fonts.conf"
+    text = FONT_CONFIG.replace("/etc/fonts/fonts.conf", base)
+    path = os.path.join(tempfile.gettempdir(), f"svgagent-fonts-{hashlib.sha256(text.encode()).hexdigest()[:12]}.conf")
+    if not os.path.isfile(path):
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(partial, path)
+    return path
+
+
+def check_size(size: object) -> int:
+    """``size`` when it is a longest side (1..MAX_OUTPUT_SIZE) or OWN_SIZE (0); ValueError otherwise."""
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_OUTPUT_SIZE:
+        raise ValueError(f"size must be 0 (the SVG's own size) or an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
+    return size
+
+
 def render_svg_to_png(svg: str | bytes, size: int = DEFAULT_SIZE, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """Render untrusted SVG to PNG bytes whose longest side is ``size`` px, on white, in this process.
+    """Render untrusted SVG to PNG bytes whose longest side is ``size`` px — or, for ``size`` 0 (OWN_SIZE), on the
+    page the SVG sizes itself — on white, in this process.
 
     The PNG is cairosvg's own (``cairosvg.svg2png``'s surface, sizing and encoder), given :func:`output_size`'s
     parameters and ``background_color="white"``. Raises :class:`RenderError` (one-line reason) for anything that
     cannot be rendered safely. It has no timeout and no memory limit of its own: use :class:`Renderer` for untrusted
     input.
     """
-    if not isinstance(size, int) or not 1 <= size <= MAX_OUTPUT_SIZE:
-        raise ValueError(f"size must be an int between 1 and {MAX_OUTPUT_SIZE}, got {size!r}")
+    check_size(size)
     from cairosvg.surface import PNGSurface
 
     from svgagent.core.scoring.render_guard import check_render_cost
     from svgagent.core.scoring.render_path import install as cut_path_data_at_closepath_errors
 
-    data = svg_input_bytes(svg, max_bytes)
+    data = prepare_for_cairosvg(svg_input_bytes(svg, max_bytes))
     try:
         tree = _parse_tree(data, _make_fetcher(max_bytes))
         _check_root(tree)
-        sizing = output_size(tree, size)
+        sizing = output_size(tree, size) if size else own_output_size(data)
         check_render_cost(data, tree.xml_tree)
         cut_path_data_at_closepath_errors()  # cairosvg loops for ever on "Z 5 5"; SVG draws up to the Z
         png = io.BytesIO()
@@ -349,6 +404,10 @@ def worker_main(argv: list[str] | None = None) -> int:
     reply_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed by libraries goes to stderr, never into the reply stream
 
+    try:
+        os.environ["FONTCONFIG_FILE"] = font_config_file()  # before the warm-up: fontconfig reads it once
+    except OSError:
+        pass  # the system's configuration, then
     try:
         render_svg_to_png(_WARMUP_SVG, 16)  # loads fonts and caches before the memory limit applies
     except RenderError:

@@ -36,6 +36,7 @@ from svgagent.core.run.policy import api_errors, classify_api_error
 from svgagent.core.scoring.errors import RenderError, StoreError
 from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.judge import Judge
+from svgagent.core.scoring.judge_profiles import profile_named
 from svgagent.core.scoring.models import FailureKind, RolloutStatus, RolloutUpdate
 from svgagent.core.scoring.render import Renderer
 from svgagent.core.serve.policy_call import PolicyCallError, RetryPolicy, post_chat
@@ -219,20 +220,22 @@ async def _picture(ctx: ServeContext, answer: str, judged: bool) -> dict[str, An
     """The SVG and its picture (``png``), or the status and reason of a rollout that has none."""
     extracted = extract_svg(answer)
     zero = dict(score=0.0, fulfilled=0, is_score_valid=True) if judged else {}  # no usable SVG: a valid 0
+    profile = profile_named(ctx.settings.judge_profile)
     if extracted.svg is None:
         return dict(status=RolloutStatus.FAILED, reason=extracted.reason, failure_kind=FailureKind.NO_SVG, **zero)
     t0 = time.perf_counter()
     try:
         async with asyncio.timeout(ctx.deadlines.render_s):
-            png = await ctx.renderer.render(extracted.svg, ctx.settings.render_size)
+            png = await ctx.renderer.render(extracted.svg, profile.render_size(ctx.settings.render_size))
     except RenderError as err:
+        failed = zero if profile.render_failure_valid or not judged else dict(is_score_valid=False)
         return dict(
             status=RolloutStatus.FAILED,
             svg=extracted.svg,
             reason=f"render failed: {err}",
             failure_kind=FailureKind.RENDER,
             render_s=time.perf_counter() - t0,
-            **zero,
+            **failed,
         )
     except TimeoutError:  # the render workers were all busy: no verdict on the SVG
         reason = f"not rendered within {ctx.deadlines.render_s:g} s (the render workers were busy)"

@@ -16,6 +16,7 @@ from svgagent.core.run.policy import judge_client
 from svgagent.core.scoring.judge import Judge
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.scoring.render import Renderer
+from svgagent.core.scoring.renderers import make_renderer
 from svgagent.core.serve.access_log import AccessSink, access_log
 from svgagent.core.serve.admission import DEFAULT_MIN_FREE_MB, DEFAULT_QUEUE_MB, MB
 from svgagent.core.serve.policy_call import RetryPolicy, serve_client
@@ -83,16 +84,17 @@ async def build_context(
         # the policy calls in flight, and the status posts of as many rollouts
         2 * options.concurrency,
     )
-    judge = Judge(judge_client(settings), settings.judge_model, settings.judge_mode) if options.judge else None
+    judge = (
+        Judge(judge_client(settings), settings.judge_model, settings.judge_mode, profile=settings.judge_profile)
+        if options.judge
+        else None
+    )
     return ServeContext(
         settings=settings,
         keys=keys,
         training=TrainingStore(store, job_name=options.job_name, settings=settings.public_dict()),
         status_log=StatusLogger(keys, http, retries=options.status_retries),
-        renderer=renderer
-        or Renderer(
-            size=settings.render_size, timeout_s=settings.render_timeout_s, memory_mb=settings.render_memory_mb
-        ),
+        renderer=renderer or make_renderer(settings),
         http=http,
         judge=judge,
         gateway_url=options.gateway_url,

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from svgagent.core.scoring.models import COUNT_KEY, JudgeMode
+from svgagent.core.scoring.judge_forms import JudgeForm
+from svgagent.core.scoring.models import COUNT_KEY
 from svgagent.core.sim.motifs import asked_for, motif_for
 
 Quality = Literal["good", "partial", "broken", "no_svg", "truncated"]
@@ -327,11 +328,11 @@ def judge_answer(
     seed: int,
     png: bytes,
     requirements: Sequence[str],
-    mode: JudgeMode,
+    form: JudgeForm,
     garbage: GarbageKind | None = None,
     inspect_pixels: bool = True,
 ) -> str:
-    """The simulated judge's answer text in ``mode``'s schema, or a deliberately bad one of kind ``garbage``."""
+    """The simulated judge's answer text in ``form``'s schema, or a deliberately bad one of kind ``garbage``."""
     n = len(requirements)
     decisions, stats = judge_decisions(seed, png, n, inspect_pixels)
     count = sum(decisions)
@@ -345,22 +346,13 @@ def judge_answer(
         f"{JUDGE_PREFIX} Judged strictly: {look}. "
         f"Fulfilled: {', '.join(met) or 'none'}. Not fulfilled: {', '.join(unmet) or 'none'}."
     )
-    per_requirement = JudgeMode(mode) is JudgeMode.PER_REQUIREMENT
-    verdicts = [
-        {
-            "index": i + 1,
-            "reason": (
-                f"{JUDGE_PREFIX} {'clearly shown' if ok else 'not recognisable'}: {_req_label(requirements[i])}"
-            ),
-            "fulfilled": ok,
-        }
+    per_requirement = form.kind == "verdicts"
+    reasons = [
+        f"{JUDGE_PREFIX} {'clearly shown' if ok else 'not recognisable'}: {_req_label(requirements[i])}"
         for i, ok in enumerate(decisions)
     ]
-    answer: dict[str, object]
-    if per_requirement:
-        answer = {"verdicts": verdicts, "reasoning": reasoning}
-    else:
-        answer = {"reasoning": reasoning, COUNT_KEY: count}
+    answer = form.answer(decisions, reasoning, reasons)
+    verdicts = answer.get("verdicts", [])
     if garbage is None:
         return json.dumps(answer, ensure_ascii=False)
     flip = digest("garbage", seed, png)[0] % 2 == 0  # which variant of a garbage kind
@@ -372,7 +364,7 @@ def judge_answer(
     if garbage == "schema":
         if per_requirement:
             return json.dumps({"verdicts": verdicts[:-1], "reasoning": reasoning}, ensure_ascii=False)
-        return json.dumps({"reasoning": reasoning, "fulfilled": count}, ensure_ascii=False)
+        return json.dumps({"reasoning": reasoning, "fulfilled": count}, ensure_ascii=False)  # the count's key missing
     if garbage == "out_of_range":
         if per_requirement:
             extra = {"index": n + 1, "reason": f"{JUDGE_PREFIX} an extra verdict", "fulfilled": True}

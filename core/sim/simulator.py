@@ -25,8 +25,9 @@ Answers are labelled as simulated (model names ``simulated-policy`` / ``simulate
 a ``[simulated judge]`` prefix) and are deterministic: see :mod:`svgagent.core.sim.content`. The k-th policy
 request for a prompt gets the k-th answer in that prompt's sequence (``temperature=0``: always the first one);
 ``max_tokens`` / ``max_completion_tokens`` cut the answer (``finish_reason="length"``); ``n`` up to 16 is honoured;
-``stream=true`` is refused with 400. The judge answers in the schema named by ``response_format`` (see
-:mod:`svgagent.core.scoring.judge`), from the PNG's coverage and colour variety plus a hash of its bytes.
+``stream=true`` is refused with 400. The judge answers in the form whose schema ``response_format`` names (looked
+up in :mod:`svgagent.core.scoring.judge_forms`, as the judge reads it), from the PNG's coverage and colour variety
+plus a hash of its bytes.
 
 (Over 400 lines: the policy and judge handlers share one fault schedule, one in-flight gate and one stats lock;
 what they answer lives in :mod:`svgagent.core.sim.content`, the wire shapes in :mod:`svgagent.core.sim.wire`.)
@@ -50,7 +51,8 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from svgagent.core.event_loop import run as run_on_fast_loop
-from svgagent.core.scoring.models import PER_REQUIREMENT_SCHEMA_NAME, JudgeMode
+from svgagent.core.scoring.judge_forms import form_named
+from svgagent.core.scoring.models import JudgeMode
 from svgagent.core.server_socket import listen
 from svgagent.core.sim.background import BackgroundLoop, BackgroundServer
 from svgagent.core.sim.content import Quality, judge_answer, parse_requirements, policy_answer, prompt_key, svgs_of_file
@@ -110,7 +112,7 @@ class Simulator(BackgroundServer):
     def stats(self) -> dict[str, Any]:
         """A snapshot: total_requests, requests{policy,judge,models}, by_prompt{hash: {policy, judge}},
         faults{kind: n}, in_flight{policy,judge}, max_in_flight{policy,judge}, policy_quality{class: n},
-        judge_mode{mode: n}."""
+        judge_mode{mode: n}, judge_form{schema name: n}."""
         with self._lock:
             return copy.deepcopy(self._stats)
 
@@ -386,11 +388,12 @@ class Simulator(BackgroundServer):
     async def _judge_contents(
         self, body: dict[str, Any], config: SimConfig, prompt: str, fault: str | None
     ) -> tuple[list[str], list[str]]:
-        per_requirement = schema_name(body) == PER_REQUIREMENT_SCHEMA_NAME
-        mode = JudgeMode.PER_REQUIREMENT if per_requirement else JudgeMode.COUNT
+        form = form_named(schema_name(body))  # the answer form the request asks for (svgagent's count form if none)
+        mode = JudgeMode.PER_REQUIREMENT if form.kind == "verdicts" else JudgeMode.COUNT
         garbage = None
         with self._lock:
             self._stats["judge_mode"][mode.value] += 1
+            self._stats["judge_form"][form.name] = self._stats["judge_form"].get(form.name, 0) + 1
             if fault == "judge_garbage":
                 kinds = config.judge_garbage_kinds
                 garbage = kinds[(self._stats["faults"]["judge_garbage"] - 1) % len(kinds)]
@@ -398,10 +401,10 @@ class Simulator(BackgroundServer):
         png = image_bytes(body["messages"])
         if config.judge_pixel_analysis:  # decoding the image takes milliseconds: in a thread, not on the loop
             text = await asyncio.get_running_loop().run_in_executor(
-                self._executor, judge_answer, config.seed, png, requirements, mode, garbage, True
+                self._executor, judge_answer, config.seed, png, requirements, form, garbage, True
             )
         else:  # an estimate from the PNG's header and size: tens of µs
-            text = judge_answer(config.seed, png, requirements, mode, garbage, False)
+            text = judge_answer(config.seed, png, requirements, form, garbage, False)
         return [text], ["stop"]
 
     # ------------------------------------------------------------------------------------------ remote control

@@ -70,6 +70,7 @@ def empty_stats() -> dict[str, Any]:
         "max_in_flight": {"policy": 0, "judge": 0},
         "policy_quality": {quality: 0 for quality in QUALITIES},
         "judge_mode": {mode.value: 0 for mode in JudgeMode},
+        "judge_form": {},
     }
 
 

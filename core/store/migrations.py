@@ -153,7 +153,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN worked_s REAL;
     """,
-    # v7: the rows an RFT launch kept out of training (`rft create --holdout`), to evaluate the trained model on
+    # v7: whose recipe a run's scores follow (core/scoring/judge_profiles.py) and what drew its pictures; runs stored
+    # before these existed were judged by svgagent's own profile on cairosvg
+    """
+    ALTER TABLE runs ADD COLUMN judge_profile TEXT NOT NULL DEFAULT 'svgagent';
+    ALTER TABLE runs ADD COLUMN renderer TEXT NOT NULL DEFAULT 'cairosvg';
+    """,
+    # v8: the rows an RFT launch kept out of training (`rft create --holdout`), to evaluate the trained model on
     """
     CREATE TABLE rft_holdouts (
         job_name TEXT PRIMARY KEY,

@@ -40,6 +40,7 @@ from svgagent.core.store.typed_rows import (
     RunStatus,
     RunSummary,
     public_settings,
+    recipe_columns,
     summarize_rows,
 )
 
@@ -282,8 +283,8 @@ class Store:
         stamp = now_iso()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
-                " VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json, judge_profile,"
+                " renderer) VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     name or run_id,
@@ -292,6 +293,7 @@ class Store:
                     RunStatus.CREATED.value,
                     json.dumps(public_settings(settings)),
                     json.dumps(dataset),
+                    *recipe_columns(settings),
                 ),
             )
             db.executemany(
@@ -817,8 +819,8 @@ class Store:
             records.append(columns)
         with self._tx() as db:
             db.execute(
-                "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json)"
-                " VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO runs(run_id, name, created, updated, status, settings_json, dataset_json, judge_profile,"
+                " renderer) VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     name or run_id,
@@ -827,6 +829,7 @@ class Store:
                     RunStatus(status).value,
                     json.dumps(public_settings(settings)),
                     json.dumps(dataset),
+                    *recipe_columns(settings),
                 ),
             )
             for columns in records:

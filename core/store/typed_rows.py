@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, fields
 from enum import StrEnum
 from typing import Any
 
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.scoring.models import FailureKind, JudgeProfileName, RendererName, RolloutStatus
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
 
@@ -277,6 +277,17 @@ def run_threshold(settings: Mapping[str, Any]) -> float:
     return DEFAULT_THRESHOLD
 
 
+def recipe_columns(settings: Mapping[str, Any]) -> tuple[str, str]:
+    """(judge_profile, renderer) a run with these settings is stored with: the settings' own when they are known
+    names, else svgagent's profile and cairosvg (what every run used before they could be chosen)."""
+    profile = settings.get("judge_profile")
+    renderer = settings.get("renderer")
+    return (
+        profile if profile in {p.value for p in JudgeProfileName} else JudgeProfileName.SVGAGENT.value,
+        renderer if renderer in {r.value for r in RendererName} else RendererName.CAIROSVG.value,
+    )
+
+
 def public_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """A run's stored settings fit to print: credentials in any URL (older stores kept them) removed."""
     return {k: strip_userinfo(v) if isinstance(v, str) and has_userinfo(v) else v for k, v in settings.items()}
@@ -293,9 +304,12 @@ class RunRecord:
     dataset: dict[str, Any]
     summary: dict[str, Any] | None
     worked_s: float | None = None  # seconds engines worked on the run, over all its sessions (None: not yet)
+    judge_profile: str = "svgagent"  # whose recipe its scores follow (core/scoring/judge_profiles.py)
+    renderer: str = "cairosvg"  # what drew its pictures
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> RunRecord:
+        keys = row.keys()
         return cls(
             run_id=row["run_id"],
             name=row["name"],
@@ -306,12 +320,20 @@ class RunRecord:
             dataset=json.loads(row["dataset_json"]),
             summary=json.loads(row["summary_json"]) if row["summary_json"] else None,
             worked_s=row["worked_s"],
+            judge_profile=row["judge_profile"] if "judge_profile" in keys else "svgagent",
+            renderer=row["renderer"] if "renderer" in keys else "cairosvg",
         )
 
     @property
     def threshold(self) -> float:
         """The run's pass threshold (:func:`run_threshold`)."""
         return run_threshold(self.settings)
+
+    @property
+    def measured_settings(self) -> dict[str, Any]:
+        """Its stored settings with the recipe its scores follow (``judge_profile``, ``renderer``: columns of their
+        own, known for runs stored before they were settings): what a resume continues with."""
+        return {**self.settings, "judge_profile": self.judge_profile, "renderer": self.renderer}
 
     def public_dict(self) -> dict[str, Any]:
         return {
@@ -324,6 +346,8 @@ class RunRecord:
             "dataset": self.dataset,
             "summary": self.summary,
             "worked_s": self.worked_s,
+            "judge_profile": self.judge_profile,
+            "renderer": self.renderer,
         }
 
 

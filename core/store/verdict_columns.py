@@ -10,11 +10,25 @@ import hashlib
 import json
 from typing import Any
 
-from svgagent.core.scoring.models import FailureKind, JudgeVerdict, RequirementVerdict, RolloutStatus, Usage
+from svgagent.core.scoring.judge_profiles import JudgeProfile
+from svgagent.core.scoring.models import (
+    FailureKind,
+    JudgeProfileName,
+    JudgeVerdict,
+    RequirementVerdict,
+    RolloutStatus,
+    Usage,
+)
 
 
 def cache_key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def profile_key(profile: JudgeProfile) -> tuple[str, ...]:
+    """What a judge profile adds to a verdict's cache key: nothing for svgagent's own (keys made before profiles
+    existed stay valid), its name for the others (their questions and readers differ)."""
+    return () if profile.name is JudgeProfileName.SVGAGENT else (f"profile={profile.name.value}",)
 
 
 def verdict_to_cache(v: JudgeVerdict) -> dict[str, Any]:

@@ -171,7 +171,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from svgagent.tui.cli.store_cmd import open_store
 
     with open_store(args) as store:
-        comparison = compare_runs(store, resolve_run(store, args.run_a).run_id, resolve_run(store, args.run_b).run_id)
+        run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
+        comparison = compare_runs(store, run_a.run_id, run_b.run_id)
+    for name in ("judge_profile", "renderer"):  # scores made by other recipes: said, not refused
+        if getattr(run_a, name) != getattr(run_b, name):
+            print(
+                f"svgagent: note: A is scored with {name} {getattr(run_a, name)}, B with {getattr(run_b, name)}: "
+                "their scores follow different recipes",
+                file=sys.stderr,
+            )
     sort = "abs_delta" if args.sort == "abs" else args.sort
     rows = comparison.select(args.only, sort, descending=args.reverse, limit=args.limit)
     if args.json:

@@ -60,9 +60,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             store = stack.enter_context(Store(settings.store_path()))
             run = resolve_run(store, args.resume)
             store.check_not_leased(run.run_id)  # another worker on it: say so before printing anything
-            refuse_changes_on_resume(run.run_id, run.settings, run.dataset, flags, args)
+            stored = run.measured_settings  # its judge profile and renderer included, whatever the config says now
+            refuse_changes_on_resume(run.run_id, stored, run.dataset, flags, args)
             # a run stored without a threshold keeps the one every summary of it uses (a flag still wins)
-            settings = load_settings(**{**run.settings, "threshold": run.threshold, **overrides})
+            settings = load_settings(**{**stored, "threshold": run.threshold, **overrides})
             run_id, dataset = run.run_id, None
             require_keys(settings)
             require_trusted(settings)
@@ -98,7 +99,9 @@ MEASURED = (
     "model",
     "judge_model",
     "judge_mode",
+    "judge_profile",
     "render_size",
+    "renderer",
     "dataset",
     "rows",
     "samples",

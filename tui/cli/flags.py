@@ -20,7 +20,7 @@ if typing.TYPE_CHECKING:
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "policy": ("model", "base_url", "temperature", "max_tokens", "reasoning_effort"),
-    "judge": ("judge_model", "judge_base_url", "judge_mode"),
+    "judge": ("judge_model", "judge_base_url", "judge_mode", "judge_profile"),
     "engine": (
         "concurrency",
         "judge_concurrency",
@@ -28,15 +28,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "request_timeout_s",
         "max_retries",
         "render_size",
+        "renderer",
+        "chromium_path",
         "threshold",
     ),
     "data": ("dataset", "rows", "samples"),
 }
 RUN_SETTINGS: tuple[str, ...] = tuple(name for names in GROUPS.values() for name in names)
-SPELLING = {"request_timeout_s": "--request-timeout"}
+SPELLING = {"request_timeout_s": "--request-timeout", "chromium_path": "--chromium"}
 ALIASES = {"samples": ("--runs",)}  # `--runs` came first; `samples` says what it is and clashes with nothing
 # What a setting whose default is None does when it is not given (said in its flag's help, like any default).
-NONE_DEFAULTS = {"rows": "all rows", "reasoning_effort": "none: not sent"}
+NONE_DEFAULTS = {"rows": "all rows", "reasoning_effort": "none: not sent", "chromium_path": "chromium on PATH"}
 STORE_HELP = "run store: a .db file or a directory (default: $SVGAGENT_HOME or the user data dir)"
 
 

@@ -144,6 +144,16 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
     p.add_argument(
         "--size", type=int, default=512, help="longest side of the output in pixels, 32 to 4096 (default 512)"
     )
+    p.add_argument(
+        "--own-size",
+        action="store_true",
+        help="the page size the SVG gives itself, as the ep-quickstart and svgbench judge profiles draw it "
+        "(instead of --size)",
+    )
+    p.add_argument(
+        "--renderer", choices=("cairosvg", "chromium"), default="cairosvg", help="what draws it (default cairosvg)"
+    )
+    p.add_argument("--chromium", metavar="PATH", help="the Chromium executable (default: chromium on PATH)")
     return runs_sub
 
 

@@ -41,6 +41,9 @@ DEMO_POLL_S = 0.25
 TAG = "[simulated] "
 _CONFIG_KINDS = frozenset({"missing_key", "auth"})
 
+# the judge settings `rft create` bakes into the evaluator bundle (its profile and renderer included)
+RFT_JUDGE_SETTINGS = ("judge_model", "judge_base_url", "judge_mode", "judge_profile", "renderer")
+
 
 def _wrap(text: str) -> str:
     return "\n".join(textwrap.fill(part, 100) for part in text.split("\n"))
@@ -128,7 +131,7 @@ def add_rft_parser(subparsers: Any) -> None:
     g.add_argument("--output-model", help="id of the trained model (default: Fireworks picks one)")
     g.add_argument("--display-name", help="job name in the dashboard (default: derived from dataset and model)")
     defer(p, functools.partial(_hyperparameter_flags, p))  # defaults from the pydantic model in core.rft.params
-    add_settings(p, ("judge_model", "judge_base_url", "judge_mode"), title="judge (baked into the evaluator)")
+    add_settings(p, RFT_JUDGE_SETTINGS, title="judge (baked into the evaluator)")
     g = p.add_argument_group("rollouts (baked into the evaluator)")
     g.add_argument(
         "--rollouts",
@@ -334,7 +337,7 @@ def _create(args: argparse.Namespace, out: _Out) -> int:
 
     params = _params(args)  # ParamsError (exit 2) before anything else
     check_job_id(args.job_id)
-    judge = {"judge_model": args.judge_model, "judge_base_url": args.judge_base_url, "judge_mode": args.judge_mode}
+    judge = {name: getattr(args, name) for name in RFT_JUDGE_SETTINGS}
     rollouts = _rollouts(args)
     with contextlib.ExitStack() as stack:
         if args.demo:  # the demo world; this process trains its jobs while it watches one

@@ -16,7 +16,10 @@ from svgagent.core.config.settings import Settings
 from svgagent.core.exchange.export import export_run
 from svgagent.core.named_files import STDOUT, TargetKind, resolve_target, write_output
 from svgagent.core.scoring.errors import ConfigError, RenderError
-from svgagent.core.scoring.render import DEFAULT_MAX_BYTES, Renderer
+from svgagent.core.scoring.judge_profiles import recipe_line
+from svgagent.core.scoring.picture_size import OWN_SIZE
+from svgagent.core.scoring.render import DEFAULT_MAX_BYTES
+from svgagent.core.scoring.renderers import make_renderer
 from svgagent.core.store.run_refs import resolve_run
 from svgagent.core.store.typed_rows import mean_text, spread_text
 from svgagent.tui.cli.console import cli_console
@@ -82,6 +85,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
             f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
             f"mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}"
+        )
+        console.print(
+            f"judged by {escape(str(run.settings.get('judge_model')))} with the {escape(run.judge_profile)} profile"
+            f" ({escape(recipe_line(run.judge_profile))}); drawn by {escape(run.renderer)}"
         )
         cells = [
             (
@@ -179,9 +186,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     size = _render_size(args.size)
     kind, _ = resolve_target(args.output)  # refuse a directory / missing directory before rendering
     data = read_svg_input(args.input)
+    choice = argparse.Namespace(
+        renderer=getattr(args, "renderer", "cairosvg"),
+        chromium_path=getattr(args, "chromium", None),
+        render_size=size,
+        render_timeout_s=Settings.model_fields["render_timeout_s"].default,
+        render_memory_mb=Settings.model_fields["render_memory_mb"].default,
+    )
     try:
-        with Renderer(size=size, workers=1) as renderer:
-            png = renderer.render_sync(data, size)
+        with make_renderer(choice, workers=1) as renderer:
+            png = renderer.render_sync(data, OWN_SIZE if getattr(args, "own_size", False) else size)
     except RenderError as err:
         raise ConfigError(f"render failed: {err}") from None
     write_output(args.output, png)

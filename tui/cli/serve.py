@@ -41,6 +41,9 @@ SERVE_SETTINGS = (
     "judge_model",
     "judge_base_url",
     "judge_mode",
+    "judge_profile",
+    "renderer",
+    "chromium_path",
 )
 
 
