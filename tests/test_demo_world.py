@@ -45,7 +45,9 @@ def test_two_simulators_on_one_world_see_the_same_account(tmp_path: Path) -> Non
     text = (world / "control-plane.json").read_text()
     assert DEMO_OPENAI_KEY not in text and DEMO_FIREWORKS_KEY not in text  # secret values are never written
     assert oct((world / "control-plane.json").stat().st_mode & 0o777) == "0o600"
-    with demo_control_plane(world_dir=world) as (_, cp):  # a later process: the job is still there, still cancelled
+    with demo_control_plane(world_dir=world) as (sim, cp):  # a later process: the job is still there, cancelled
+        with sim.world_session():  # cancelled a while ago (the wall clock, not this test's speed, finishes it)
+            sim.state.jobs[job.rsplit("/", 1)[-1]].clock.anchor -= 60
         assert cp.get_job(job)["state"] == "JOB_STATE_CANCELLED"
         assert reset_world(world)
         assert cp.list_jobs().jobs == []  # reset under a running simulator: it starts from an empty account
