@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,28 @@ async def test_an_unreachable_rollout_server_keeps_the_job_waiting_and_says_so(t
             await asyncio.sleep(0.05)
     assert data["state"] == "JOB_STATE_RUNNING" and closed in message
     assert data["jobProgress"]["percent"] == 0
+
+
+def test_a_trainer_with_no_job_alive_looks_into_the_world_at_its_step_pace(tmp_path: Path) -> None:
+    """Each look is a locked read and write of the world file: an idle app (its demo job long finished) must not
+    take ten a second (bench/tui_idle.py's 120x40 case measured 1.4 % of a core, almost all of it here)."""
+    from svgagent.core.sim.control_plane import FireworksSim
+    from svgagent.core.sim.trainer import Trainer, TrainerPace
+
+    sim = FireworksSim(advance="time", step_seconds=0.05, world_dir=str(tmp_path / "demo"))
+    looks = 0
+    session = sim.world_session
+
+    def counted() -> Any:
+        nonlocal looks
+        looks += 1
+        return session()
+
+    sim.world_session = counted  # type: ignore[method-assign]
+    trainer = Trainer(sim, TrainerPace(step_s=0.5))
+    trainer.start()
+    try:
+        time.sleep(1.6)
+    finally:
+        trainer.stop()
+    assert 1 <= looks <= 5, looks  # at most one look per step_s (plus the first); ~16 at 0.1 s

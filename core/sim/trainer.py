@@ -39,6 +39,7 @@ import aiohttp
 
 from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.control_plane import FireworksSim
+from svgagent.core.sim.control_plane_state import TERMINAL_JOB_STATES
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TAG_NAMES, TracingGateway
 from svgagent.core.sim.world import TRAINED_MODELS_FILE, TRAINER_LOCK_FILE
@@ -112,6 +113,7 @@ class Trainer:
         self._gateway: TracingGateway | None = None
         self._http: aiohttp.ClientSession | None = None
         self._next_due: dict[str, float] = {}
+        self._alive = False  # whether the last look found a job this trainer drives that has not ended
         self.steps_done = 0  # steps this trainer finished (for the tests)
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
@@ -163,8 +165,8 @@ class Trainer:
                     await asyncio.sleep(1.0)
                     continue
                 work = self._next()
-                if work is None:
-                    await asyncio.sleep(0.1)
+                if work is None:  # a job's step comes due soon; with none alive a new one is looked for less often
+                    await asyncio.sleep(0.1 if self._alive else max(0.1, self.pace.step_s))
                     continue
                 await self._step(*work)
             except asyncio.CancelledError:
@@ -176,10 +178,12 @@ class Trainer:
     def _next(self) -> tuple[str, int, list[dict[str, Any]], dict[str, Any]] | None:
         """(job id, step, the step's rows, the plan) of the next step due, planning a job first seen."""
         now = time.monotonic()
+        self._alive = False
         with self.sim.world_session():
             state = self.sim.state
             for jid in sorted(state.jobs):
                 j = state._job(jid)  # its lifecycle applied (provisioning ends with time)
+                self._alive = self._alive or (j.driven and j.state not in TERMINAL_JOB_STATES)
                 if not j.driven or j.state != "JOB_STATE_RUNNING" or j.provisioning:
                     continue
                 if self._next_due.get(jid, 0.0) > now:
