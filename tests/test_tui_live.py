@@ -286,7 +286,10 @@ async def test_elapsed_is_every_sessions_work_on_the_run(store: Store, sim_overr
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert "elapsed 1m15s" in app.dashboard.query_one(SummaryBar).plain
+        started = time.monotonic()
         await pilot.press("R")
         await settle(pilot)
-        assert re.search(r"elapsed 1m1[5-9]s", app.dashboard.query_one(SummaryBar).plain)
-    assert 75.0 < store.get_run(RUN_ID).worked_s < 80.0  # type: ignore[operator]
+        took = time.monotonic() - started  # the rerun's session: well under 5 s, unless the machine is loaded
+        shown = re.search(r"elapsed 1m(\d+)s", app.dashboard.query_one(SummaryBar).plain)
+        assert shown is not None and 15 <= int(shown.group(1)) <= 15 + took + 1, (shown, took)
+    assert 75.0 < store.get_run(RUN_ID).worked_s <= 75.0 + took  # type: ignore[operator]
