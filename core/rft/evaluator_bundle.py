@@ -4,7 +4,7 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
 
     test_svgagent_judge.py   entry: a copy of core/rft/bundle_entry.py (the plain scoring function + the Eval Protocol
                              pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
-    svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_path,render_worker,
+    svgjudge/                copies of core/scoring/{errors,models,components,extract,render_guard,render_path,render_worker,
                              render,chat,judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
@@ -55,6 +55,7 @@ BUNDLE_PACKAGE = "svgjudge"
 SOURCE_MODULES = (
     "errors",
     "models",
+    "components",
     "extract",
     "picture_size",
     "render_guard",
