@@ -238,6 +238,7 @@ class JobView:
             "completed": self.completed,
             "output_model": self.output_model,
             "links": dict(self.links),
+            "curves": {name: [list(point) for point in points] for name, points in self.curves.series.items()},
         }
 
 
