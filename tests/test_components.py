@@ -3,6 +3,7 @@ answers built to stop at each stage, judged by the project's simulator in both j
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,3 +128,20 @@ def test_step_components_read_from_the_store(tmp_path: Path) -> None:
     assert b["completion_tokens"] == 300.0
     assert series([got[first], None, got[second]], "svg_found") == [a["svg_found"], None, 0.5]
     assert [c.key for c in PLOTTED][0] == "score"
+
+
+def test_runs_stats_reports_the_components(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from svgagent.tui.cli.main import main
+
+    db = tmp_path / "runs.db"
+    with Store(db) as store:
+        run = build_run(store, standard_specs(), run_id="run-a")
+    assert main(["runs", "stats", run, "--store", str(db), "--json"]) == 0
+    components = json.loads(capsys.readouterr().out)["components"]
+    assert components["svg_found"] == pytest.approx(4 / 5)
+    assert components["requirement_count"] == 4.0
+    assert main(["runs", "stats", run, "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "what explains the scores" in out
+    assert "SVG found" in out and "80.0%" in out
+    assert "completion tokens" in out and "340.0" in out
