@@ -118,7 +118,12 @@ async def test_the_reward_hacking_window_writes_the_requirements_as_text(
     store, server = served
     with demo_control_plane(world_dir=tmp_path / "demo", train=True) as (_, cp):
         job = await asyncio.to_thread(_launch, cp, server.url, epochs=1, chunk_size=4, n=2, rows=12)
-        await _until(cp, job, ("JOB_STATE_COMPLETED",))
+        data = await _until(cp, job, ("JOB_STATE_COMPLETED",))
+    # where the judge is fooled the platform's modelled reward runs ahead of its eval reward (held-out, honest)
+    curves = job_curves(data)
+    reward, evaluated = dict(curves.series[REWARD]), dict(curves.series[EVAL_REWARD])
+    assert sorted(evaluated) == [2, 3]
+    assert reward[2] - evaluated[2] > reward[3] - evaluated[3] + 0.05, (reward, evaluated)
     texts = {
         step: sum("the requirements written out" in (svg or "") for (svg,) in rows)
         for step in (1, 2, 3)
