@@ -247,7 +247,10 @@ def _readme(config: Mapping[str, Any]) -> str:
         f"`{config.get('judge_mode')}`, profile `{config.get('judge_profile', 'svgagent')}` "
         f"({recipe_line(str(config.get('judge_profile', 'svgagent')))}), drawn by "
         f"`{config.get('renderer', 'cairosvg')}` (PNG longest side {config.get('render_size')} px where the profile "
-        "sizes by it). The key is read from OPENAI_API_KEY.\n"
+        "sizes by it). The key is read from OPENAI_API_KEY.\n\n"
+        "Besides the score, each result's `metrics` hold the parts that explain it (svgjudge/components.py): "
+        "`svg_found`, `rendered`, `requirement_count`, `fulfilled`, `answer_chars`, `completion_tokens`, "
+        "`prompt_tokens`, and `requirement_K` per requirement in per-requirement mode.\n"
     )
 
 
