@@ -506,9 +506,14 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
     def on_job_panel_training_requested(self, message: JobPanel.TrainingRequested) -> None:
         from svgagent.screens.training import TrainingScreen
 
-        view = message.view
+        view, panel = message.view, message.panel
         self.app.push_screen(
-            TrainingScreen(self.svg_app.store, job_name=view.name, title=view.display_name or view.job_id)
+            TrainingScreen(
+                self.svg_app.store,
+                job_name=view.name,
+                title=view.display_name or view.job_id,
+                platform=lambda: next((v for v in panel.views if v.name == view.name), None),  # its latest poll
+            )
         )
 
     def on_job_panel_evaluate_requested(self, message: JobPanel.EvaluateRequested) -> None:

@@ -1,7 +1,8 @@
 """The training view: what an RFT job's rollouts look like, step by step, as `svgagent serve` stores them.
 
-A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a sparkline
-draws the mean local score per step (``serve --judge``; otherwise the rollouts per step); a table lists the steps
+A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a chart
+draws one metric per step (``m`` cycles: the mean local score beside the platform's own reward and eval reward when
+the job reports them, the platform's loss, each score component; tui/widgets/training_curves.py); a table lists the steps
 (rollouts, finished, errors, mean local score, model), beside the picture of a rollout of the highlighted step (its
 first row's); while the cursor is on the newest step it follows the steps as they arrive. It re-reads the store every second in a thread, so rollouts
 stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
@@ -12,15 +13,18 @@ Open it from the Jobs pane (a job, then ``t``) or with ``svgagent tui --serve``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Static
 
+from svgagent.core.analysis.step_components import StepComponents, step_components
+from svgagent.core.rft.job_metrics import JobCurves
 from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
 from svgagent.core.store.run_store import Store
 from svgagent.core.terminal_text import visible_line
@@ -29,6 +33,10 @@ from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture, PictureShown
 from svgagent.tui.widgets.screen_text import shown, shown_line
+from svgagent.tui.widgets.training_curves import TrainingCurves
+
+if TYPE_CHECKING:
+    from svgagent.core.rft.monitor import JobView
 
 REFRESH_S = 1.0
 COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
@@ -42,7 +50,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     SCOPED_CSS = False
     DEFAULT_CSS = """
     TrainingScreen #training-header { height: auto; padding: 0 1; background: $panel; }
-    TrainingScreen #training-spark { height: 3; margin: 0 1; }
+    TrainingScreen #training-spark { height: 33%; min-height: 9; max-height: 16; margin: 0 1; }
     TrainingScreen #training-body { height: 1fr; }
     TrainingScreen #training-steps { height: 1fr; width: 1fr; }
     TrainingScreen #training-side { width: 45%; height: 1fr; padding: 0 1; }
@@ -63,6 +71,13 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             "f", "first_last", "First↔last", id="training.first_last", tooltip="Compare the first step with the last"
         ),
         Binding("r", "refresh", "Refresh", id="training.refresh", tooltip="Read the store again now"),
+        Binding(
+            "m",
+            "next_metric",
+            "Metric",
+            id="training.metric",
+            tooltip="Chart the next metric per step: score (local and the platform's), loss, SVG found, rendered, ...",
+        ),
     ]
 
     def __init__(
@@ -73,6 +88,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         training_id: str | None = None,
         title: str | None = None,
         serving: str | None = None,
+        platform: Callable[[], JobView | None] | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -83,10 +99,12 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         self.training_run: TrainingRun | None = None
         self.steps: list[TrainingStep] = []
         self.marked: int | None = None
+        self.platform = platform  # the job as the Jobs pane last polled it: its own curves (outputMetrics)
+        self.components: dict[str, StepComponents] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="training-header")
-        yield Sparkline([], id="training-spark")
+        yield TrainingCurves(id="training-spark")
         with Horizontal(id="training-body"):
             table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
             yield table
@@ -119,9 +137,18 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             )
             run = runs[0] if runs else None
             steps = training.steps(run.training_id) if run is not None else []
-        self.app.call_from_thread(self._apply, run, steps)
+            components = step_components(reader, [s.run_id for s in steps])
+        self.app.call_from_thread(self._apply, run, steps, components)
 
-    def _apply(self, run: TrainingRun | None, steps: list[TrainingStep]) -> None:
+    def _apply(
+        self, run: TrainingRun | None, steps: list[TrainingStep], components: dict[str, StepComponents] | None = None
+    ) -> None:
+        chart = self.query_one("#training-spark", TrainingCurves)
+        view = self.platform() if self.platform is not None else None
+        curves = view.curves if view is not None else JobCurves()
+        if components is not None and (components != self.components or curves != chart.curves):
+            self.components = components
+            chart.set_data(steps, components, curves)
         if run == self.training_run and steps == self.steps:
             return
         table = self.query_one("#training-steps", DataTable)
@@ -178,7 +205,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     def _redraw(self) -> None:
         header = self.query_one("#training-header", Static)
         hint = self.query_one("#training-hint", Static)
-        spark = self.query_one("#training-spark", Sparkline)
+        chart = self.query_one("#training-spark", TrainingCurves)
         table = self.query_one("#training-steps", DataTable)
         serving = f" · serving on {self.serving}" if self.serving else ""
         if self.training_run is None:
@@ -193,12 +220,10 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                     "URL; serve --job NAME): its rollouts appear here, step by step."
                 )
             )
-            spark.data = []
             table.clear()
             return
         run = self.training_run
         judged = any(s.judged for s in self.steps)
-        means = [s.mean_local or 0.0 for s in self.steps] if judged else [float(s.rollouts) for s in self.steps]
         first, last = (self.steps[0], self.steps[-1]) if self.steps else (None, None)
         trend = ""
         if judged and first is not None and last is not None:
@@ -209,13 +234,10 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 f"{len(self.steps)} steps · {run.rollouts} rollouts{trend}"
             )
         )
-        spark.data = means
+        chart.set_data(self.steps, self.components, chart.curves)
         hint.update(
-            (
-                "sparkline: mean local score per step"
-                if judged
-                else "sparkline: rollouts per step (scores come from the platform; `serve --judge` adds local ones)"
-            )
+            f"chart: {chart.label()} (m: next metric)"
+            + ("" if judged else " · local scores need `serve --judge`")
             + (f" · marked: step {self.marked}" if self.marked is not None else "")
         )
         self._fill(table)
@@ -268,6 +290,10 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             self.notify("a comparison needs two steps", title="Training", severity="warning")
             return
         open_compare(self.app, self.steps[0].run_id, self.steps[-1].run_id)
+
+    def action_next_metric(self) -> None:
+        self.query_one("#training-spark", TrainingCurves).cycle()
+        self._redraw()
 
     def action_close(self) -> None:
         self.app.pop_screen()

@@ -15,6 +15,7 @@ import pytest
 
 from svgagent.core.config.settings import load_settings
 from svgagent.core.demo import demo_control_plane, demo_overrides
+from svgagent.core.rft.job_metrics import EVAL_REWARD, REWARD, job_curves
 from svgagent.core.rft.launch import demo_request, launch, prepare_launch, with_rollouts
 from svgagent.core.rft.params import RftParams
 from svgagent.core.serve.server import RolloutServer
@@ -103,6 +104,12 @@ async def test_a_remote_job_trains_step_by_step_through_the_rollout_server(
     assert last > first, [s.mean_local for s in steps]
     rows = store.query("SELECT COUNT(DISTINCT row_id), COUNT(*) FROM served_rollouts WHERE training_id = ?", (job_id,))
     assert tuple(rows[0]) == (8, 64)  # every prompt, 4 samples an epoch
+    # the platform's own curves, one point per step the trainer did, rising as the local mean does
+    curves = job_curves(data)
+    assert [step for step, _ in curves.series[REWARD]] == [1, 2, 3, 4]
+    assert [step for step, _ in curves.series[EVAL_REWARD]] == [2, 4]
+    reward = [value for _, value in curves.series[REWARD]]
+    assert reward[2] + reward[3] > reward[0] + reward[1], reward
 
 
 async def test_the_reward_hacking_window_writes_the_requirements_as_text(
@@ -112,7 +119,12 @@ async def test_the_reward_hacking_window_writes_the_requirements_as_text(
     store, server = served
     with demo_control_plane(world_dir=tmp_path / "demo", train=True) as (_, cp):
         job = await asyncio.to_thread(_launch, cp, server.url, epochs=1, chunk_size=4, n=2, rows=12)
-        await _until(cp, job, ("JOB_STATE_COMPLETED",))
+        data = await _until(cp, job, ("JOB_STATE_COMPLETED",))
+    # where the judge is fooled the platform's modelled reward runs ahead of its eval reward (held-out, honest)
+    curves = job_curves(data)
+    reward, evaluated = dict(curves.series[REWARD]), dict(curves.series[EVAL_REWARD])
+    assert sorted(evaluated) == [2, 3]
+    assert reward[2] - evaluated[2] > reward[3] - evaluated[3] + 0.05, (reward, evaluated)
     texts = {
         step: sum("the requirements written out" in (svg or "") for (svg,) in rows)
         for step in (1, 2, 3)

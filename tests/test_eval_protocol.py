@@ -192,6 +192,7 @@ def test_bundle_under_eval_protocols_pytest_plugin_scores_like_svgagent_eval(
         ours = {r.row_id: r for r in store.list_rollouts(run_id, heavy=True)}
     assert set(ours) == set(ep_rows)
 
+    seen_parts: list[dict[str, float]] = []
     for row_id, row in ep_rows.items():
         mine, result = ours[row_id], row["evaluation_result"]
         assert row["rollout_status"]["code"] == 100, row["rollout_status"]  # finished
@@ -201,6 +202,17 @@ def test_bundle_under_eval_protocols_pytest_plugin_scores_like_svgagent_eval(
         assert result["score"] == (mine.score if mine.is_score_valid else 0.0), row_id  # ... the same score
         counted = f"{mine.fulfilled} of {mine.total} requirements" if mine.fulfilled is not None else "no count"
         assert result["metrics"]["requirements"]["reason"].startswith(counted), row_id
+        # the parts that explain the score (core/scoring/components.py), as the platform receives them
+        parts = {key: metric["score"] for key, metric in result["metrics"].items()}
+        assert parts["svg_found"] == (1.0 if mine.svg is not None else 0.0), row_id
+        assert parts["rendered"] == (1.0 if mine.png is not None else 0.0), row_id
+        assert parts["requirement_count"] == mine.total == len(mine.requirements)
+        assert parts["answer_chars"] == len(mine.raw_answer or "")
+        if mine.fulfilled is not None:
+            assert parts["fulfilled"] == mine.fulfilled
+        assert parts["completion_tokens"] == mine.completion_tokens, row_id  # eval-protocol's usage of the call
+        seen_parts.append(parts)
+    assert {p["svg_found"] for p in seen_parts} <= {0.0, 1.0} and any(p["rendered"] for p in seen_parts)
     assert len({r["evaluation_result"]["score"] for r in ep_rows.values()}) > 1  # the rows really differ
 
 

@@ -435,3 +435,34 @@ def test_standalone_cli_serves() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_job_reports_the_platforms_curves_in_output_metrics(sim: FireworksSim) -> None:
+    """The simulator's per-step metrics pass the real client's type (outputMetrics: a string) and read back as
+    curves: one point per step done, reward and loss every step, eval reward every other step and at the last."""
+    from svgagent.core.rft.job_metrics import EVAL_REWARD, LOSS, REWARD, job_curves
+    from svgagent.core.rft.monitor import JobView
+
+    fw = client(sim)
+    ready_dataset(fw)
+    active_evaluator(fw)
+    fw.reinforcement_fine_tuning_jobs.create(reinforcement_fine_tuning_job_id="curves", **job_body(epochs=2))
+    job = fw.reinforcement_fine_tuning_jobs.get("curves")
+    seen: list[int] = []
+    while job.state != "JOB_STATE_COMPLETED":
+        if job.state == "JOB_STATE_RUNNING" and not job.job_progress.total_input_requests:
+            assert job.output_metrics is None  # provisioning: nothing trained yet
+        if job.output_metrics is not None:
+            assert isinstance(job.output_metrics, str)  # the type's field, as the client parsed it
+            seen.append(len(job_curves(job.to_dict(mode="json")).series[REWARD]))
+        job = fw.reinforcement_fine_tuning_jobs.get("curves")
+    assert seen == sorted(seen) and seen[0] >= 1  # the curve grows step by step
+    curves = JobView.from_job(job.to_dict(mode="json"), sim.base_url).curves
+    steps = sim.config.job_running_steps
+    assert [s for s, _ in curves.series[REWARD]] == list(range(1, steps + 1))
+    assert [s for s, _ in curves.series[LOSS]] == list(range(1, steps + 1))
+    assert [s for s, _ in curves.series[EVAL_REWARD]] == [s for s in range(1, steps + 1) if s % 2 == 0 or s == steps]
+    assert all(0.0 <= v <= 1.0 for _, v in curves.series[REWARD])
+    assert curves.series[REWARD][-1][1] > curves.series[REWARD][0][1]  # it learned
+    assert curves.series[LOSS][-1][1] < curves.series[LOSS][0][1]
+    assert curves.names() == [REWARD, LOSS, EVAL_REWARD]

@@ -24,6 +24,7 @@ FW_KEY = "fw-FAKE-cli-key-0123456789abcdef"
 OPENAI_KEY = "FAKEOA-cli-judge-9876543210zyxw"
 SECRETS = (FW_KEY, OPENAI_KEY)
 STATUS_KEYS = {
+    "curves",
     "name",
     "display_name",
     "state",
@@ -298,6 +299,11 @@ def test_watch_to_completion_through_failures(sim: FireworksSim, env: Path, caps
     assert final["state"] == "COMPLETED"
     assert final["percent"] == 100
     assert final["processed"] == final["total"] == 3
+    steps = len(final["curves"]["reward"])  # the job's own curves, one point per step (the simulator's)
+    assert steps >= 1 and [s for s, _ in final["curves"]["reward"]] == list(range(1, steps + 1))
+    code, out, _ = run(capsys, "rft", "status", job_id)
+    assert code == 0
+    assert f"({steps} steps)" in next(line for line in out.splitlines() if line.startswith("  curves    reward "))
     assert "no state yet" not in err
     assert "last known state, 0 s old" in err
     assert "retrying in" in err

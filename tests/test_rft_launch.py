@@ -407,6 +407,7 @@ def test_job_view_shape_and_staleness() -> None:
             "dataset": "https://app.fireworks.ai/dashboard/datasets/d1",
             "evaluator": "https://app.fireworks.ai/dashboard/evaluators/e1",
         },
+        "curves": {},  # the job reports no outputMetrics
     }
     assert (view.category, view.terminal, view.stale) == ("active", False, False)
     assert view.elapsed(now=start + 125) == pytest.approx(125, abs=0.01)

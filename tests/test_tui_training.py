@@ -12,7 +12,7 @@ import pytest
 from factories import FLAG_SVG
 from job_fakes import fake_source, job
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Sparkline
+from textual.widgets import DataTable
 from tui_support import make_app, settle, wait_until
 
 from svgagent.core.exchange.ep_status import StatusCode
@@ -22,6 +22,7 @@ from svgagent.core.serve.training_runs import StepHint, TrainingStore
 from svgagent.core.store.run_store import Store
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.training import TrainingScreen
+from svgagent.tui.widgets.training_curves import TrainingCurves
 
 JOB_ID = "svgagent-rft-1a2b3c4d5e6f"
 JOB_NAME = f"accounts/test-account/reinforcementFineTuningJobs/{JOB_ID}"
@@ -114,8 +115,11 @@ async def test_t_on_a_job_opens_its_steps_with_counts_and_local_means(store: Sto
             ["2", "3", "3", "0", "0.583"],
             ["3", "3", "3", "0", "0.917"],
         ]
-        spark = screen.query_one(Sparkline)
-        assert list(spark.data or []) == pytest.approx([0.25, 7 / 12, 11 / 12])
+        chart = screen.query_one(TrainingCurves)
+        (local,) = chart.lines  # the job reports no curves of its own: the local mean alone
+        assert local.label == "local mean"
+        assert [s for s, _ in local.points] == [1, 2, 3]
+        assert [v for _, v in local.points] == pytest.approx([0.25, 7 / 12, 11 / 12])
         assert screen.training_run is not None
         assert screen.training_run.job_name == JOB_NAME  # not the other job's training run
         await pilot.press("escape")
@@ -227,3 +231,49 @@ async def test_tui_serve_runs_the_server_and_its_rollouts_stream_into_the_view(s
         "live-1",
         "live-2",
     }
+
+
+PLATFORM_METRICS = {
+    "steps": [
+        {"step": 1, "reward": 0.3, "loss": 0.2},
+        {"step": 2, "reward": 0.55, "loss": 0.15, "eval_reward": 0.5},
+        {"step": 3, "reward": 0.8, "loss": 0.1, "eval_reward": 0.7},
+    ]
+}
+
+
+def curves_app(store: Store):  # type: ignore[no-untyped-def]
+    import json
+
+    running = job(JOB_ID, "RUNNING", percent=60, processed=9, total=12, display="svgagent builtin qwen3-0p6b")
+    running["outputMetrics"] = json.dumps(PLATFORM_METRICS)
+    return make_app(store, job_source=fake_source([running]))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_platforms_curves_beside_the_local_mean_and_m_cycles_the_components(
+    store: Store, size: tuple[int, int]
+) -> None:
+    serve_steps(store, {1: [1, 0, 2], 2: [2, 2, 3], 3: [4, 3, 4]})
+    async with curves_app(store).run_test(size=size) as pilot:
+        screen = await open_training(pilot)
+        await wait_until(pilot, lambda: len(screen.query_one(TrainingCurves).lines) == 3)
+        chart = screen.query_one(TrainingCurves)
+        local, reward, evaluated = chart.lines
+        assert (local.label, reward.label, evaluated.label) == ("local mean", "platform reward", "platform eval reward")
+        assert reward.points == ((1, 0.3), (2, 0.55), (3, 0.8)) and evaluated.points == ((2, 0.5), (3, 0.7))
+        assert chart.share and chart.size.height >= 7
+        assert "platform reward" in "\n".join(line.text for line in chart.render_lines(chart.region.reset_offset))
+        assert "chart: score (m: next metric)" in str(screen.query_one("#training-hint").render())
+        labels = []
+        for _ in chart.choices():
+            await pilot.press("m")
+            labels.append((chart.metric, [line.points for line in chart.lines]))
+        metrics = [metric for metric, _ in labels]
+        assert metrics[0] == "platform:loss" and metrics[-1] == "score"  # around and back to the score
+        assert dict(labels)["platform:loss"] == [((1, 0.2), (2, 0.15), (3, 0.1))]
+        assert dict(labels)["requirement_count"] == [((1, 4.0), (2, 4.0), (3, 4.0))]
+        fulfilled = dict(labels)["fulfilled"][0]
+        assert [v for _, v in fulfilled] == pytest.approx([1.0, 7 / 3, 11 / 3])
+        assert dict(labels)["svg_found"] == [((1, 1.0), (2, 1.0), (3, 1.0))]
+        assert "chart: score" in str(screen.query_one("#training-hint").render())

@@ -37,6 +37,7 @@ from typing import Any
 
 import openai
 
+from svgagent.core.scoring.components import describe, rollout_components
 from svgagent.core.scoring.endpoint import endpoint_client
 from svgagent.core.scoring.errors import ConfigError, RenderError
 from svgagent.core.scoring.extract import extract_svg
@@ -101,6 +102,9 @@ class RolloutScore:
     total: int
     reason: str
     stage: str  # "extract", "render" or "judge": where the outcome was decided
+    svg_found: bool = False
+    rendered: bool = False
+    verdicts: tuple = ()  # (index, fulfilled) per requirement, when the judge mode gives them
 
     @property
     def reward(self) -> float:
@@ -108,7 +112,34 @@ class RolloutScore:
         return float(self.score) if self.is_score_valid and self.score is not None else 0.0
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "reward": self.reward}
+        return {**asdict(self), "verdicts": [list(v) for v in self.verdicts], "reward": self.reward}
+
+    def metrics(self, answer: str | None, usage: Any = None) -> dict:
+        """The parts that explain the score (core/scoring/components.py), as Eval Protocol metrics:
+        name -> {score, is_score_valid, reason}; a part not known for this rollout is an invalid 0."""
+        tokens = {name: _token_count(usage, name) for name in ("completion_tokens", "prompt_tokens")}
+        parts = rollout_components(
+            answer=answer,
+            svg_found=self.svg_found,
+            rendered=self.rendered,
+            requirement_count=self.total,
+            fulfilled=self.fulfilled,
+            verdicts=self.verdicts,
+            **tokens,
+        )
+        return {
+            key: {
+                "score": 0.0 if value is None else value,
+                "is_score_valid": value is not None,
+                "reason": describe(key, value),
+            }
+            for key, value in parts.items()
+        }
+
+
+def _token_count(usage: Any, name: str) -> int | None:
+    value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 # ---- the sandboxed renderer, shared by every rollout of this process -------------------------------------------
@@ -193,8 +224,8 @@ def _describe_judge_error(err: BaseException, config: JudgeConfig) -> str:
     )[1]
 
 
-def _invalid(total: int, reason: str) -> RolloutScore:
-    return RolloutScore(None, False, None, total, reason, "judge")
+def _invalid(total: int, reason: str, rendered: bool = False) -> RolloutScore:
+    return RolloutScore(None, False, None, total, reason, "judge", svg_found=rendered, rendered=rendered)
 
 
 async def score_answer(
@@ -222,8 +253,8 @@ async def score_answer(
         png = await (renderer or shared_renderer(cfg)).render(extracted.svg, profile.render_size(cfg.render_size))
     except RenderError as err:
         if not profile.render_failure_valid:  # ep-quickstart: an invalid 0
-            return RolloutScore(None, False, None, total, f"render failed: {err}", "render")
-        return RolloutScore(0.0, True, 0, total, f"render failed: {err}", "render")
+            return RolloutScore(None, False, None, total, f"render failed: {err}", "render", svg_found=True)
+        return RolloutScore(0.0, True, 0, total, f"render failed: {err}", "render", svg_found=True)
     client = judge_client
     if client is None:
         key = os.environ.get(KEY_ENV, "").strip()
@@ -232,6 +263,7 @@ async def score_answer(
                 total,
                 f"{KEY_ENV} is not set in the evaluator: store the judge key as a Fireworks "
                 "secret (svgagent rft create uploads it)",
+                rendered=True,
             )
         client = endpoint_client(
             cfg.judge_base_url, key, timeout_s=cfg.request_timeout_s, max_retries=cfg.max_retries, connections=None
@@ -240,13 +272,16 @@ async def score_answer(
         judge = Judge(client, cfg.judge_model, JudgeMode(cfg.judge_mode), cfg.max_format_retries, profile)
         verdict = await judge.judge(png, reqs, prompt)
     except endpoint_errors() as err:
-        return _invalid(total, _describe_judge_error(err, cfg))
+        return _invalid(total, _describe_judge_error(err, cfg), rendered=True)
     finally:
         if judge_client is None:
             await client.close()
+    verdicts = tuple((v.index, bool(v.fulfilled)) for v in verdict.verdicts or ())
     if verdict.valid and verdict.score is not None:
-        return RolloutScore(verdict.score, True, verdict.fulfilled, total, verdict.rationale, "judge")
-    return _invalid(total, verdict.rationale)
+        return RolloutScore(
+            verdict.score, True, verdict.fulfilled, total, verdict.rationale, "judge", True, True, verdicts
+        )
+    return _invalid(total, verdict.rationale, rendered=True)
 
 
 def score_answer_sync(
@@ -337,15 +372,16 @@ def _define_evaluation_test(ep: dict) -> Any:
         answer, requirements, prompt = rollout_inputs(row.messages, info)
         result = await score_answer(answer, requirements, prompt)
         counted = f"{result.fulfilled} of {result.total} requirements" if result.fulfilled is not None else "no count"
+        usage = row.execution_metadata.usage if row.execution_metadata is not None else None
+        metrics = {
+            "requirements": MetricResult(
+                score=result.reward, is_score_valid=result.is_score_valid, reason=f"{counted} ({result.stage})"
+            )
+        }
+        for key, metric in result.metrics(answer, usage).items():  # the parts that explain the score
+            metrics[key] = MetricResult(**metric)
         row.evaluation_result = EvaluateResult(
-            score=result.reward,
-            is_score_valid=result.is_score_valid,
-            reason=result.reason,
-            metrics={
-                "requirements": MetricResult(
-                    score=result.reward, is_score_valid=result.is_score_valid, reason=f"{counted} ({result.stage})"
-                )
-            },
+            score=result.reward, is_score_valid=result.is_score_valid, reason=result.reason, metrics=metrics
         )
         return row
 

@@ -4,7 +4,7 @@ Generated at build time from the same source files `svgagent eval` runs, so ther
 
     test_svgagent_judge.py   entry: a copy of core/rft/bundle_entry.py (the plain scoring function + the Eval Protocol
                              pointwise test, entry point `test_svgagent_judge.py::test_svgagent_judge`)
-    svgjudge/                copies of core/scoring/{errors,models,extract,render_guard,render_path,render_worker,
+    svgjudge/                copies of core/scoring/{errors,models,components,extract,render_guard,render_path,render_worker,
                              render,chat,judge}.py
     svgagent_bundle.json     the judge settings captured from the user's settings, and the sources' digests
     sample.jsonl             one Eval Protocol row, so `pytest test_svgagent_judge.py` runs locally
@@ -55,6 +55,7 @@ BUNDLE_PACKAGE = "svgjudge"
 SOURCE_MODULES = (
     "errors",
     "models",
+    "components",
     "extract",
     "picture_size",
     "render_guard",
@@ -246,7 +247,10 @@ def _readme(config: Mapping[str, Any]) -> str:
         f"`{config.get('judge_mode')}`, profile `{config.get('judge_profile', 'svgagent')}` "
         f"({recipe_line(str(config.get('judge_profile', 'svgagent')))}), drawn by "
         f"`{config.get('renderer', 'cairosvg')}` (PNG longest side {config.get('render_size')} px where the profile "
-        "sizes by it). The key is read from OPENAI_API_KEY.\n"
+        "sizes by it). The key is read from OPENAI_API_KEY.\n\n"
+        "Besides the score, each result's `metrics` hold the parts that explain it (svgjudge/components.py): "
+        "`svg_found`, `rendered`, `requirement_count`, `fulfilled`, `answer_chars`, `completion_tokens`, "
+        "`prompt_tokens`, and `requirement_K` per requirement in per-requirement mode.\n"
     )
 
 

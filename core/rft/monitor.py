@@ -17,6 +17,7 @@ from typing import Any
 
 from svgagent.core.rft.fireworks_api import ControlPlane, FireworksError
 from svgagent.core.rft.fireworks_api import int_field as _int
+from svgagent.core.rft.job_metrics import JobCurves, job_curves
 from svgagent.core.rft.job_states import is_terminal, short_state, stops_watching, why_stopped
 from svgagent.core.rft.links import dataset_link, evaluator_link, job_link
 
@@ -109,6 +110,7 @@ class JobView:
     fetched_at: float = 0.0
     error: str | None = None
     error_kind: str | None = None
+    curves: JobCurves = field(default_factory=JobCurves)  # the platform's per-step metrics (core/rft/job_metrics.py)
 
     @classmethod
     def from_job(cls, job: Mapping[str, Any], base_url: str | None, *, fetched_at: float | None = None) -> JobView:
@@ -146,6 +148,7 @@ class JobView:
             output_model=(job.get("trainingConfig") or {}).get("outputModel") or job.get("outputModel"),
             links=links,
             fetched_at=time.time() if fetched_at is None else fetched_at,
+            curves=job_curves(job),
         )
 
     @property
@@ -235,6 +238,7 @@ class JobView:
             "completed": self.completed,
             "output_model": self.output_model,
             "links": dict(self.links),
+            "curves": {name: [list(point) for point in points] for name, points in self.curves.series.items()},
         }
 
 

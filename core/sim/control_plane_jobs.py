@@ -24,6 +24,7 @@ from svgagent.core.sim.control_plane_state import (
     now_iso,
     paginate,
 )
+from svgagent.core.sim.platform_metrics import modelled_steps, output_metrics
 
 _KNOWN_STATES = frozenset(wire_state(state) for state in STATES)
 _NEXT = {"JOB_STATE_CREATING": "JOB_STATE_PENDING", "JOB_STATE_PENDING": "JOB_STATE_VALIDATING"}
@@ -72,6 +73,8 @@ class SimState(ResourceState, DeploymentState):
             out["completedTime"] = j.completed
         if j.started and j.driven:
             out["jobProgress"] = self._trained_progress(j)
+            if j.trainer.get("metrics"):
+                out["outputMetrics"] = output_metrics(j.trainer["metrics"])
             waiting = str(j.trainer.get("waiting") or "")
             if waiting and j.state == "JOB_STATE_RUNNING":
                 out["status"] = {"code": "OK", "message": waiting}
@@ -90,6 +93,9 @@ class SimState(ResourceState, DeploymentState):
                 "inputTokens": done * 350,
                 "outputTokens": done * 900,
             }
+            if j.run_step and not j.provisioning:
+                base = str((j.spec.get("trainingConfig") or {}).get("baseModel") or "")
+                out["outputMetrics"] = output_metrics(modelled_steps(j.id, base, steps, j.run_step, epochs))
         return out
 
     def _trained_progress(self, j: _Job) -> dict[str, Any]:

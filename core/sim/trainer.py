@@ -40,6 +40,8 @@ import aiohttp
 from svgagent.core.sim.background import BackgroundLoop
 from svgagent.core.sim.control_plane import FireworksSim
 from svgagent.core.sim.control_plane_state import TERMINAL_JOB_STATES
+from svgagent.core.sim.platform_metrics import step_metrics
+from svgagent.core.sim.policy_skill import load_trained
 from svgagent.core.sim.simulator import SimConfig, Simulator
 from svgagent.core.sim.tracing_gateway import TAG_NAMES, TracingGateway
 from svgagent.core.sim.world import TRAINED_MODELS_FILE, TRAINER_LOCK_FILE
@@ -82,6 +84,15 @@ class TrainerPace:
 
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def _prompt_text(messages: Any) -> str:
+    """The last user message's text (what the policy simulator reads as the prompt)."""
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
 
 
 def dataset_rows(data: bytes) -> list[dict[str, Any]]:
@@ -308,7 +319,10 @@ class Trainer:
         codes = await self._statuses(sent)
         finished = sum(1 for code in codes.values() if code == FINISHED)
         failed = len(bodies) - finished
-        self._record(jid, step=step, epoch=epoch, finished=finished, failed=failed)
+        trained = load_trained(str(self.world_dir / TRAINED_MODELS_FILE))
+        prompts = [_prompt_text(b["messages"]) for b in bodies]
+        curves = step_metrics(jid, step, epoch, f"{output}-step-{step}", prompts, trained, last=step >= plan["steps"])
+        self._record(jid, step=step, epoch=epoch, finished=finished, failed=failed, metrics=curves)
         self._next_due[jid] = time.monotonic() + self.pace.step_s
         self.steps_done += 1
 
@@ -325,7 +339,7 @@ class Trainer:
                 return codes
             await asyncio.sleep(0.05)
 
-    def _record(self, jid: str, *, waiting: str = "", **done: int) -> None:
+    def _record(self, jid: str, *, waiting: str = "", metrics: dict[str, Any] | None = None, **done: int) -> None:
         """Write what the trainer did onto the job; the last step completes it (unless it was cancelled meanwhile)."""
         from svgagent.core.sim.control_plane_state import now_iso
 
@@ -339,6 +353,8 @@ class Trainer:
                 plan["done"], plan["epoch"] = done["step"], done["epoch"]
                 plan["finished"] += done["finished"]
                 plan["failed"] += done["failed"]
+            if metrics is not None:  # the platform's own curves, one row per step (core/sim/platform_metrics.py)
+                plan["metrics"] = [*plan.get("metrics", []), metrics]
             j.trainer = plan
             if done and j.state == "JOB_STATE_RUNNING" and plan["done"] >= plan["steps"]:
                 j.state, j.completed, j.status = "JOB_STATE_COMPLETED", now_iso(), ("OK", "")

@@ -251,6 +251,7 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from svgagent.core.analysis.stats import run_stats
+    from svgagent.core.analysis.step_components import step_components
     from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.console import cli_console
@@ -261,11 +262,34 @@ def cmd_stats(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         run = resolve_run(store, args.run_id)
         stats = run_stats(store, run.run_id, threshold=args.threshold, bins=args.bins, top=args.top)
+        found = step_components(store, [run.run_id]).get(run.run_id)
+    components = found.means if found is not None else {}  # the means of the parts that explain the scores
     if args.json:
-        print(json.dumps({"name": run.name, **stats.to_dict()}, indent=2, ensure_ascii=False))
+        print(json.dumps({"name": run.name, **stats.to_dict(), "components": components}, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print_stats(cli_console(), stats, run.name, width=args.width)
+    console = cli_console()
+    print_stats(console, stats, run.name, width=args.width)
+    print_components(console, components)
     return EXIT_OK
+
+
+def print_components(console: Console, means: dict[str, float | None]) -> None:
+    """One line per score component (core/scoring/components.py): its mean over the run's rollouts."""
+    from rich.table import Table
+
+    from svgagent.core.analysis.step_components import PLOTTED
+
+    table = Table("component", "mean", title="what explains the scores (means)", title_justify="left")
+    for component in PLOTTED:
+        value = means.get(component.key)
+        if value is None:
+            shown = "–"
+        elif component.key == "score":
+            shown = f"{value:.3f}"
+        else:
+            shown = f"{100 * value:.1f}%" if component.share else f"{value:,.1f}"
+        table.add_row(component.label, shown)
+    console.print(table)
 
 
 def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 40) -> None:

@@ -516,11 +516,16 @@ def _remember_state(store: Store, view: JobView, job: dict[str, Any] | None = No
 
 
 def _show_view(view: JobView, out: _Out) -> None:
+    from svgagent.core.rft.job_metrics import curves_line
+
     out.out(f"{view.job_id}  {view.display_name}".rstrip())
     out.out(f"  state     {view.summary_line()}")
     if view.output_model:
         out.out(f"  output    {view.output_model}")
     out.out(f"  created   {view.created or '–'}" + (f"   completed {view.completed}" if view.completed else ""))
+    curves = curves_line(view.curves)  # the platform's own per-step metrics, when the job reports them
+    if curves:
+        out.out(f"  curves    {curves}")
     for kind, link in view.links.items():
         out.out(f"  {kind:<9} {link}")
 

@@ -13,6 +13,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from svgagent.core.rft.job_metrics import LABELS as CURVE_LABELS
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.line_table import Column
 from svgagent.tui.widgets.screen_text import shown, shown_line
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
 
 DASH = "–"
+SPARK = "▁▂▃▄▅▆▇█"
 LINK_KINDS = ("job", "dataset", "evaluator")
 BAR_FULL, BAR_EMPTY = "━", "╌"
 FRESH_S = (
@@ -151,12 +153,29 @@ def job_detail(view: JobView, now: float, link: str) -> RenderableType:
     rows.add_row("output", shown_line(view.output_model or "– (named when the job starts)"))
     if view.status and view.category in ("error", "warning"):
         rows.add_row("status", shown(view.status, style=style))
+    for name in view.curves.names()[:3]:  # the platform's own curves (outputMetrics), one line each
+        points = view.curves.series[name]
+        values = [value for _, value in points]
+        line = f"{sparkline(values)} {values[0]:.3g} → {values[-1]:.3g} · step {points[-1][0]}"
+        rows.add_row(shown_line(CURVE_LABELS.get(name, name)[:12]), shown_line(line))
     parts: list[RenderableType] = [title, head, rows]
     if view.links:
         picked = link if link in view.links else next(iter(view.links))
         rows.add_row("links", links_line(view, picked))
         rows.add_row("", shown_line(view.links[picked], style="underline"))
     return Group(*parts)
+
+
+def sparkline(values: list[float], width: int = 16) -> str:
+    """The last ``width`` values as block characters, from their lowest (▁) to their highest (█)."""
+    shown_values = values[-width:]
+    if not shown_values:
+        return ""
+    low, high = min(shown_values), max(shown_values)
+    top = len(SPARK) - 1
+    if high <= low:
+        return SPARK[top // 2] * len(shown_values)
+    return "".join(SPARK[round((v - low) / (high - low) * top)] for v in shown_values)
 
 
 def status_line(

@@ -33,6 +33,7 @@ from textual.message import Message
 from textual.timer import Timer
 
 from svgagent.core.demo import job_source_for
+from svgagent.core.rft.job_metrics import EVAL_REWARD, LABELS, REWARD
 from svgagent.core.rft.job_source import (
     DEFAULT_POLL_S,
     DEMO_POLL_S,
@@ -43,6 +44,7 @@ from svgagent.core.rft.job_source import (
     JobsPoller,
 )
 from svgagent.tui.browser import browser_available
+from svgagent.tui.widgets.curve_chart import PLATFORM_COLOURS, ChartLine, CurveChart
 from svgagent.tui.widgets.job_cells import LINK_KINDS, detail_key, job_detail, status_line
 from svgagent.tui.widgets.job_table import JobTable
 from svgagent.tui.widgets.text_box import TextBox
@@ -52,6 +54,9 @@ if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
 
 
+CHART_MIN_PANE_ROWS = 30  # a pane at least this tall shows the selected job's curves as a chart too
+
+
 class JobPanel(Vertical):
     PALETTE_TITLE = "Jobs"  # its keys in the command palette (tui/palette_commands.py)
     DEFAULT_CSS = """
@@ -59,6 +64,9 @@ class JobPanel(Vertical):
     JobPanel > #jobs-status { height: 1; padding: 0 1; }
     JobPanel > #jobs-detail-box { height: 1fr; padding: 0 1; }
     JobPanel #jobs-detail { height: auto; }
+    JobPanel > #jobs-chart { height: 1fr; min-height: 12; display: none; margin: 0 1; }
+    JobPanel.-curves > #jobs-chart { display: block; }
+    JobPanel.-curves > #jobs-detail-box { height: auto; max-height: 50%; }
     """
     BINDINGS = [
         Binding("u", "refresh_jobs", "Refresh", id="jobs.refresh", tooltip="Fetch the RFT jobs now"),
@@ -224,6 +232,7 @@ class JobPanel(Vertical):
         yield JobTable(id="jobs-table")
         with VerticalScroll(id="jobs-detail-box"):  # tab reaches it: the arrows scroll a long detail
             yield TextBox(id="jobs-detail")
+        yield CurveChart(id="jobs-chart")
 
     def on_show(self, event: Show) -> None:
         self.start()
@@ -397,7 +406,24 @@ class JobPanel(Vertical):
             detail_key(view, now, self.link) if view is not None else None,
         )
         self._show("#jobs-detail", key, lambda: self._detail(view, now))
+        self._chart(view)
         self._keys_changed()
+
+    def on_resize(self) -> None:
+        self._chart(self.selected_view)
+
+    def _chart(self, view: JobView | None) -> None:
+        """The selected job's own reward and eval reward per step as a chart, when the pane is tall enough for one
+        beside the job's details (zoomed with +, or a tall terminal); the details always show them as sparklines."""
+        curves = view.curves if view is not None else None
+        tall = self.size.height >= CHART_MIN_PANE_ROWS
+        self.set_class(bool(curves and curves.series) and tall, "-curves")
+        if curves and tall:
+            lines = [
+                ChartLine(f"platform {LABELS[name]}", curves.series.get(name, ()), PLATFORM_COLOURS[name])
+                for name in (REWARD, EVAL_REWARD)  # in 0..1; the loss has its line in the details
+            ]
+            self.query_one("#jobs-chart", CurveChart).show(lines, title="the job's own metrics per step", share=True)
 
     def _detail(self, view: JobView | None, now: float) -> Group:
         outcome, error = self.outcome, self.outcome.error if self.outcome is not None else None
