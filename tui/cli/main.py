@@ -69,6 +69,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
         add_analysis_parsers(sub, runs_sub)
+
+        from svgagent.tui.cli.report_cmd import add_report_parsers  # runs agreement, report
+
+        add_report_parsers(sub, runs_sub)
         _add_store_and_trust_parsers(sub)
     return parser
 
@@ -227,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from svgagent.tui.cli.analysis import cmd_analysis
 
             return cmd_analysis(args)
+        if getattr(args, "report_cmd", None):  # runs agreement | report
+            from svgagent.tui.cli.report_cmd import cmd_report_cmd
+
+            return cmd_report_cmd(args)
         if args.command == "eval":
             from svgagent.tui.cli.eval import cmd_eval
 
