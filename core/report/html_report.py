@@ -66,8 +66,12 @@ class RunSection:
     total_rollouts: int = 0
 
 
-def gather(store: Store, run_id: str, *, limit: int = DEFAULT_LIMIT) -> RunSection:
-    """What the report shows of one run, read from ``store``."""
+Draw = Callable[[str], "bytes | None"]  # an SVG drawn to PNG in the sandbox (None: it could not be)
+
+
+def gather(store: Store, run_id: str, *, limit: int = DEFAULT_LIMIT, draw: Draw | None = None) -> RunSection:
+    """What the report shows of one run, read from ``store``. A rollout with an SVG and no stored picture (an
+    imported Eval Protocol row carries none) is drawn with ``draw`` when given."""
     run = store.get_run(run_id)
     stats = run_stats(store, run.run_id)
     agreement = run_agreement(store, run.run_id)
@@ -76,6 +80,8 @@ def gather(store: Store, run_id: str, *, limit: int = DEFAULT_LIMIT) -> RunSecti
     for rec in store.iter_rollouts(run.run_id):
         if len(rollouts) >= limit:
             break
+        if rec.png is None and rec.svg and draw is not None:
+            rec.png = draw(rec.svg)
         uri = thumbnail_uri(rec.png)
         if uri:
             pictures[rec.rollout_id] = uri
@@ -83,7 +89,7 @@ def gather(store: Store, run_id: str, *, limit: int = DEFAULT_LIMIT) -> RunSecti
         rollouts.append(rec)
     missing = [d.rollout_id for d in agreement.worst if d.rollout_id not in pictures]
     for rec in store.get_rollouts(missing, heavy=True):
-        uri = thumbnail_uri(rec.png)
+        uri = thumbnail_uri(rec.png if rec.png is not None or not rec.svg or draw is None else draw(rec.svg))
         if uri:
             pictures[rec.rollout_id] = uri
     return RunSection(run, stats, agreement, rollouts, pictures, stats.rollouts)
@@ -198,7 +204,9 @@ def agreement_html(a: AgreementReport, pictures: dict[str, str]) -> str:
                 f"</td>{_num_cell(f'{d.judge_fulfilled}/{d.total}', d.judge_fulfilled / max(d.total, 1))}"
                 f"{_num_cell(f'{d.person_fulfilled}/{d.total}', d.person_fulfilled / max(d.total, 1))}"
                 f"{_num_cell(f'{d.difference:+d}', d.difference)}"
-                f'<td class="prompt">{capped(d.prompt, 200)}</td><td class="text">{reqs}</td></tr>'
+                f'<td class="prompt">{capped(d.prompt, 200)}</td>'
+                + (f'<td class="text">{reqs}</td>' if a.requirements.n else "")
+                + "</tr>"
             )
         headers = [
             ("picture", "text"),
@@ -207,7 +215,7 @@ def agreement_html(a: AgreementReport, pictures: dict[str, str]) -> str:
             ("person", "num"),
             ("judge − person", "num"),
             ("prompt", "text"),
-            ("requirements they disagree on", "text"),
+            *([("requirements they disagree on", "text")] if a.requirements.n else []),
         ]
         out.append(f"<h4>Worst disagreements ({len(a.worst)} of {a.disagreements})</h4>")
         out.append(_sortable(headers, rows, cls="disagreements"))
@@ -320,7 +328,8 @@ def step_charts(store: Store, sections: Sequence[RunSection]) -> str:
         points = [Point(run_name(s.run), s.stats.mean, s.stats.stderr) for s in sections]
         title = "mean score ± stderr per run, in the order given"
         out.append(f"<figure>{line_chart_svg(points, title=title)}<figcaption>{text(title)}</figcaption></figure>")
-    return '<section id="steps"><h2>Score per step</h2>' + "".join(out) + "</section>" if out else ""
+    heading = "Score per step" if seen else "Score per run"
+    return f'<section id="steps"><h2>{heading}</h2>' + "".join(out) + "</section>" if out else ""
 
 
 def build_report(
@@ -330,9 +339,10 @@ def build_report(
     limit: int = DEFAULT_LIMIT,
     now: datetime | None = None,
     extra_sections: Callable[[Store, Sequence[str]], str] | None = None,
+    draw: Draw | None = None,
 ) -> str:
-    """The HTML document of ``run_ids`` (resolved ids) from ``store``."""
-    sections = [gather(store, run_id, limit=limit) for run_id in run_ids]
+    """The HTML document of ``run_ids`` (resolved ids) from ``store``; ``draw``: see :func:`gather`."""
+    sections = [gather(store, run_id, limit=limit, draw=draw) for run_id in run_ids]
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     names = ", ".join(run_name(s.run) for s in sections)
     body = [

@@ -7,9 +7,11 @@ Exit status: 0 ok; 2 usage/config error (unknown run, a file that cannot be writ
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from svgagent.core.store.run_refs import RUN_HELP
 from svgagent.tui.cli.exit_codes import EXIT_OK
@@ -71,6 +73,12 @@ def add_report_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._SubP
     p.add_argument("-o", "--output", metavar="FILE", default="report.html", help="the file (default report.html)")
     p.add_argument(
         "--limit", type=_positive_int, default=500, help="rollouts listed with pictures per run (default 500)"
+    )
+    p.add_argument(
+        "--no-draw",
+        action="store_true",
+        help="leave rollouts stored without a picture (imported rows) without one, instead of drawing their SVG "
+        "in the renderer's sandbox",
     )
     add_store(p)
     p.set_defaults(report_cmd="report")
@@ -186,10 +194,38 @@ def cmd_report(args: argparse.Namespace) -> int:
     from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.store_cmd import open_store
 
-    with open_store(args) as store:
+    with open_store(args) as store, contextlib.ExitStack() as stack:
         runs = [resolve_run(store, ref) for ref in args.run_ids]
-        document = build_report(store, list(dict.fromkeys(r.run_id for r in runs)), limit=args.limit)
+        draw = None if args.no_draw else _sandbox_draw(stack)
+        document = build_report(store, list(dict.fromkeys(r.run_id for r in runs)), limit=args.limit, draw=draw)
     write_output(args.output, document)
     if args.output != "-":
         print(f"wrote {args.output} ({len(document.encode()) / 1e6:.1f} MB, {len(runs)} runs)", file=sys.stderr)
     return EXIT_OK
+
+
+def _sandbox_draw(stack: contextlib.ExitStack) -> Callable[[str], bytes | None]:
+    """SVG → PNG with svgagent's sandboxed cairosvg workers (started at the first picture drawn), at the default
+    render size; an SVG that cannot be drawn has no picture."""
+    from svgagent.core.config.settings import Settings
+    from svgagent.core.scoring.errors import RenderError
+    from svgagent.core.scoring.renderers import make_renderer
+
+    fields = Settings.model_fields
+    choice = argparse.Namespace(
+        renderer="cairosvg",
+        render_size=fields["render_size"].default,
+        render_timeout_s=fields["render_timeout_s"].default,
+        render_memory_mb=fields["render_memory_mb"].default,
+    )
+    started: list[Any] = []
+
+    def draw(svg: str) -> bytes | None:
+        if not started:
+            started.append(stack.enter_context(make_renderer(choice, workers=1)))
+        try:
+            return started[0].render_sync(svg.encode("utf-8"), choice.render_size)
+        except RenderError:
+            return None
+
+    return draw
