@@ -170,6 +170,36 @@ def usd_text(usd: float | None) -> str:
     return f"${usd:.4f}" if abs(usd) < 1 else f"${usd:,.2f}"
 
 
+MAX_OVERRIDES = 500  # a project's svgagent.toml is untrusted text: the [prices] table is capped
+MAX_NAME = 200
+
+
+def check_overrides(table: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """The ``prices`` setting checked (ValueError naming the first problem): at most :data:`MAX_OVERRIDES` models,
+    each with some of :data:`PRICE_KEYS` as dollars; a model the shipped table does not know needs input and
+    output."""
+    if len(table) > MAX_OVERRIDES:
+        raise ValueError(f"at most {MAX_OVERRIDES} models")
+    known = _shipped()["models"]
+    out: dict[str, dict[str, float]] = {}
+    for name, fields in table.items():
+        if not name.strip() or len(name) > MAX_NAME:
+            raise ValueError(f"a model name of 1 to {MAX_NAME} characters, not {name[:40]!r}")
+        if not isinstance(fields, Mapping):
+            raise ValueError(f"{name}: a table of prices (input, output, cached_input, image)")
+        try:
+            price = Price.from_mapping({**known.get(name, {}), **fields})
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
+        out[name] = {k: getattr(price, k) for k in fields}
+    return out
+
+
+def cost_text(cost: Cost) -> str:
+    """``$0.0123 (policy $0.0100 · judge $0.0023)``: every place that shows a run's or a rollout's dollars."""
+    return f"{usd_text(cost.total_usd)} (policy {usd_text(cost.policy_usd)} · judge {usd_text(cost.judge_usd)})"
+
+
 @cache
 def _shipped() -> dict[str, Any]:
     text = resources.files("svgagent.core").joinpath("data", "prices.json").read_text(encoding="utf-8")
