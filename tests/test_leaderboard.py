@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import statistics
 from pathlib import Path
@@ -13,6 +15,7 @@ from svgagent.core.analysis.themes import themes_of
 from svgagent.core.config.prices import price_table
 from svgagent.core.scoring.models import RolloutStatus
 from svgagent.core.store.run_store import Store
+from svgagent.tui.cli.main import main
 from tests.test_compare import make_run
 
 
@@ -133,3 +136,45 @@ def test_sorting_by_any_column_keeps_missing_values_last(store: Store) -> None:
     assert [r.name for r in board.sorted("mean", reverse=True)] == ["b", "a"]
     with pytest.raises(ValueError):
         board.sorted("nope")
+
+
+# --- `svgagent runs leaderboard` ----------------------------------------------------------------------------------
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["runs", "leaderboard", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_json_csv_and_table(store: Store, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("COLUMNS", "80")
+    a, b = make_run(store, ROWS_A, name="alpha"), make_run(store, ROWS_B, name="beta")
+    path = str(store.path)
+    code, out, _ = _cli(capsys, a, "beta", "--json", "--store", path)  # an id and a name
+    assert code == 0
+    data = json.loads(out)
+    assert [r["run_id"] for r in data["rows"]] == [a, b] and data["best_run"] == a
+    assert data["rows"][1]["diff_vs_best"] == pytest.approx(statistics.mean([0.5 - 1.0, 0.25 - 0.75, 0.5 - 0.75]))
+    assert data["summary"].startswith("pick model-alpha")
+    code, out, _ = _cli(capsys, "--all", "--sort", "mean", "--reverse", "--csv", "--store", path)
+    lines = list(csv.DictReader(io.StringIO(out)))
+    assert [line["name"] for line in lines] == ["beta", "alpha"] and lines[1]["is_best"] == "True"
+    code, out, _ = _cli(capsys, "--filter", "alph", "--store", path)
+    assert code == 0 and "model-alpha" in out and "model-beta" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_cli_refuses_no_runs_named(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    make_run(store, ROWS_A, name="alpha")
+    code, _, err = _cli(capsys, "--store", str(store.path))
+    assert code == 2 and "name the runs to compare" in err
+    code, _, err = _cli(capsys, "--filter", "nothing-like-it", "--store", str(store.path))
+    assert code == 2 and "no run matches" in err
+
+
+def test_cli_csv_cells_from_outside_are_neutralised(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    a = make_run(store, ROWS_A, name='=HYPERLINK("x")\x1b[2J')
+    _, out, _ = _cli(capsys, a, "--csv", "--store", str(store.path))
+    line = next(csv.DictReader(io.StringIO(out)))
+    assert line["name"].startswith("'=") and "\x1b" not in out

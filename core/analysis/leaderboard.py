@@ -314,6 +314,12 @@ def _notes(runs: Sequence[RunData]) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def model_label(model: str) -> str:
+    """A model's name as a table shows it: ``accounts/fireworks/models/qwen3-8b`` → ``qwen3-8b`` (the last part of
+    a provider path); other names as they are."""
+    return model.rsplit("/models/", 1)[-1] if "/models/" in model else model
+
+
 def pick_summary(rows: Sequence[LeaderboardRow], shared: int) -> str:
     """One line: which model to pick, how sure that is, and what it costs — or why nothing can be said."""
     if not rows:
@@ -322,22 +328,24 @@ def pick_summary(rows: Sequence[LeaderboardRow], shared: int) -> str:
     if best is None:
         return "no run has a valid score yet: nothing to pick"
     if len(rows) == 1:
-        return f"one run: {best.model} scores {mean_text(best.mean)}{spread_text(best.stderr)}"
+        return f"one run: {model_label(best.model)} scores {mean_text(best.mean)}{spread_text(best.stderr)}"
     if not shared:
         return (
-            f"{best.model} has the highest mean ({mean_text(best.mean)}), but no row is scored in every run: "
+            f"{model_label(best.model)} has the highest mean ({mean_text(best.mean)}), but no row is scored in every run: "
             "the runs cannot be paired, so this is not a fair comparison"
         )
     others = [r for r in rows if not r.is_best and r.diff_vs_best is not None]
     runner = max(others, key=lambda r: r.diff_vs_best) if others else None  # type: ignore[arg-type, return-value]
     cost = f", {usd_text(best.usd_per_row)} per row" if best.usd_per_row is not None else ""
-    head = f"pick {best.model} ({best.name}): {mean_text(best.shared_mean)} on the {shared} shared rows{cost}"
+    head = (
+        f"pick {model_label(best.model)} ({best.name}): {mean_text(best.shared_mean)} on the {shared} shared rows{cost}"
+    )
     if runner is None:
         return head
     diff, se = -(runner.diff_vs_best or 0.0), runner.diff_stderr
-    gap = f"+{diff:.3f}{spread_text(se)} over {runner.model}"
+    gap = f"+{diff:.3f}{spread_text(se)} over {model_label(runner.model)}"
     if se is not None and diff <= NOISE_SE * se:
         cheaper = runner.usd is not None and best.usd is not None and runner.usd < best.usd
-        tail = f"; {runner.model} is cheaper ({usd_text(runner.usd_per_row)} per row)" if cheaper else ""
+        tail = f"; {model_label(runner.model)} is cheaper ({usd_text(runner.usd_per_row)} per row)" if cheaper else ""
         return f"{head} — but only {gap}, within noise: more rows would tell them apart{tail}"
     return f"{head}, {gap}"

@@ -69,6 +69,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
         add_analysis_parsers(sub, runs_sub)
+
+        from svgagent.tui.cli.leaderboard import add_leaderboard_parser  # runs leaderboard
+
+        add_leaderboard_parser(runs_sub)
         _add_store_and_trust_parsers(sub)
     return parser
 
@@ -231,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "tui":
         pause_collection()  # until the first frame is composed (core/startup_gc)
     try:
+        if getattr(args, "board", False):  # runs leaderboard
+            from svgagent.tui.cli.leaderboard import cmd_leaderboard
+
+            return cmd_leaderboard(args)
         if getattr(args, "analysis", None):  # runs compare | runs stats | import
             from svgagent.tui.cli.analysis import cmd_analysis
 
