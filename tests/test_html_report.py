@@ -190,7 +190,7 @@ def test_demo_run_and_imported_jsonl(
     document = (tmp_path / "both.html").read_text(encoding="utf-8")
     page = Page(document)
     assert "imported &lt;b&gt;" in document and "imported <b>" not in document
-    assert {t.get("class") for t in page.tags["table"]} >= {"sortable runs", "sortable rollouts"}
+    assert {t.get("class") for t in page.tags["table"]} >= {"sortable leaderboard", "sortable rollouts"}
     # both runs' pictures: the demo's stored ones, the imported rows' SVGs drawn in the sandbox (EP rows carry none)
     assert len(page.tags["img"]) >= 2 * len(scored)
     assert document.count("Worst disagreements (1 of 1)") == 2

@@ -3,7 +3,7 @@
 For each run: what it measured (model, judge, profile, renderer, dataset), its headline numbers, the score
 histogram (inline SVG), how often the judge agreed with the people who reviewed it (:mod:`..analysis.agreement`)
 and a sortable table of its rollouts with their pictures (``data:`` PNG thumbnails), prompts, rationales and answers.
-Several runs get a table of all of them first; a run that is a training step (`svgagent serve`) gets its training
+Several runs get the leaderboard of them first (:mod:`.leaderboard_html`); a run that is a training step (`svgagent serve`) gets its training
 run's score per step as a line chart, several runs that are not get their means in the order given.
 
 Every piece of outside text (answers, rationales, prompts, requirements, run and model names, errors) goes through
@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from svgagent.core.analysis.agreement import AgreementReport, Confusion, run_agreement
+from svgagent.core.analysis.leaderboard import build_leaderboard
 from svgagent.core.analysis.stats import RunStats, bin_edges, run_stats
+from svgagent.core.config.prices import PriceTable
+from svgagent.core.report.leaderboard_html import leaderboard_html
 from svgagent.core.report.page import page
 from svgagent.core.report.svg_charts import Point, histogram_svg, line_chart_svg, text
 from svgagent.core.report.thumbnails import thumbnail_uri
@@ -118,37 +121,6 @@ def _num_cell(shown: str, value: float | None) -> str:
 
 def run_name(run: RunRecord) -> str:
     return (run.name or run.run_id)[:NAME_CAP]
-
-
-def runs_table(sections: Sequence[RunSection]) -> str:
-    """One row per run: what it measured and its headline numbers (sortable)."""
-    rows = []
-    for s in sections:
-        run, st = s.run, s.stats
-        summary = run.summary or {}
-        tokens = (summary.get("prompt_tokens") or 0) + (summary.get("completion_tokens") or 0)
-        rows.append(
-            f'<tr><td><a href="#run-{text(run.run_id)}">{text(run_name(run))}</a></td>'
-            f"<td>{text(run.settings.get('model', ''))}</td><td>{text(run.judge_profile)}</td>"
-            f"<td>{text(run.dataset.get('name', ''))}</td>"
-            f"{_num_cell(str(st.valid), st.valid)}"
-            f"{_num_cell(mean_text(st.mean) + spread_text(st.stderr), st.mean)}"
-            f"{_num_cell(_pct(st.pass_rate), st.pass_rate)}"
-            f"{_num_cell(_pct(s.agreement.pass_fail.rate), s.agreement.pass_fail.rate)}"
-            f"{_num_cell(str(tokens), tokens)}</tr>"
-        )
-    headers = [
-        ("run", "text"),
-        ("model", "text"),
-        ("judge profile", "text"),
-        ("dataset", "text"),
-        ("scored", "num"),
-        ("mean ± stderr", "num"),
-        ("pass rate", "num"),
-        ("judge–human agreement", "num"),
-        ("tokens", "num"),
-    ]
-    return '<section id="runs"><h2>Runs</h2>' + _sortable(headers, rows, cls="runs") + "</section>"
 
 
 def _confusion_row(label: str, c: Confusion) -> str:
@@ -338,10 +310,11 @@ def build_report(
     *,
     limit: int = DEFAULT_LIMIT,
     now: datetime | None = None,
-    extra_sections: Callable[[Store, Sequence[str]], str] | None = None,
     draw: Draw | None = None,
+    prices: PriceTable | None = None,
 ) -> str:
-    """The HTML document of ``run_ids`` (resolved ids) from ``store``; ``draw``: see :func:`gather`."""
+    """The HTML document of ``run_ids`` (resolved ids) from ``store``; ``draw``: see :func:`gather`; ``prices``:
+    the price table the leaderboard's dollars come from (default: the shipped one)."""
     sections = [gather(store, run_id, limit=limit, draw=draw) for run_id in run_ids]
     stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     names = ", ".join(run_name(s.run) for s in sections)
@@ -351,9 +324,8 @@ def build_report(
         "self-contained: this file loads nothing</p></header>",
     ]
     if len(sections) > 1:
-        body.append(runs_table(sections))
-        if extra_sections is not None:
-            body.append(extra_sections(store, [s.run.run_id for s in sections]))
+        board = build_leaderboard(store, [s.run.run_id for s in sections], prices=prices)
+        body.append(leaderboard_html(board, {s.run.run_id: s.agreement for s in sections}))
     body.append(step_charts(store, sections))
     body.extend(run_html(s) for s in sections)
     return page(f"svgagent report: {names}"[:200], "\n".join(body))

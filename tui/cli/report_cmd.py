@@ -37,7 +37,8 @@ examples:
 REPORT_EPILOG = """\
 One HTML file, self-contained: the pictures are inline, the charts are inline SVG, the tables sort with a few lines
 of inline script, and a Content-Security-Policy lets the page load nothing else. Every text from outside (answers,
-rationales, prompts, names) is escaped. Several runs get a table of all of them first.
+rationales, prompts, names) is escaped. Several runs get their leaderboard first (`runs leaderboard`: paired
+comparison with the best on the rows all share, cost, latency, failure themes) and each run's judge–human agreement.
 
 examples:
   svgagent report RUN -o report.html
@@ -189,15 +190,19 @@ def print_agreement(console: Console, a: AgreementReport, name: str = "") -> Non
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from svgagent.core.config.prices import price_table
+    from svgagent.core.config.settings import load_settings
     from svgagent.core.named_files import write_output
     from svgagent.core.report.html_report import build_report
     from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.store_cmd import open_store
 
+    prices = price_table(load_settings(**({"store": args.store} if args.store else {})).prices)  # as `leaderboard`
     with open_store(args) as store, contextlib.ExitStack() as stack:
         runs = [resolve_run(store, ref) for ref in args.run_ids]
         draw = None if args.no_draw else _sandbox_draw(stack)
-        document = build_report(store, list(dict.fromkeys(r.run_id for r in runs)), limit=args.limit, draw=draw)
+        ids = list(dict.fromkeys(r.run_id for r in runs))
+        document = build_report(store, ids, limit=args.limit, draw=draw, prices=prices)
     write_output(args.output, document)
     if args.output != "-":
         print(f"wrote {args.output} ({len(document.encode()) / 1e6:.1f} MB, {len(runs)} runs)", file=sys.stderr)
