@@ -13,15 +13,19 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cli_process import svgagent_argv
 from factories import FLAG_SVG, Spec, build_run, standard_specs
 from PIL import Image
 
+from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.report.html_report import build_report
 from svgagent.core.scoring.chromium_browser import Browser
 from svgagent.core.scoring.chromium_page import PageGeometry, browser_flags
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.serve.training_runs import StepHint, TrainingStore
 from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
@@ -194,3 +198,42 @@ def test_demo_run_and_imported_jsonl(
     # both runs' pictures: the demo's stored ones, the imported rows' SVGs drawn in the sandbox (EP rows carry none)
     assert len(page.tags["img"]) >= 2 * len(scored)
     assert document.count("Worst disagreements (1 of 1)") == 2
+
+
+def test_a_training_step_gets_its_training_runs_score_per_step(store: Store) -> None:
+    """Rollouts served to a trainer (`svgagent serve --judge`): three steps judged locally, means 0, 0.5, 1."""
+    training = TrainingStore(store, job_name="accounts/a/reinforcementFineTuningJobs/j1")
+    for step, score in ((1, 0.0), (2, 0.5), (3, 1.0)):
+        for row in ("row_a", "row_b"):
+            ident = SimpleNamespace(
+                invocation_id="inv", experiment_id="exp", rollout_id=f"s{step}-{row}", run_id=f"ep-{step}", row_id=row
+            )
+            place = training.place(ids=ident, model="m", hint=StepHint(step, None, "metadata"), judged=True)
+            columns = {
+                "status": RolloutStatus.SCORED,
+                "raw_answer": "answer",
+                "score": score,
+                "fulfilled": int(score * 2),
+                "is_score_valid": True,
+            }
+            training.record(
+                place,
+                ids=ident,
+                model="m",
+                prompt="Draw <b>",
+                requirements=("a", "b"),
+                judged=True,
+                columns=columns,
+                code=StatusCode.FINISHED,
+                message="ok",
+            )
+    steps = training.steps("exp")
+    assert [s.mean_local for s in steps] == [0.0, 0.5, 1.0]
+    document = build_report(store, [steps[1].run_id])
+    chart = document.split('<section id="steps">', 1)[1].split("</section>", 1)[0]
+    assert "<h2>Score per step</h2>" in chart and "mean local score per step" in chart
+    points = Page(chart).tags["circle"]
+    assert len(points) == 3
+    heights = [float(p["cy"]) for p in points]
+    assert heights[0] > heights[1] > heights[2]  # rising scores: higher on the page
+    assert "Draw &lt;b&gt;" in document
