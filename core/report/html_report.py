@@ -162,6 +162,15 @@ def agreement_html(a: AgreementReport, pictures: dict[str, str]) -> str:
         f"<p>Counts of fulfilled requirements: equal {c.equal}/{c.n}, judge higher {c.judge_higher}, judge lower "
         f"{c.judge_lower}, mean |judge − person| {_fmt(c.mean_abs_difference, 2)} requirements.</p>"
     )
+    if a.by_requirement:
+        rows = [
+            f"<tr><td>{text(r.row_id)}</td>{_num_cell(str(r.index), r.index)}"
+            f"{_num_cell(f'{r.disagreed}/{r.pairs}', r.disagreed / r.pairs)}<td>{capped(r.text, 300)}</td></tr>"
+            for r in a.by_requirement
+        ]
+        headers = [("row", "text"), ("#", "num"), ("disagreed", "num"), ("requirement", "text")]
+        out.append("<h4>Requirements judged otherwise most often</h4>")
+        out.append(_sortable(headers, rows, cls="requirements"))
     if a.worst:
         rows = []
         for d in a.worst:

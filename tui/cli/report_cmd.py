@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from svgagent.core.store.run_refs import RUN_HELP
+from svgagent.tui.cli.analysis import _fmt, _positive_int  # the analysis commands' number formats
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.flags import add_json, add_store
 
@@ -89,16 +90,6 @@ def cmd_report_cmd(args: argparse.Namespace) -> int:
     return {"agreement": cmd_agreement, "report": cmd_report}[args.report_cmd](args)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 # --- runs agreement --------------------------------------------------------------------------------------------------
 
 
@@ -119,10 +110,6 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         return EXIT_OK
     print_agreement(cli_console(), report, run.name)
     return EXIT_OK
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def _confusion_line(label: str, c: Confusion) -> str:
