@@ -21,6 +21,7 @@ from factories import FLAG_SVG, Spec, build_run, standard_specs
 from PIL import Image
 
 from svgagent.core.exchange.ep_status import StatusCode
+from svgagent.core.report import page as report_page
 from svgagent.core.report.html_report import build_report
 from svgagent.core.scoring.chromium_browser import Browser
 from svgagent.core.scoring.chromium_page import PageGeometry, browser_flags
@@ -237,3 +238,20 @@ def test_a_training_step_gets_its_training_runs_score_per_step(store: Store) -> 
     heights = [float(p["cy"]) for p in points]
     assert heights[0] > heights[1] > heights[2]  # rising scores: higher on the page
     assert "Draw &lt;b&gt;" in document
+
+
+def test_a_click_on_a_header_sorts_the_rows(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sorting script in Chromium: the page's own script, followed (for this test only, allowed by its hash like
+    the script itself) by two clicks on the score header and a note of the order the rows are in then."""
+    chromium = _chromium()
+    clicks = """
+(function () { var t = document.querySelector('table.rollouts'), th = t.tHead.rows[0].cells[4], v = [];
+  th.click(); th.click();
+  Array.prototype.forEach.call(t.tBodies[0].rows, function (r) { v.push(r.cells[4].textContent); });
+  document.documentElement.setAttribute('data-order', v.join(',')); })();"""
+    monkeypatch.setattr(report_page, "SCRIPT", report_page.SCRIPT + clicks)
+    run = build_run(store)
+    (tmp_path / "sorted.html").write_text(build_report(store, [run]), encoding="utf-8")
+    page = Page(dump_dom(chromium, tmp_path / "sorted.html"))
+    order = page.tags["html"][0]["data-order"]
+    assert order == "1.000,0.750,0.750,0.000,–,–"  # descending on the second click; rollouts without a score last

@@ -72,10 +72,12 @@ def _sha256(source: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-CSP = (
-    f"default-src 'none'; img-src data:; style-src {_sha256(STYLE)}; script-src {_sha256(SCRIPT)}; "
-    "base-uri 'none'; form-action 'none'"
-)
+def content_security_policy(style: str, script: str) -> str:
+    """Nothing loads but ``data:`` pictures, and nothing runs or styles but this ``style`` and this ``script``."""
+    return (
+        f"default-src 'none'; img-src data:; style-src {_sha256(style)}; script-src {_sha256(script)}; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
 def page(title: str, body: str) -> str:
@@ -83,7 +85,7 @@ def page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy(STYLE, SCRIPT)}">\n'
         '<meta name="referrer" content="no-referrer">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{text(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
