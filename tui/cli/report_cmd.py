@@ -179,11 +179,12 @@ def print_agreement(console: Console, a: AgreementReport, name: str = "") -> Non
 def cmd_report(args: argparse.Namespace) -> int:
     from svgagent.core.config.prices import price_table
     from svgagent.core.config.settings import load_settings
-    from svgagent.core.named_files import write_output
+    from svgagent.core.named_files import resolve_target, write_output
     from svgagent.core.report.html_report import build_report
     from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.store_cmd import open_store
 
+    resolve_target(args.output)  # a directory or a missing one is refused before the work
     prices = price_table(load_settings(**({"store": args.store} if args.store else {})).prices)  # as `leaderboard`
     with open_store(args) as store, contextlib.ExitStack() as stack:
         runs = [resolve_run(store, ref) for ref in args.run_ids]
