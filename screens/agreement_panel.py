@@ -33,7 +33,7 @@ def agreement_text(a: AgreementReport) -> Text:
             style="dim italic",
         )
         return text
-    text.append(f"\n{a.labelled} overridden rollouts with a judge verdict", style="dim")
+    text.append(f"\n{a.labelled} overridden rollout{'s' if a.labelled != 1 else ''} with a judge verdict", style="dim")
     if a.without_judge:
         text.append(f" ({a.without_judge} without)", style="dim")
     if not a.labelled:

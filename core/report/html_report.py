@@ -25,7 +25,7 @@ from svgagent.core.report.leaderboard_html import leaderboard_html
 from svgagent.core.report.page import page
 from svgagent.core.report.svg_charts import Point, histogram_svg, line_chart_svg, text
 from svgagent.core.report.thumbnails import thumbnail_uri
-from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord, RunRecord, mean_text, spread_text
@@ -83,19 +83,25 @@ def gather(store: Store, run_id: str, *, limit: int = DEFAULT_LIMIT, draw: Draw 
     for rec in store.iter_rollouts(run.run_id):
         if len(rollouts) >= limit:
             break
-        if rec.png is None and rec.svg and draw is not None:
-            rec.png = draw(rec.svg)
-        uri = thumbnail_uri(rec.png)
+        uri = _picture(rec, draw)
         if uri:
             pictures[rec.rollout_id] = uri
         rec.png = None  # the thumbnail is what the page needs
         rollouts.append(rec)
     missing = [d.rollout_id for d in agreement.worst if d.rollout_id not in pictures]
     for rec in store.get_rollouts(missing, heavy=True):
-        uri = thumbnail_uri(rec.png if rec.png is not None or not rec.svg or draw is None else draw(rec.svg))
+        uri = _picture(rec, draw)
         if uri:
             pictures[rec.rollout_id] = uri
     return RunSection(run, stats, agreement, rollouts, pictures, stats.rollouts)
+
+
+def _picture(rec: RolloutRecord, draw: Draw | None) -> str | None:
+    """The thumbnail of a rollout's stored picture, else of its SVG drawn now (not one the renderer already failed)."""
+    png = rec.png
+    if png is None and rec.svg and draw is not None and rec.failure_kind is not FailureKind.RENDER:
+        png = draw(rec.svg)
+    return thumbnail_uri(png)
 
 
 # --- sections ---------------------------------------------------------------------------------------------------------
@@ -138,7 +144,7 @@ def agreement_html(a: AgreementReport, pictures: dict[str, str]) -> str:
         out.append('<p class="note">No review overrides in this run: no human labels to compare the judge with.</p>')
         return "".join(out)
     out.append(
-        f"<p>{a.labelled} rollouts overridden in review and judged (judge mode {text(a.judge_mode)}; "
+        f"<p>{a.labelled} rollout{'s' if a.labelled != 1 else ''} overridden in review and judged (judge mode {text(a.judge_mode)}; "
         f"{a.without_judge} overridden without a valid judge verdict). Only overridden rollouts are labels.</p>"
     )
     rows = [_confusion_row(f"pass/fail (score ≥ {a.threshold:g})", a.pass_fail)]

@@ -130,7 +130,7 @@ def print_agreement(console: Console, a: AgreementReport, name: str = "") -> Non
         console.print("no review overrides in this run: no human labels to compare the judge with")
         return
     console.print(
-        f"{a.overridden} rollouts overridden in review, {a.labelled} with a judge verdict to compare"
+        f"{a.overridden} rollout{'s' if a.overridden != 1 else ''} overridden in review, {a.labelled} with a judge verdict to compare"
         + (f" ({a.without_judge} without)" if a.without_judge else "")
     )
     if not a.labelled:
