@@ -432,14 +432,18 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             return
         from svgagent.screens.stats import StatsScreen
 
+        run = self.svg_app.store.get_run(self.run_id)
+        screen = StatsScreen(self.svg_app.store, self.run_id, name=run.name)
+
         def chosen(query: str | None) -> None:
+            for rollout_id in screen.changed:  # overridden from the agreement panel's disagreements
+                self.run.reread(rollout_id)
             bar = self.query_one(FilterBar)
             if query and bar.apply(query, quiet=False):  # a histogram bin: its rollouts
                 bar.close()
                 self.show_pane("rollouts")
 
-        run = self.svg_app.store.get_run(self.run_id)
-        self.app.push_screen(StatsScreen(self.svg_app.store, self.run_id, name=run.name), chosen)
+        self.app.push_screen(screen, chosen)
 
     def action_export(self) -> None:
         if self.run_id is None:

@@ -4,6 +4,8 @@ Mean ± stderr, median, pass rate against the run's threshold, failures by categ
 requirements, token and latency percentiles and — when per-requirement verdicts exist — the requirements most
 often failed; all from ``core.stats`` (what ``svgagent runs stats`` prints). ←/→ pick a histogram bin; enter goes
 back to the dashboard with the table filtered to that bin's rollouts (the screen is dismissed with the filter).
+Below, the judge against your review overrides (``screens.agreement_panel``, what ``svgagent runs agreement``
+prints): ``g`` focuses its worst disagreements, enter opens one on the rollout screen.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from textual.containers import Vertical, VerticalScroll
 from textual.events import Resize
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
+from svgagent.core.analysis.agreement import AgreementReport, run_agreement
 from svgagent.core.analysis.stats import DEFAULT_BINS, RunStats, bin_edges, run_stats
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import spread_text
 from svgagent.core.terminal_text import visible_line
+from svgagent.screens.agreement_panel import agreement_text, disagreement_option
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.histogram import Histogram, bin_query
 from svgagent.tui.widgets.keys_footer import KeysFooter
@@ -162,6 +166,9 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
     StatsScreen #stats-hist { height: 9; }
     StatsScreen #stats-bin { height: auto; }
     StatsScreen #stats-tables { height: auto; }
+    StatsScreen #stats-agreement { height: auto; margin-top: 1; }
+    StatsScreen #stats-disagreements { height: auto; max-height: 12; border: none; }
+    StatsScreen #stats-disagreements.-empty { display: none; }
     StatsScreen.-wide #stats-body { layout: horizontal; }
     StatsScreen.-wide #stats-left { width: 64; margin-right: 2; }
     StatsScreen.-wide #stats-hist { height: 14; }
@@ -180,14 +187,21 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
             tooltip="Back to the rollout table, filtered to this bin's rollouts",
         ),
         Binding("b", "cycle_bins", "Bins", id="stats.bins", tooltip="Histogram bins: 10, 20 or 5"),
+        Binding(
+            "g",
+            "disagreements",
+            "Disagreements",
+            id="stats.disagreements",
+            tooltip="The judge's worst disagreements with your review: enter opens one",
+        ),
         Binding("j,down", "scroll(1)", "Down", show=False, id="stats.down"),
         Binding("k,up", "scroll(-1)", "Up", show=False, id="stats.up"),
     ]
 
     class Ready(Message):
-        def __init__(self, stats: RunStats | None, error: str = "") -> None:
+        def __init__(self, stats: RunStats | None, error: str = "", agreement: AgreementReport | None = None) -> None:
             super().__init__()
-            self.stats, self.error = stats, error
+            self.stats, self.error, self.agreement = stats, error, agreement
 
     def __init__(self, store: Store, run_id: str, *, name: str = "") -> None:
         super().__init__()
@@ -198,6 +212,7 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
         self.stats: RunStats | None = None
         self.selected = 0
         self._first = True
+        self.changed: set[str] = set()  # rollouts whose override changed here (the dashboard reads them again)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="stats-body"):
@@ -205,6 +220,8 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
                 yield Static(Text("computing…", style="dim italic"), id="stats-summary")
                 yield Histogram(id="stats-hist")
                 yield Static(id="stats-bin")
+                yield Static(id="stats-agreement")
+                yield OptionList(id="stats-disagreements", classes="-empty")
             yield Static(id="stats-tables")
         yield KeysFooter()
 
@@ -223,10 +240,11 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
     def _compute(self, bins: int) -> None:
         try:
             stats = run_stats(self.store, self.run_id, bins=bins)
+            agreement = run_agreement(self.store, self.run_id)
         except Exception as err:  # noqa: BLE001 - shown on the screen
             self.post_message(self.Ready(None, f"{type(err).__name__}: {err}"))
             return
-        self.post_message(self.Ready(stats))
+        self.post_message(self.Ready(stats, agreement=agreement))
 
     def on_stats_screen_ready(self, message: Ready) -> None:
         if message.stats is None:
@@ -241,7 +259,19 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
         self._first = False
         self.query_one("#stats-summary", Static).update(summary_text(s, self.run_name))
         self.query_one("#stats-tables", Static).update(Group(*detail_tables(s)))
+        if message.agreement is not None:
+            self._show_agreement(message.agreement)
         self._show_bin()
+
+    def _show_agreement(self, agreement: AgreementReport) -> None:
+        self.query_one("#stats-agreement", Static).update(agreement_text(agreement))
+        options = self.query_one("#stats-disagreements", OptionList)
+        highlighted = options.highlighted
+        options.clear_options()
+        options.add_options([disagreement_option(d) for d in agreement.worst])
+        options.set_class(not agreement.worst, "-empty")
+        if agreement.worst:
+            options.highlighted = min(highlighted or 0, len(agreement.worst) - 1)
 
     def _show_bin(self) -> None:
         s = self.stats
@@ -278,6 +308,28 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
             self.notify("no valid scores to filter by", severity="warning")
             return
         self.dismiss(query)
+
+    def action_disagreements(self) -> None:
+        options = self.query_one("#stats-disagreements", OptionList)
+        if not options.option_count:
+            self.notify("no disagreements with your review in this run", severity="warning")
+            return
+        options.focus()
+        options.scroll_visible()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        rollout_id = event.option.id
+        if not rollout_id:
+            return
+        from svgagent.screens.rollout_detail import RolloutDetail
+
+        def closed(changed: bool | None) -> None:
+            if changed:  # your override changed: the numbers, and maybe the list, too
+                self.changed.add(rollout_id)
+                self._compute(self.bins)
+
+        self.app.push_screen(RolloutDetail(self.store, rollout_id), closed)
 
     def action_scroll(self, step: int) -> None:
         self.query_one("#stats-body", VerticalScroll).scroll_relative(y=step, animate=False)

@@ -31,6 +31,7 @@ RUN_KEYS = {
     "threshold",
     "passed",
     "duration_s",
+    "cost",
 }
 ROLLOUT_KEYS = {
     "rollout_id",

@@ -22,6 +22,7 @@ from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, ValidationErro
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from svgagent.core.config.field_limits import numeric_range
+from svgagent.core.config.prices import check_overrides
 from svgagent.core.config.project_trust import GUARDED, TRUST_FILE_NAME, find_pending, is_trusted, require_confirmed
 from svgagent.core.config.settings_sources import DotEnvFileSource, TomlFileSource, noting_project_layers
 from svgagent.core.config.toml_file import CONFIG_MAX_BYTES, PROJECT_CONFIG_MAX_BYTES
@@ -38,7 +39,7 @@ SECRET_FIELDS = ("fireworks_api_key", "openai_api_key")
 # Fields read from their own variable names (FIREWORKS_API_KEY, …): the Secrets pane's, not the Config pane's.
 KEY_FIELDS = (*SECRET_FIELDS, "fireworks_account_id")
 # Fields that describe where things live or how this process runs, not what a run measures.
-LOCAL_FIELDS = ("home", "store", "cache", "keymap", "chromium_path")
+LOCAL_FIELDS = ("home", "store", "cache", "keymap", "chromium_path", "budget", "prices")
 KEYMAP_MAX_ENTRIES = 500  # a project's svgagent.toml is untrusted text: the [keymap] table is capped
 KEYMAP_MAX_CHARS = 200
 
@@ -108,6 +109,19 @@ class Settings(BaseSettings):
         description="independent samples per row, like RFT's group size",
         validation_alias=AliasChoices("samples", "SVGAGENT_SAMPLES", "SVGAGENT_RUNS"),
     )
+    # cost: not what a run measures, so not stored with it (a resume takes the budget it is given)
+    budget: float | None = Field(
+        None,
+        gt=0,
+        le=1_000_000,
+        description="dollars a run may spend, policy and judge: it stops before the call that would pass them "
+        "(resumable)",
+    )
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description='the price table\'s models overridden or added: [prices."MODEL"] input, output, cached_input '
+        "(USD per 1M tokens), image (USD each)",
+    )
     # local
     home: Path | None = Field(None, description="data directory (env SVGAGENT_HOME)")
     store: Path | None = Field(None, description="SQLite store file or directory")
@@ -174,6 +188,11 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f'values must be key names, e.g. "ctrl+r" (check {", ".join(bad[:5])})')
         return {ident: keys.replace(" ", "") for ident, keys in table.items()}
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, table: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        return check_overrides(table)
 
     @property
     def pending(self) -> tuple[Any, ...]:

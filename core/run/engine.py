@@ -23,7 +23,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from svgagent.core.config.prices import price_table
 from svgagent.core.config.settings import Settings
+from svgagent.core.run.budget import BudgetGate
 from svgagent.core.run.dataset import Dataset
 from svgagent.core.run.events import EventBus
 from svgagent.core.run.policy import (
@@ -75,6 +77,8 @@ LOOP_CONCURRENCY = 128  # policy calls in flight one event loop keeps up with (b
 def engine_workers(settings: Settings) -> int:
     """How many engine processes share a run: the ``workers`` setting, else as many as the concurrency needs
     (one per LOOP_CONCURRENCY calls in flight), at most half the CPUs (the render workers need the rest)."""
+    if settings.budget is not None:  # one process keeps the run's dollars (core/run/budget.py)
+        return 1
     if settings.workers is not None:
         return settings.workers
     return max(1, min(usable_cpus() // 2, math.ceil(settings.concurrency / LOOP_CONCURRENCY)))
@@ -130,6 +134,8 @@ class Engine:
         self._pool: RolloutPool[RolloutRecord] | None = None  # the policy slots of the latest run (each makes its own)
         self._judge_sem = asyncio.Semaphore(settings.judge_concurrency)
         self._params = request_params(settings)
+        self._prices = price_table(settings.prices)
+        self._gate = BudgetGate(None, 0.0, 0.0, 0.0)  # the run's budget, set when a run starts
         # the policy request's messages of each dataset row: every sample sends the same
         self._requests: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
         self.heartbeat_s = HEARTBEAT_S
@@ -190,12 +196,20 @@ class Engine:
         pending = await asyncio.to_thread(
             self._read, lambda store: store.list_rollouts(run_id, heavy=True, statuses=[RolloutStatus.QUEUED.value])
         )
+        self._gate = BudgetGate(None, 0.0, 0.0, 0.0)
+        if self.settings.budget is not None:
+            self._gate = await asyncio.to_thread(
+                self._read, lambda store: BudgetGate.for_run(self.settings, self._prices, store, run_id, pending)
+            )
         self.store.set_run_status(run_id, RunStatus.RUNNING)
         try:
             await self._process(pending, self._keep_lease(run_id, owner))
         except BaseException:
             self._mark(run_id, RunStatus.INTERRUPTED)
             raise
+        if self._gate.stopped:  # the budget stopped it before a call: resumable, like an interruption
+            self._mark(run_id, RunStatus.INTERRUPTED)
+            raise self._gate.reached()
         return await self._finish(run_id)
 
     async def _run_shard(self, run_id: str, rollout_ids: Sequence[str]) -> RunSummary:
@@ -365,6 +379,8 @@ class Engine:
                 failure_kind=FailureKind.INTERNAL,
                 **drawn,
             )
+        finally:
+            self._gate.release(rollout_id)  # a rollout that ended before its judge call frees what it reserved
 
     @staticmethod
     def _svg_of(rec: RolloutRecord, content: str) -> tuple[str | None, str, FailureKind]:
@@ -419,11 +435,22 @@ class Engine:
                 else ""
             )
             cached = self.store.cache_get(key) if self.use_cache else None
+            if cached is None and not self._gate.admit_rollout(rec.rollout_id):  # it would pass the budget: not made
+                self._emit(rec, RolloutStatus.QUEUED)
+                self._pool.drain()
+                return None
             t0 = time.perf_counter()
             if cached is not None:
                 answer = PolicyAnswer.from_cache(cached)
             else:
-                answer = await generate(self._policy, self.settings.model, messages, self._params)
+                try:
+                    answer = await generate(self._policy, self.settings.model, messages, self._params)
+                except BaseException:
+                    self._gate.settle("policy", 0.0)
+                    raise
+                self._gate.settle(
+                    "policy", self._call_usd("policy", answer.usage.prompt_tokens, answer.usage.completion_tokens)
+                )
             answered = dict(
                 raw_answer=answer.content,
                 finish_reason=answer.finish_reason or "unknown",
@@ -450,6 +477,11 @@ class Engine:
         finally:
             if held:  # nothing paid for is waiting to be stored (cached, or the call failed): hand it on now
                 self._pool.release()
+
+    def _call_usd(self, side: str, prompt_tokens: int, completion_tokens: int, images: int = 0) -> float:
+        """One call's dollars at the price table's rate (0 for a model without a price)."""
+        price = self._prices.price_of(self.settings.model if side == "policy" else self.settings.judge_model)
+        return 0.0 if price is None else price.call_usd(prompt_tokens, completion_tokens, images=images)
 
     def _request(self, rec: RolloutRecord) -> list[dict[str, Any]]:
         """The policy request's messages of ``rec``'s dataset row, built on its first sample (callers do not
@@ -504,8 +536,23 @@ class Engine:
         await self._judge_sem.acquire()
         held = True
         try:
-            verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
+            if not self._gate.admit_judge(rec.rollout_id):  # it would pass the budget: not made; a resume judges it
+                self._emit(rec, RolloutStatus.QUEUED)
+                self._pool.drain()
+                return
+            try:
+                verdict = await self._judge.judge(png, rec.requirements, rec.prompt)
+            except BaseException:
+                self._gate.settle("judge", 0.0, rec.rollout_id)
+                raise
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
+            self._gate.settle(
+                "judge",
+                self._call_usd(
+                    "judge", judged.get("judge_prompt_tokens") or 0, judged.get("judge_completion_tokens") or 0, 1
+                ),
+                rec.rollout_id,
+            )
             remember = (
                 verdict.valid
                 and not verdict.unusable  # a failure scored 0 (svgbench) is asked again next time, not cached

@@ -82,6 +82,13 @@ class RolloutPool(Generic[R]):
         if self.done is not None and not self.done.done():
             self.done.set_exception(error)
 
+    def drain(self) -> None:
+        """Start nothing more; the rollouts that run finish, and :attr:`done` ends with the last of them (a run's
+        budget reached: core/run/budget.py)."""
+        self._stopping = True
+        self._queue.clear()
+        self._check()
+
     async def stop(self) -> None:
         """Start nothing more, cancel the rollouts that run and wait until they have ended."""
         self._stopping = True

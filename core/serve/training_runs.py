@@ -474,6 +474,11 @@ class TrainingStore:
             for row in rows
         ]
 
+    def training_of(self, run_id: str) -> str | None:
+        """The training run whose step ``run_id`` is, or None (a run made by `svgagent eval` or an import)."""
+        rows = self.store.query("SELECT training_id FROM training_steps WHERE run_id = ? LIMIT 1", (run_id,))
+        return rows[0][0] if rows else None
+
     def step_picture(self, run_id: str) -> str | None:
         """A rollout of a step's run that has a picture: its first row's first sample (the lowest row index)."""
         rows = self.store.query(

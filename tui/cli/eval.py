@@ -13,8 +13,10 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from svgagent.core.config.prices import Cost, cost_text, price_table, rollouts_cost
 from svgagent.core.config.project_trust import require_trusted
 from svgagent.core.config.settings import Settings, load_settings
+from svgagent.core.run.budget import BudgetReached
 from svgagent.core.run.dataset import load_dataset
 from svgagent.core.run.engine import Engine
 from svgagent.core.run.follow import LiveRows, RunFollower
@@ -24,7 +26,7 @@ from svgagent.core.store.run_refs import resolve_run
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RunSummary, mean_text, spread_text
 from svgagent.core.terminal_text import visible
-from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
+from svgagent.tui.cli.exit_codes import EXIT_BELOW, EXIT_BUDGET, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE
 from svgagent.tui.cli.flags import explicit_settings, flag_name
 from svgagent.tui.cli.interrupts import Stopped, run_stoppable
 from svgagent.tui.cli.store_cmd import open_store_for_writing
@@ -54,6 +56,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             sim = stack.enter_context(demo_simulator(**demo_policy_knobs(load_settings(**overrides))))
             overrides.update(demo_overrides(sim.base_url, model=None))
         settings = load_settings(**overrides)
+        if getattr(args, "dry_run", False):
+            from svgagent.tui.cli.dry_run import cmd_dry_run
+
+            return cmd_dry_run(args, settings)
         if args.resume:
             if not settings.store_path().exists():
                 raise StoreError(f"no run {args.resume!r}: there is no run store at {settings.store_path()} yet")
@@ -208,6 +214,9 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
             file=sys.stderr,
         )
         return stop.exit_code
+    except BudgetReached as stop:
+        print(f"\nsvgagent: {stop}. Continue with: {resume_command(args, stop.run_id)} --budget MORE", file=sys.stderr)
+        return EXIT_BUDGET
     except RunBusy:
         raise
     except StoreError as exc:
@@ -222,10 +231,11 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
     duration = time.monotonic() - started
     from svgagent.tui.cli.console import cli_console, stdout_gone
 
+    cost = run_cost(store, run_id, settings)
     try:
         if args.json:
-            print(json.dumps(summary_json(run_id, summary, duration)))
-        _print_summary(cli_console(stderr=args.json), run_id, summary, duration)
+            print(json.dumps({**summary_json(run_id, summary, duration), "cost": cost.to_dict()}))
+        _print_summary(cli_console(stderr=args.json), run_id, summary, duration, cost)
         sys.stdout.flush()
     except BrokenPipeError:  # the reader of stdout left (`| head -1`): the exit status still gives the verdict
         stdout_gone()
@@ -359,7 +369,17 @@ def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
     }
 
 
-def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float) -> None:
+def run_cost(store: Store, run_id: str, settings: Settings) -> Cost:
+    """The run's dollars and tokens so far, every attempt, at the price table's rates (``prices`` setting on top)."""
+    return rollouts_cost(
+        store.list_rollouts(run_id, current_only=False),
+        price_table(settings.prices),
+        settings.model,
+        settings.judge_model,
+    )
+
+
+def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float, cost: Cost | None = None) -> None:
     from rich.table import Table
 
     table = Table(title=f"run {run_id}", show_header=False, title_justify="left")
@@ -371,5 +391,7 @@ def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float
     table.add_row("scored / failed", f"{s.scored} / {s.failed} ({s.invalid} without a valid score)")
     table.add_row("mean score", f"{mean}  {verdict} (threshold {s.threshold:g})")
     table.add_row("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion")
+    if cost is not None:
+        table.add_row("cost", f"{cost_text(cost)}; judge tokens {cost.judge_tokens:,}")
     table.add_row("duration", f"{duration:.1f} s")
     console.print(table)

@@ -33,6 +33,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "threshold",
     ),
     "data": ("dataset", "rows", "samples"),
+    "cost": ("budget",),
 }
 RUN_SETTINGS: tuple[str, ...] = tuple(name for names in GROUPS.values() for name in names)
 SPELLING = {"request_timeout_s": "--request-timeout", "chromium_path": "--chromium"}

@@ -69,6 +69,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from svgagent.tui.cli.analysis import add_analysis_parsers  # runs compare, runs stats, import
 
         add_analysis_parsers(sub, runs_sub)
+
+        from svgagent.tui.cli.leaderboard import add_leaderboard_parser  # runs leaderboard
+
+        add_leaderboard_parser(runs_sub)
+
+        from svgagent.tui.cli.report_cmd import add_report_parsers  # runs agreement, report
+
+        add_report_parsers(sub, runs_sub)
         _add_store_and_trust_parsers(sub)
     return parser
 
@@ -82,10 +90,13 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
         "exit status: 0 mean >= threshold, 1 below, 2 usage/config/store error or no rollout could "
         "reach an endpoint, 3 mean >= threshold but some rollouts failed without a valid score "
         "(endpoint or judge failures: the mean is of the rest; a missing or unrenderable SVG is a "
-        "valid 0, not a failure here), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)",
+        "valid 0, not a failure here), 4 stopped by --budget before it finished (resumable), 130 interrupted "
+        "(Ctrl-C), 143 terminated (SIGTERM)",
         epilog="examples:\n  svgagent eval --demo --rows 8 --samples 2\n"
         "  svgagent eval --dataset questions.json --model accounts/fireworks/models/gpt-oss-120b\n"
-        "  svgagent eval --resume 20261130-101500-ab12",
+        "  svgagent eval --resume 20261130-101500-ab12\n"
+        "  svgagent eval --rows 100 --samples 4 --dry-run      # the expected dollars, nothing called\n"
+        "  svgagent eval --budget 5.00                         # stop before the call that would pass $5",
     )
     p.add_argument("--demo", action="store_true", help="use the built-in simulator for policy and judge (no keys)")
     add_settings(p)
@@ -106,6 +117,11 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
         "is a new sample; stored with the run, so a resume keeps it)",
     )
     cache.add_argument("--no-cache", action="store_true", help="never reuse cached answers (the default)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what the run is expected to cost (rows × samples × expected tokens → dollars) and call nothing",
+    )
     add_json(p)
 
 
@@ -223,10 +239,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "tui":
         pause_collection()  # until the first frame is composed (core/startup_gc)
     try:
+        if getattr(args, "board", False):  # runs leaderboard
+            from svgagent.tui.cli.leaderboard import cmd_leaderboard
+
+            return cmd_leaderboard(args)
         if getattr(args, "analysis", None):  # runs compare | runs stats | import
             from svgagent.tui.cli.analysis import cmd_analysis
 
             return cmd_analysis(args)
+        if getattr(args, "report_cmd", None):  # runs agreement | report
+            from svgagent.tui.cli.report_cmd import cmd_report_cmd
+
+            return cmd_report_cmd(args)
         if args.command == "eval":
             from svgagent.tui.cli.eval import cmd_eval
 

@@ -1,0 +1,156 @@
+"""Dollars: the price table, the budget that stops a run before a call would pass it (and the resume that
+continues it), and `eval --dry-run` — with the project's simulator as policy and judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_process import svgagent_argv
+
+from svgagent.core.config.prices import Price, price_table, rollout_cost, rollouts_cost
+from svgagent.core.config.settings import Settings, load_settings
+from svgagent.core.demo import demo_overrides
+from svgagent.core.run.budget import BudgetGate, BudgetReached
+from svgagent.core.run.dataset import load_dataset
+from svgagent.core.run.engine import Engine
+from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.scoring.render import Renderer
+from svgagent.core.sim.simulator import Simulator
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RolloutRecord
+
+
+def test_price_table_lookup_and_overrides() -> None:
+    table = price_table({"accounts/me/models/*": {"input": 1.0, "output": 2.0}, "gpt-4.1": {"output": 9.0}})
+    assert table.price_of("accounts/me/models/my-lora") == Price(1.0, 2.0)
+    gpt = table.price_of("gpt-4.1")
+    assert gpt is not None and gpt.output == 9.0 and gpt.input == 2.0  # a partial override keeps the rest
+    assert table.price_of("no-such-model") is None
+    # 1M fresh input at $2, 1M cached at $0.5, 0.5M output at $9, 2 pictures at $0 → dollars by hand
+    assert gpt.call_usd(2_000_000, 500_000, cached_tokens=1_000_000, images=2) == pytest.approx(2.0 + 0.5 + 4.5)
+
+
+@pytest.mark.parametrize(
+    ("prices", "needle"),
+    [
+        ({"m": {"input": 1.0}}, "needs input and output"),
+        ({"gpt-4.1": {"inptu": 1.0}}, "unknown price field 'inptu'"),
+        ({"m": {"input": -1.0, "output": 1.0}}, "must be a number of dollars"),
+    ],
+)
+def test_a_bad_price_override_is_refused_with_what_is_wrong(prices: dict, needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        Settings(prices=prices)
+
+
+def test_rollout_cost_policy_and_judge_apart_and_cached_answers_cost_nothing() -> None:
+    table = price_table({"p": {"input": 1.0, "output": 3.0}, "j": {"input": 2.0, "output": 4.0, "image": 0.5}})
+    rec = RolloutRecord(
+        "r", "run", 0, "row_0", 0, RolloutStatus.SCORED, "p", ["a"], 1,
+        prompt_tokens=1000, completion_tokens=2000, judge_prompt_tokens=500, judge_completion_tokens=100,
+    )  # fmt: skip
+    cost = rollout_cost(rec, table, "p", "j")
+    assert cost.policy_usd == pytest.approx((1000 * 1 + 2000 * 3) / 1e6)
+    assert cost.judge_usd == pytest.approx((500 * 2 + 100 * 4) / 1e6 + 0.5)
+    assert (cost.policy_tokens, cost.judge_tokens) == (3000, 600)
+    rec.cached = True
+    assert rollout_cost(rec, table, "p", "j").policy_usd == 0.0
+    assert rollouts_cost([rec], table, "unknown", "j").total_usd is None  # a part is not the total
+
+
+def test_the_gate_reserves_a_rollouts_judge_call_with_its_policy_call() -> None:
+    gate = BudgetGate(1.0, spent=0.2, policy_call_usd=0.1, judge_call_usd=0.2)
+    assert gate.admit_rollout("a") and gate.admit_rollout("b")  # 0.2 + 2 × 0.3 = 0.8
+    assert not gate.admit_rollout("c")  # 0.8 + 0.3 > 1.0: stopped for good
+    assert gate.stopped and not gate.admit_rollout("d")
+    assert gate.admit_judge("a")  # reserved with its policy call: a started rollout finishes
+    gate.settle("policy", 0.1)
+    gate.settle("judge", 0.2, "a")
+    assert gate.spent == pytest.approx(0.5)
+    assert BudgetGate(None, 0, 1, 1).admit_rollout("x")  # no budget: everything goes
+
+
+@pytest.fixture(scope="module")
+def renderer() -> Renderer:
+    with Renderer(size=256, workers=2) as r:
+        yield r
+
+
+async def test_the_budget_stops_the_run_before_a_call_and_a_resume_finishes_it(
+    tmp_path: Path, renderer: Renderer
+) -> None:
+    with Simulator() as sim:
+        base = {**demo_overrides(sim.base_url), "store": tmp_path / "runs.db", "render_size": 256, "rows": 12}
+        budget = 0.012  # the demo judge is priced as gpt-4.1: a few rollouts' worth
+        settings = load_settings(**base, budget=budget, concurrency=4, judge_concurrency=4)
+        store = Store(settings.store_path())
+        table = price_table()
+        async with Engine(settings, store, renderer=renderer) as engine:
+            run_id = engine.create_run(load_dataset("builtin"))
+            with pytest.raises(BudgetReached) as stop:
+                await engine.run(run_id)
+        assert stop.value.run_id == run_id and "budget reached" in str(stop.value)
+        assert store.get_run(run_id).status == "interrupted"
+        rollouts = store.list_rollouts(run_id)
+        done = [r for r in rollouts if r.status.terminal]
+        left = [r for r in rollouts if not r.status.terminal]
+        assert done and left, "some rollouts ran, the rest wait for the resume"
+        assert all(r.status is RolloutStatus.QUEUED for r in left)
+        spent = rollouts_cost(rollouts, table, settings.model, settings.judge_model).total_usd
+        assert spent is not None and 0 < spent <= budget
+        policy_calls = sim.stats()["requests"]["policy"]
+        assert policy_calls == sum(1 for r in rollouts if r.raw_answer is not None or r.status.terminal)
+
+        resumed = load_settings(**base)  # no budget: it runs to the end
+        async with Engine(resumed, store, renderer=renderer) as engine:
+            summary = await engine.run(run_id)
+        assert summary.done == 12 and store.get_run(run_id).status == "completed"
+        # every rollout was generated once: nothing paid for before the stop was asked again
+        assert sim.stats()["requests"]["policy"] == 12
+        store.close()
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SVGAGENT_HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
+    return subprocess.run(svgagent_argv(*args), capture_output=True, text=True, timeout=180, env=env)
+
+
+def test_eval_budget_stops_with_one_line_and_resume_continues(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    stopped = _cli(home, "eval", "--demo", "--rows", "8", "--budget", "0.01", "--concurrency", "2")
+    assert stopped.returncode == 4, stopped.stderr
+    lines = [line for line in stopped.stderr.splitlines() if "budget reached" in line]
+    assert len(lines) == 1 and "--resume" in lines[0]
+    run_id = lines[0].split("budget reached: run ")[1].split()[0]
+    listed = json.loads(_cli(home, "runs", "list", "--json").stdout)
+    assert listed[0]["run_id"] == run_id and listed[0]["status"] == "interrupted"
+    assert listed[0]["done"] < 8
+    more = _cli(home, "eval", "--demo", "--resume", run_id, "--json")
+    assert more.returncode in (0, 1, 3), more.stderr
+    data = json.loads(more.stdout)
+    assert data["run_id"] == run_id and data["rollouts"] == 8 and data["scored"] + data["failed"] == 8
+    assert data["cost"]["total_usd"] > 0.0
+    assert data["cost"]["judge_usd"] > data["cost"]["policy_usd"] > 0.0
+
+
+def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    out = _cli(home, "eval", "--demo", "--rows", "5", "--samples", "3", "--dry-run", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["dry_run"] is True and data["rollouts"] == 15
+    table = price_table()
+    policy = table.price_of("accounts/fireworks/models/qwen3-0p6b")
+    judge = table.price_of("simulated-judge")
+    assert policy is not None and judge is not None
+    p, j = data["policy_tokens_per_call"], data["judge_tokens_per_call"]
+    assert data["judge_usd"] == pytest.approx(15 * judge.call_usd(round(j["prompt"]), round(j["completion"]), images=1))
+    assert data["policy_usd"] == pytest.approx(15 * policy.call_usd(round(p["prompt"]), round(p["completion"])))
+    assert not (home / "runs.db").exists()  # nothing written, nothing called
+    text = _cli(home, "eval", "--demo", "--rows", "5", "--dry-run", "--budget", "0.001")
+    assert "dry run: 5 rows × 1 samples = 5 rollouts" in text.stdout
+    assert "over the budget of $0.0010" in text.stdout
