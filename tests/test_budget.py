@@ -59,7 +59,10 @@ def test_rollout_cost_policy_and_judge_apart_and_cached_answers_cost_nothing() -
     assert (cost.policy_tokens, cost.judge_tokens) == (3000, 600)
     rec.cached = True
     assert rollout_cost(rec, table, "p", "j").policy_usd == 0.0
+    rec.cached = False
     assert rollouts_cost([rec], table, "unknown", "j").total_usd is None  # a part is not the total
+    rec.prompt_tokens = rec.completion_tokens = None  # no policy call recorded: nothing to pay, price or not
+    assert rollouts_cost([rec], table, "unknown", "j").policy_usd == 0.0
 
 
 def test_the_gate_reserves_a_rollouts_judge_call_with_its_policy_call() -> None:

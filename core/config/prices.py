@@ -8,8 +8,9 @@ name wins over a pattern, a longer pattern over a shorter one.
 
 :func:`rollout_cost` is the one place a rollout's dollars are computed — the run and leaderboard totals, the CLI,
 the app and the engine's budget all add up its results — policy and judge apart. A model the table does not know
-has no price: its dollars are ``None`` (shown as "?"), never a guessed 0. A policy answer taken from the response
-cache was paid for by an earlier run: it costs nothing here.
+has no price: its dollars are ``None`` (shown as "?"), never a guessed 0 — unless it made no call (no tokens
+recorded on that side: nothing to pay). A policy answer taken from the response cache was paid for by an earlier
+run: it costs nothing here.
 """
 
 from __future__ import annotations
@@ -137,16 +138,18 @@ def rollout_cost(rec: RolloutRecord, table: PriceTable, policy_model: str | None
     policy_tokens = (rec.prompt_tokens or 0) + (rec.completion_tokens or 0)
     judge_prompt, judge_completion = rec.judge_prompt_tokens or 0, rec.judge_completion_tokens or 0
     policy_price, judge_price = table.price_of(policy_model), table.price_of(judge_model)
-    if rec.cached:  # the answer came from the response cache: an earlier run paid for it
+    answered = rec.prompt_tokens is not None or rec.completion_tokens is not None
+    if rec.cached or not answered:  # from the response cache (an earlier run paid), or no call recorded
         policy_usd: float | None = 0.0
     else:
         policy_usd = (
             None if policy_price is None else policy_price.call_usd(rec.prompt_tokens or 0, rec.completion_tokens or 0)
         )
     judged = rec.judge_prompt_tokens is not None or rec.judge_completion_tokens is not None
-    judge_usd = (
-        None if judge_price is None else judge_price.call_usd(judge_prompt, judge_completion, images=1 if judged else 0)
-    )
+    if not judged:  # no judge call recorded: nothing to pay, whatever the judge's price
+        judge_usd: float | None = 0.0
+    else:
+        judge_usd = None if judge_price is None else judge_price.call_usd(judge_prompt, judge_completion, images=1)
     return Cost(policy_usd, judge_usd, policy_tokens, judge_prompt + judge_completion)
 
 
@@ -154,10 +157,7 @@ def rollouts_cost(
     rollouts: Iterable[RolloutRecord], table: PriceTable, policy_model: str | None, judge_model: str | None
 ) -> Cost:
     """The sum of :func:`rollout_cost` (a run's: pass every attempt, reruns' replaced ones too — they were paid)."""
-    total = Cost(
-        0.0 if table.price_of(policy_model) is not None else None,
-        0.0 if table.price_of(judge_model) is not None else None,
-    )
+    total = Cost()
     for rec in rollouts:
         total = total + rollout_cost(rec, table, policy_model, judge_model)
     return total
