@@ -160,3 +160,28 @@ def test_leaderboard_screen(snap_compare, tmp_path: Path, size: tuple[int, int])
         build_run(store, b, run_id="20260102-120000-bbbb", name="candidate")
         app = make_app(store, run_id="20260101-120000-aaaa", settings=settings_for(store.path, prices=prices))
         assert snap_compare(app, terminal_size=size, run_before=board_ready())
+
+
+# --- dollars on the dashboard and the rollout detail --------------------------------------------------------------
+
+
+async def test_the_summary_bar_and_the_rollout_detail_show_dollars(store: Store) -> None:
+    from tui_support import burst
+
+    from svgagent.screens.rollout_detail import RolloutDetail
+    from svgagent.tui.widgets.summary_bar import SummaryBar
+
+    alpha = make_run(store, ROWS_A, name="alpha")  # each rollout: 100 prompt + 50 completion policy tokens
+    app = make_app(store, run_id=alpha, settings=settings_for(store.path, prices=PRICES))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        rollouts = store.list_rollouts(alpha)
+        per_rollout = (100 * 1.0 + 50 * 4.0) / 1e6  # model-alpha's prices, by hand
+        total = per_rollout * len(rollouts)
+        bar = app.dashboard.query_one(SummaryBar).plain
+        assert f"{usd_text(total)} (policy {usd_text(total)}, judge $0.0000)" in bar
+        await burst(pilot, "enter")
+        detail = app.screen
+        assert isinstance(detail, RolloutDetail)
+        timing = plain(detail.query_one("#info-timing"), width=200)
+        assert f"{usd_text(per_rollout)} (policy {usd_text(per_rollout)} · judge $0.0000)" in timing

@@ -23,6 +23,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord
 
 PER_TOKENS = 1_000_000  # the table's prices are per this many tokens
@@ -161,6 +163,25 @@ def rollouts_cost(
     for rec in rollouts:
         total = total + rollout_cost(rec, table, policy_model, judge_model)
     return total
+
+
+class RolloutPricer:
+    """:func:`rollout_cost` of any rollout of ``store``, with its run's policy and judge models (read once per
+    run): what a screen showing one rollout at a time needs."""
+
+    def __init__(self, store: Store, table: PriceTable) -> None:
+        self.store, self.table = store, table
+        self._models: dict[str, tuple[str | None, str | None]] = {}
+
+    def __call__(self, rec: RolloutRecord) -> Cost | None:
+        models = self._models.get(rec.run_id)
+        if models is None:
+            try:
+                run = self.store.get_run(rec.run_id)
+            except SvgAgentError:  # gone meanwhile: no dollars to show
+                return None
+            models = self._models[rec.run_id] = (run.settings.get("model"), run.settings.get("judge_model"))
+        return rollout_cost(rec, self.table, *models)
 
 
 def usd_text(usd: float | None) -> str:
