@@ -30,6 +30,8 @@ def test_price_table_lookup_and_overrides() -> None:
     gpt = table.price_of("gpt-4.1")
     assert gpt is not None and gpt.output == 9.0 and gpt.input == 2.0  # a partial override keeps the rest
     assert table.price_of("no-such-model") is None
+    mine = price_table({"accounts/fireworks/models/*": {"input": 5.0, "output": 5.0}})
+    assert mine.price_of("accounts/fireworks/models/qwen3-8b") == Price(5.0, 5.0)  # yours before the shipped name
     # 1M fresh input at $2, 1M cached at $0.5, 0.5M output at $9, 2 pictures at $0 → dollars by hand
     assert gpt.call_usd(2_000_000, 500_000, cached_tokens=1_000_000, images=2) == pytest.approx(2.0 + 0.5 + 4.5)
 

@@ -3,8 +3,9 @@
 The table ships with the package (``core/data/prices.json``: USD per 1,000,000 input, cached-input and output
 tokens, and per image where a provider bills a picture apart from its tokens); the ``prices`` setting overrides or
 adds models (``[prices."MODEL"]`` in ``svgagent.toml`` or the user config file: ``input``, ``output``,
-``cached_input``, ``image``). A model name in the table may be a glob pattern (``accounts/me/models/*``); an exact
-name wins over a pattern, a longer pattern over a shorter one.
+``cached_input``, ``image``). A model name in the table may be a glob pattern (``accounts/me/models/*``); the
+setting's names are looked up before the shipped ones, and within each an exact name wins over a pattern, a longer
+pattern over a shorter one.
 
 :func:`rollout_cost` is the one place a rollout's dollars are computed — the run and leaderboard totals, the CLI,
 the app and the engine's budget all add up its results — policy and judge apart. A model the table does not know
@@ -81,16 +82,20 @@ class PriceTable:
     models: Mapping[str, Price]
     expected: ExpectedTokens = field(default_factory=ExpectedTokens)
     as_of: str = ""
+    overridden: frozenset[str] = frozenset()  # the names the ``prices`` setting gave: looked up first
 
     def price_of(self, model: str | None) -> Price | None:
-        """The price of ``model``: its exact name, else the longest glob pattern matching it; None: unknown."""
+        """The price of ``model``: among the setting's names first, then the shipped ones — its exact name, else
+        the longest glob pattern matching it; None: unknown."""
         if not model:
             return None
-        exact = self.models.get(model)
-        if exact is not None:
-            return exact
-        patterns = [p for p in self.models if any(c in p for c in "*?[") and fnmatch.fnmatchcase(model, p)]
-        return self.models[max(patterns, key=len)] if patterns else None
+        for names in (self.overridden, self.models.keys() - self.overridden):
+            if model in names:
+                return self.models[model]
+            patterns = [p for p in names if any(c in p for c in "*?[") and fnmatch.fnmatchcase(model, p)]
+            if patterns:
+                return self.models[max(patterns, key=len)]
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,4 +244,5 @@ def price_table(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Pri
         {name: Price.from_mapping(fields) for name, fields in raw.items()},
         ExpectedTokens(**expected),
         str(data.get("as_of", "")),
+        frozenset(overrides or ()),
     )
