@@ -28,6 +28,7 @@ from svgagent.tui.widgets.preview import Preview
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
 
+BUDGET_REACHED = "budget reached:"  # how core.run.budget.BudgetReached's line starts
 COST_EVERY_S = 2.0  # a live run's dollars in the summary bar are worked out again at most this often
 
 if TYPE_CHECKING:
@@ -335,7 +336,15 @@ class OpenRun:
         self.feed.stop()
         if event.run_id == self.run_id:
             self.reload()
-        if event.error:
+        if event.error and BUDGET_REACHED in event.error:  # interrupted, and resumable
+            line = event.error[event.error.index(BUDGET_REACHED) :]
+            self.notify(
+                f"{line}. c resumes it: raise or clear the budget in the Config pane (3) first",
+                title="Budget reached",
+                severity="warning",
+                timeout=10,
+            )
+        elif event.error:
             self.notify(event.error, title="Run failed", severity="error", timeout=10)
         elif event.summary is not None:
             s = event.summary
