@@ -2,7 +2,7 @@
 
 A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a sparkline
 draws the mean local score per step (``serve --judge``; otherwise the rollouts per step); a table lists the steps
-(rollouts, finished, errors, mean local score, model), beside the picture of a rollout of the highlighted step (its
+(rollouts, finished, errors, mean local score, dollars, model), beside the picture of a rollout of the highlighted step (its
 first row's); while the cursor is on the newest step it follows the steps as they arrive. It re-reads the store every second in a thread, so rollouts
 stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
 (with none marked: the first step with the last) side by side with their pictures, on the compare screen.
@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Sparkline, Static
 
+from svgagent.core.config.prices import Cost, price_table, rollouts_cost, usd_text
 from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
 from svgagent.core.store.run_store import Store
 from svgagent.core.terminal_text import visible_line
@@ -31,7 +32,7 @@ from svgagent.tui.widgets.picture import Picture, PictureShown
 from svgagent.tui.widgets.screen_text import shown, shown_line
 
 REFRESH_S = 1.0
-COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
+COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "$", "model")
 
 
 def _mean(step: TrainingStep) -> str:
@@ -83,6 +84,9 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         self.training_run: TrainingRun | None = None
         self.steps: list[TrainingStep] = []
         self.marked: int | None = None
+        # a step's dollars (every attempt of its run, at the price table's rates), by run id, with the (rollouts,
+        # done) they were worked out at: read again only when the step changed
+        self._costs: dict[str, tuple[tuple[int, int], Cost]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="training-header")
@@ -119,7 +123,26 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             )
             run = runs[0] if runs else None
             steps = training.steps(run.training_id) if run is not None else []
+            self._price_steps(reader, steps)
         self.app.call_from_thread(self._apply, run, steps)
+
+    def _price_steps(self, reader: Store, steps: list[TrainingStep]) -> None:
+        """Work out the dollars of the steps that changed since they were last priced (in the reading thread)."""
+        settings = getattr(self.app, "settings", None)
+        table = price_table(getattr(settings, "prices", None))
+        for step in steps:
+            key = (step.rollouts, step.done)
+            known = self._costs.get(step.run_id)
+            if known is not None and known[0] == key:
+                continue
+            run = reader.get_run(step.run_id)
+            cost = rollouts_cost(
+                reader.list_rollouts(step.run_id, current_only=False),
+                table,
+                step.model or run.settings.get("model"),
+                run.settings.get("judge_model"),
+            )
+            self._costs[step.run_id] = (key, cost)
 
     def _apply(self, run: TrainingRun | None, steps: list[TrainingStep]) -> None:
         if run == self.training_run and steps == self.steps:
@@ -231,6 +254,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 str(s.done),
                 str(s.failed),
                 _mean(s),
+                usd_text(self._costs[s.run_id][1].total_usd) if s.run_id in self._costs else "–",
                 shown_line((s.model or "")[-28:]),
                 key=str(s.step),
             )
