@@ -178,3 +178,33 @@ def test_cli_csv_cells_from_outside_are_neutralised(store: Store, capsys: pytest
     _, out, _ = _cli(capsys, a, "--csv", "--store", str(store.path))
     line = next(csv.DictReader(io.StringIO(out)))
     assert line["name"].startswith("'=") and "\x1b" not in out
+
+
+def test_a_run_imported_from_eval_protocol_jsonl_sits_on_the_board_beside_its_original(
+    store: Store, tmp_path: Path
+) -> None:
+    from svgagent.core.exchange.export import export_run
+    from svgagent.core.exchange.import_file import import_file
+
+    reqs = ("A red circle.", "Two birds in the sky.", "The word 'HELLO' at the top.", "A tree.")
+    verdicts = [[1, True, ""], [2, False, ""], [3, False, ""], [4, True, ""]]
+    sample = {
+        "status": RolloutStatus.SCORED,
+        "score": 0.5,
+        "fulfilled": 2,
+        "is_score_valid": True,
+        "verdicts_json": json.dumps(verdicts),
+    }
+    original = make_run(store, [("r0", "p0", 4, [sample, 4]), ("r1", "p1", 4, [3])], requirements={"r0": reqs})
+    export_run(store, original, "jsonl", tmp_path / "run.jsonl")
+    imported = import_file(store, tmp_path / "run.jsonl", name="from EP").run_id
+    board = build_leaderboard(store, [original, imported])
+    rows = {r.run_id: r for r in board.rows}
+    assert board.shared_rows == 2  # the imported rows align with the original's (row id and prompt)
+    assert rows[imported].mean == pytest.approx(rows[original].mean)
+    assert rows[imported].model == rows[original].model == "model-run"
+    best, other = board.rows
+    assert other.diff_vs_best == pytest.approx(0.0) and (other.wins, other.losses) == (0, 0)
+    assert rows[imported].cost.policy_tokens == rows[original].cost.policy_tokens == 3 * 150
+    themes = {t.theme: (t.failed, t.judged) for t in rows[imported].themes}
+    assert themes["count"] == (1, 1) and themes["colour"] == (0, 1)  # the verdicts travelled in the export
