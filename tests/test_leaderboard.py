@@ -96,18 +96,20 @@ def test_an_unpriced_model_has_no_dollars(store: Store) -> None:
     assert row.cost.policy_tokens == 150
 
 
+THEMED = ("A red circle.", "Two birds in the sky.", "The word 'HELLO' at the top.", "A tree.")
+# judged one by one: #2 and #3 missed
+THEMED_SAMPLE = {
+    "status": RolloutStatus.SCORED,
+    "score": 0.5,
+    "fulfilled": 2,
+    "is_score_valid": True,
+    "verdicts_json": json.dumps([[1, True, ""], [2, False, ""], [3, False, ""], [4, True, ""]]),
+}
+
+
 def test_failure_themes_from_per_requirement_verdicts(store: Store) -> None:
-    reqs = ("A red circle.", "Two birds in the sky.", "The word 'HELLO' at the top.", "A tree.")
-    t, f = True, False
-    verdicts = [[1, t, ""], [2, f, ""], [3, f, ""], [4, t, ""]]
-    sample = {
-        "status": RolloutStatus.SCORED,
-        "score": 0.5,
-        "fulfilled": 2,
-        "is_score_valid": True,
-        "verdicts_json": json.dumps(verdicts),
-    }
-    a = make_run(store, [("r0", "p0", 4, [sample, sample])], requirements={"r0": reqs}, name="a")
+    sample = THEMED_SAMPLE
+    a = make_run(store, [("r0", "p0", 4, [sample, sample])], requirements={"r0": THEMED}, name="a")
     themes = {t.theme: (t.failed, t.judged) for t in build_leaderboard(store, [a]).rows[0].themes}
     # colour: #1 (ok); shape: #1 (ok); count: #2 (missed); text: #3 (missed); position: #3 (missed); other: #4 (ok)
     assert themes == {
@@ -186,16 +188,7 @@ def test_a_run_imported_from_eval_protocol_jsonl_sits_on_the_board_beside_its_or
     from svgagent.core.exchange.export import export_run
     from svgagent.core.exchange.import_file import import_file
 
-    reqs = ("A red circle.", "Two birds in the sky.", "The word 'HELLO' at the top.", "A tree.")
-    verdicts = [[1, True, ""], [2, False, ""], [3, False, ""], [4, True, ""]]
-    sample = {
-        "status": RolloutStatus.SCORED,
-        "score": 0.5,
-        "fulfilled": 2,
-        "is_score_valid": True,
-        "verdicts_json": json.dumps(verdicts),
-    }
-    original = make_run(store, [("r0", "p0", 4, [sample, 4]), ("r1", "p1", 4, [3])], requirements={"r0": reqs})
+    original = make_run(store, [("r0", "p0", 4, [THEMED_SAMPLE, 4]), ("r1", "p1", 4, [3])], requirements={"r0": THEMED})
     export_run(store, original, "jsonl", tmp_path / "run.jsonl")
     imported = import_file(store, tmp_path / "run.jsonl", name="from EP").run_id
     board = build_leaderboard(store, [original, imported])
