@@ -126,14 +126,18 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_eval_budget_stops_with_one_line_and_resume_continues(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    stopped = _cli(home, "eval", "--demo", "--rows", "8", "--budget", "0.01", "--concurrency", "2")
+    stopped = _cli(home, "eval", "--demo", "--rows", "8", "--budget", "0.01", "--concurrency", "2", "--json")
     assert stopped.returncode == 4, stopped.stderr
+    said = json.loads(stopped.stdout)
+    assert said["budget_reached"] is True and 0 < said["spent_usd"] <= said["budget_usd"] == 0.01
     lines = [line for line in stopped.stderr.splitlines() if "budget reached" in line]
     assert len(lines) == 1 and "--resume" in lines[0]
     run_id = lines[0].split("budget reached: run ")[1].split()[0]
     listed = json.loads(_cli(home, "runs", "list", "--json").stdout)
     assert listed[0]["run_id"] == run_id and listed[0]["status"] == "interrupted"
     assert listed[0]["done"] < 8
+    left = _cli(home, "eval", "--demo", "--resume", run_id, "--dry-run", "--json")
+    assert json.loads(left.stdout)["rollouts"] == 8 - listed[0]["done"]  # what the resume would still pay for
     more = _cli(home, "eval", "--demo", "--resume", run_id, "--json")
     assert more.returncode in (0, 1, 3), more.stderr
     data = json.loads(more.stdout)
