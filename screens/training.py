@@ -2,7 +2,7 @@
 
 A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a sparkline
 draws the mean local score per step (``serve --judge``; otherwise the rollouts per step); a table lists the steps
-(rollouts, finished, errors, mean local score, dollars, model), beside the picture of a rollout of the highlighted step (its
+(rollouts, finished, errors, mean local score, model, dollars), beside the picture of a rollout of the highlighted step (its
 first row's); while the cursor is on the newest step it follows the steps as they arrive. It re-reads the store every second in a thread, so rollouts
 stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
 (with none marked: the first step with the last) side by side with their pictures, on the compare screen.
@@ -32,7 +32,7 @@ from svgagent.tui.widgets.picture import Picture, PictureShown
 from svgagent.tui.widgets.screen_text import shown, shown_line
 
 REFRESH_S = 1.0
-COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "$", "model")
+COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model", "$")
 
 
 def _mean(step: TrainingStep) -> str:
@@ -195,7 +195,11 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             return
         score = "–" if record.effective_score is None else f"{record.effective_score:.2f}"
         prompt = " ".join(record.prompt.split())[:60]
-        self.query_one("#training-caption", Static).update(shown_line(f"step {step.step} · score {score} · {prompt}"))
+        cost = self._costs.get(step.run_id)
+        usd = f" · step {usd_text(cost[1].total_usd)}" if cost is not None else ""  # the column may be scrolled off
+        self.query_one("#training-caption", Static).update(
+            shown_line(f"step {step.step} · score {score}{usd} · {prompt}")
+        )
 
     # --- drawing ----------------------------------------------------------------------------------------------
     def _redraw(self) -> None:
@@ -254,8 +258,8 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 str(s.done),
                 str(s.failed),
                 _mean(s),
-                usd_text(self._costs[s.run_id][1].total_usd) if s.run_id in self._costs else "–",
                 shown_line((s.model or "")[-28:]),
+                usd_text(self._costs[s.run_id][1].total_usd) if s.run_id in self._costs else "–",
                 key=str(s.step),
             )
         if self.steps:

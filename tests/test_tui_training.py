@@ -127,7 +127,7 @@ async def test_t_on_a_job_opens_its_steps_with_counts_and_local_means(store: Sto
                 step.model or run.settings.get("model"),
                 run.settings.get("judge_model"),
             )
-            assert row[5] == usd_text(want.total_usd)
+            assert row[6] == usd_text(want.total_usd)
         assert screen.training_run is not None
         assert screen.training_run.job_name == JOB_NAME  # not the other job's training run
         await pilot.press("escape")
