@@ -16,12 +16,14 @@ from textual.widgets import Static
 from svgagent.screens.compare import CompareScreen
 from svgagent.screens.dashboard import Dashboard
 from svgagent.screens.export_dialog import ExportDialog
+from svgagent.screens.leaderboard import LeaderboardScreen
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.run_picker import RunPicker
 from svgagent.screens.stats import StatsScreen
 from svgagent.screens.text_page import TextPage, page_bindings
 from svgagent.tui.widgets.compare_table import CompareTable
 from svgagent.tui.widgets.keys_footer import KeysFooter
+from svgagent.tui.widgets.leaderboard_table import LeaderboardTable
 from svgagent.tui.widgets.rollout_table import RolloutTable
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         ("Run picker", list(RunPicker.BINDINGS)),
         ("Compare screen", list(CompareScreen.BINDINGS) + list(CompareTable.BINDINGS)),
         ("Stats screen", list(StatsScreen.BINDINGS)),
+        ("Leaderboard", list(LeaderboardScreen.BINDINGS) + list(LeaderboardTable.BINDINGS)),
         ("Export dialog", list(ExportDialog.BINDINGS)),
     ]
     # imported here, not at the top: the help screen is opened long after the first frame, and these modules are

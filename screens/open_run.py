@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
+from svgagent.core.config.prices import Cost, price_table, rollouts_cost
 from svgagent.core.config.settings import Settings
 from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
@@ -26,6 +27,9 @@ from svgagent.tui.widgets.histogram import Histogram
 from svgagent.tui.widgets.preview import Preview
 from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
+
+BUDGET_REACHED = "budget reached:"  # how core.run.budget.BudgetReached's line starts
+COST_EVERY_S = 2.0  # a live run's dollars in the summary bar are worked out again at most this often
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
@@ -64,6 +68,9 @@ class OpenRun:
         self.unfinished = 0
         self.feed = LiveFeed(screen, services.store, services.bus)
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
+        self._cost_cache: Cost | None = None  # the open run's dollars (see _cost)
+        self._cost_for: str | None = None
+        self._cost_at = 0.0
 
     @property
     def table(self) -> RolloutTable:
@@ -159,6 +166,7 @@ class OpenRun:
             return
         control = self.services.control
         summary = table.tally.summary(self.threshold, self.earlier_tokens)  # tokens: every attempt's
+        cost = self._cost(table)
         run = self.services.store.get_run(self.run_id)
         elapsed = control.elapsed(self.run_id, run.worked_s)  # every session's work on the run
         eta = (
@@ -174,10 +182,25 @@ class OpenRun:
                 eta=eta,
                 shown=len(table.visible_ids),
                 state="running" if self.live else run.status,
+                cost=cost,
             )
         )
         self.unfinished = summary.rollouts - summary.done
         self.changed()
+
+    def _cost(self, table: Any) -> Cost | None:
+        """The open run's dollars (its current rollouts', at the price table's rates), worked out again at most every
+        :data:`COST_EVERY_S` seconds while it runs: a pass over 10,000 rollouts is not for every live batch."""
+        now = time.monotonic()
+        if self._cost_for == self.run_id and self.live and now - self._cost_at < COST_EVERY_S:
+            return self._cost_cache
+        run = self.services.store.get_run(self.run_id)
+        prices = price_table(self.services.settings.prices)
+        self._cost_cache = rollouts_cost(
+            table.records.values(), prices, run.settings.get("model"), run.settings.get("judge_model")
+        )
+        self._cost_for, self._cost_at = self.run_id, now
+        return self._cost_cache
 
     def tick(self) -> None:
         if self.live:
@@ -313,7 +336,15 @@ class OpenRun:
         self.feed.stop()
         if event.run_id == self.run_id:
             self.reload()
-        if event.error:
+        if event.error and BUDGET_REACHED in event.error:  # interrupted, and resumable
+            line = event.error[event.error.index(BUDGET_REACHED) :]
+            self.notify(
+                f"{line}. c resumes it: raise or clear the budget in the Config pane (3) first",
+                title="Budget reached",
+                severity="warning",
+                timeout=10,
+            )
+        elif event.error:
             self.notify(event.error, title="Run failed", severity="error", timeout=10)
         elif event.summary is not None:
             s = event.summary

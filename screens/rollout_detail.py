@@ -17,6 +17,7 @@ from textual.visual import visualize
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from svgagent.core.config.prices import RolloutPricer, price_table
 from svgagent.core.store.reviews import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord
@@ -252,7 +253,11 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         )
         if rec.requirements:
             options.highlighted = min(highlighted or 0, len(rec.requirements) - 1)
-        self.query_one(RolloutInfo).show(rec)
+        info = self.query_one(RolloutInfo)
+        if info.cost_of is None:  # the rollout's dollars, at the price table's rates
+            settings = getattr(self.app, "settings", None)
+            info.cost_of = RolloutPricer(self.store, price_table(getattr(settings, "prices", None)))
+        info.show(rec)
         history = self.store.attempts_of(rec.rollout_id)
         self.query_one("#detail-attempts", Static).update(attempts_table(history))
         self.query_one("#detail-attempts-narrow", Static).update(attempts_table(history))

@@ -1,5 +1,7 @@
 """Pick a stored run to open (key ``o`` on the dashboard; ``svgagent tui --run RUN`` opens one directly), or two
-runs to compare: ``a`` marks run A, ``b`` run B, ``c`` (or enter once both are marked) opens the compare screen.
+runs to compare: ``a`` marks run A, ``b`` run B, ``c`` (or enter once both are marked) opens the compare screen;
+or any number of runs side by side: ``space`` marks runs, ``l`` opens their leaderboard (none marked: the runs the
+filter shows).
 ``/`` filters the list: every word must occur in a run's id, name, model, dataset or status (``latest``: the newest);
 enter in the filter opens the only match, or goes to the list."""
 
@@ -82,6 +84,14 @@ class RunPicker(ModalScreen[str | None]):
             tooltip="Compare B with A row by row (B: the marked or else the highlighted run; enter too once "
             "both are marked)",
         ),
+        Binding("space", "board_mark", "Mark", id="picker.board_mark", tooltip="Mark the run for the leaderboard"),
+        Binding(
+            "l",
+            "leaderboard",
+            "Leaderboard",
+            id="picker.leaderboard",
+            tooltip="The marked runs side by side (none marked: every run the filter shows)",
+        ),
     ]
 
     def __init__(self, store: Store, *, current: str | None = None) -> None:
@@ -91,6 +101,7 @@ class RunPicker(ModalScreen[str | None]):
         self.runs = store.list_runs()
         self.shown = list(self.runs)  # the runs the filter keeps
         self.marks: dict[str, str] = {}  # "A"/"B" → run id
+        self.board_marks: list[str] = []  # run ids marked for the leaderboard, in the order marked
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -111,7 +122,7 @@ class RunPicker(ModalScreen[str | None]):
         """List the runs the filter keeps, the highlight staying on its run when it can."""
         options = self.query_one(OptionList)
         before = self._highlighted()
-        marked = {v: k for k, v in self.marks.items()}
+        marked = self._mark_labels()
         options.clear_options()
         options.add_options(
             [Option(run_line(r, self.current, marked.get(r.run_id, "")), id=r.run_id) for r in self.shown]
@@ -127,7 +138,8 @@ class RunPicker(ModalScreen[str | None]):
         )
         self.query_one("#picker-title", Static).update(
             Text.assemble(
-                (f"Open a run — {count}, newest first", "bold"), ("   / filter · a/b: mark A/B · c: compare", "dim")
+                (f"Open a run — {count}, newest first", "bold"),
+                ("   / filter · a/b: mark A/B · c: compare · space: mark · l: leaderboard", "dim"),
             )
         )
         empty = self.query_one("#runs-empty", Static)
@@ -196,10 +208,45 @@ class RunPicker(ModalScreen[str | None]):
         else:
             self.marks = {k: v for k, v in self.marks.items() if v != run_id}
             self.marks[side] = run_id
-        marked = {v: k for k, v in self.marks.items()}
+        self._redraw_marks()
+
+    def _mark_labels(self) -> dict[str, str]:
+        """Run id → its mark: A or B (compare), ● (leaderboard), both side by side."""
+        labels = {run_id: "●" for run_id in self.board_marks}
+        for side, run_id in self.marks.items():
+            labels[run_id] = side + labels.get(run_id, "")
+        return labels
+
+    def _redraw_marks(self) -> None:
+        marked = self._mark_labels()
         options = self.query_one(OptionList)
         for run in self.shown:
             options.replace_option_prompt(run.run_id, run_line(run, self.current, marked.get(run.run_id, "")))
+
+    # --- the leaderboard of any number of runs --------------------------------------------------------------
+    def action_board_mark(self) -> None:
+        run_id = self._highlighted()
+        if run_id is None:
+            return
+        if run_id in self.board_marks:
+            self.board_marks.remove(run_id)
+        else:
+            self.board_marks.append(run_id)
+        self._redraw_marks()
+        self.action_move(1)
+
+    def action_leaderboard(self) -> None:
+        from svgagent.core.config.prices import price_table
+        from svgagent.screens.leaderboard import LeaderboardScreen
+
+        run_ids = list(self.board_marks) or [r.run_id for r in self.shown]
+        if not run_ids:
+            self.notify("no runs to put side by side", severity="warning")
+            return
+        settings = getattr(self.app, "settings", None)
+        prices = price_table(getattr(settings, "prices", None))
+        self.dismiss(None)
+        self.app.push_screen(LeaderboardScreen(self.store, run_ids, prices=prices))
 
     def action_compare(self) -> None:
         run_a = self.marks.get("A")

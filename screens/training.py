@@ -3,7 +3,7 @@
 A header names the training run (the job, or eval-protocol's experiment) with its steps and rollouts; a chart
 draws one metric per step (``m`` cycles: the mean local score beside the platform's own reward and eval reward when
 the job reports them, the platform's loss, each score component; tui/widgets/training_curves.py); a table lists the steps
-(rollouts, finished, errors, mean local score, model), beside the picture of a rollout of the highlighted step (its
+(rollouts, finished, errors, mean local score, model, dollars), beside the picture of a rollout of the highlighted step (its
 first row's); while the cursor is on the newest step it follows the steps as they arrive. It re-reads the store every second in a thread, so rollouts
 stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
 (with none marked: the first step with the last) side by side with their pictures, on the compare screen.
@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from svgagent.core.analysis.step_components import StepComponents, step_components
+from svgagent.core.config.prices import Cost, price_table, rollouts_cost, usd_text
 from svgagent.core.rft.job_metrics import JobCurves
 from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
 from svgagent.core.store.run_store import Store
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
 
 REFRESH_S = 1.0
-COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model")
+COLUMNS = ("step", "rollouts", "done", "errors", "local mean", "model", "$")
 
 
 def _mean(step: TrainingStep) -> str:
@@ -101,6 +102,9 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         self.marked: int | None = None
         self.platform = platform  # the job as the Jobs pane last polled it: its own curves (outputMetrics)
         self.components: dict[str, StepComponents] = {}
+        # a step's dollars (every attempt of its run, at the price table's rates), by run id, with the (rollouts,
+        # done) they were worked out at: read again only when the step changed
+        self._costs: dict[str, tuple[tuple[int, int], Cost]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="training-header")
@@ -138,7 +142,26 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             run = runs[0] if runs else None
             steps = training.steps(run.training_id) if run is not None else []
             components = step_components(reader, [s.run_id for s in steps])
+            self._price_steps(reader, steps)
         self.app.call_from_thread(self._apply, run, steps, components)
+
+    def _price_steps(self, reader: Store, steps: list[TrainingStep]) -> None:
+        """Work out the dollars of the steps that changed since they were last priced (in the reading thread)."""
+        settings = getattr(self.app, "settings", None)
+        table = price_table(getattr(settings, "prices", None))
+        for step in steps:
+            key = (step.rollouts, step.done)
+            known = self._costs.get(step.run_id)
+            if known is not None and known[0] == key:
+                continue
+            run = reader.get_run(step.run_id)
+            cost = rollouts_cost(
+                reader.list_rollouts(step.run_id, current_only=False),
+                table,
+                step.model or run.settings.get("model"),
+                run.settings.get("judge_model"),
+            )
+            self._costs[step.run_id] = (key, cost)
 
     def _apply(
         self, run: TrainingRun | None, steps: list[TrainingStep], components: dict[str, StepComponents] | None = None
@@ -199,7 +222,11 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             return
         score = "–" if record.effective_score is None else f"{record.effective_score:.2f}"
         prompt = " ".join(record.prompt.split())[:60]
-        self.query_one("#training-caption", Static).update(shown_line(f"step {step.step} · score {score} · {prompt}"))
+        cost = self._costs.get(step.run_id)
+        usd = f" · step {usd_text(cost[1].total_usd)}" if cost is not None else ""  # the column may be scrolled off
+        self.query_one("#training-caption", Static).update(
+            shown_line(f"step {step.step} · score {score}{usd} · {prompt}")
+        )
 
     # --- drawing ----------------------------------------------------------------------------------------------
     def _redraw(self) -> None:
@@ -254,6 +281,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 str(s.failed),
                 _mean(s),
                 shown_line((s.model or "")[-28:]),
+                usd_text(self._costs[s.run_id][1].total_usd) if s.run_id in self._costs else "–",
                 key=str(s.step),
             )
         if self.steps:

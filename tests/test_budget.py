@@ -30,6 +30,8 @@ def test_price_table_lookup_and_overrides() -> None:
     gpt = table.price_of("gpt-4.1")
     assert gpt is not None and gpt.output == 9.0 and gpt.input == 2.0  # a partial override keeps the rest
     assert table.price_of("no-such-model") is None
+    mine = price_table({"accounts/fireworks/models/*": {"input": 5.0, "output": 5.0}})
+    assert mine.price_of("accounts/fireworks/models/qwen3-8b") == Price(5.0, 5.0)  # yours before the shipped name
     # 1M fresh input at $2, 1M cached at $0.5, 0.5M output at $9, 2 pictures at $0 → dollars by hand
     assert gpt.call_usd(2_000_000, 500_000, cached_tokens=1_000_000, images=2) == pytest.approx(2.0 + 0.5 + 4.5)
 
@@ -59,7 +61,10 @@ def test_rollout_cost_policy_and_judge_apart_and_cached_answers_cost_nothing() -
     assert (cost.policy_tokens, cost.judge_tokens) == (3000, 600)
     rec.cached = True
     assert rollout_cost(rec, table, "p", "j").policy_usd == 0.0
+    rec.cached = False
     assert rollouts_cost([rec], table, "unknown", "j").total_usd is None  # a part is not the total
+    rec.prompt_tokens = rec.completion_tokens = None  # no policy call recorded: nothing to pay, price or not
+    assert rollouts_cost([rec], table, "unknown", "j").policy_usd == 0.0
 
 
 def test_the_gate_reserves_a_rollouts_judge_call_with_its_policy_call() -> None:
@@ -121,14 +126,18 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_eval_budget_stops_with_one_line_and_resume_continues(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    stopped = _cli(home, "eval", "--demo", "--rows", "8", "--budget", "0.01", "--concurrency", "2")
+    stopped = _cli(home, "eval", "--demo", "--rows", "8", "--budget", "0.01", "--concurrency", "2", "--json")
     assert stopped.returncode == 4, stopped.stderr
+    said = json.loads(stopped.stdout)
+    assert said["budget_reached"] is True and 0 < said["spent_usd"] <= said["budget_usd"] == 0.01
     lines = [line for line in stopped.stderr.splitlines() if "budget reached" in line]
     assert len(lines) == 1 and "--resume" in lines[0]
     run_id = lines[0].split("budget reached: run ")[1].split()[0]
     listed = json.loads(_cli(home, "runs", "list", "--json").stdout)
     assert listed[0]["run_id"] == run_id and listed[0]["status"] == "interrupted"
     assert listed[0]["done"] < 8
+    left = _cli(home, "eval", "--demo", "--resume", run_id, "--dry-run", "--json")
+    assert json.loads(left.stdout)["rollouts"] == 8 - listed[0]["done"]  # what the resume would still pay for
     more = _cli(home, "eval", "--demo", "--resume", run_id, "--json")
     assert more.returncode in (0, 1, 3), more.stderr
     data = json.loads(more.stdout)

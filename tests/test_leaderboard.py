@@ -96,18 +96,20 @@ def test_an_unpriced_model_has_no_dollars(store: Store) -> None:
     assert row.cost.policy_tokens == 150
 
 
+THEMED = ("A red circle.", "Two birds in the sky.", "The word 'HELLO' at the top.", "A tree.")
+# judged one by one: #2 and #3 missed
+THEMED_SAMPLE = {
+    "status": RolloutStatus.SCORED,
+    "score": 0.5,
+    "fulfilled": 2,
+    "is_score_valid": True,
+    "verdicts_json": json.dumps([[1, True, ""], [2, False, ""], [3, False, ""], [4, True, ""]]),
+}
+
+
 def test_failure_themes_from_per_requirement_verdicts(store: Store) -> None:
-    reqs = ("A red circle.", "Two birds in the sky.", "The word 'HELLO' at the top.", "A tree.")
-    t, f = True, False
-    verdicts = [[1, t, ""], [2, f, ""], [3, f, ""], [4, t, ""]]
-    sample = {
-        "status": RolloutStatus.SCORED,
-        "score": 0.5,
-        "fulfilled": 2,
-        "is_score_valid": True,
-        "verdicts_json": json.dumps(verdicts),
-    }
-    a = make_run(store, [("r0", "p0", 4, [sample, sample])], requirements={"r0": reqs}, name="a")
+    sample = THEMED_SAMPLE
+    a = make_run(store, [("r0", "p0", 4, [sample, sample])], requirements={"r0": THEMED}, name="a")
     themes = {t.theme: (t.failed, t.judged) for t in build_leaderboard(store, [a]).rows[0].themes}
     # colour: #1 (ok); shape: #1 (ok); count: #2 (missed); text: #3 (missed); position: #3 (missed); other: #4 (ok)
     assert themes == {
@@ -178,3 +180,24 @@ def test_cli_csv_cells_from_outside_are_neutralised(store: Store, capsys: pytest
     _, out, _ = _cli(capsys, a, "--csv", "--store", str(store.path))
     line = next(csv.DictReader(io.StringIO(out)))
     assert line["name"].startswith("'=") and "\x1b" not in out
+
+
+def test_a_run_imported_from_eval_protocol_jsonl_sits_on_the_board_beside_its_original(
+    store: Store, tmp_path: Path
+) -> None:
+    from svgagent.core.exchange.export import export_run
+    from svgagent.core.exchange.import_file import import_file
+
+    original = make_run(store, [("r0", "p0", 4, [THEMED_SAMPLE, 4]), ("r1", "p1", 4, [3])], requirements={"r0": THEMED})
+    export_run(store, original, "jsonl", tmp_path / "run.jsonl")
+    imported = import_file(store, tmp_path / "run.jsonl", name="from EP").run_id
+    board = build_leaderboard(store, [original, imported])
+    rows = {r.run_id: r for r in board.rows}
+    assert board.shared_rows == 2  # the imported rows align with the original's (row id and prompt)
+    assert rows[imported].mean == pytest.approx(rows[original].mean)
+    assert rows[imported].model == rows[original].model == "model-run"
+    best, other = board.rows
+    assert other.diff_vs_best == pytest.approx(0.0) and (other.wins, other.losses) == (0, 0)
+    assert rows[imported].cost.policy_tokens == rows[original].cost.policy_tokens == 3 * 150
+    themes = {t.theme: (t.failed, t.judged) for t in rows[imported].themes}
+    assert themes["count"] == (1, 1) and themes["colour"] == (0, 1)  # the verdicts travelled in the export

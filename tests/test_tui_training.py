@@ -120,6 +120,18 @@ async def test_t_on_a_job_opens_its_steps_with_counts_and_local_means(store: Sto
         assert local.label == "local mean"
         assert [s for s, _ in local.points] == [1, 2, 3]
         assert [v for _, v in local.points] == pytest.approx([0.25, 7 / 12, 11 / 12])
+        # each step's dollars: its run's rollouts at the price table's rates (core.config.prices.rollouts_cost)
+        from svgagent.core.config.prices import price_table, rollouts_cost, usd_text
+
+        for step, row in zip(screen.steps, rows):
+            run = store.get_run(step.run_id)
+            want = rollouts_cost(
+                store.list_rollouts(step.run_id, current_only=False),
+                price_table(),
+                step.model or run.settings.get("model"),
+                run.settings.get("judge_model"),
+            )
+            assert row[6] == usd_text(want.total_usd)
         assert screen.training_run is not None
         assert screen.training_run.job_name == JOB_NAME  # not the other job's training run
         await pilot.press("escape")

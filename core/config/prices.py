@@ -3,13 +3,15 @@
 The table ships with the package (``core/data/prices.json``: USD per 1,000,000 input, cached-input and output
 tokens, and per image where a provider bills a picture apart from its tokens); the ``prices`` setting overrides or
 adds models (``[prices."MODEL"]`` in ``svgagent.toml`` or the user config file: ``input``, ``output``,
-``cached_input``, ``image``). A model name in the table may be a glob pattern (``accounts/me/models/*``); an exact
-name wins over a pattern, a longer pattern over a shorter one.
+``cached_input``, ``image``). A model name in the table may be a glob pattern (``accounts/me/models/*``); the
+setting's names are looked up before the shipped ones, and within each an exact name wins over a pattern, a longer
+pattern over a shorter one.
 
 :func:`rollout_cost` is the one place a rollout's dollars are computed — the run and leaderboard totals, the CLI,
 the app and the engine's budget all add up its results — policy and judge apart. A model the table does not know
-has no price: its dollars are ``None`` (shown as "?"), never a guessed 0. A policy answer taken from the response
-cache was paid for by an earlier run: it costs nothing here.
+has no price: its dollars are ``None`` (shown as "?"), never a guessed 0 — unless it made no call (no tokens
+recorded on that side: nothing to pay). A policy answer taken from the response cache was paid for by an earlier
+run: it costs nothing here.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord
 
 PER_TOKENS = 1_000_000  # the table's prices are per this many tokens
@@ -78,16 +82,20 @@ class PriceTable:
     models: Mapping[str, Price]
     expected: ExpectedTokens = field(default_factory=ExpectedTokens)
     as_of: str = ""
+    overridden: frozenset[str] = frozenset()  # the names the ``prices`` setting gave: looked up first
 
     def price_of(self, model: str | None) -> Price | None:
-        """The price of ``model``: its exact name, else the longest glob pattern matching it; None: unknown."""
+        """The price of ``model``: among the setting's names first, then the shipped ones — its exact name, else
+        the longest glob pattern matching it; None: unknown."""
         if not model:
             return None
-        exact = self.models.get(model)
-        if exact is not None:
-            return exact
-        patterns = [p for p in self.models if any(c in p for c in "*?[") and fnmatch.fnmatchcase(model, p)]
-        return self.models[max(patterns, key=len)] if patterns else None
+        for names in (self.overridden, self.models.keys() - self.overridden):
+            if model in names:
+                return self.models[model]
+            patterns = [p for p in names if any(c in p for c in "*?[") and fnmatch.fnmatchcase(model, p)]
+            if patterns:
+                return self.models[max(patterns, key=len)]
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,16 +145,18 @@ def rollout_cost(rec: RolloutRecord, table: PriceTable, policy_model: str | None
     policy_tokens = (rec.prompt_tokens or 0) + (rec.completion_tokens or 0)
     judge_prompt, judge_completion = rec.judge_prompt_tokens or 0, rec.judge_completion_tokens or 0
     policy_price, judge_price = table.price_of(policy_model), table.price_of(judge_model)
-    if rec.cached:  # the answer came from the response cache: an earlier run paid for it
+    answered = rec.prompt_tokens is not None or rec.completion_tokens is not None
+    if rec.cached or not answered:  # from the response cache (an earlier run paid), or no call recorded
         policy_usd: float | None = 0.0
     else:
         policy_usd = (
             None if policy_price is None else policy_price.call_usd(rec.prompt_tokens or 0, rec.completion_tokens or 0)
         )
     judged = rec.judge_prompt_tokens is not None or rec.judge_completion_tokens is not None
-    judge_usd = (
-        None if judge_price is None else judge_price.call_usd(judge_prompt, judge_completion, images=1 if judged else 0)
-    )
+    if not judged:  # no judge call recorded: nothing to pay, whatever the judge's price
+        judge_usd: float | None = 0.0
+    else:
+        judge_usd = None if judge_price is None else judge_price.call_usd(judge_prompt, judge_completion, images=1)
     return Cost(policy_usd, judge_usd, policy_tokens, judge_prompt + judge_completion)
 
 
@@ -154,13 +164,29 @@ def rollouts_cost(
     rollouts: Iterable[RolloutRecord], table: PriceTable, policy_model: str | None, judge_model: str | None
 ) -> Cost:
     """The sum of :func:`rollout_cost` (a run's: pass every attempt, reruns' replaced ones too — they were paid)."""
-    total = Cost(
-        0.0 if table.price_of(policy_model) is not None else None,
-        0.0 if table.price_of(judge_model) is not None else None,
-    )
+    total = Cost()
     for rec in rollouts:
         total = total + rollout_cost(rec, table, policy_model, judge_model)
     return total
+
+
+class RolloutPricer:
+    """:func:`rollout_cost` of any rollout of ``store``, with its run's policy and judge models (read once per
+    run): what a screen showing one rollout at a time needs."""
+
+    def __init__(self, store: Store, table: PriceTable) -> None:
+        self.store, self.table = store, table
+        self._models: dict[str, tuple[str | None, str | None]] = {}
+
+    def __call__(self, rec: RolloutRecord) -> Cost | None:
+        models = self._models.get(rec.run_id)
+        if models is None:
+            try:
+                run = self.store.get_run(rec.run_id)
+            except SvgAgentError:  # gone meanwhile: no dollars to show
+                return None
+            models = self._models[rec.run_id] = (run.settings.get("model"), run.settings.get("judge_model"))
+        return rollout_cost(rec, self.table, *models)
 
 
 def usd_text(usd: float | None) -> str:
@@ -218,4 +244,5 @@ def price_table(overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Pri
         {name: Price.from_mapping(fields) for name, fields in raw.items()},
         ExpectedTokens(**expected),
         str(data.get("as_of", "")),
+        frozenset(overrides or ()),
     )

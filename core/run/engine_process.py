@@ -38,6 +38,7 @@ from typing import IO, Any
 
 from svgagent.core import event_loop
 from svgagent.core.config.settings import SECRET_FIELDS, Settings
+from svgagent.core.run.budget import BudgetReached
 from svgagent.core.run.events import EventBus
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
@@ -264,6 +265,10 @@ async def _serve(request: dict[str, Any], pending: bytes, out: IO[bytes]) -> Non
         except StoreError as err:
             forward()
             _write(out, {"store_error": str(err)})
+            return
+        except BudgetReached as err:  # the run stopped before a call would pass its budget: its own line
+            forward()
+            _write(out, {"error": str(err)})
             return
         except Exception as err:  # noqa: BLE001 - one line for the app's notification
             forward()

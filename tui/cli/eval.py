@@ -215,6 +215,9 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         )
         return stop.exit_code
     except BudgetReached as stop:
+        if args.json:
+            data = {"run_id": stop.run_id, "budget_reached": True, "spent_usd": stop.spent, "budget_usd": stop.budget}
+            print(json.dumps(data))
         print(f"\nsvgagent: {stop}. Continue with: {resume_command(args, stop.run_id)} --budget MORE", file=sys.stderr)
         return EXIT_BUDGET
     except RunBusy:

@@ -146,7 +146,7 @@ def _num(value: float | None, digits: int = 3, *, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-WIDE = 110  # below this many columns the table leaves out judge profile, dataset, rows and latency
+WIDE = 140  # below this many columns the table leaves out judge profile, dataset, rows and latency
 
 
 def print_leaderboard(console: Console, board: Leaderboard, rows: list[LeaderboardRow]) -> None:

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.config.field_limits import bounds, numeric_range
+from svgagent.core.config.prices import PriceTable, cost_text, price_table, rollout_cost, rollouts_cost, usd_text
 from svgagent.core.config.settings import Settings
 from svgagent.core.exchange.export import export_run
 from svgagent.core.named_files import STDOUT, TargetKind, resolve_target, write_output
@@ -73,10 +74,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
         run = resolve_run(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.threshold)
+        prices = run_prices(args)
+        model, judge = run.settings.get("model"), run.settings.get("judge_model")
+        cost = rollouts_cost(store.list_rollouts(run.run_id, current_only=False), prices, model, judge)
         if args.json:
             data = {
-                "run": {**run.public_dict(), "summary": summary.to_dict()},
-                "rollouts": [r.public_dict() for r in rollouts],
+                "run": {**run.public_dict(), "summary": summary.to_dict(), "cost": cost.to_dict()},
+                "rollouts": [
+                    {**r.public_dict(), "cost": rollout_cost(r, prices, model, judge).to_dict()} for r in rollouts
+                ],
             }
             print(json.dumps(data, indent=2))
             return EXIT_OK
@@ -90,6 +96,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"judged by {escape(str(run.settings.get('judge_model')))} with the {escape(run.judge_profile)} profile"
             f" ({escape(recipe_line(run.judge_profile))}); drawn by {escape(run.renderer)}"
         )
+        console.print(
+            f"cost {cost_text(cost)}; tokens: policy {cost.policy_tokens:,}, judge {cost.judge_tokens:,}",
+            highlight=False,
+        )
         cells = [
             (
                 r.rollout_id.removeprefix(run.run_id + "."),
@@ -100,14 +110,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
                 _fmt(r.generation_s, 1),
                 _fmt(r.judge_s, 1),
+                usd_text(rollout_cost(r, prices, model, judge).total_usd),
             )
             for r in rollouts
         ]
+        header = ROLLOUT_COLUMNS
+        if reason_room(console.width, header, cells) is None:  # no room for the dollars too: --json has them
+            header, cells = header[:-1], [row[:-1] for row in cells]
         reasons = [" ".join((r.reason or "").split())[:REASON_CHARS] for r in rollouts]
-        table = Table(*ROLLOUT_COLUMNS)
+        table = Table(*header)
         for column in table.columns:
             column.no_wrap = True
-        room = reason_room(console.width, ROLLOUT_COLUMNS, cells)
+        room = reason_room(console.width, header, cells)
         if room is not None:  # else there is no room for it: every other column stays whole (the score above all)
             table.add_column("reason", no_wrap=True, overflow="ellipsis", max_width=room)
         for row, reason in zip(cells, reasons):
@@ -118,7 +132,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
-ROLLOUT_COLUMNS = ("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s")
+def run_prices(args: argparse.Namespace) -> PriceTable:
+    """The price table with the ``prices`` setting on top (as the settings read it for this store)."""
+    from svgagent.core.config.settings import load_settings
+
+    return price_table(load_settings(**({"store": args.store} if getattr(args, "store", None) else {})).prices)
+
+
+ROLLOUT_COLUMNS = ("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "$")
 REASON_CHARS = 60  # a reason's first characters (its whole text: --json)
 MIN_REASON = 10
 

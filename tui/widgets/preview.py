@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from svgagent.core.config.prices import RolloutPricer, price_table
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.widgets.picture import PictureShown
@@ -50,6 +51,7 @@ class Preview(Vertical):
     def __init__(self, store: Store, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="-stacked")
         self.store = store
+        self._pricer: RolloutPricer | None = None  # a rollout's dollars (made at the first rollout shown)
         self.picture = PreviewBody(store, id="preview-body", on_shown=self._shown, sections_of=self._sections_of)
 
     def compose(self) -> ComposeResult:
@@ -114,7 +116,11 @@ class Preview(Vertical):
         )
         self.picture.show_text(self._sections_of(rec))
 
-    @staticmethod
-    def _sections_of(rec: RolloutRecord) -> list[RenderableType]:
-        """The text under or beside the picture (also called in the picture's thread worker: pure)."""
-        return [section for section in info_sections(rec).values() if section is not None]
+    def _sections_of(self, rec: RolloutRecord) -> list[RenderableType]:
+        """The text under or beside the picture (also called in the picture's thread worker: it reads the store
+        only for the run's models, once per run)."""
+        if self._pricer is None:
+            settings = getattr(self.app, "settings", None)
+            self._pricer = RolloutPricer(self.store, price_table(getattr(settings, "prices", None)))
+        sections = info_sections(rec, cost=self._pricer(rec))
+        return [section for section in sections.values() if section is not None]

@@ -4,11 +4,14 @@ and one widget that shows them in widgets of their own (the rollout screen)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from svgagent.core.config.prices import Cost, cost_text
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.core.terminal_text import visible
@@ -98,13 +101,16 @@ def error_text(rec: RolloutRecord) -> Text | None:
     return shown("\n".join(parts), style="red") if parts else None
 
 
-def timing_text(rec: RolloutRecord) -> Text:
+def timing_text(rec: RolloutRecord, cost: Cost | None = None) -> Text:
     def sec(v: float | None) -> str:
         return "–" if v is None else f"{v:.2f} s"
 
     text = Text(
         f"generation {sec(rec.generation_s)} · render {sec(rec.render_s)} · judge {sec(rec.judge_s)} · "
-        f"tokens {rec.prompt_tokens or 0} + {rec.completion_tokens or 0}" + (" · cached answer" if rec.cached else ""),
+        f"tokens {rec.prompt_tokens or 0} + {rec.completion_tokens or 0}"
+        + (f" · judge {(rec.judge_prompt_tokens or 0) + (rec.judge_completion_tokens or 0)}")
+        + (f" · {cost_text(cost)}" if cost is not None else "")
+        + (" · cached answer" if rec.cached else ""),
         style="dim",
     )
     return text
@@ -141,7 +147,12 @@ SECTIONS = ("verdict", "error", "rationale", "requirements", "prompt", "timing",
 
 
 def info_sections(
-    rec: RolloutRecord | None, *, full: bool = False, show_requirements: bool = True, show_verdict: bool = True
+    rec: RolloutRecord | None,
+    *,
+    full: bool = False,
+    show_requirements: bool = True,
+    show_verdict: bool = True,
+    cost: Cost | None = None,
 ) -> dict[str, RenderableType | None]:
     """Each of :data:`SECTIONS` of ``rec`` in order, None where it has nothing to show (all of them for None);
     ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines."""
@@ -157,7 +168,7 @@ def info_sections(
         if rec.rationale
         else None,
         prompt=Group(_heading("Prompt"), shown(rec.prompt)),
-        timing=timing_text(rec),
+        timing=timing_text(rec, cost),
         svg=_section(
             "SVG source", rec, "svg", rec.svg, svg_renderable(rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)
         )
@@ -187,6 +198,7 @@ class RolloutInfo(Vertical):
         self.show_requirements = show_requirements
         self.show_verdict = show_verdict
         self._shown: tuple[RolloutRecord | None, bool, bool, bool] | None = None
+        self.cost_of: Callable[[RolloutRecord], Cost | None] | None = None  # a rollout's dollars (the screen sets it)
 
     def compose(self) -> ComposeResult:
         for name in SECTIONS:
@@ -198,7 +210,11 @@ class RolloutInfo(Vertical):
             return
         self._shown = shown
         sections = info_sections(
-            rec, full=self.full, show_requirements=self.show_requirements, show_verdict=self.show_verdict
+            rec,
+            full=self.full,
+            show_requirements=self.show_requirements,
+            show_verdict=self.show_verdict,
+            cost=self.cost_of(rec) if self.cost_of is not None and rec is not None else None,
         )
         for name, renderable in sections.items():
             widget = self.query_one(f"#info-{name}", TextBox)

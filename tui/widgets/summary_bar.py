@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from svgagent.core.config.prices import Cost, usd_text
 from svgagent.core.store.typed_rows import RunSummary, mean_text, spread_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.widgets.text_box import TextBox
@@ -36,6 +37,7 @@ def format_summary(
     eta: float | None = None,
     shown: int | None = None,
     state: str = "",
+    cost: Cost | None = None,
 ) -> Text:
     """One line (wrapping when narrow) of everything the summary bar shows. Pure, for tests."""
     text = Text()
@@ -67,6 +69,8 @@ def format_summary(
     failed = f"{s.failed} failed" + (f" ({s.invalid} invalid)" if s.invalid else "")
     part((failed, "red") if s.failed else failed)
     part(f"{s.prompt_tokens + s.completion_tokens:,} tokens")
+    if cost is not None:  # policy and judge apart: the judge is often most of it
+        part(f"{usd_text(cost.total_usd)} (policy {usd_text(cost.policy_usd)}, judge {usd_text(cost.judge_usd)})")
     part(f"elapsed {format_duration(elapsed)}")
     if state == "running":
         part(f"ETA {format_duration(eta)}")
