@@ -342,7 +342,7 @@ def pick_summary(rows: Sequence[LeaderboardRow], shared: int) -> str:
     )
     if runner is None:
         return head
-    diff, se = max(0.0, -(runner.diff_vs_best or 0.0)), runner.diff_stderr  # the best is never behind
+    diff, se = abs(max(0.0, -(runner.diff_vs_best or 0.0))), runner.diff_stderr  # never behind; abs: no "-0.000"
     gap = f"+{diff:.3f}{spread_text(se)} over {model_label(runner.model)} ({runner.name})"
     if se is not None and diff <= NOISE_SE * se:
         cheaper = runner.usd is not None and best.usd is not None and runner.usd < best.usd
