@@ -24,6 +24,7 @@ from svgagent.core.store.run_refs import resolve_run
 from svgagent.core.store.typed_rows import mean_text, spread_text
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
+from svgagent.tui.cli.health_report import print_health, run_health_scope
 from svgagent.tui.cli.store_cmd import open_store, store_path
 
 _fmt = mean_text  # "–" for none, else the given decimals
@@ -73,9 +74,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
         run = resolve_run(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.threshold)
+        health, scope = run_health_scope(store, run.run_id)
         if args.json:
             data = {
-                "run": {**run.public_dict(), "summary": summary.to_dict()},
+                "run": {**run.public_dict(), "summary": summary.to_dict(), "health": {**scope, **health.to_dict()}},
                 "rollouts": [r.public_dict() for r in rollouts],
             }
             print(json.dumps(data, indent=2))
@@ -90,6 +92,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"judged by {escape(str(run.settings.get('judge_model')))} with the {escape(run.judge_profile)} profile"
             f" ({escape(recipe_line(run.judge_profile))}); drawn by {escape(run.renderer)}"
         )
+        print_health(console, health, scope, brief=True)
         cells = [
             (
                 r.rollout_id.removeprefix(run.run_id + "."),
