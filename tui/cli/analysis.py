@@ -106,6 +106,10 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     add_store(p)
     p.set_defaults(analysis="stats")
 
+    from svgagent.tui.cli.filmstrip_cmd import add_filmstrip_parser  # runs filmstrip
+
+    add_filmstrip_parser(runs_sub)
+
     p = sub.add_parser(
         "import",
         help="import evaluated Eval Protocol JSONL as a run",
@@ -127,6 +131,10 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
 
 
 def cmd_analysis(args: argparse.Namespace) -> int:
+    if args.analysis == "filmstrip":
+        from svgagent.tui.cli.filmstrip_cmd import cmd_filmstrip
+
+        return cmd_filmstrip(args)
     return {"compare": cmd_compare, "stats": cmd_stats, "import": cmd_import}[args.analysis](args)
 
 
