@@ -216,3 +216,24 @@ async def test_a_healthy_training_says_so(store: Store) -> None:
         await settle(pilot)
         assert isinstance(app.screen, HealthScreen)
         assert app.screen.highlighted_rollout() is None
+
+
+async def test_the_stats_screen_of_a_step_shows_its_trainings_health(store: Store) -> None:
+    from svgagent.core.serve.training_runs import TrainingStore
+    from svgagent.screens.stats import StatsScreen
+
+    training = five_steps(store)
+    first = TrainingStore(store).step_refs(training)[0].run_id
+    app = make_app(store, run_id=first)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, StatsScreen)
+        summary = screen.query_one(HealthSummary)
+        await wait_until(pilot, lambda: summary.report is not None)
+        assert summary.report is not None and len(summary.report.steps) == 5  # the training's, not the run's one
+        text = str(summary.render())
+        assert "⚠ reward-hacking suspects: 2 pictures mostly text or repeating the requirements" in text
+        assert text.count("⚠") == 3

@@ -487,6 +487,12 @@ class TrainingStore:
         )
         return [StepRef(step, run_id) for step, run_id in rows]
 
+    def health_steps(self, run_id: str) -> tuple[list[StepRef], str | None]:
+        """The steps a run's evaluator health is read over: its training run's (and that training's id), else the
+        run alone as one step (and None)."""
+        training_id = self.training_of_run(run_id)
+        return (self.step_refs(training_id), training_id) if training_id else ([StepRef(1, run_id)], None)
+
     def step_picture(self, run_id: str) -> str | None:
         """A rollout of a step's run that has a picture: its first row's first sample (the lowest row index)."""
         rows = self.store.query(

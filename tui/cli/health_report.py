@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.analysis.health import HealthReport, StepRef, run_health
+from svgagent.core.analysis.health import HealthReport, run_health
 from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.store.run_store import Store
 
@@ -16,9 +16,7 @@ if TYPE_CHECKING:
 def run_health_scope(store: Store, run_id: str) -> tuple[HealthReport, dict[str, Any]]:
     """The health of the training run ``run_id`` is a step of (over all its steps), else of the run alone; and
     what it was read over (``scope``: "training" or "run", ``training_id``, ``steps``)."""
-    training = TrainingStore(store)
-    training_id = training.training_of_run(run_id)
-    steps = training.step_refs(training_id) if training_id else [StepRef(1, run_id)]
+    steps, training_id = TrainingStore(store).health_steps(run_id)
     scope = {"scope": "training" if training_id else "run", "training_id": training_id, "step_count": len(steps)}
     return run_health(store, steps), scope
 
