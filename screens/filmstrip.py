@@ -60,28 +60,43 @@ class FilmFrame(Vertical):
 
     def __init__(self, store: Store) -> None:
         super().__init__()
-        self.store = store
         self.frame: Frame | None = None
+        self.label = Static("", classes="frame-label", markup=False)
+        self.picture = Picture(store)
+        self.score = Static("", classes="frame-score", markup=False)
+        self.why = Static("", classes="frame-why", markup=False)
+        self._pending: tuple[Frame | None, str, int, int] | None = None  # what to show once mounted
+        self._ready = False  # mounted (is_mounted turns true only after the Mount handlers ran)
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="frame-label", markup=False)
-        yield Picture(self.store)
-        yield Static("", classes="frame-score", markup=False)
-        yield Static("", classes="frame-why", markup=False)
+        yield self.label
+        yield self.picture
+        yield self.score
+        yield self.why
+
+    def on_mount(self) -> None:
+        self._ready = True
+        if self._pending is not None:
+            self.show(*self._pending)
 
     def show(self, frame: Frame | None, label: str, cols: int, lines: int) -> None:
+        """Show ``frame`` (None: hide this slot), its picture in at most ``cols`` × ``lines`` cells."""
         self.frame = frame
-        picture = self.query_one(Picture)
+        if not self._ready:
+            self._pending = (frame, label, cols, lines)
+            return
+        self._pending = None
+        picture = self.picture
         picture.fit(cols, lines)
         if frame is None:
             self.display = False
             return
         self.display = True
-        self.query_one(".frame-label", Static).update(shown_line(f"{label} · sample {frame.sample_index}"))
+        self.label.update(shown_line(f"{label} · sample {frame.sample_index}"))
         score = score_text(frame)
         style = "green" if frame.score is not None and frame.score >= 0.5 else "red" if score == "invalid" else ""
-        self.query_one(".frame-score", Static).update(Text(score, style=style))
-        self.query_one(".frame-why", Static).update(shown(frame.line))  # wrapped in what the picture leaves
+        self.score.update(Text(score, style=style))
+        self.why.update(shown(frame.line))  # wrapped in what the picture leaves
         if frame.has_picture:
             picture.show(frame.rollout_id)
         else:
@@ -216,9 +231,6 @@ class FilmstripScreen(AppKeysFirst, Screen[None]):
         )
         count, frame_width, lines = self._fit()
         slots = self._slots(count)
-        if any(not slot.is_mounted or not slot.children for slot in slots):  # new frames: drawn once composed
-            self.call_after_refresh(self._draw)
-            return
         for i, slot in enumerate(slots):
             index = self.first_shown + i
             frame = self.frames[index] if index < len(self.frames) else None

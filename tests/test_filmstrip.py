@@ -11,25 +11,17 @@ from pathlib import Path
 import pytest
 from factories import FLAG_SVG, SCENE_SVG, Spec, build_run, serve_training
 from PIL import Image
+from test_health import failed_invalid
 
 from svgagent.core.analysis.contact_sheet import contact_sheet
 from svgagent.core.analysis.filmstrip import StripColumn, filmstrip, frame_pngs, spread, strip_rows
 from svgagent.core.scoring.errors import ConfigError
-from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.store.run_store import Store
 from svgagent.tui.cli.main import main
 
 JOB = "accounts/test-account/reinforcementFineTuningJobs/svgagent-rft-test"
-INVALID = Spec(
-    0,
-    status=RolloutStatus.FAILED,
-    fulfilled=None,
-    valid=False,
-    rationale=None,
-    reason="judge unreachable: connection refused",
-    extra={"failure_kind": FailureKind.UNREACHABLE},
-)
+INVALID = failed_invalid(0, 0)
 
 
 @pytest.fixture
@@ -71,7 +63,7 @@ def test_a_row_across_the_steps_that_hold_it_in_order(store: Store) -> None:
         "Only the sky.",  # the rationale's first line
         "The sky, sun and grass are present; the triangle is too small to count.",
         "Everything is there.",
-        "judge unreachable: connection refused",  # no rationale: the reason
+        "judge unreachable",  # no rationale: the reason
     ]
     assert strip.samples == 2 and strip.at(1, 1) is not None and strip.at(2, 0) is None
 

@@ -12,6 +12,7 @@ import pytest
 from factories import FLAG_SVG, SCENE_SVG, Spec, serve_training
 from job_fakes import fake_source, job
 from test_health import hack_svg
+from test_tui_training import open_training as open_training_view
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 from tui_support import make_app, settle, wait_until
@@ -58,15 +59,8 @@ def jobs_app(store: Store):  # type: ignore[no-untyped-def]
 
 
 async def open_training(pilot: Pilot) -> TrainingScreen:
-    await settle(pilot)
-    await pilot.press("5")
-    panel = pilot.app.dashboard.query_one("JobPanel")  # type: ignore[attr-defined]
-    await wait_until(pilot, lambda: panel.polls >= 1)
-    await settle(pilot)
-    await pilot.press("t")
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, TrainingScreen)
+    """The training view (test_tui_training's way there), once its health line has a report."""
+    screen = await open_training_view(pilot)
     await wait_until(pilot, lambda: screen.query_one(HealthSummary).report is not None)
     await settle(pilot)
     return screen
@@ -93,7 +87,7 @@ def visible_frames(screen: FilmstripScreen) -> list[tuple[str, int]]:
     out = []
     for slot in screen.query(FilmFrame):
         if slot.display and slot.frame is not None and slot.region.width:
-            label = str(slot.query_one(".frame-label").render())
+            label = str(slot.label.render())
             out.append((label.split(" · ")[0], slot.frame.sample_index))
     return out
 
@@ -113,8 +107,8 @@ async def test_p_shows_a_prompts_pictures_at_every_step_and_hl_scroll(store: Sto
         assert fit == 3  # as many as fit: 26 cells each at 80 columns, bigger pictures at 120×40
         assert shown[0] == ("step 1", 0) and screen.selected == 0
         slot = next(iter(screen.query(FilmFrame)))
-        assert str(slot.query_one(".frame-score").render()) == "0.00"
-        assert "triangle is too small" in str(slot.query_one(".frame-why").render())
+        assert str(slot.score.render()) == "0.00"
+        assert "triangle is too small" in str(slot.why.render())
         for _ in range(fit):  # past the last frame shown: the strip scrolls
             await pilot.press("l")
         await settle(pilot)
@@ -144,7 +138,7 @@ async def test_a_prompt_at_two_steps_and_the_picture_of_each_frame(store: Store)
         assert screen.strip is not None and [c.label for c in screen.strip.columns] == ["step 1", "step 5"]
         assert visible_frames(screen) == [("step 1", 0), ("step 5", 0)]
         await settle(pilot)
-        pictures = [slot.query_one(Picture) for slot in screen.query(FilmFrame) if slot.display]
+        pictures = [slot.picture for slot in screen.query(FilmFrame) if slot.display]
         assert [p.rollout_id for p in pictures] == [f.rollout_id for f in screen.strip.frames]
         assert all(p.image is not None for p in pictures)  # drawn
 
