@@ -305,10 +305,13 @@ class RowPicker(ModalScreen[str | None]):
         self.current = current
 
     def compose(self) -> ComposeResult:
+        width = max((len(r.row_id[:24]) for r in self.rows), default=0)
         options = [
             Option(
                 Text.assemble(
-                    shown_line(r.row_id[:24], "bold"), f"  {r.rollouts:>3} pictures  ", shown_line(r.prompt[:200])
+                    shown_line(r.row_id[:24].ljust(width), "bold"),
+                    f"  {r.rollouts:>3} pictures  ",
+                    shown_line(r.prompt[:200]),
                 ),
                 id=f"row-{i}",
             )
