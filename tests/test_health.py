@@ -237,18 +237,26 @@ def test_thumbnails_tell_the_same_picture_from_another() -> None:
 def test_the_tracker_reads_again_only_the_rollouts_that_changed(store: Store) -> None:
     refs = steps_of(store, {1: own_svgs([Spec(row, fulfilled=2) for row in range(4)])})
     tracker = HealthTracker()
-    with mock.patch.object(health, "thumbnail", wraps=health.thumbnail) as spy:
+    with (
+        mock.patch.object(health, "text_traits", wraps=health.text_traits) as read,
+        mock.patch.object(health, "thumbnail", wraps=health.thumbnail) as pictures,
+    ):
         tracker.update(store, refs)
-        assert spy.call_count == 4
+        assert read.call_count == 4
         tracker.update(store, refs)
-        assert spy.call_count == 4  # nothing changed: nothing read again
+        assert read.call_count == 4  # nothing changed: nothing read again
         store.update_rollout(f"{refs[0].run_id}.2.0", svg=hack_svg())
         report = tracker.update(store, refs)
-        assert spy.call_count == 5
-    assert [s.row_id for s in report.text_suspects] == ["row_2"]
-    more = steps_of(store, {2: own_svgs([Spec(row, fulfilled=3) for row in range(2)])})
-    report = tracker.update(store, [*refs, *more])
-    assert [s.step for s in report.steps] == [1, 2] and report.steps[1].rollouts == 2
+        assert read.call_count == 5
+        assert [s.row_id for s in report.text_suspects] == ["row_2"]
+        assert pictures.call_count == 0  # one step: no score rose, no picture decoded
+        more = steps_of(store, {2: own_svgs([Spec(0, fulfilled=4), Spec(1, fulfilled=2)])})
+        report = tracker.update(store, [*refs, *more])
+        assert [s.step for s in report.steps] == [1, 2] and report.steps[1].rollouts == 2
+        assert pictures.call_count == 2  # row 0 rose: its first and last pictures, not row 1's
+        assert [r.row_id for r in report.unchanged_rises] == ["row_0"]
+        tracker.update(store, [*refs, *more])
+        assert pictures.call_count == 2  # decoded once
 
 
 def test_no_scores_yet_says_so_and_warns_of_nothing(store: Store) -> None:

@@ -22,15 +22,16 @@ run given as one); a *group* is the samples of one prompt (dataset row) at one s
   too, but its pictures keep their scores: that is not flagged.)
 
 :class:`HealthTracker` keeps what each rollout contributes (:class:`RolloutTraits`, its SVG and PNG read once) and
-reads again only the rollouts whose ``updated`` stamp changed, so a served training run can be checked on every
-refresh; :func:`run_health` is one pass of it.
+reads again only the rollouts whose ``updated`` stamp changed, and decodes only the pictures the unchanged-rise
+check compares (the first and last steps of a prompt whose score rose), so a served training run can be checked on
+every refresh; :func:`run_health` is one pass of it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from svgagent.core.analysis.picture_traits import (
@@ -80,7 +81,8 @@ class RolloutTraits:
     score: float | None  # effective (a person's override first), when valid
     svg_key: str | None
     text: TextTraits
-    thumb: bytes | None
+    has_picture: bool
+    thumb: bytes | None = None  # read only for a prompt whose score rose (see HealthTracker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +181,7 @@ class HealthReport:
 
 
 def _traits(row: Any) -> RolloutTraits:
-    (rollout_id, run_id, row_index, row_id, status, score, override, valid, prompt, requirements, svg, png) = row
+    (rollout_id, run_id, row_index, row_id, status, score, override, valid, prompt, requirements, svg, has_png) = row
     terminal = status in _TERMINAL
     counts = terminal and (override is not None or (bool(valid) and score is not None))
     try:
@@ -199,7 +201,7 @@ def _traits(row: Any) -> RolloutTraits:
         score=(override if override is not None else score) if counts else None,
         svg_key=svg_key(svg) if svg else None,
         text=text_traits(svg, reqs) if svg else NO_TEXT,
-        thumb=thumbnail(png),
+        has_picture=bool(has_png),
     )
 
 
@@ -208,6 +210,7 @@ class HealthTracker:
 
     def __init__(self) -> None:
         self._known: dict[str, tuple[str, RolloutTraits]] = {}  # rollout id -> (its updated stamp, traits)
+        self._thumbed: set[str] = set()  # rollouts whose picture was read (a thumbnail, or None: unreadable)
 
     def update(self, store: Store, steps: Sequence[StepRef]) -> HealthReport:
         runs = [s.run_id for s in steps]
@@ -227,12 +230,34 @@ class HealthTracker:
             chunk = stale[start : start + _CHUNK]
             for row in store.query(
                 "SELECT rollout_id, run_id, row_index, row_id, status, score, override_score, is_score_valid,"
-                " prompt, requirements_json, svg, png FROM rollouts"
+                " prompt, requirements_json, svg, png IS NOT NULL FROM rollouts"
                 f" WHERE rollout_id IN ({','.join('?' * len(chunk))})",
                 chunk,
             ):
                 self._known[row[0]] = (stamps[row[0]], _traits(tuple(row)))
+                self._thumbed.discard(row[0])
+        self._read_pictures(store, steps)
         return assess([t for _, t in self._known.values()], steps)
+
+    def _read_pictures(self, store: Store, steps: Sequence[StepRef]) -> None:
+        """Thumbnails of the pictures the unchanged-rise check compares: the first and last steps of the prompts
+        whose score rose (decoding every PNG of a long training would be most of the work)."""
+        step_of = {s.run_id: s.step for s in steps}
+        traits = [t for _, t in self._known.values() if t.run_id in step_of]
+        wanted = [
+            r.rollout_id
+            for first, last in _rising_rows(traits, step_of)
+            for r in (*first, *last)
+            if r.has_picture and r.rollout_id not in self._thumbed
+        ]
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            for rollout_id, png in store.query(
+                f"SELECT rollout_id, png FROM rollouts WHERE rollout_id IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                stamp, known = self._known[rollout_id]
+                self._known[rollout_id] = (stamp, replace(known, thumb=thumbnail(png)))
+                self._thumbed.add(rollout_id)
 
 
 def run_health(store: Store, steps: Sequence[StepRef]) -> HealthReport:
@@ -316,21 +341,32 @@ def _text_suspects(traits: list[RolloutTraits], step_of: dict[str, int]) -> list
     return found
 
 
-def _unchanged_rises(traits: list[RolloutTraits], step_of: dict[str, int]) -> list[UnchangedRise]:
+def _mean(rollouts: list[RolloutTraits]) -> float:
+    return sum(r.score or 0.0 for r in rollouts) / len(rollouts)
+
+
+def _rising_rows(
+    traits: list[RolloutTraits], step_of: dict[str, int]
+) -> list[tuple[list[RolloutTraits], list[RolloutTraits]]]:
+    """(first step's, last step's) valid rollouts of each prompt whose mean score rose by at least :data:`RISE`."""
     by_row: dict[int, dict[int, list[RolloutTraits]]] = {}
     for r in traits:
         if r.valid and r.score is not None:
             by_row.setdefault(r.row_index, {}).setdefault(step_of[r.run_id], []).append(r)
-    found = []
+    rising = []
     for steps in by_row.values():
-        if len(steps) < 2:
-            continue
-        first_step, last_step = min(steps), max(steps)
-        first, last = steps[first_step], steps[last_step]
-        mean_first = sum(r.score or 0.0 for r in first) / len(first)
-        mean_last = sum(r.score or 0.0 for r in last) / len(last)
-        if mean_last - mean_first < RISE:
-            continue
+        if len(steps) >= 2:
+            first, last = steps[min(steps)], steps[max(steps)]
+            if _mean(last) - _mean(first) >= RISE:
+                rising.append((first, last))
+    return rising
+
+
+def _unchanged_rises(traits: list[RolloutTraits], step_of: dict[str, int]) -> list[UnchangedRise]:
+    found = []
+    for first, last in _rising_rows(traits, step_of):
+        first_step, last_step = step_of[first[0].run_id], step_of[last[0].run_id]
+        mean_first, mean_last = _mean(first), _mean(last)
         before = [r for r in first if r.thumb is not None]
         after = [r for r in last if r.thumb is not None]
         if not before or not after:

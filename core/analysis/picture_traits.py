@@ -142,8 +142,10 @@ def thumbnail(png: bytes | None) -> bytes | None:
 
     try:
         with Image.open(io.BytesIO(png)) as im:
-            im.draft("L", (THUMB * 4, THUMB * 4))
-            rgba = im.convert("RGBA")
+            im.load()
+            picture = im if im.mode in ("RGBA", "RGB") else im.convert("RGBA")
+            factor = max(1, min(picture.size) // (THUMB * 4))
+            rgba = (picture.reduce(factor) if factor > 1 else picture).convert("RGBA")  # shrunk before the rest
     except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
         return None
     flat = Image.new("RGB", rgba.size, (255, 255, 255))
