@@ -4,7 +4,8 @@ each. As many frames as the width holds; ``h``/``l`` (or the arrows) move along,
 rollout on the rollout screen. It reads the store again every :data:`REFRESH_S` seconds, so a served training's new
 steps join the strip as they arrive.
 
-Open it from the training view (``p``: pick a prompt) or with :func:`open_filmstrip`.
+Open it from the training view (``p``: pick a prompt), from the run picker (``p``: runs A and B), or with
+:func:`open_filmstrip`.
 """
 
 from __future__ import annotations

@@ -231,3 +231,35 @@ async def test_the_stats_screen_of_a_step_shows_its_trainings_health(store: Stor
         text = str(summary.render())
         assert "⚠ reward-hacking suspects: 2 pictures mostly text or repeating the requirements" in text
         assert text.count("⚠") == 3
+
+
+async def test_the_run_picker_shows_a_prompt_across_runs_a_and_b(store: Store) -> None:
+    from factories import build_run
+
+    from svgagent.screens.run_picker import RunPicker
+
+    base = build_run(store, [Spec(0, fulfilled=1), Spec(1, fulfilled=2)], run_id="20260101-120000-base", name="base")
+    tuned = build_run(store, [Spec(0, fulfilled=4, svg=FLAG_SVG)], run_id="20260101-130000-tuned", name="tuned")
+    app = make_app(store, run_id=base)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, RunPicker)
+        runs = picker.query_one("#runs", OptionList)
+        ids = [runs.get_option_at_index(i).id for i in range(runs.option_count)]
+        runs.highlighted = ids.index(base)
+        await pilot.press("a")
+        runs.highlighted = ids.index(tuned)
+        await pilot.press("p")  # B: the highlighted run
+        await settle(pilot)
+        assert isinstance(app.screen, RowPicker)
+        await pilot.press("enter")  # row_0, the first
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, FilmstripScreen)
+        await wait_until(pilot, lambda: screen.strip is not None)
+        assert screen.strip is not None
+        assert [c.label for c in screen.strip.columns] == ["A · base", "B · tuned"]
+        assert [f.score for f in screen.strip.frames] == [0.25, 1.0]
