@@ -60,6 +60,8 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
     # the later panes' and screens' (tui/app.py loads them after it)
     from svgagent.screens.confirm import Confirm
     from svgagent.screens.evaluate import EvaluateScreen
+    from svgagent.screens.filmstrip import FilmstripScreen, RowPicker
+    from svgagent.screens.health import HealthScreen
     from svgagent.screens.message_log import MessageLogScreen
     from svgagent.screens.rft_launch import RftLaunchScreen
     from svgagent.screens.rollout_actions import CopyMenu
@@ -76,6 +78,9 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
         ("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)),
         ("RFT launch screen", list(RftLaunchScreen.BINDINGS)),
         ("Training screen", list(TrainingScreen.BINDINGS)),
+        ("Filmstrip screen", list(FilmstripScreen.BINDINGS)),
+        ("Prompt picker (filmstrip)", list(RowPicker.BINDINGS)),
+        ("Evaluator health screen", list(HealthScreen.BINDINGS)),
         ("Before/after screen", list(EvaluateScreen.BINDINGS)),
         ("Sort picker", list(SortPicker.BINDINGS)),
         ("Copy menu", list(CopyMenu.BINDINGS)),

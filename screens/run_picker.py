@@ -92,6 +92,13 @@ class RunPicker(ModalScreen[str | None]):
             id="picker.leaderboard",
             tooltip="The marked runs side by side (none marked: every run the filter shows)",
         ),
+        Binding(
+            "p",
+            "filmstrip",
+            "Filmstrip",
+            id="picker.filmstrip",
+            tooltip="One prompt's pictures in A, then B (the marked or else the highlighted run)",
+        ),
     ]
 
     def __init__(self, store: Store, *, current: str | None = None) -> None:
@@ -259,3 +266,21 @@ class RunPicker(ModalScreen[str | None]):
             return
         self.dismiss(None)
         self.app.open_compare(run_a, run_b)  # type: ignore[attr-defined]
+
+    def action_filmstrip(self) -> None:
+        from svgagent.core.analysis.filmstrip import StripColumn
+        from svgagent.screens.filmstrip import open_filmstrip
+
+        run_a = self.marks.get("A")
+        run_b = self.marks.get("B") or self._highlighted()
+        if run_a is None or run_b is None or run_b == run_a:
+            self.notify(
+                "press a on one run and b on another (or move to it): a filmstrip shows both", severity="warning"
+            )
+            return
+        names = {r.run_id: r.name for r in self.runs}
+        columns = [
+            StripColumn(f"{side} · {names.get(run, run)[:30]}", run) for side, run in (("A", run_a), ("B", run_b))
+        ]
+        self.dismiss(None)
+        open_filmstrip(self.app, self.store, columns, title="Runs A and B")

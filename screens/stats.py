@@ -29,6 +29,7 @@ from svgagent.core.store.typed_rows import spread_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.screens.agreement_panel import agreement_text, disagreement_option
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.health_summary import HealthSummary
 from svgagent.tui.widgets.histogram import Histogram, bin_query
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import shown, shown_line
@@ -218,6 +219,7 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
         with VerticalScroll(id="stats-body"):
             with Vertical(id="stats-left"):
                 yield Static(Text("computing…", style="dim italic"), id="stats-summary")
+                yield HealthSummary(self.store, key="", full=True, id="stats-health")
                 yield Histogram(id="stats-hist")
                 yield Static(id="stats-bin")
                 yield Static(id="stats-agreement")
@@ -229,6 +231,7 @@ class StatsScreen(AppKeysFirst, Screen[str | None]):
         self._layout(self.app.size.width)
         self.query_one("#stats-body").focus()
         self._compute(self.bins)
+        self.query_one(HealthSummary).check_run(self.run_id)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)

@@ -7,6 +7,9 @@ the job reports them, the platform's loss, each score component; tui/widgets/tra
 first row's); while the cursor is on the newest step it follows the steps as they arrive. It re-reads the store every second in a thread, so rollouts
 stream in while the server runs. ``space`` marks a step; ``c`` compares the marked step with the highlighted one
 (with none marked: the first step with the last) side by side with their pictures, on the compare screen.
+A line under the sparkline sums up the evaluator's health (tui/widgets/health_summary.py), checked again whenever
+the steps change; ``w`` shows it in full (screens/health.py), ``p`` picks a prompt and shows its filmstrip
+(screens/filmstrip.py).
 
 Open it from the Jobs pane (a job, then ``t``) or with ``svgagent tui --serve``.
 """
@@ -23,6 +26,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from svgagent.core.analysis.health import StepRef
 from svgagent.core.analysis.step_components import StepComponents, step_components
 from svgagent.core.config.prices import Cost, price_table, rollouts_cost, usd_text
 from svgagent.core.rft.job_metrics import JobCurves
@@ -31,6 +35,7 @@ from svgagent.core.store.run_store import Store
 from svgagent.core.terminal_text import visible_line
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
+from svgagent.tui.widgets.health_summary import HealthSummary
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture, PictureShown
 from svgagent.tui.widgets.screen_text import shown, shown_line
@@ -58,6 +63,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     TrainingScreen #training-caption { height: auto; color: $text-muted; }
     TrainingScreen #training-hint { height: auto; padding: 0 1; color: $text-muted; }
     """
+    FOOTER_DROP = ("training.refresh", "training.first_last")  # r and f still work; ? lists them
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="training.back"),
         Binding("space", "mark", "Mark", id="training.mark", tooltip="Mark the highlighted step as side A"),
@@ -79,6 +85,8 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             id="training.metric",
             tooltip="Chart the next metric per step: score (local and the platform's), loss, SVG found, rendered, ...",
         ),
+        Binding("p", "filmstrip", "Filmstrip", id="training.filmstrip", tooltip="One prompt's pictures at every step"),
+        Binding("w", "health", "Health", id="training.health", tooltip="Evaluator health: warnings and suspects"),
     ]
 
     def __init__(
@@ -109,6 +117,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="training-header")
         yield TrainingCurves(id="training-spark")
+        yield HealthSummary(self.store, id="training-health")
         with Horizontal(id="training-body"):
             table: DataTable[str] = DataTable(id="training-steps", cursor_type="row", zebra_stripes=True)
             yield table
@@ -177,6 +186,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         table = self.query_one("#training-steps", DataTable)
         following = not self.steps or table.cursor_row >= len(self.steps) - 1  # on the newest step: stay on it
         self.training_run, self.steps = run, steps
+        self.query_one(HealthSummary).check([StepRef(s.step, s.run_id) for s in steps])
         self._redraw()
         if following and steps:
             table.move_cursor(row=len(steps) - 1)
@@ -322,6 +332,30 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
     def action_next_metric(self) -> None:
         self.query_one("#training-spark", TrainingCurves).cycle()
         self._redraw()
+
+    def action_filmstrip(self) -> None:
+        from svgagent.core.analysis.filmstrip import StripColumn
+        from svgagent.screens.filmstrip import open_filmstrip
+
+        if not self.steps:
+            self.notify("no steps yet", title="Filmstrip", severity="warning")
+            return
+        picture = self.query_one("#training-picture", Picture)
+        current = picture.record.row_id if picture.record is not None else ""
+        columns = [StripColumn(f"step {s.step}", s.run_id, s.step) for s in self.steps]
+        label = self.title_text or (self.training_run.label if self.training_run else "")
+        training_id = self.training_run.training_id if self.training_run else None
+        open_filmstrip(self.app, self.store, columns, title=label, current=current, training_id=training_id)
+
+    def action_health(self) -> None:
+        from svgagent.screens.health import HealthScreen
+
+        report = self.query_one(HealthSummary).report
+        if report is None:
+            self.notify("no rollouts to check yet", title="Evaluator health")
+            return
+        label = self.title_text or (self.training_run.label if self.training_run else "")
+        self.app.push_screen(HealthScreen(self.store, report, title=label))
 
     def action_close(self) -> None:
         self.app.pop_screen()

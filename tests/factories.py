@@ -206,3 +206,56 @@ def big_run(store: Store, n: int, *, run_id: str = RUN_ID) -> str:
             [(i % 5, (i % 5) / 4, 1 + i % 7, 0.5, 200 + i % 50, f"{run_id}.{i}.0") for i in range(n)],
         )
     return run_id
+
+
+def serve_training(
+    store: Store,
+    steps: dict[int, list[Spec]],
+    *,
+    job_name: str | None = "accounts/test-account/reinforcementFineTuningJobs/svgagent-rft-test",
+    experiment: str = "exp-test",
+) -> str:
+    """A training run as `svgagent serve --judge --job JOB_NAME` stores it: each step's specs as served rollouts
+    (eval-protocol's row ids ``row_N``; the samples in spec order). Returns the training id."""
+    from types import SimpleNamespace
+
+    from svgagent.core.exchange.ep_status import StatusCode
+    from svgagent.core.serve.training_runs import StepHint, TrainingStore
+
+    training = TrainingStore(store, job_name=job_name)
+    for step, specs in steps.items():
+        model = f"accounts/test-account/models/svgagent-rft-test-step-{step}"
+        for n, spec in enumerate(specs):
+            ids = SimpleNamespace(
+                invocation_id="inv",
+                experiment_id=experiment,
+                rollout_id=f"{experiment}-s{step}-{n}",
+                run_id=f"run-{step}",
+                row_id=f"row_{spec.row}",
+            )
+            place = training.place(ids=ids, model=model, hint=StepHint(step, None, "model"), judged=True)
+            total = len(spec.requirements)
+            columns: dict[str, Any] = {
+                "status": spec.status,
+                "raw_answer": f"```svg\n{spec.svg}\n```" if spec.svg else "no drawing",
+                "svg": spec.svg,
+                "png": render_png(spec.svg) if spec.svg else None,
+                "score": None if spec.fulfilled is None else spec.fulfilled / total,
+                "fulfilled": spec.fulfilled,
+                "is_score_valid": spec.valid,
+                "rationale": spec.rationale,
+                "reason": spec.reason,
+                **spec.extra,
+            }
+            training.record(
+                place,
+                ids=ids,
+                model=model,
+                prompt=spec.prompt,
+                requirements=spec.requirements,
+                judged=True,
+                columns=columns,
+                code=StatusCode.FINISHED,
+                message="Rollout finished",
+            )
+    return experiment

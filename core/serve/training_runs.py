@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from svgagent.core.analysis.health import StepRef
 from svgagent.core.exchange.ep_status import StatusCode
 from svgagent.core.scoring.errors import StoreError
 from svgagent.core.store.run_store import Store, new_run_id, now_iso, rollout_id_for, rollout_values, store_failure
@@ -478,6 +479,19 @@ class TrainingStore:
         """The training run whose step ``run_id`` is, or None (a run made by `svgagent eval` or an import)."""
         rows = self.store.query("SELECT training_id FROM training_steps WHERE run_id = ? LIMIT 1", (run_id,))
         return rows[0][0] if rows else None
+
+    def step_refs(self, training_id: str) -> list[StepRef]:
+        """The steps of a training run as the health checks and the filmstrip read them: (step, run) in step order."""
+        rows = self.store.query(
+            "SELECT step, run_id FROM training_steps WHERE training_id = ? ORDER BY step", (training_id,)
+        )
+        return [StepRef(step, run_id) for step, run_id in rows]
+
+    def health_steps(self, run_id: str) -> tuple[list[StepRef], str | None]:
+        """The steps a run's evaluator health is read over: its training run's (and that training's id), else the
+        run alone as one step (and None)."""
+        training_id = self.training_of(run_id)
+        return (self.step_refs(training_id), training_id) if training_id else ([StepRef(1, run_id)], None)
 
     def step_picture(self, run_id: str) -> str | None:
         """A rollout of a step's run that has a picture: its first row's first sample (the lowest row index)."""

@@ -39,7 +39,10 @@ STATS_EPILOG = """\
 Scores are effective scores (human override, else judge) of rollouts with a valid score. Pass rate: share of
 those with score >= threshold. Failures are put into one category each from their reason text. Percentiles
 interpolate linearly. Requirements most often failed come from per-requirement verdicts (judge mode
-per-requirement, or a person's verdicts from review).
+per-requirement, or a person's verdicts from review). Evaluator health (the training's steps when the run is
+one, else the run alone): groups of a prompt's samples that all scored alike, invalid scores, the same SVG for
+different prompts, pictures that are mostly text or repeat the requirements, scores rising while the picture
+barely changes (README: Evaluator health).
 """
 
 IMPORT_EPILOG = """\
@@ -103,6 +106,10 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
     add_store(p)
     p.set_defaults(analysis="stats")
 
+    from svgagent.tui.cli.filmstrip_cmd import add_filmstrip_parser  # runs filmstrip
+
+    add_filmstrip_parser(runs_sub)
+
     p = sub.add_parser(
         "import",
         help="import evaluated Eval Protocol JSONL as a run",
@@ -124,6 +131,10 @@ def add_analysis_parsers(sub: argparse._SubParsersAction, runs_sub: argparse._Su
 
 
 def cmd_analysis(args: argparse.Namespace) -> int:
+    if args.analysis == "filmstrip":
+        from svgagent.tui.cli.filmstrip_cmd import cmd_filmstrip
+
+        return cmd_filmstrip(args)
     return {"compare": cmd_compare, "stats": cmd_stats, "import": cmd_import}[args.analysis](args)
 
 
@@ -255,6 +266,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from svgagent.core.scoring.errors import ConfigError
     from svgagent.core.store.run_refs import resolve_run
     from svgagent.tui.cli.console import cli_console
+    from svgagent.tui.cli.health_report import print_health, run_health_scope
     from svgagent.tui.cli.store_cmd import open_store
 
     if args.threshold is not None and not 0 <= args.threshold <= 1:
@@ -263,13 +275,22 @@ def cmd_stats(args: argparse.Namespace) -> int:
         run = resolve_run(store, args.run_id)
         stats = run_stats(store, run.run_id, threshold=args.threshold, bins=args.bins, top=args.top)
         found = step_components(store, [run.run_id]).get(run.run_id)
+        health, scope = run_health_scope(store, run.run_id)
     components = found.means if found is not None else {}  # the means of the parts that explain the scores
     if args.json:
-        print(json.dumps({"name": run.name, **stats.to_dict(), "components": components}, indent=2, ensure_ascii=False))
+        data = {
+            "name": run.name,
+            **stats.to_dict(),
+            "components": components,
+            "health": {**scope, **health.to_dict()},
+        }
+        print(json.dumps(data, indent=2, ensure_ascii=False))
         return EXIT_OK
     console = cli_console()
     print_stats(console, stats, run.name, width=args.width)
     print_components(console, components)
+    console.print()
+    print_health(console, health, scope)
     return EXIT_OK
 
 

@@ -25,6 +25,7 @@ from svgagent.core.store.run_refs import resolve_run
 from svgagent.core.store.typed_rows import mean_text, spread_text
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
+from svgagent.tui.cli.health_report import print_health, run_health_scope
 from svgagent.tui.cli.store_cmd import open_store, store_path
 
 _fmt = mean_text  # "–" for none, else the given decimals
@@ -77,9 +78,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
         prices = run_prices(args)
         model, judge = run.settings.get("model"), run.settings.get("judge_model")
         cost = rollouts_cost(store.list_rollouts(run.run_id, current_only=False), prices, model, judge)
+        health, scope = run_health_scope(store, run.run_id)
         if args.json:
             data = {
-                "run": {**run.public_dict(), "summary": summary.to_dict(), "cost": cost.to_dict()},
+                "run": {
+                    **run.public_dict(),
+                    "summary": summary.to_dict(),
+                    "cost": cost.to_dict(),
+                    "health": {**scope, **health.to_dict()},
+                },
                 "rollouts": [
                     {**r.public_dict(), "cost": rollout_cost(r, prices, model, judge).to_dict()} for r in rollouts
                 ],
@@ -100,6 +107,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"cost {cost_text(cost)}; tokens: policy {cost.policy_tokens:,}, judge {cost.judge_tokens:,}",
             highlight=False,
         )
+        print_health(console, health, scope, brief=True)
         cells = [
             (
                 r.rollout_id.removeprefix(run.run_id + "."),
