@@ -15,6 +15,7 @@ from svgagent.core.config.form_fields import form_fields, new_config_text, save_
 from svgagent.core.config.settings import KEY_FIELDS, Settings, load_settings
 from svgagent.core.scoring.models import JudgeMode
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
+from svgagent.tui.widgets.field_input import FieldInput
 
 
 def _form(app: ConfigFormApp) -> ConfigForm:
@@ -27,11 +28,13 @@ def _hint(app: ConfigFormApp, name: str) -> str:
 
 async def _type(app: ConfigFormApp, pilot, field: str, text: str, *, keys: bool = True) -> None:  # noqa: ANN001
     """Empty the field, then type ``text`` key by key (or set it at once, like a paste, with ``keys=False``)."""
-    widget = app.query_one(f"#field-{field}", Input)
+    widget = app.query_one(f"#field-{field}", FieldInput)
     widget.focus()
     await pilot.pause()
     widget.value = ""
     if keys and text:
+        if not widget.editing:
+            await pilot.press("enter")  # a browsed field takes typed keys once Enter started its edit
         await pilot.press(*text)
     elif text:
         widget.value = text

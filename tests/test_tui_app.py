@@ -584,9 +584,12 @@ async def test_escape_in_a_text_field_hands_focus_back(store: Store) -> None:
         assert app.focused is not None
         assert app.focused.id
         assert app.focused.id.startswith("field-")
-        await pilot.press("r")  # typed into the field, not a run
+        await pilot.press("enter", "r")  # typed into the field being edited, not a run
         assert not app.control.running
-        await pilot.press("escape")
+        await pilot.press("escape")  # ends the edit
+        await pilot.pause()
+        assert app.focused.id == "field-model"
+        await pilot.press("escape")  # leaves the form
         await pilot.pause()
         assert isinstance(app.focused, RolloutTable)
 
@@ -819,7 +822,7 @@ async def test_footer_is_redrawn_only_when_its_keys_change(store: Store) -> None
         assert "Filter" not in footer.shown().values() and "Back" in footer.shown().values()
 
 
-@pytest.mark.parametrize("keys", [("slash",), ("3",), ("4", "a")])
+@pytest.mark.parametrize("keys", [("slash",), ("3", "enter"), ("4", "a")])
 async def test_in_a_text_field_the_footer_shows_only_keys_that_work_there(store: Store, keys: tuple[str, ...]) -> None:
     """A key the field would type (``+`` in the filter) is not offered: Zoom shows as ^t there."""
     from svgagent.tui.widgets.keys_footer import KeysFooter
@@ -884,7 +887,7 @@ async def test_the_config_form_is_mounted_when_first_shown(store: Store, size: t
         assert not app.dashboard.query(ConfigForm)
         assert app.dashboard.query(SecretsPane)
         assert app.dashboard.query(JobPanel)
-        await pilot.press("3", "ctrl+u", *"gpt-x")
+        await pilot.press("3", "enter", "ctrl+u", *"gpt-x")
         await settle(pilot)
         assert app.dashboard.active_pane == "config"
         assert app.dashboard.query_one("#field-model", Input).value == "gpt-x"
@@ -893,7 +896,7 @@ async def test_the_config_form_is_mounted_when_first_shown(store: Store, size: t
 
 async def test_in_the_grid_the_config_pane_shows_the_settings_until_tab_reaches_it(store: Store) -> None:
     """Until it is edited the pane is one widget with every value drawn in full (a long one folds, it is not
-    cut); Tab onto it mounts the form, and the keys pressed right after go into its first field."""
+    cut); Tab onto it mounts the form with its first field browsed, and Enter then typing edits that field."""
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -906,7 +909,7 @@ async def test_in_the_grid_the_config_pane_shows_the_settings_until_tab_reaches_
         assert any(line.split()[:2] == ["temperature", str(app.settings.temperature)] for line in lines)
         chain = [w.id for w in app.screen.focus_chain]
         tabs = ["tab"] * chain.index("config-summary")
-        await pilot.press(*tabs, "ctrl+u", *"gpt-y")
+        await pilot.press(*tabs, "enter", "ctrl+u", *"gpt-y")
         await settle(pilot)
         assert app.focused is app.dashboard.query_one("#field-model", Input)
         assert app.focused.value == "gpt-y"
@@ -954,7 +957,7 @@ async def test_config_field_shows_its_start_after_blur(store: Store) -> None:
         _, form = await config_pane_at_120x40(pilot)
         field = form.query_one("#field-model", Input)
         assert app.focused is field
-        await pilot.press("ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
+        await pilot.press("enter", "ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
         assert field.scroll_x > 0  # longer than the box: while typing, its end is in view
         await pilot.press("tab")
         assert field.cursor_position == 0

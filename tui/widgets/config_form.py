@@ -5,7 +5,8 @@ The form is generated from ``Settings.model_fields`` (the field specs, checks an
 literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
 Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
-field and ``values()`` keeps the last valid one.
+field and ``values()`` keeps the last valid one. A text field takes typed keys only once the person chose to edit it
+(Enter or ``e``; ``FieldInput``): until then every key is the app's, so ``3`` then ``1`` goes back to Rollouts.
 
 ``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (with tomlkit: the
 file's other keys, comments and layout are kept) — never the values the form was given, such as demo mode's simulator
@@ -40,6 +41,7 @@ from svgagent.core.config.settings import PROJECT_CONFIG_FILE, Settings
 from svgagent.core.run.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.tui.own_class import set_own_class
+from svgagent.tui.widgets.field_input import FieldInput
 from svgagent.tui.widgets.text_box import TextBox
 
 STACKED = "-stacked"  # a narrow form: labels above their fields
@@ -88,6 +90,13 @@ class ConfigForm(Widget):
 
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("ctrl+s", "save", "Save config", id="config.save", tooltip=f"Write {PROJECT_CONFIG_FILE} here"),
+        Binding(
+            "e",
+            "edit_field",
+            "Edit",
+            id="config.edit",
+            tooltip="Type into the field with the focus (also enter); esc ends the edit. Until then keys are the app's",
+        ),
         Binding("escape", "focus_home", "Back", id="config.back", tooltip="Leave the form"),
     ]
 
@@ -178,7 +187,7 @@ class ConfigForm(Widget):
             kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
             kind = BUILTIN if is_builtin else DATASET_FILE
             yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
-            yield Input(
+            yield FieldInput(
                 "" if is_builtin else str(value),
                 placeholder="path to questions.json or .jsonl",
                 id=wid,
@@ -186,7 +195,7 @@ class ConfigForm(Widget):
                 disabled=is_builtin,
             )
         else:
-            yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+            yield FieldInput(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
 
     def reset(self, settings: Settings) -> None:
         """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);
@@ -388,6 +397,21 @@ class ConfigForm(Widget):
             if control.focusable:
                 self.screen.set_focus(control)
                 return
+
+    def _browsed_field(self) -> FieldInput | None:
+        focused = self.screen.focused
+        if isinstance(focused, FieldInput) and not focused.editing and focused in self.query(FieldInput):
+            return focused
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "edit_field":
+            return self._browsed_field() is not None
+        return True
+
+    def action_edit_field(self) -> None:
+        if (field := self._browsed_field()) is not None:
+            field.start_edit()
 
     def action_focus_home(self) -> None:
         self.screen.set_focus(None)
