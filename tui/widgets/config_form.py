@@ -16,6 +16,7 @@ carries for the next run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -139,6 +140,10 @@ class ConfigForm(Widget):
         self._saved = dict(self._values)  # what the form started with (or last saved): save writes the difference
         self._errors: dict[str, str] = {}
         self._dataset_pending: str | None = None
+        # the dataset text (a path, "" or BUILTIN) whose check the hint shows the outcome of; a check reads the file
+        # in a thread, so that outcome comes later than the keystroke: ``dataset_checked`` waits for it
+        self._dataset_outcome: str | None = None
+        self._dataset_outcome_changed = asyncio.Event()
 
     # --- public API ---------------------------------------------------------------------------------------------
     def values(self) -> dict[str, Any]:
@@ -153,6 +158,18 @@ class ConfigForm(Widget):
         """Type ``value`` into field ``name`` (as if the person had), e.g. a job's output model to evaluate."""
         for box in self.query(f"#field-{name}").results(Input):
             box.value = value
+
+    async def dataset_checked(self, text: str) -> None:
+        """Wait until the dataset field shows the outcome of checking ``text`` (the path typed, ``""``, or
+        ``"builtin"`` for the built-in kind): the field's change, the file read in a thread and its result all
+        arrive as messages after the keystroke."""
+        while self._dataset_outcome != text:
+            self._dataset_outcome_changed.clear()
+            await self._dataset_outcome_changed.wait()
+
+    def _dataset_settled(self, text: str | None) -> None:
+        self._dataset_outcome = text
+        self._dataset_outcome_changed.set()
 
     @property
     def settings(self) -> Settings:
@@ -308,19 +325,23 @@ class ConfigForm(Widget):
         if not text:
             self._dataset_pending = None
             self._show("dataset", "enter the path of a dataset file (questions.json or .jsonl)")
+            self._dataset_settled(text)
             return
         path = Path(text).expanduser()
         if not path.exists():
             self._dataset_pending = None
             self._show("dataset", f"no such file: {text}")
+            self._dataset_settled(text)
         elif not path.is_file():
             self._dataset_pending = None
             self._show("dataset", f"not a file: {text}")
+            self._dataset_settled(text)
         else:
             self._check_dataset(text)
 
     def _check_dataset(self, source: str) -> None:
         self._dataset_pending = source
+        self._dataset_settled(None)  # checking: no outcome shown
         self._show("dataset", None, "checking…")
         self._load_dataset(source)
 
@@ -344,11 +365,12 @@ class ConfigForm(Widget):
         self._dataset_pending = None
         if message.error is not None:
             self._show("dataset", message.error)
-            return
-        value, error = validate_field(self._base, "dataset", message.value)
-        if error is None:
-            self._accept("dataset", value)
-        self._show("dataset", error, message.note)
+        else:
+            value, error = validate_field(self._base, "dataset", message.value)
+            if error is None:
+                self._accept("dataset", value)
+            self._show("dataset", error, message.note)
+        self._dataset_settled(message.source)
 
     # --- actions ------------------------------------------------------------------------------------------------
     def edited(self) -> dict[str, Any]:
