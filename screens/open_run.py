@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from textual.screen import Screen
 
+from svgagent.core.analysis.failure_causes import FailureCause, dominant_failure
 from svgagent.core.config.settings import Settings
 from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
-from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, mean_text
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, RunSummary, mean_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
@@ -64,6 +65,7 @@ class OpenRun:
         self.unfinished = 0
         self.feed = LiveFeed(screen, services.store, services.bus)
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
+        self._cause: tuple[tuple[object, ...], FailureCause | None] = ((), None)  # (what it was read for, cause)
 
     @property
     def table(self) -> RolloutTable:
@@ -174,10 +176,24 @@ class OpenRun:
                 eta=eta,
                 shown=len(table.visible_ids),
                 state="running" if self.live else run.status,
+                cause=cause.headline if (cause := self.failure_cause(summary)) else "",
             )
         )
         self.unfinished = summary.rollouts - summary.done
         self.changed()
+
+    def failure_cause(self, summary: RunSummary) -> FailureCause | None:
+        """The open run's most frequent failure without a valid score (core.analysis.failure_causes, as the CLI
+        says it), read again only when the number of such rollouts changed."""
+        if self.run_id is None or not summary.invalid:
+            return None
+        key = (self.run_id, summary.invalid, summary.rollouts)
+        if self._cause[0] != key:
+            try:
+                self._cause = (key, dominant_failure(self.services.store, self.run_id))
+            except StoreError:
+                return None
+        return self._cause[1]
 
     def tick(self) -> None:
         if self.live:
@@ -318,8 +334,10 @@ class OpenRun:
         elif event.summary is not None:
             s = event.summary
             mean = mean_text(s.mean_score, s.threshold)
-            self.notify(
-                f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
-                title="Run finished",
-                timeout=5,
-            )
+            done = f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})"
+            cause = self.failure_cause(s) if event.run_id == self.run_id else None
+            if cause is None:
+                self.notify(done, title="Run finished", timeout=5)
+            else:  # why, in the toast and the message log (L): not a page down in each rollout's detail
+                severity = "error" if cause.count == cause.total else "warning"
+                self.notify(f"{done}\n{cause.line}", title="Run finished", severity=severity, timeout=12)

@@ -499,12 +499,16 @@ class Store:
             ).fetchall()
         return {RolloutStatus(status): count for status, count in rows}
 
-    def failure_kinds(self, run_id: str) -> dict[FailureKind, tuple[int, str]]:
-        """For the current failed rollouts of ``run_id``: each failure kind, how many, and one reason."""
+    def failure_kinds(self, run_id: str, *, invalid_only: bool = False) -> dict[FailureKind, tuple[int, str]]:
+        """For the current failed rollouts of ``run_id``: each failure kind, how many, and one reason
+        (``invalid_only``: only those without a valid score, not the model's valid 0s)."""
+        invalid = (
+            " AND (is_score_valid IS NULL OR is_score_valid = 0) AND override_score IS NULL" if invalid_only else ""
+        )
         with self._read() as db:
             rows = db.execute(
                 "SELECT failure_kind, COUNT(*), MIN(reason) FROM rollouts WHERE run_id = ? AND is_current = 1"
-                " AND status = ? AND failure_kind IS NOT NULL GROUP BY failure_kind",
+                " AND status = ? AND failure_kind IS NOT NULL" + invalid + " GROUP BY failure_kind",
                 (run_id, RolloutStatus.FAILED.value),
             ).fetchall()
         return {FailureKind(kind): (count, reason or "") for kind, count, reason in rows}

@@ -246,13 +246,15 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
 
 
 def connectivity_lines(store: Store, run_id: str) -> list[str]:
-    """One line per kind of endpoint trouble (timeouts, unreachable, rejected keys, rate limits) in the run."""
-    lines = []
-    for kind, (count, reason) in sorted(store.failure_kinds(run_id).items()):
-        if kind.is_connectivity:
-            noun = "rollout" if count == 1 else "rollouts"
-            lines.append(f"cannot reach an endpoint: {count} {noun} failed ({kind.value}): {visible(reason)}")
-    return lines
+    """One line per kind of endpoint trouble (timeouts, unreachable, rejected keys, rate limits) in the run, the
+    most frequent first: the app's summary bar and notification name the first of them the same way."""
+    from svgagent.core.analysis.failure_causes import failure_causes
+
+    return [
+        f"cannot reach an endpoint: {visible(cause.line)}"
+        for cause in failure_causes(store, run_id)
+        if cause.kind.is_connectivity
+    ]
 
 
 PROGRESS_EVERY_S = 0.1

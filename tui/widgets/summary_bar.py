@@ -36,6 +36,7 @@ def format_summary(
     eta: float | None = None,
     shown: int | None = None,
     state: str = "",
+    cause: str = "",
 ) -> Text:
     """One line (wrapping when narrow) of everything the summary bar shows. Pure, for tests."""
     text = Text()
@@ -66,6 +67,8 @@ def format_summary(
         )
     failed = f"{s.failed} failed" + (f" ({s.invalid} invalid)" if s.invalid else "")
     part((failed, "red") if s.failed else failed)
+    if cause:  # the dominant failure and its count (core.analysis.failure_causes): why, not only how many
+        part((visible_line(cause), "bold red"))
     part(f"{s.prompt_tokens + s.completion_tokens:,} tokens")
     part(f"elapsed {format_duration(elapsed)}")
     if state == "running":
