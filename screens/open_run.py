@@ -185,9 +185,9 @@ class OpenRun:
     def failure_cause(self, summary: RunSummary) -> FailureCause | None:
         """The open run's most frequent failure without a valid score (core.analysis.failure_causes, as the CLI
         says it), read again only when the number of such rollouts changed."""
-        if self.run_id is None or not summary.invalid:
+        if self.run_id is None or not summary.outcomes.unscored:
             return None
-        key = (self.run_id, summary.invalid, summary.rollouts)
+        key = (self.run_id, summary.outcomes.unscored, summary.rollouts)
         if self._cause[0] != key:
             try:
                 self._cause = (key, dominant_failure(self.services.store, self.run_id))

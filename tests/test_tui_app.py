@@ -56,7 +56,8 @@ async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
             "0.8",
             "460",
         )
-        assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")
+        assert rows(app)[2][4:6] == ("✓ scored", "0.00")  # no SVG: the model's valid 0, not "✗ failed"
+        assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")  # a judge outage
         assert rows(app)[4][5] == "0.75*"  # the human override, marked
         assert rows(app)[5][4] == "· queued"
         summary = app.dashboard.query_one(SummaryBar).plain
@@ -65,7 +66,7 @@ async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
             "5/6 done",
             "mean 0.625 ± 0.217",
             "PASS",
-            "2 failed (1 invalid)",
+            "4 scored · 1 failed",  # scored · invalid · failed (core/store/outcomes.py)
             "2,300 tokens",
             "1 overridden",
             "elapsed –",

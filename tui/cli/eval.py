@@ -234,10 +234,11 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         print(line, file=sys.stderr)
     if summary.mean_score is None and unreachable:
         return EXIT_USAGE  # no verdict at all, because of the endpoints: not "below the threshold"
-    if summary.passed and summary.invalid:  # a pass of the rollouts that got through is not a clean success
+    unscored = summary.outcomes.unscored
+    if summary.passed and unscored:  # a pass of the rollouts that got through is not a clean success
         print(
-            f"svgagent: {summary.invalid} of {summary.rollouts} rollouts failed without a valid score (an endpoint "
-            f"or the judge; `svgagent runs stats {run_id}` says why): the mean is of the rest, so exit status "
+            f"svgagent: {unscored} of {summary.rollouts} rollouts have no valid score ({summary.outcomes.text()}; "
+            f"`svgagent runs stats {run_id}` says why): the mean is of the scored ones, so exit status "
             f"{EXIT_INCOMPLETE}, not a pass",
             file=sys.stderr,
         )
@@ -350,9 +351,9 @@ def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "rollouts": s.rollouts,
-        "scored": s.scored,
-        "failed": s.failed,
+        "scored": s.scored,  # the outcomes of the finished rollouts (README: scored · invalid · failed)
         "invalid": s.invalid,
+        "failed": s.failed,
         "mean_score": s.mean_score,
         "stderr": s.stderr,
         "threshold": s.threshold,
@@ -370,7 +371,7 @@ def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float
     mean = "–" if s.mean_score is None else f"{mean_text(s.mean_score, s.threshold)}{spread_text(s.stderr)}"
     verdict = "[green]PASS[/]" if s.passed else "[red]FAIL[/]"
     table.add_row("rollouts", f"{s.done}/{s.rollouts} done")
-    table.add_row("scored / failed", f"{s.scored} / {s.failed} ({s.invalid} without a valid score)")
+    table.add_row("outcomes", s.outcomes.text(all_three=True))
     table.add_row("mean score", f"{mean}  {verdict} (threshold {s.threshold:g})")
     table.add_row("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion")
     table.add_row("duration", f"{duration:.1f} s")

@@ -65,8 +65,8 @@ def format_summary(
             ("PASS" if s.passed else "FAIL", "bold green" if s.passed else "bold red"),
             f" (≥{s.threshold:g})",
         )
-    failed = f"{s.failed} failed" + (f" ({s.invalid} invalid)" if s.invalid else "")
-    part((failed, "red") if s.failed else failed)
+    outcomes = s.outcomes.text()  # scored · invalid · failed: the one vocabulary (core/store/outcomes.py)
+    part((outcomes, "red") if s.failed else outcomes)
     if cause:  # the dominant failure and its count (core.analysis.failure_causes): why, not only how many
         part((visible_line(cause), "bold red"))
     part(f"{s.prompt_tokens + s.completion_tokens:,} tokens")
