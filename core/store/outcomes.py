@@ -28,6 +28,8 @@ class Outcome(StrEnum):
 
 
 OUTCOMES = (Outcome.SCORED, Outcome.INVALID, Outcome.FAILED)
+# the word a rollout's state is shown and filtered (`status:`) by: where it is until it finished, then its outcome
+STATE_WORDS = (*(s.value for s in RolloutStatus if not s.terminal), *(o.value for o in OUTCOMES))
 
 MEANINGS: dict[Outcome, str] = {
     Outcome.SCORED: "a valid score, in the mean: the judge's verdict, your override, or the model's 0 for no usable SVG",

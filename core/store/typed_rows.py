@@ -243,6 +243,12 @@ class RolloutRecord:
         )
 
     @property
+    def state(self) -> str:
+        """The word its state is shown and filtered by: its outcome once finished, else its status (queued, …)."""
+        outcome = self.outcome
+        return self.status.value if outcome is None else outcome.value
+
+    @property
     def counts_toward_mean(self) -> bool:
         if not self.status.terminal:
             return False
