@@ -200,3 +200,19 @@ def test_the_filter_reads_the_words_the_table_shows() -> None:
     assert matching("status:invalid") == matching("invalid") == [2]
     assert matching("status:failed") == [3]
     assert matching("valid") == [0, 1]
+
+
+def test_evals_summary_and_json_count_outcomes(tmp_path: Path) -> None:
+    """The demo's policy leaves some answers without an SVG: scored (the model's valid 0), never "failed"."""
+    env = {**os.environ, "SVGAGENT_HOME": str(tmp_path / "home"), "COLUMNS": "120"}
+    run = subprocess.run(
+        svgagent_argv("eval", "--demo", "--rows", "6", "--threshold", "0", "--json"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert (data["scored"], data["invalid"], data["failed"]) == (6, 0, 0)
+    assert re.search(r"outcomes\s*│\s*6 scored · 0 invalid · 0 failed", run.stderr)  # the summary (on stderr)
