@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from textual import events
-from textual.message import Message
 from textual.widgets import Input
 
 EDITING = "-editing"
@@ -34,13 +33,6 @@ class FieldInput(Input):
         text-style: $input-cursor-text-style;
     }
     """
-
-    class EditEnded(Message):
-        """The edit ended (Escape, Enter or leaving the field)."""
-
-        def __init__(self, field: FieldInput) -> None:
-            super().__init__()
-            self.field = field
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("select_on_focus", False)
@@ -64,7 +56,6 @@ class FieldInput(Input):
         self.editing = False
         self.set_class(False, EDITING)
         self.app.refresh_bindings()
-        self.post_message(self.EditEnded(self))
 
     # --- keys: typed only while editing ---------------------------------------------------------------------------
     def check_consume_key(self, key: str, character: str | None) -> bool:
