@@ -85,7 +85,13 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         Binding("r", "start_run", "Run", id="app.run", tooltip="Start a run with the Config pane's settings"),
         Binding("s", "stop_run", "Stop", id="app.stop", tooltip="Stop the run; finished rollouts are kept"),
         Binding("c", "resume_run", "Resume", id="app.resume", tooltip="Continue the open run's unfinished rollouts"),
-        Binding("R", "rerun", "Rerun", id="app.rerun", tooltip="Rerun marked (else failed) rollouts as new attempts"),
+        Binding(
+            "R",
+            "rerun",
+            "Rerun",
+            id="app.rerun",
+            tooltip="Rerun marked (else invalid and failed) rollouts as new attempts",
+        ),
         Binding("o", "open_run", "Runs", id="app.open_run", tooltip="Open a past run"),
         Binding("f", "full_image", "Image", id="preview.full", tooltip="Show the picture full-resolution"),
         Binding(

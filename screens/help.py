@@ -35,9 +35,12 @@ FILTER_HELP = [
         "compare: score (yours if overridden), judge_score, fulfilled, total, gen, judge, "
         "render, tokens, row, sample, attempt",
     ),
-    ("status:failed", "status (a prefix is enough: status:fail)"),
+    ("status:failed", "the status the table shows: scored · invalid · failed once finished (a prefix is enough)"),
     ("row:3  sample:1  id:…", "row index (or row id), sample, text in the rollout id"),
-    ("invalid  overridden", "no valid score · you overrode the judge (also: valid, cached, marked)"),
+    (
+        "invalid  overridden",
+        "finished without a valid score, nothing broke · you overrode the judge (also: valid, cached, marked)",
+    ),
     ("prompt:…  error:…", "text in the prompt · in the error"),
     ('red circle  "two words"', "free text, matched against the prompt and the row id"),
     ("-status:failed", "a leading - negates a term; all terms must hold"),

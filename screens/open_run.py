@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
+from svgagent.core.analysis.failure_causes import FailureCause, dominant_failure
 from svgagent.core.config.prices import Cost, price_table, rollouts_cost
 from svgagent.core.config.settings import Settings
 from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
-from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, mean_text
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, RunSummary, mean_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
@@ -71,6 +72,7 @@ class OpenRun:
         self._cost_cache: Cost | None = None  # the open run's dollars (see _cost)
         self._cost_for: str | None = None
         self._cost_at = 0.0
+        self._cause: tuple[tuple[object, ...], FailureCause | None] = ((), None)  # (what it was read for, cause)
 
     @property
     def table(self) -> RolloutTable:
@@ -183,6 +185,7 @@ class OpenRun:
                 shown=len(table.visible_ids),
                 state="running" if self.live else run.status,
                 cost=cost,
+                cause=cause.headline if (cause := self.failure_cause(summary)) else "",
             )
         )
         self.unfinished = summary.rollouts - summary.done
@@ -201,6 +204,19 @@ class OpenRun:
         )
         self._cost_for, self._cost_at = self.run_id, now
         return self._cost_cache
+
+    def failure_cause(self, summary: RunSummary) -> FailureCause | None:
+        """The open run's most frequent failure without a valid score (core.analysis.failure_causes, as the CLI
+        says it), read again only when the number of such rollouts changed."""
+        if self.run_id is None or not summary.outcomes.unscored:
+            return None
+        key = (self.run_id, summary.outcomes.unscored, summary.rollouts)
+        if self._cause[0] != key:
+            try:
+                self._cause = (key, dominant_failure(self.services.store, self.run_id))
+            except StoreError:
+                return None
+        return self._cause[1]
 
     def tick(self) -> None:
         if self.live:
@@ -349,8 +365,10 @@ class OpenRun:
         elif event.summary is not None:
             s = event.summary
             mean = mean_text(s.mean_score, s.threshold)
-            self.notify(
-                f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})",
-                title="Run finished",
-                timeout=5,
-            )
+            done = f"{s.done}/{s.rollouts} done, mean {mean} ({'PASS' if s.passed else 'FAIL'})"
+            cause = self.failure_cause(s) if event.run_id == self.run_id else None
+            if cause is None:
+                self.notify(done, title="Run finished", timeout=5)
+            else:  # why, in the toast and the message log (L): not a page down in each rollout's detail
+                severity = "error" if cause.count == cause.total else "warning"
+                self.notify(f"{done}\n{cause.line}", title="Run finished", severity=severity, timeout=12)

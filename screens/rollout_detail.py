@@ -25,7 +25,7 @@ from svgagent.core.terminal_text import visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture
-from svgagent.tui.widgets.rollout_cells import STATUS_ICONS, format_score
+from svgagent.tui.widgets.rollout_cells import format_score, state_label
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, not_judged, verdict_text
 from svgagent.tui.widgets.screen_text import shown_line
 
@@ -68,7 +68,7 @@ def attempts_table(attempts: list[RolloutRecord]) -> Table:
         note = (a.reason or a.error or "")[:60]
         table.add_row(
             f"{a.attempt}{' ◀' if a.is_current else ''}",
-            f"{STATUS_ICONS[a.status]} {a.status.value}",
+            state_label(a),
             format_score(a),
             f"{a.effective_fulfilled if a.effective_fulfilled is not None else '–'}/{a.total}",
             shown_line(note),  # a reason or error: outside text

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from svgagent.core.store.outcomes import OutcomeCounts
 from svgagent.core.store.run_refs import filter_runs
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RunRecord, mean_text
@@ -24,13 +25,21 @@ from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.screen_text import shown_line
 
 
-def run_line(run: RunRecord, current: str | None = None, mark: str = "") -> Text:
-    """Two lines about ``run``; its name, model and dataset came from outside (imports, configs): escaped."""
+def run_line(
+    run: RunRecord, current: str | None = None, mark: str = "", counts: tuple[int, OutcomeCounts] | None = None
+) -> Text:
+    """Two lines about ``run``; its name, model and dataset came from outside (imports, configs): escaped.
+    ``counts``: its rollouts and their outcomes (``Store.outcome_counts``; a served run has no stored summary)."""
     summary = run.summary or {}
     mean = summary.get("mean_score")
-    rollouts = summary.get("rollouts", run.dataset.get("rows", "?"))
-    done = summary.get("done")  # next to the mean: a stopped run's mean is of its finished rollouts only
-    count = f"{done}/{rollouts} done" if done is not None else f"{rollouts} rollouts"
+    if counts is not None:
+        rollouts, outcomes = counts  # next to the mean: a stopped run's mean is of its finished rollouts only
+        done = outcomes.scored + outcomes.unscored
+        count = f"{done}/{rollouts} done: {outcomes.text()}"
+    else:
+        rollouts = summary.get("rollouts", run.dataset.get("rows", "?"))
+        done = summary.get("done")
+        count = f"{done}/{rollouts} done" if done is not None else f"{rollouts} rollouts"
     text = Text()
     text.append("▶ " if run.run_id == current else "  ")
     if mark:
@@ -106,6 +115,7 @@ class RunPicker(ModalScreen[str | None]):
         self.store = store
         self.current = current
         self.runs = store.list_runs()
+        self.counts = {run.run_id: store.outcome_counts(run.run_id) for run in self.runs}
         self.shown = list(self.runs)  # the runs the filter keeps
         self.marks: dict[str, str] = {}  # "A"/"B" → run id
         self.board_marks: list[str] = []  # run ids marked for the leaderboard, in the order marked
@@ -132,7 +142,10 @@ class RunPicker(ModalScreen[str | None]):
         marked = self._mark_labels()
         options.clear_options()
         options.add_options(
-            [Option(run_line(r, self.current, marked.get(r.run_id, "")), id=r.run_id) for r in self.shown]
+            [
+                Option(run_line(r, self.current, marked.get(r.run_id, ""), self.counts.get(r.run_id)), id=r.run_id)
+                for r in self.shown
+            ]
         )
         ids = [r.run_id for r in self.shown]
         if ids:
@@ -228,7 +241,9 @@ class RunPicker(ModalScreen[str | None]):
         marked = self._mark_labels()
         options = self.query_one(OptionList)
         for run in self.shown:
-            options.replace_option_prompt(run.run_id, run_line(run, self.current, marked.get(run.run_id, "")))
+            options.replace_option_prompt(
+                run.run_id, run_line(run, self.current, marked.get(run.run_id, ""), self.counts.get(run.run_id))
+            )
 
     # --- the leaderboard of any number of runs --------------------------------------------------------------
     def action_board_mark(self) -> None:

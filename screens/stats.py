@@ -49,7 +49,7 @@ def summary_text(s: RunStats, name: str) -> Text:
     text.append(visible_line(name or s.run_id), style="bold")  # a run's name: outside text
     if name and name != s.run_id:
         text.append(f"  {s.run_id}", style="dim")
-    text.append(f"\n{s.rollouts} rollouts · {s.terminal} finished · {s.valid} with a valid score")
+    text.append(f"\n{s.rollouts} rollouts · {s.terminal} finished: {s.outcomes.text(all_three=True)}")
     if not s.valid:
         text.append("\nno valid scores yet", style="italic")
         return text

@@ -117,7 +117,7 @@ def test_a_one_score_summary_prints_no_spread(home: Path) -> None:
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     assert json.loads(svgagent("runs", "show", run_id, "--json").stdout)["run"]["summary"]["stderr"] is None
     shown = svgagent("runs", "show", run_id, env={"COLUMNS": "200"}).stdout.splitlines()[0]
-    assert "1/1 done, mean " in shown and "±" not in shown
+    assert "1/1 done (1 scored · 0 invalid · 0 failed), mean " in shown and "±" not in shown
     stats = svgagent("runs", "stats", run_id, env={"COLUMNS": "200"}).stdout
     assert "mean " in stats and "±" not in stats.split("· median", 1)[0]
 
@@ -149,16 +149,21 @@ def test_a_pass_with_rollouts_failed_by_an_endpoint_exits_3(home: Path) -> None:
             env=keys,
         )
     summary = json.loads(out.stdout)
-    assert summary["passed"] and summary["invalid"] > 0
+    assert summary["passed"] and summary["failed"] > 0
     assert out.returncode == 3, out.stderr
+    unscored = summary["failed"] + summary["invalid"]
+    outcomes = f"{summary['scored']} scored" + (f" · {summary['invalid']} invalid" if summary["invalid"] else "")
     assert (
-        f"svgagent: {summary['invalid']} of 8 rollouts failed without a valid score (an endpoint or the judge; "
-        f"`svgagent runs stats {summary['run_id']}` says why): the mean is of the rest, so exit status 3, not a "
-        "pass"
+        f"svgagent: {unscored} of 8 rollouts have no valid score ({outcomes} · {summary['failed']} failed; "
+        f"`svgagent runs stats {summary['run_id']}` says why): the mean is of the scored ones, so exit status 3, "
+        "not a pass"
     ) in out.stderr.splitlines()
     clean = svgagent("eval", "--demo", "--rows", "8", "--threshold", "0", "--json")  # the demo's no-SVG answers too
     clean_summary = json.loads(clean.stdout)
-    assert clean_summary["failed"] >= 1 and clean_summary["invalid"] == 0
+    assert clean_summary["failed"] == 0 and clean_summary["invalid"] == 0
+    assert clean_summary["scored"] == 8  # its no-SVG answers among them: the model's valid 0s
+    shown = json.loads(svgagent("runs", "show", clean_summary["run_id"], "--json").stdout)["rollouts"]
+    assert any(r["failure_kind"] == "no_svg" for r in shown)
     assert clean.returncode == 0, clean.stderr
 
 

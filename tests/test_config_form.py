@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from svgagent.core.config.form_fields import form_fields, new_config_text, save_
 from svgagent.core.config.settings import KEY_FIELDS, Settings, load_settings
 from svgagent.core.scoring.models import JudgeMode
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
+from svgagent.tui.widgets.field_input import FieldInput
 
 
 def _form(app: ConfigFormApp) -> ConfigForm:
@@ -27,15 +31,27 @@ def _hint(app: ConfigFormApp, name: str) -> str:
 
 async def _type(app: ConfigFormApp, pilot, field: str, text: str, *, keys: bool = True) -> None:  # noqa: ANN001
     """Empty the field, then type ``text`` key by key (or set it at once, like a paste, with ``keys=False``)."""
-    widget = app.query_one(f"#field-{field}", Input)
+    widget = app.query_one(f"#field-{field}", FieldInput)
     widget.focus()
     await pilot.pause()
     widget.value = ""
     if keys and text:
+        if not widget.editing:
+            await pilot.press("enter")  # a browsed field takes typed keys once Enter started its edit
         await pilot.press(*text)
     elif text:
         widget.value = text
     await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def _choose_dataset(app: ConfigFormApp, pilot, text: str) -> None:  # noqa: ANN001
+    """Put ``text`` in the dataset path field (as a paste would) and wait for the form to show the outcome of
+    checking it: the field's Changed message, the file read in a worker thread and the result's message all come
+    after the value is set — waiting for the workers alone missed a check whose thread had not been started yet, and
+    one whose thread had not ended on a loaded machine (``'builtin' == 'questions.json'``)."""
+    app.query_one("#field-dataset", Input).value = text
+    await asyncio.wait_for(_form(app).dataset_checked(text), timeout=30)
     await pilot.pause()
 
 
@@ -417,7 +433,7 @@ async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
     app = ConfigFormApp(load_settings())
     async with app.run_test(size=(120, 40)) as pilot:
         form = _form(app)
-        await app.workers.wait_for_complete()
+        await asyncio.wait_for(form.dataset_checked("builtin"), timeout=30)
         await pilot.pause()
         assert _hint(app, "dataset").startswith("built-in: ")
         assert _hint(app, "dataset").endswith(" rows")
@@ -426,23 +442,61 @@ async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
 
         app.query_one("#dataset-kind", Select).focus()
         await pilot.press("enter", "down", "enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await asyncio.wait_for(form.dataset_checked(""), timeout=30)
         assert not path_input.disabled
         assert "enter the path" in form.errors()["dataset"]
         assert form.values()["dataset"] == "builtin"
 
-        await _type(app, pilot, "dataset", "missing.json", keys=False)
+        await _choose_dataset(app, pilot, "missing.json")
         assert form.errors()["dataset"] == "no such file: missing.json"
 
-        await _type(app, pilot, "dataset", "broken.json", keys=False)
+        await _choose_dataset(app, pilot, "broken.json")
         assert "broken.json" in form.errors()["dataset"]
         assert form.values()["dataset"] == "builtin"
 
-        await _type(app, pilot, "dataset", "questions.json", keys=False)
+        await _choose_dataset(app, pilot, "questions.json")
         assert form.errors() == {}
         assert form.values()["dataset"] == "questions.json"
         assert _hint(app, "dataset") == "svgbench: 3 rows"
+
+
+async def test_a_slow_dataset_check_is_waited_for_not_raced(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind a failure on a loaded machine, made certain: the file is read in a thread that has not ended
+    when the app is next idle. While it reads, the hint says so and the old value stays; ``dataset_checked`` returns
+    once the value is taken (waiting for the app's workers alone returned before that thread had even started)."""
+    from svgagent.tui.widgets import config_form
+
+    (isolated_env / "questions.json").write_text(json.dumps([{"prompt": "p", "requirements": ["r"]}] * 2))
+    reading = threading.Event()
+    load = config_form.load_dataset
+
+    def slow_load(source: str):  # noqa: ANN202 - a slow disk (or a busy machine): the thread ends late
+        if source != "builtin":
+            reading.set()
+            time.sleep(0.5)
+        return load(source)
+
+    monkeypatch.setattr(config_form, "load_dataset", slow_load)
+    app = ConfigFormApp(load_settings(dataset=str(isolated_env / "questions.json")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        form = _form(app)
+        await asyncio.wait_for(form.dataset_checked(str(isolated_env / "questions.json")), timeout=30)
+        app.query_one("#dataset-kind", Select).value = "builtin"
+        await asyncio.wait_for(form.dataset_checked("builtin"), timeout=30)
+        assert form.values()["dataset"] == "builtin"
+        reading.clear()
+        app.query_one("#dataset-kind", Select).value = "file"
+        app.query_one("#field-dataset", Input).value = "questions.json"
+        await app.workers.wait_for_complete()  # what the test did: no worker may have been started yet
+        await pilot.pause()
+        if reading.is_set():  # the read has started: it is still going, and the form says so
+            assert _hint(app, "dataset") == "checking…"
+        assert form.values()["dataset"] == "builtin"  # not taken yet, whatever the waits above saw
+        await asyncio.wait_for(form.dataset_checked("questions.json"), timeout=30)
+        assert form.values()["dataset"] == "questions.json"
+        assert _hint(app, "dataset") == "svgbench: 2 rows"
 
 
 async def test_a_dataset_check_that_ends_while_the_form_is_taken_down_is_dropped(isolated_env: Path) -> None:

@@ -610,7 +610,7 @@ def test_a_run_that_reached_no_endpoint_says_so_and_exits_2(tmp_path: Path, keys
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.startswith("cannot reach an endpoint")]
     assert len(lines) == 1
-    assert "2 rollouts" in lines[0]
+    assert lines[0].endswith(" — 2 of 2")  # the app's summary bar names it the same way (core.analysis.failure_causes)
     assert url in lines[0]
 
 

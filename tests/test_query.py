@@ -74,10 +74,11 @@ def rows_matching(text: str) -> list[int]:
         ("judge_score<0.5", [0, 2, 4]),
         ("score=1", [1]),
         ("score!=0.25", [1, 2, 4]),
-        ("status:failed", [2, 3]),
-        ("status:fail", [2, 3]),
+        ("status:failed", [3]),  # the shown word (core/store/outcomes.py): row 2's no-SVG 0 is scored
+        ("status:fail", [3]),
+        ("status:scored", [0, 1, 2, 4]),
         ("status:queued", [5]),
-        ("invalid", [3]),
+        ("invalid", []),  # the outcome: row 3 failed (an endpoint), none finished without a score with nothing broken
         ("valid", [0, 1, 2, 4]),
         ("overridden", [4]),
         ("marked", [1]),
@@ -90,7 +91,7 @@ def rows_matching(text: str) -> list[int]:
         ("RED", [0, 3]),
         ('"red bicycle"', [0]),
         ("red status:failed", [3]),
-        ("-status:failed", [0, 1, 4, 5]),
+        ("-status:failed", [0, 1, 2, 4, 5]),
         ("-red score<0.5", [2]),
         ("gen>10", [1]),
         ("tokens>500", [1]),

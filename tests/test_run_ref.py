@@ -162,4 +162,5 @@ def test_runs_list_and_the_picker_say_how_many_rollouts_the_mean_is_of(tmp_path:
     assert f"{summary.done}/{summary.rollouts}" in capsys.readouterr().out
     assert main(["runs", "show", NEW, "--store", str(tmp_path / "runs.db")]) == 0
     shown = " ".join(capsys.readouterr().out.split())  # the console wraps at its width
-    assert f"{summary.done}/{summary.rollouts} done, mean {summary.mean_score:.3f}" in shown
+    outcomes = summary.outcomes.text(all_three=True)  # scored · invalid · failed (core/store/outcomes.py)
+    assert f"{summary.done}/{summary.rollouts} done ({outcomes}), mean {summary.mean_score:.3f}" in shown

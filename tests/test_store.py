@@ -96,7 +96,8 @@ def test_summary_counts_only_valid_scores(store: Store) -> None:
     store.update_rollout(ids[2], status=RolloutStatus.FAILED, score=0.0, is_score_valid=True)  # no SVG
     store.update_rollout(ids[3], status=RolloutStatus.FAILED, score=None, is_score_valid=False)  # judge outage
     s = store.summarize(run_id, 0.4)
-    assert (s.rollouts, s.done, s.scored, s.failed, s.invalid) == (4, 4, 2, 2, 1)
+    # outcomes (core/store/outcomes.py): the no-SVG 0 is scored (the model's valid 0), the judge outage failed
+    assert (s.rollouts, s.done, s.scored, s.failed, s.invalid) == (4, 4, 3, 1, 0)
     assert s.mean_score == pytest.approx(0.5)
     # sample std of [1, .5, 0] is 0.5; stderr = 0.5 / sqrt(3)
     assert s.stderr == pytest.approx(0.5 / 3**0.5)

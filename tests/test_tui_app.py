@@ -56,7 +56,8 @@ async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
             "0.8",
             "460",
         )
-        assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")
+        assert rows(app)[2][4:6] == ("✓ scored", "0.00")  # no SVG: the model's valid 0, not "✗ failed"
+        assert rows(app)[3][4:7] == ("✗ failed", "–", "–/4")  # a judge outage
         assert rows(app)[4][5] == "0.75*"  # the human override, marked
         assert rows(app)[5][4] == "· queued"
         summary = app.dashboard.query_one(SummaryBar).plain
@@ -65,7 +66,7 @@ async def test_opens_a_stored_run_with_focus_on_the_table(store: Store) -> None:
             "5/6 done",
             "mean 0.625 ± 0.217",
             "PASS",
-            "2 failed (1 invalid)",
+            "4 scored · 1 failed",  # scored · invalid · failed (core/store/outcomes.py)
             "2,300 tokens",
             "1 overridden",
             "elapsed –",
@@ -249,8 +250,9 @@ async def test_filter_language_and_escape(store: Store) -> None:
         await settle(pilot)
         cases = {
             "score<0.5": ["2.0"],
-            "status:failed": ["2.0", "3.0"],
-            "invalid": ["3.0"],
+            "status:failed": ["3.0"],  # row 2's no-SVG 0 shows and filters as scored (core/store/outcomes.py)
+            "status:scored": ["0.0", "1.0", "2.0", "4.0"],
+            "invalid": [],
             "overridden": ["4.0"],
             "row:3": ["3.0"],
             "flag": ["1.0"],
@@ -298,7 +300,7 @@ async def test_filter_says_when_a_word_matches_nothing(store: Store) -> None:
         assert "'failed' is not a filter term" in bar.note
         assert "did you mean status:failed?" in plain(bar.query_one("#filter-note"))
         await pilot.press("ctrl+u", *"status:failed", "enter")
-        assert ids(app) == ["2.0", "3.0"]
+        assert ids(app) == ["3.0"]
         assert bar.note == ""
         assert bar.query_one("#filter-note").has_class("-hidden")
 
@@ -584,9 +586,12 @@ async def test_escape_in_a_text_field_hands_focus_back(store: Store) -> None:
         assert app.focused is not None
         assert app.focused.id
         assert app.focused.id.startswith("field-")
-        await pilot.press("r")  # typed into the field, not a run
+        await pilot.press("enter", "r")  # typed into the field being edited, not a run
         assert not app.control.running
-        await pilot.press("escape")
+        await pilot.press("escape")  # ends the edit
+        await pilot.pause()
+        assert app.focused.id == "field-model"
+        await pilot.press("escape")  # leaves the form
         await pilot.pause()
         assert isinstance(app.focused, RolloutTable)
 
@@ -819,7 +824,7 @@ async def test_footer_is_redrawn_only_when_its_keys_change(store: Store) -> None
         assert "Filter" not in footer.shown().values() and "Back" in footer.shown().values()
 
 
-@pytest.mark.parametrize("keys", [("slash",), ("3",), ("4", "a")])
+@pytest.mark.parametrize("keys", [("slash",), ("3", "enter"), ("4", "a")])
 async def test_in_a_text_field_the_footer_shows_only_keys_that_work_there(store: Store, keys: tuple[str, ...]) -> None:
     """A key the field would type (``+`` in the filter) is not offered: Zoom shows as ^t there."""
     from svgagent.tui.widgets.keys_footer import KeysFooter
@@ -884,7 +889,7 @@ async def test_the_config_form_is_mounted_when_first_shown(store: Store, size: t
         assert not app.dashboard.query(ConfigForm)
         assert app.dashboard.query(SecretsPane)
         assert app.dashboard.query(JobPanel)
-        await pilot.press("3", "ctrl+u", *"gpt-x")
+        await pilot.press("3", "enter", "ctrl+u", *"gpt-x")
         await settle(pilot)
         assert app.dashboard.active_pane == "config"
         assert app.dashboard.query_one("#field-model", Input).value == "gpt-x"
@@ -893,7 +898,7 @@ async def test_the_config_form_is_mounted_when_first_shown(store: Store, size: t
 
 async def test_in_the_grid_the_config_pane_shows_the_settings_until_tab_reaches_it(store: Store) -> None:
     """Until it is edited the pane is one widget with every value drawn in full (a long one folds, it is not
-    cut); Tab onto it mounts the form, and the keys pressed right after go into its first field."""
+    cut); Tab onto it mounts the form with its first field browsed, and Enter then typing edits that field."""
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -906,7 +911,7 @@ async def test_in_the_grid_the_config_pane_shows_the_settings_until_tab_reaches_
         assert any(line.split()[:2] == ["temperature", str(app.settings.temperature)] for line in lines)
         chain = [w.id for w in app.screen.focus_chain]
         tabs = ["tab"] * chain.index("config-summary")
-        await pilot.press(*tabs, "ctrl+u", *"gpt-y")
+        await pilot.press(*tabs, "enter", "ctrl+u", *"gpt-y")
         await settle(pilot)
         assert app.focused is app.dashboard.query_one("#field-model", Input)
         assert app.focused.value == "gpt-y"
@@ -954,7 +959,7 @@ async def test_config_field_shows_its_start_after_blur(store: Store) -> None:
         _, form = await config_pane_at_120x40(pilot)
         field = form.query_one("#field-model", Input)
         assert app.focused is field
-        await pilot.press("ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
+        await pilot.press("enter", "ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
         assert field.scroll_x > 0  # longer than the box: while typing, its end is in view
         await pilot.press("tab")
         assert field.cursor_position == 0

@@ -107,21 +107,21 @@ async def test_s_stops_keeping_finished_work_and_c_resumes(store: Store, sim_ove
 
 
 async def test_R_reruns_failed_then_marked_as_new_attempts(store: Store, sim_overrides: dict[str, Any]) -> None:
-    build_run(store)  # rows 2 and 3 failed, row 5 never ran
+    build_run(store)  # row 3 failed (a judge outage), row 2 scored the model's valid 0, row 5 never ran
     app = demo_app(store, sim_overrides)
     app.initial_run_id = RUN_ID
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press("R")  # nothing marked: every failed rollout
+        await pilot.press("R")  # nothing marked: every rollout without a valid score (invalid or failed)
         await settle(pilot)
-        for row in (2, 3):
-            attempts = store.attempts_of(f"{RUN_ID}.{row}.0")
-            assert [a.attempt for a in attempts] == [1, 2]
-            assert [a.is_current for a in attempts] == [False, True]
-            assert attempts[1].status.terminal
+        attempts = store.attempts_of(f"{RUN_ID}.3.0")
+        assert [a.attempt for a in attempts] == [1, 2]
+        assert [a.is_current for a in attempts] == [False, True]
+        assert attempts[1].status.terminal
+        assert [a.attempt for a in store.attempts_of(f"{RUN_ID}.2.0")] == [1]  # a valid 0 is no failure to redo
         ids = table_of(app).visible_ids
-        assert f"{RUN_ID}.2.0.a2" in ids
-        assert f"{RUN_ID}.2.0" not in ids
+        assert f"{RUN_ID}.3.0.a2" in ids
+        assert f"{RUN_ID}.3.0" not in ids
         assert len(ids) == 6
         assert store.get_rollout(f"{RUN_ID}.5.0").status.terminal  # resuming finished the queued one too
         await pilot.press("g", "space", "space")  # mark rows 0 and 1

@@ -49,7 +49,7 @@ async def test_saving_config_in_demo_mode_writes_only_what_was_changed(store: St
         await settle(pilot)
         await burst(pilot, "3")
         assert field(app, "model").value == "simulated-policy"
-        await burst(pilot, "tab", "tab", "ctrl+u", *"1.1", "ctrl+s")
+        await burst(pilot, "tab", "tab", "enter", "ctrl+u", *"1.1", "ctrl+s")
         assert any("Saved temperature to svgagent.toml" in n for n in notifications(app))
     saved = tomllib.loads((Path.cwd() / "svgagent.toml").read_text())
     assert saved == {"temperature": 1.1}  # no simulator URL, no simulated model names
@@ -90,7 +90,7 @@ async def test_r_with_an_invalid_field_refuses_and_points_at_it(store: Store) ->
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         runs_before = len(store.list_runs())
-        await burst(pilot, "3", "tab", "tab", "ctrl+u", *"abc", "escape", "r")
+        await burst(pilot, "3", "tab", "tab", "enter", "ctrl+u", *"abc", "escape", "escape", "r")
         assert not app.control.running
         assert len(store.list_runs()) == runs_before
         assert any(n.startswith("temperature: not a number") for n in notifications(app))
@@ -119,7 +119,7 @@ async def test_leaving_demo_mode_puts_the_real_settings_in_the_config_pane(store
     app = demo_app(store, sim_url, settings_loader=lambda: real)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await burst(pilot, "3", "tab", "tab", "ctrl+u", *"1.3")  # a change the person made while in demo mode
+        await burst(pilot, "3", "tab", "tab", "enter", "ctrl+u", *"1.3")  # a change the person made while in demo mode
         app.dashboard.query_one(SecretsPane).post_message(
             SecretsPane.Saved(app.dashboard.query_one(SecretsPane), ["OPENAI_API_KEY"])
         )

@@ -126,7 +126,7 @@ async def test_stats_screen_shows_mean_median_pass_rate_and_failures(store: Stor
         await settle(pilot)
         screen = await open_stats(pilot)
         summary = plain(screen.query_one("#stats-summary"), width=120)
-        assert "13 rollouts · 13 finished · 10 with a valid score" in summary
+        assert "13 rollouts · 13 finished: 10 scored · 2 invalid · 1 failed" in summary
         assert f"mean {mean:.3f} ± {stderr:.3f} · median {statistics.median(scores):.3f}" in summary
         assert f"pass rate (score ≥ 0.5) {100 * passed / 10:.1f}% ({passed}/10)" in summary
         tables = plain(screen.query_one("#stats-tables"), width=120)

@@ -230,7 +230,7 @@ def test_summary_line_has_every_figure(tmp_path: Path) -> None:
         "5/6 done",
         "showing 2",
         "mean 0.625 ± 0.217 PASS (≥0.5)",
-        "2 failed (1 invalid)",
+        "4 scored · 1 failed",  # the no-SVG 0 is scored; an outcome with none is left out (no "0 invalid")
         "2,300 tokens",
         "elapsed 1m05s",
         "ETA 30s",

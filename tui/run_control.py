@@ -26,6 +26,7 @@ from svgagent.core.run.events import EventBus
 from svgagent.core.run.setup import create_run
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus, RolloutUpdate
+from svgagent.core.store.outcomes import Outcome
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RunStatus, RunSummary
 
@@ -162,4 +163,10 @@ class RunControl:
         return sum(n for status, n in self.store.status_counts(run_id).items() if not status.terminal)
 
     def failed_ids(self, run_id: str) -> list[str]:
-        return [r.rollout_id for r in self.store.list_rollouts(run_id, statuses=[RolloutStatus.FAILED.value])]
+        """The rollouts `R` reruns when none is marked: those without a valid score (invalid or failed, not the
+        model's valid 0s — core/store/outcomes.py)."""
+        return [
+            r.rollout_id
+            for r in self.store.list_rollouts(run_id, statuses=[RolloutStatus.FAILED.value, RolloutStatus.SCORED.value])
+            if r.outcome in (Outcome.INVALID, Outcome.FAILED)
+        ]

@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
+from svgagent.core.store.outcomes import OUTCOMES, OutcomeCounts
 from svgagent.core.store.reviews import complete, marks_of_judge
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, RolloutRecord, mean_and_stderr
@@ -255,6 +256,7 @@ class RunStats:
     percentiles: dict[str, Percentiles]  # generation_s, render_s, judge_s, tokens
     requirements: RequirementReport
     scores: tuple[float, ...] = field(default=(), repr=False)
+    outcomes: OutcomeCounts = OutcomeCounts()  # the finished rollouts: scored · invalid · failed
 
     def histogram_lines(self, width: int = 40) -> list[str]:
         return histogram_lines(self.scores, self.bins, width=width)
@@ -324,6 +326,9 @@ def compute_stats(
         percentiles=percentiles,
         requirements=requirement_report(rollouts, verdicts or {}, top),
         scores=tuple(scores),
+        outcomes=OutcomeCounts(
+            **{o.value: sum(1 for r in terminal if r.outcome is o) for o in OUTCOMES}  # type: ignore[arg-type]
+        ),
     )
 
 

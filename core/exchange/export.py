@@ -50,6 +50,7 @@ CSV_COLUMNS = (
     "sample_index",
     "attempt",
     "status",
+    "outcome",
     "score",
     "fulfilled",
     "total",
@@ -143,6 +144,7 @@ def _extra(rec: RolloutRecord) -> dict[str, Any]:
     return {
         "format": EXTRA_FORMAT,
         "status": rec.status.value,
+        "outcome": rec.outcome.value if rec.outcome is not None else None,  # scored · invalid · failed (README)
         "row_index": rec.row_index,
         "sample_index": rec.sample_index,
         "attempt": rec.attempt,
@@ -232,6 +234,7 @@ def write_csv(rollouts: Iterable[RolloutRecord], out: TextIO) -> int:
     for rec in rollouts:
         row = {name: neutralise_cell(getattr(rec, name, None)) for name in CSV_COLUMNS}
         row["status"] = rec.status.value
+        row["outcome"] = rec.outcome.value if rec.outcome is not None else ""  # scored · invalid · failed (README)
         writer.writerow(row)
         count += 1
     return count

@@ -7,9 +7,10 @@ negate it. Terms:
   ``tokens>2000``, ``gen>10``. Fields: ``score`` (the human override when there is one), ``judge_score``
   (always the judge's), ``fulfilled``, ``total``, ``gen`` / ``judge`` / ``render`` (seconds), ``tokens``,
   ``row``, ``sample``, ``attempt``. A rollout without the value (not scored yet) never matches a comparison.
-- ``status:NAME`` (a prefix is enough: ``status:fail``), ``row:3`` (row index, or row id ``row:row_3``),
+- ``status:NAME`` (a prefix is enough: ``status:fail``) — the word the table shows: queued, generating, rendering,
+  judging, then the outcome scored · invalid · failed (core/store/outcomes.py) —, ``row:3`` (row index, or row id ``row:row_3``),
   ``sample:1``, ``attempt:2``, ``id:TEXT``, ``prompt:TEXT``, ``error:TEXT`` (error or reason contains TEXT).
-- keywords: ``invalid`` (finished without a valid score), ``valid``, ``overridden``, ``cached``, ``marked``.
+- keywords: ``invalid`` (the outcome: finished without a valid score, nothing broke), ``valid`` (scored), ``overridden``, ``cached``, ``marked``.
 - anything else is free text, matched case-insensitively against the prompt and the row id; quote it to keep
   spaces: ``"red circle"``.
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store.outcomes import STATE_WORDS, Outcome
 from svgagent.core.store.typed_rows import RolloutRecord
 
 Predicate = Callable[[RolloutRecord, Collection[str]], bool]
@@ -55,7 +57,7 @@ NUMERIC_FIELDS: dict[str, Callable[[RolloutRecord], float | int | None]] = {
 }
 
 KEYWORDS: dict[str, Predicate] = {
-    "invalid": lambda r, m: r.status.terminal and not r.is_score_valid and not r.overridden,
+    "invalid": lambda r, m: r.outcome is Outcome.INVALID,  # scored · invalid · failed: core/store/outcomes.py
     "valid": lambda r, m: r.counts_toward_mean,
     "overridden": lambda r, m: r.overridden,
     "cached": lambda r, m: r.cached,
@@ -150,7 +152,7 @@ def _unfinished_term(word: str) -> str | None:
     pair = _OPEN_PAIR.match(word)
     if pair and pair.group(1) in _PAIR_TERMS:
         if pair.group(1) == "status":
-            return f"{word!r} needs a status: {', '.join(s.value for s in RolloutStatus)}"
+            return f"{word!r} needs a status: {', '.join(STATE_WORDS)}"
         return f"{word!r} needs a value after it"
     if pair:
         return f"{word!r}: no such field (known: {', '.join(f'{k}:' for k in _PAIR_TERMS)})"
@@ -163,17 +165,17 @@ def suggest_term(word: str) -> str | None:
     if lowered in NUMERIC_FIELDS:
         return f"a comparison such as {lowered}>=1"
     statuses = [
-        s.value
-        for s in RolloutStatus
-        if len(lowered) >= 3 and (s.value.startswith(lowered) or lowered.startswith(s.value))
-    ]
+        s
+        for s in STATE_WORDS
+        if s not in KEYWORDS and len(lowered) >= 3 and (s.startswith(lowered) or lowered.startswith(s))
+    ]  # `invalid` is a keyword of its own: suggested as it is
     if statuses:
         return f"status:{statuses[0]}"
     vocabulary = [
         *KEYWORDS,
         *(f"{name}:" for name in _PAIR_TERMS),
         *(f"{name}<" for name in NUMERIC_FIELDS),
-        *(f"status:{s.value}" for s in RolloutStatus),
+        *(f"status:{s}" for s in STATE_WORDS),
     ]
     close = difflib.get_close_matches(lowered, vocabulary, n=1, cutoff=0.75)
     return close[0] if close else None
@@ -230,10 +232,10 @@ def _comparison(name: str, op: str, raw: str, word: str) -> Predicate:
 
 
 def _status(value: str, word: str) -> Predicate:
-    wanted = [s for s in RolloutStatus if s.value.startswith(value.lower())]
-    if not wanted:
-        raise QueryError(f"{word!r}: no status starts with {value!r} ({', '.join(s.value for s in RolloutStatus)})")
-    return lambda r, m: r.status in wanted
+    wanted = {s for s in STATE_WORDS if s.startswith(value.lower())}  # the word the table shows: scored, not failed,
+    if not wanted:  # for the model's valid 0
+        raise QueryError(f"{word!r}: no status starts with {value!r} ({', '.join(STATE_WORDS)})")
+    return lambda r, m: r.state in wanted
 
 
 def _int_field(name: str) -> Callable[[str, str], Predicate]:

@@ -30,6 +30,7 @@ from svgagent.core.scoring.errors import RunBusy, StoreDamaged, StoreError, Stor
 from svgagent.core.scoring.models import DatasetRow, FailureKind, RolloutStatus
 from svgagent.core.store.leases import LeaseOwner, lease_is_live, this_host
 from svgagent.core.store.migrations import MIGRATIONS
+from svgagent.core.store.outcomes import OUTCOMES, OutcomeCounts, outcome_of
 from svgagent.core.store.reviews import counted
 from svgagent.core.store.size_caps import ANSWER_CAP, CAPPED_COLUMNS, cap_column, stored_whole
 from svgagent.core.store.sqlite_values import as_text, storable
@@ -43,6 +44,8 @@ from svgagent.core.store.typed_rows import (
     recipe_columns,
     summarize_rows,
 )
+
+_FAILURE_KINDS = {kind.value: kind for kind in FailureKind}
 
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
@@ -499,15 +502,42 @@ class Store:
             ).fetchall()
         return {RolloutStatus(status): count for status, count in rows}
 
-    def failure_kinds(self, run_id: str) -> dict[FailureKind, tuple[int, str]]:
-        """For the current failed rollouts of ``run_id``: each failure kind, how many, and one reason."""
+    def failure_kinds(self, run_id: str, *, invalid_only: bool = False) -> dict[FailureKind, tuple[int, str]]:
+        """For the current failed rollouts of ``run_id``: each failure kind, how many, and one reason
+        (``invalid_only``: only those without a valid score, not the model's valid 0s)."""
+        invalid = (
+            " AND (is_score_valid IS NULL OR is_score_valid = 0) AND override_score IS NULL" if invalid_only else ""
+        )
         with self._read() as db:
             rows = db.execute(
                 "SELECT failure_kind, COUNT(*), MIN(reason) FROM rollouts WHERE run_id = ? AND is_current = 1"
-                " AND status = ? AND failure_kind IS NOT NULL GROUP BY failure_kind",
+                " AND status = ? AND failure_kind IS NOT NULL" + invalid + " GROUP BY failure_kind",
                 (run_id, RolloutStatus.FAILED.value),
             ).fetchall()
         return {FailureKind(kind): (count, reason or "") for kind, count, reason in rows}
+
+    def outcome_counts(self, run_id: str) -> tuple[int, OutcomeCounts]:
+        """The run's current rollouts: how many, and the outcomes of the finished ones (scored · invalid · failed,
+        classified by :func:`~svgagent.core.store.outcomes.outcome_of` — one query, no rollout read whole)."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT status, is_score_valid, score IS NOT NULL, override_score IS NOT NULL, failure_kind, COUNT(*)"
+                " FROM rollouts WHERE run_id = ? AND is_current = 1 GROUP BY 1, 2, 3, 4, 5",
+                (run_id,),
+            ).fetchall()
+        total, counts = 0, dict.fromkeys(OUTCOMES, 0)
+        for status, valid, has_score, overridden, kind, n in rows:
+            total += n
+            outcome = outcome_of(
+                RolloutStatus(status),
+                score_valid=None if valid is None else bool(valid),
+                score=0.0 if has_score else None,
+                overridden=bool(overridden),
+                failure_kind=None if kind is None else _FAILURE_KINDS.get(kind, FailureKind.OTHER),  # as typed_rows
+            )
+            if outcome is not None:
+                counts[outcome] += n
+        return total, OutcomeCounts(*(counts[o] for o in OUTCOMES))
 
     def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
         """Heavy rollouts one by one (exports) without holding a whole run's PNGs in memory."""

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from svgagent.core.scoring.models import FailureKind, JudgeProfileName, RendererName, RolloutStatus
+from svgagent.core.store.outcomes import Outcome, OutcomeCounts, outcome_of
 from svgagent.core.urls import has_userinfo, strip_userinfo
 
 
@@ -231,6 +232,23 @@ class RolloutRecord:
         return self.override_fulfilled if self.override_fulfilled is not None else self.fulfilled
 
     @property
+    def outcome(self) -> Outcome | None:
+        """scored · invalid · failed (None: not finished) — :func:`svgagent.core.store.outcomes.outcome_of`."""
+        return outcome_of(
+            self.status,
+            score_valid=self.is_score_valid,
+            score=self.score,
+            overridden=self.overridden,
+            failure_kind=self.failure_kind,
+        )
+
+    @property
+    def state(self) -> str:
+        """The word its state is shown and filtered by: its outcome once finished, else its status (queued, …)."""
+        outcome = self.outcome
+        return self.status.value if outcome is None else outcome.value
+
+    @property
     def counts_toward_mean(self) -> bool:
         if not self.status.terminal:
             return False
@@ -247,6 +265,7 @@ class RolloutRecord:
             "sample_index": self.sample_index,
             "attempt": self.attempt,
             "status": self.status.value,
+            "outcome": None if (outcome := self.outcome) is None else outcome.value,  # scored · invalid · failed
             "score": self.score,
             "fulfilled": self.fulfilled,
             "total": self.total,
@@ -353,6 +372,9 @@ class RunRecord:
 
 @dataclass(slots=True)
 class RunSummary:
+    """A run's counts and mean. ``scored``, ``invalid`` and ``failed`` are the outcomes of its finished rollouts
+    (core/store/outcomes.py: every finished rollout is exactly one of them, ``done`` is their sum)."""
+
     rollouts: int
     done: int
     scored: int
@@ -368,6 +390,10 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def outcomes(self) -> OutcomeCounts:
+        return OutcomeCounts(self.scored, self.invalid, self.failed)
 
 
 def mean_and_stderr(scores: list[float]) -> tuple[float | None, float | None]:
@@ -436,9 +462,10 @@ class RunTally:
         if not rec.status.terminal:
             return
         self.done += sign
-        self.scored += sign * (rec.status is RolloutStatus.SCORED)
-        self.failed += sign * (rec.status is RolloutStatus.FAILED)
-        self.invalid += sign * (not rec.is_score_valid)
+        outcome = rec.outcome  # scored · invalid · failed, each counted once (core/store/outcomes.py)
+        self.scored += sign * (outcome is Outcome.SCORED)
+        self.invalid += sign * (outcome is Outcome.INVALID)
+        self.failed += sign * (outcome is Outcome.FAILED)
         if rec.counts_toward_mean:
             score = float(rec.effective_score)  # type: ignore[arg-type]
             if sign > 0:

@@ -318,7 +318,7 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
     from rich.table import Table
 
     title = f"[bold]{escape(name)}[/] ({s.run_id})" if name and name != s.run_id else f"[bold]{s.run_id}[/]"
-    console.print(f"{title}: {s.rollouts} rollouts, {s.terminal} finished, {s.valid} with a valid score")
+    console.print(f"{title}: {s.rollouts} rollouts, {s.terminal} finished: {s.outcomes.text(all_three=True)}")
     if s.valid:
         console.print(
             f"mean {_fmt(s.mean)}{spread_text(s.stderr)} · median {_fmt(s.median)} · pass rate (score ≥ "
@@ -452,7 +452,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             data["summary"] = summary.to_dict()
             print(
                 f"judged: mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)} over {summary.done} finished "
-                f"rollouts ({summary.invalid} without a valid score)",
+                f"rollouts ({summary.outcomes.text(all_three=True)})",
                 file=err,
             )
         elif result.queued:

@@ -247,10 +247,11 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
         print(line, file=sys.stderr)
     if summary.mean_score is None and unreachable:
         return EXIT_USAGE  # no verdict at all, because of the endpoints: not "below the threshold"
-    if summary.passed and summary.invalid:  # a pass of the rollouts that got through is not a clean success
+    unscored = summary.outcomes.unscored
+    if summary.passed and unscored:  # a pass of the rollouts that got through is not a clean success
         print(
-            f"svgagent: {summary.invalid} of {summary.rollouts} rollouts failed without a valid score (an endpoint "
-            f"or the judge; `svgagent runs stats {run_id}` says why): the mean is of the rest, so exit status "
+            f"svgagent: {unscored} of {summary.rollouts} rollouts have no valid score ({summary.outcomes.text()}; "
+            f"`svgagent runs stats {run_id}` says why): the mean is of the scored ones, so exit status "
             f"{EXIT_INCOMPLETE}, not a pass",
             file=sys.stderr,
         )
@@ -259,13 +260,15 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
 
 
 def connectivity_lines(store: Store, run_id: str) -> list[str]:
-    """One line per kind of endpoint trouble (timeouts, unreachable, rejected keys, rate limits) in the run."""
-    lines = []
-    for kind, (count, reason) in sorted(store.failure_kinds(run_id).items()):
-        if kind.is_connectivity:
-            noun = "rollout" if count == 1 else "rollouts"
-            lines.append(f"cannot reach an endpoint: {count} {noun} failed ({kind.value}): {visible(reason)}")
-    return lines
+    """One line per kind of endpoint trouble (timeouts, unreachable, rejected keys, rate limits) in the run, the
+    most frequent first: the app's summary bar and notification name the first of them the same way."""
+    from svgagent.core.analysis.failure_causes import failure_causes
+
+    return [
+        f"cannot reach an endpoint: {visible(cause.line)}"
+        for cause in failure_causes(store, run_id)
+        if cause.kind.is_connectivity
+    ]
 
 
 PROGRESS_EVERY_S = 0.1
@@ -361,9 +364,9 @@ def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "rollouts": s.rollouts,
-        "scored": s.scored,
-        "failed": s.failed,
+        "scored": s.scored,  # the outcomes of the finished rollouts (README: scored · invalid · failed)
         "invalid": s.invalid,
+        "failed": s.failed,
         "mean_score": s.mean_score,
         "stderr": s.stderr,
         "threshold": s.threshold,
@@ -391,7 +394,7 @@ def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float
     mean = "–" if s.mean_score is None else f"{mean_text(s.mean_score, s.threshold)}{spread_text(s.stderr)}"
     verdict = "[green]PASS[/]" if s.passed else "[red]FAIL[/]"
     table.add_row("rollouts", f"{s.done}/{s.rollouts} done")
-    table.add_row("scored / failed", f"{s.scored} / {s.failed} ({s.invalid} without a valid score)")
+    table.add_row("outcomes", s.outcomes.text(all_three=True))
     table.add_row("mean score", f"{mean}  {verdict} (threshold {s.threshold:g})")
     table.add_row("tokens", f"{s.prompt_tokens:,} prompt + {s.completion_tokens:,} completion")
     if cost is not None:

@@ -21,6 +21,7 @@ from svgagent.core.scoring.judge_profiles import recipe_line
 from svgagent.core.scoring.picture_size import OWN_SIZE
 from svgagent.core.scoring.render import DEFAULT_MAX_BYTES
 from svgagent.core.scoring.renderers import make_renderer
+from svgagent.core.store.outcomes import OutcomeCounts
 from svgagent.core.store.run_refs import resolve_run
 from svgagent.core.store.typed_rows import mean_text, spread_text
 from svgagent.tui.cli.console import cli_console
@@ -41,6 +42,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             items = []
             for run in runs:
                 summary = run.summary or store.summarize(run.run_id, run.threshold).to_dict()
+                rollouts, outcomes = store.outcome_counts(run.run_id)  # a served run has no stored summary
                 items.append(
                     {
                         "run_id": run.run_id,
@@ -49,8 +51,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
                         "status": run.status,
                         "model": run.settings.get("model"),
                         "dataset": run.dataset.get("name"),
-                        "rollouts": summary["rollouts"],
-                        "done": summary["done"],
+                        "rollouts": rollouts,
+                        "done": outcomes.scored + outcomes.unscored,
+                        **outcomes.to_dict(),  # scored · invalid · failed (README)
                         "mean_score": summary["mean_score"],
                     }
                 )
@@ -58,7 +61,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 print(json.dumps(items, indent=2))
                 return EXIT_OK
             # done/rollouts next to the mean: a stopped run's mean is of its finished rollouts only
-            table = Table("run", "name", "created", "status", "model", "done", "mean")
+            table = Table("run", "name", "created", "status", "model", "done", "outcomes", "mean")
             table.columns[0].no_wrap = True
             for it in items:
                 table.add_row(
@@ -68,6 +71,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                     it["status"],
                     escape(str(it["model"])),
                     f"{it['done']}/{it['rollouts']}",
+                    OutcomeCounts(it["scored"], it["invalid"], it["failed"]).text(),
                     _fmt(it["mean_score"]),
                 )
             cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
@@ -96,8 +100,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         console = cli_console()
         console.print(
             f"[bold]{escape(run.name)}[/] ({run.run_id}) {run.status} — {escape(str(run.settings.get('model')))} on "
-            f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done, "
-            f"mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}"
+            f"{escape(str(run.dataset.get('name')))}; {summary.done}/{summary.rollouts} done "
+            f"({summary.outcomes.text(all_three=True)}), mean {_fmt(summary.mean_score)}{spread_text(summary.stderr)}"
         )
         console.print(
             f"judged by {escape(str(run.settings.get('judge_model')))} with the {escape(run.judge_profile)} profile"
@@ -113,7 +117,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 r.rollout_id.removeprefix(run.run_id + "."),
                 r.row_id,
                 str(r.sample_index),
-                r.status.value,
+                r.outcome.value if r.outcome is not None else r.status.value,  # scored · invalid · failed
                 _fmt(r.score),
                 f"{r.fulfilled if r.fulfilled is not None else '–'}/{r.total}",
                 _fmt(r.generation_s, 1),

@@ -5,7 +5,8 @@ The form is generated from ``Settings.model_fields`` (the field specs, checks an
 literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
 Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
-field and ``values()`` keeps the last valid one.
+field and ``values()`` keeps the last valid one. A text field takes typed keys only once the person chose to edit it
+(Enter or ``e``; ``FieldInput``): until then every key is the app's, so ``3`` then ``1`` goes back to Rollouts.
 
 ``ctrl+s`` writes the fields the person changed into ``svgagent.toml`` in the working directory (with tomlkit: the
 file's other keys, comments and layout are kept) — never the values the form was given, such as demo mode's simulator
@@ -15,6 +16,7 @@ carries for the next run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,6 +42,7 @@ from svgagent.core.config.settings import PROJECT_CONFIG_FILE, Settings
 from svgagent.core.run.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.tui.own_class import set_own_class
+from svgagent.tui.widgets.field_input import FieldInput
 from svgagent.tui.widgets.text_box import TextBox
 
 STACKED = "-stacked"  # a narrow form: labels above their fields
@@ -88,6 +91,13 @@ class ConfigForm(Widget):
 
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("ctrl+s", "save", "Save config", id="config.save", tooltip=f"Write {PROJECT_CONFIG_FILE} here"),
+        Binding(
+            "e",
+            "edit_field",
+            "Edit",
+            id="config.edit",
+            tooltip="Type into the field with the focus (also enter); esc ends the edit. Until then keys are the app's",
+        ),
         Binding("escape", "focus_home", "Back", id="config.back", tooltip="Leave the form"),
     ]
 
@@ -130,6 +140,10 @@ class ConfigForm(Widget):
         self._saved = dict(self._values)  # what the form started with (or last saved): save writes the difference
         self._errors: dict[str, str] = {}
         self._dataset_pending: str | None = None
+        # the dataset text (a path, "" or BUILTIN) whose check the hint shows the outcome of; a check reads the file
+        # in a thread, so that outcome comes later than the keystroke: ``dataset_checked`` waits for it
+        self._dataset_outcome: str | None = None
+        self._dataset_outcome_changed = asyncio.Event()
 
     # --- public API ---------------------------------------------------------------------------------------------
     def values(self) -> dict[str, Any]:
@@ -144,6 +158,18 @@ class ConfigForm(Widget):
         """Type ``value`` into field ``name`` (as if the person had), e.g. a job's output model to evaluate."""
         for box in self.query(f"#field-{name}").results(Input):
             box.value = value
+
+    async def dataset_checked(self, text: str) -> None:
+        """Wait until the dataset field shows the outcome of checking ``text`` (the path typed, ``""``, or
+        ``"builtin"`` for the built-in kind): the field's change, the file read in a thread and its result all
+        arrive as messages after the keystroke."""
+        while self._dataset_outcome != text:
+            self._dataset_outcome_changed.clear()
+            await self._dataset_outcome_changed.wait()
+
+    def _dataset_settled(self, text: str | None) -> None:
+        self._dataset_outcome = text
+        self._dataset_outcome_changed.set()
 
     @property
     def settings(self) -> Settings:
@@ -178,7 +204,7 @@ class ConfigForm(Widget):
             kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
             kind = BUILTIN if is_builtin else DATASET_FILE
             yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
-            yield Input(
+            yield FieldInput(
                 "" if is_builtin else str(value),
                 placeholder="path to questions.json or .jsonl",
                 id=wid,
@@ -186,7 +212,7 @@ class ConfigForm(Widget):
                 disabled=is_builtin,
             )
         else:
-            yield Input(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+            yield FieldInput(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
 
     def reset(self, settings: Settings) -> None:
         """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);
@@ -299,19 +325,23 @@ class ConfigForm(Widget):
         if not text:
             self._dataset_pending = None
             self._show("dataset", "enter the path of a dataset file (questions.json or .jsonl)")
+            self._dataset_settled(text)
             return
         path = Path(text).expanduser()
         if not path.exists():
             self._dataset_pending = None
             self._show("dataset", f"no such file: {text}")
+            self._dataset_settled(text)
         elif not path.is_file():
             self._dataset_pending = None
             self._show("dataset", f"not a file: {text}")
+            self._dataset_settled(text)
         else:
             self._check_dataset(text)
 
     def _check_dataset(self, source: str) -> None:
         self._dataset_pending = source
+        self._dataset_settled(None)  # checking: no outcome shown
         self._show("dataset", None, "checking…")
         self._load_dataset(source)
 
@@ -335,11 +365,12 @@ class ConfigForm(Widget):
         self._dataset_pending = None
         if message.error is not None:
             self._show("dataset", message.error)
-            return
-        value, error = validate_field(self._base, "dataset", message.value)
-        if error is None:
-            self._accept("dataset", value)
-        self._show("dataset", error, message.note)
+        else:
+            value, error = validate_field(self._base, "dataset", message.value)
+            if error is None:
+                self._accept("dataset", value)
+            self._show("dataset", error, message.note)
+        self._dataset_settled(message.source)
 
     # --- actions ------------------------------------------------------------------------------------------------
     def edited(self) -> dict[str, Any]:
@@ -388,6 +419,21 @@ class ConfigForm(Widget):
             if control.focusable:
                 self.screen.set_focus(control)
                 return
+
+    def _browsed_field(self) -> FieldInput | None:
+        focused = self.screen.focused
+        if isinstance(focused, FieldInput) and not focused.editing and focused in self.query(FieldInput):
+            return focused
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "edit_field":
+            return self._browsed_field() is not None
+        return True
+
+    def action_edit_field(self) -> None:
+        if (field := self._browsed_field()) is not None:
+            field.start_edit()
 
     def action_focus_home(self) -> None:
         self.screen.set_focus(None)

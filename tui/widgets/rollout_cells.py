@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from svgagent.core.scoring.models import RolloutStatus
+from svgagent.core.store.outcomes import Outcome
 from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.tui.widgets.line_table import Column
 
@@ -51,6 +52,24 @@ STATUS_STYLES: dict[RolloutStatus, str] = {
     RolloutStatus.SCORED: "scored",
     RolloutStatus.FAILED: "failed",
 }
+
+# a finished rollout shows its outcome (core/store/outcomes.py): the model's valid 0 is "✓ scored", not "✗ failed"
+OUTCOME_ICONS: dict[Outcome, str] = {Outcome.SCORED: "✓", Outcome.INVALID: "○", Outcome.FAILED: "✗"}
+
+
+def state_label(rec: RolloutRecord) -> str:
+    """``✓ scored`` · ``○ invalid`` · ``✗ failed`` once finished, else where it is (``◔ generating``)."""
+    outcome = rec.outcome
+    if outcome is None:
+        return f"{STATUS_ICONS[rec.status]} {rec.status.value}"
+    return f"{OUTCOME_ICONS[outcome]} {outcome.value}"
+
+
+def state_style(rec: RolloutRecord) -> str:
+    """The component-class suffix ``state_label`` is drawn with."""
+    outcome = rec.outcome
+    return STATUS_STYLES[rec.status] if outcome is None else outcome.value
+
 
 # "Write `svg` code to draw a …", "Draw an …", "Create an SVG of the …": the words every prompt starts with
 _BOILERPLATE = re.compile(
@@ -101,7 +120,7 @@ def cells_for(rec: RolloutRecord) -> tuple[str, ...]:
         prompt_topic(rec.prompt),
         rec.row_id,
         sample_label(rec),
-        f"{STATUS_ICONS[rec.status]} {rec.status.value}",
+        state_label(rec),
         format_score(rec),
         f"{DASH if fulfilled is None else fulfilled}/{rec.total}",
         _seconds(rec.generation_s),

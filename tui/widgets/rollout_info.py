@@ -15,7 +15,7 @@ from svgagent.core.config.prices import Cost, cost_text
 from svgagent.core.scoring.models import FailureKind, RolloutStatus
 from svgagent.core.store.typed_rows import RolloutRecord
 from svgagent.core.terminal_text import visible
-from svgagent.tui.widgets.rollout_cells import STATUS_ICONS
+from svgagent.tui.widgets.rollout_cells import state_label
 from svgagent.tui.widgets.screen_text import shown
 from svgagent.tui.widgets.text_box import TextBox
 
@@ -49,7 +49,7 @@ def not_judged(rec: RolloutRecord) -> str | None:
 def verdict_text(rec: RolloutRecord) -> Text:
     """``judge 3/4 = 0.75 · you 2/4 = 0.50*`` or what is missing."""
     text = Text()
-    text.append(f"{STATUS_ICONS[rec.status]} {rec.status.value}", style="bold")
+    text.append(state_label(rec), style="bold")
     why = not_judged(rec)
     if why is not None:
         if rec.score is not None:

@@ -19,7 +19,7 @@ from textual.message import Message
 from svgagent.core.store.filter_language import SORT_FIELDS, Query, parse_query, sort_records
 from svgagent.core.store.typed_rows import RolloutRecord, RunTally, paused_gc
 from svgagent.tui.widgets.line_table import LineTable, cursor_bindings
-from svgagent.tui.widgets.rollout_cells import COLUMNS, FIXED_WIDTH, GAP, PROMPT_MIN, SORTABLE, STATUS_STYLES, cells_for
+from svgagent.tui.widgets.rollout_cells import COLUMNS, FIXED_WIDTH, GAP, PROMPT_MIN, SORTABLE, cells_for, state_style
 
 _STATUS_COL = [c.key for c in COLUMNS].index("status")
 _SCORE_COL = [c.key for c in COLUMNS].index("score")
@@ -37,6 +37,7 @@ class RolloutTable(LineTable):
         "rollout-table--busy",
         "rollout-table--scored",
         "rollout-table--failed",
+        "rollout-table--invalid",
         "rollout-table--overridden",
     }
     BINDINGS = [
@@ -149,7 +150,7 @@ class RolloutTable(LineTable):
             return Style()
         rec = self._records[self._order[index]]
         if column == _STATUS_COL:
-            return self.get_component_rich_style(f"rollout-table--{STATUS_STYLES[rec.status]}", partial=True)
+            return self.get_component_rich_style(f"rollout-table--{state_style(rec)}", partial=True)
         if column == _SCORE_COL and rec.overridden:
             return self.get_component_rich_style("rollout-table--overridden", partial=True)
         return Style()

@@ -38,6 +38,7 @@ def format_summary(
     shown: int | None = None,
     state: str = "",
     cost: Cost | None = None,
+    cause: str = "",
 ) -> Text:
     """One line (wrapping when narrow) of everything the summary bar shows. Pure, for tests."""
     text = Text()
@@ -66,8 +67,10 @@ def format_summary(
             ("PASS" if s.passed else "FAIL", "bold green" if s.passed else "bold red"),
             f" (≥{s.threshold:g})",
         )
-    failed = f"{s.failed} failed" + (f" ({s.invalid} invalid)" if s.invalid else "")
-    part((failed, "red") if s.failed else failed)
+    outcomes = s.outcomes.text()  # scored · invalid · failed: the one vocabulary (core/store/outcomes.py)
+    part((outcomes, "red") if s.failed else outcomes)
+    if cause:  # the dominant failure and its count (core.analysis.failure_causes): why, not only how many
+        part((visible_line(cause), "bold red"))
     part(f"{s.prompt_tokens + s.completion_tokens:,} tokens")
     if cost is not None:  # policy and judge apart: the judge is often most of it
         part(f"{usd_text(cost.total_usd)} (policy {usd_text(cost.policy_usd)}, judge {usd_text(cost.judge_usd)})")
