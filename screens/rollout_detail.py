@@ -234,9 +234,11 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
 
     def _show(self) -> None:
         rec = self.record
+        served = f" · eval-protocol rollout {rec.ep_rollout_id}" if rec.ep_rollout_id else ""
         self.query_one("#detail-title", Static).update(
             shown_line(
-                f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold"
+                f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}{served}",
+                style="bold",
             )
         )
         note = count_mode_note(rec)

@@ -172,7 +172,12 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             return
         score = "–" if record.effective_score is None else f"{record.effective_score:.2f}"
         prompt = " ".join(record.prompt.split())[:60]
-        self.query_one("#training-caption", Static).update(shown_line(f"step {step.step} · score {score} · {prompt}"))
+        caption = shown_line(f"step {step.step} · score {score} · {prompt}")
+        if record.ep_rollout_id:  # the ids the Fireworks dashboard shows: `/` finds the rollout by either
+            caption.append("\n").append(
+                shown_line(f"eval-protocol rollout {record.ep_rollout_id} · row {record.row_id}")
+            )
+        self.query_one("#training-caption", Static).update(caption)
 
     # --- drawing ----------------------------------------------------------------------------------------------
     def _redraw(self) -> None:

@@ -117,7 +117,7 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
     add_store(p)
     add_json(p, "JSON")
     p = runs_sub.add_parser("show", help="one run and its rollouts")
-    p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
+    p.add_argument("run_id", metavar="RUN", help=f"{RUN_HELP}; or a served rollout's eval-protocol rollout id")
     add_store(p)
     add_json(p, "JSON")
 

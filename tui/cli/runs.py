@@ -20,8 +20,10 @@ from svgagent.core.scoring.judge_profiles import recipe_line
 from svgagent.core.scoring.picture_size import OWN_SIZE
 from svgagent.core.scoring.render import DEFAULT_MAX_BYTES
 from svgagent.core.scoring.renderers import make_renderer
-from svgagent.core.store.run_refs import resolve_run
-from svgagent.core.store.typed_rows import mean_text, spread_text
+from svgagent.core.serve.training_runs import ServedRef, TrainingStore
+from svgagent.core.store.run_refs import RunNotFound, resolve_run
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunRecord, mean_text, spread_text
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.store_cmd import open_store, store_path
@@ -70,7 +72,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 )
             cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
-        run = resolve_run(store, args.run_id)
+        run, served = _run_or_served(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.threshold)
         if args.json:
@@ -90,9 +92,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"judged by {escape(str(run.settings.get('judge_model')))} with the {escape(run.judge_profile)} profile"
             f" ({escape(recipe_line(run.judge_profile))}); drawn by {escape(run.renderer)}"
         )
+        if served is not None:
+            console.print(
+                f"eval-protocol rollout {escape(served.ep_rollout_id)} is rollout {served.rollout_id} of this run"
+                f" (training {escape(served.training_id)}, step {served.step})"
+            )
+        ep_ids = any(r.ep_rollout_id for r in rollouts)  # a served run: eval-protocol's ids beside ours
+        header = ("rollout", "ep rollout", *ROLLOUT_COLUMNS[1:]) if ep_ids else ROLLOUT_COLUMNS
         cells = [
             (
                 r.rollout_id.removeprefix(run.run_id + "."),
+                *((r.ep_rollout_id or "–",) if ep_ids else ()),
                 r.row_id,
                 str(r.sample_index),
                 r.status.value,
@@ -104,10 +114,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
             for r in rollouts
         ]
         reasons = [" ".join((r.reason or "").split())[:REASON_CHARS] for r in rollouts]
-        table = Table(*ROLLOUT_COLUMNS)
+        table = Table(*header)
         for column in table.columns:
             column.no_wrap = True
-        room = reason_room(console.width, ROLLOUT_COLUMNS, cells)
+        room = reason_room(console.width, header, cells)
         if room is not None:  # else there is no room for it: every other column stays whole (the score above all)
             table.add_column("reason", no_wrap=True, overflow="ellipsis", max_width=room)
         for row, reason in zip(cells, reasons):
@@ -116,6 +126,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if room is None and any(reasons):
             console.print("(no room for the reasons: see them in a wider terminal or with --json)")
         return EXIT_OK
+
+
+def _run_or_served(store: Store, ref: str) -> tuple[RunRecord, ServedRef | None]:
+    """The run ``ref`` names; failing that, the run holding the served rollout whose eval-protocol rollout id is
+    ``ref`` (the id the Fireworks dashboard shows), with where that rollout is."""
+    try:
+        return resolve_run(store, ref), None
+    except RunNotFound:
+        served = TrainingStore(store).served(ref.strip())
+        if served is None:
+            raise
+        return store.get_run(served.run_id), served
 
 
 ROLLOUT_COLUMNS = ("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s")
