@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from svgagent.core.store.reviews import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord
-from svgagent.core.terminal_text import visible
+from svgagent.core.terminal_text import clipped, one_line, visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
 from svgagent.tui.widgets.picture import Picture
@@ -64,7 +64,7 @@ def count_mode_note(rec: RolloutRecord) -> Text | None:
 def attempts_table(attempts: list[RolloutRecord]) -> Table:
     table = Table("#", "status", "score", "fulfilled", "note", box=None, pad_edge=False, expand=True)
     for a in attempts:
-        note = (a.reason or a.error or "")[:60]
+        note = clipped(one_line(a.reason or a.error), 60, words=True)
         table.add_row(
             f"{a.attempt}{' ◀' if a.is_current else ''}",
             f"{STATUS_ICONS[a.status]} {a.status.value}",

@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Sparkline, Static
 
 from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
 from svgagent.core.store.run_store import Store
-from svgagent.core.terminal_text import visible_line
+from svgagent.core.terminal_text import clipped, one_line, visible_line
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
@@ -171,7 +171,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         if record is None or step is None:
             return
         score = "–" if record.effective_score is None else f"{record.effective_score:.2f}"
-        prompt = " ".join(record.prompt.split())[:60]
+        prompt = clipped(one_line(record.prompt), 60, words=True)
         caption = shown_line(f"step {step.step} · score {score} · {prompt}")
         if record.ep_rollout_id:  # the ids the Fireworks dashboard shows: `/` finds the rollout by either
             caption.append("\n").append(
@@ -236,7 +236,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 str(s.done),
                 str(s.failed),
                 _mean(s),
-                shown_line((s.model or "")[-28:]),
+                shown_line(clipped(s.model or "", 28, keep="end")),  # a checkpoint's name ends with its step
                 key=str(s.step),
             )
         if self.steps:

@@ -24,6 +24,7 @@ from svgagent.core.serve.training_runs import ServedRef, TrainingStore
 from svgagent.core.store.run_refs import RunNotFound, resolve_run
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RunRecord, mean_text, spread_text
+from svgagent.core.terminal_text import clipped, one_line
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.store_cmd import open_store, store_path
@@ -113,11 +114,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
             )
             for r in rollouts
         ]
-        reasons = [" ".join((r.reason or "").split())[:REASON_CHARS] for r in rollouts]
         table = Table(*header)
         for column in table.columns:
             column.no_wrap = True
         room = reason_room(console.width, header, cells)
+        # a reason's first words (its whole text: --json), cut between words and marked "…"
+        reasons = [clipped(one_line(r.reason), min(REASON_CHARS, room or REASON_CHARS), words=True) for r in rollouts]
         if room is not None:  # else there is no room for it: every other column stays whole (the score above all)
             table.add_column("reason", no_wrap=True, overflow="ellipsis", max_width=room)
         for row, reason in zip(cells, reasons):
