@@ -149,3 +149,26 @@ def _short_folder(folder: str, width: int) -> str:
     if not kept and cells(f"{head}/{ELLIPSIS}") > width:
         return clipped(folder, width, keep="middle")
     return "/".join([head, ELLIPSIS, *kept]) if rest else "/".join([head, *kept])
+
+
+def folded(text: str, width: int) -> list[str]:
+    """``text`` (a path, a URL, a model's resource name: no spaces) on lines of at most ``width`` cells, each line
+    ending after a ``/`` where it can, so no part of a name is split where a width happened to fall."""
+    if width <= 0:
+        return [text]
+    lines: list[str] = []
+    line = ""
+    for piece in re.findall(r"[^/]*/|[^/]+", text):
+        if cells(line + piece) <= width:
+            line += piece
+            continue
+        if line:
+            lines.append(line)
+        while cells(piece) > width:
+            head = _head(piece, width) or piece[:1]
+            lines.append(head)
+            piece = piece[len(head) :]
+        line = piece
+    if line or not lines:
+        lines.append(line)
+    return lines

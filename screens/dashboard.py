@@ -76,7 +76,8 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         "table.mark",
         "table.sort",
         "app.zoom",
-        "app.rerun",  # the first to leave a narrow footer
+        "preview.full",  # before Rerun: with a filter on (esc joins the footer), R reruns what it shows
+        "app.rerun",
         "jobs.next_link",
         "jobs.open_link",
         "jobs.copy_link",

@@ -102,6 +102,17 @@ def key_text(app: App, binding: Binding, keymap: Mapping[str, str]) -> str:
     return " ".join(shown)
 
 
+def binding_text(binding: Binding) -> str:
+    """What a key does: its footer name and its tooltip, once (a tooltip that starts with the name is said alone:
+    "Quit (a run in progress is stopped, …)", not "Quit — Quit (…)")."""
+    name, more = binding.description, binding.tooltip
+    if not more:
+        return name
+    if more.casefold().startswith(name.casefold()):
+        return more
+    return f"{name} — {more}"
+
+
 def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]], keymap: Mapping[str, str]) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, expand=True)
     table.add_column("key", style="bold cyan", no_wrap=True, min_width=10)
@@ -116,8 +127,7 @@ def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]], keymap: 
                 "",
             )
         for binding in bindings:
-            what = binding.description + (f" — {binding.tooltip}" if binding.tooltip else "")
-            table.add_row(key_text(app, binding, keymap), what, binding.id or "")
+            table.add_row(key_text(app, binding, keymap), binding_text(binding), binding.id or "")
         table.add_row("", "", "")
     return table
 

@@ -286,7 +286,8 @@ class SvgAgentApp(InOrderInput, App[int]):
         from svgagent.screens.message_log import MessageLogScreen
 
         if not isinstance(self.screen, MessageLogScreen):
-            self.push_screen(MessageLogScreen(self.message_log.entries))
+            log = self.message_log
+            self.push_screen(MessageLogScreen(log.entries, lambda: log.entries))
 
     def rollout_in_view(self) -> str | None:
         """The rollout the screen shows or has its cursor on (``y`` and ``w`` act on it), if any."""

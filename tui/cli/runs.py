@@ -64,8 +64,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             for it in items:
                 table.add_row(
                     it["run_id"],
-                    escape(it["name"]),
-                    it["created"][:19],
+                    "" if it["name"] == it["run_id"] else escape(it["name"]),  # a run without a name of its own
+                    it["created"][:16].replace("T", " "),  # to the minute, as the app shows times
                     it["status"],
                     escape(str(it["model"])),
                     f"{it['done']}/{it['rollouts']}",
