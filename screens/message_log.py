@@ -44,10 +44,7 @@ def log_title(entries: list[LogEntry]) -> Text:
 
 
 class MessageLogScreen(TextPage):
-    # toasts would cover the newest messages, at the bottom right of the log: while it is open, they go in it
-    DEFAULT_CSS = """
-    MessageLogScreen ToastRack { display: none; }
-    """
+    SHOWS_MESSAGES = True  # the app toasts nothing over it: a new message joins the log (see SvgAgentApp.notify)
     BINDINGS = page_bindings("log", "escape,q,L")
     BODY = "log-body"
     READ_S = 0.5  # how often the log is read for messages that arrived while it is open

@@ -280,6 +280,8 @@ class SvgAgentApp(InOrderInput, App[int]):
         name): never read as markup, controls shown as escapes (``markup`` is accepted and ignored)."""
         message, title = visible(message), visible_line(title)
         self.message_log.add(self.wall_clock(), severity, title, message)  # kept after the toast goes (``L``)
+        if getattr(self.screen_stack[-1] if self.screen_stack else None, "SHOWS_MESSAGES", False):
+            return  # the message log is open: it shows the message, a toast would cover its newest lines
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def action_messages(self) -> None:
@@ -287,6 +289,7 @@ class SvgAgentApp(InOrderInput, App[int]):
 
         if not isinstance(self.screen, MessageLogScreen):
             log = self.message_log
+            self.clear_notifications()  # every toast is in the log, where it would cover the newest lines
             self.push_screen(MessageLogScreen(log.entries, lambda: log.entries))
 
     def rollout_in_view(self) -> str | None:

@@ -9,7 +9,8 @@ the form in its place and the focus moves into it, and the keys typed meanwhile 
 
 The values are the app's settings (what the next run uses), drawn in full: a value too wide to go beside its name
 (in the 120×40 grid the pane is 34 columns wide: a base URL, a model's path) goes on the line under it, where it
-has the pane's whole width; only one wider than the pane folds.
+has the pane's whole width (an https:// URL there without its scheme, as a browser shows it; http:// stays said);
+only one wider than that folds, after a ``/``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class SettingLines:
                 yield Text.assemble((name.ljust(self.label_width), "dim"), " ", value, no_wrap=True)
             else:
                 yield Text(name, style="dim", no_wrap=True, overflow="ellipsis")
+                # an https:// URL as a browser shows it (the default endpoint then fits a line); http:// stays said
+                value = value.removeprefix("https://")
                 for line in folded(value, width - self.INDENT):
                     yield Text(" " * self.INDENT + line, no_wrap=True)
 
