@@ -141,10 +141,15 @@ SECTIONS = ("verdict", "error", "rationale", "requirements", "prompt", "timing",
 
 
 def info_sections(
-    rec: RolloutRecord | None, *, full: bool = False, show_requirements: bool = True, show_verdict: bool = True
+    rec: RolloutRecord | None,
+    *,
+    full: bool = False,
+    show_requirements: bool = True,
+    show_verdict: bool = True,
+    show_svg: bool = True,
 ) -> dict[str, RenderableType | None]:
     """Each of :data:`SECTIONS` of ``rec`` in order, None where it has nothing to show (all of them for None);
-    ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines."""
+    ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines; ``show_svg``: the SVG at all."""
     sections: dict[str, RenderableType | None] = dict.fromkeys(SECTIONS)
     if rec is None:
         return sections
@@ -161,14 +166,16 @@ def info_sections(
         svg=_section(
             "SVG source", rec, "svg", rec.svg, svg_renderable(rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)
         )
-        if rec.svg
+        if rec.svg and show_svg
         else None,
     )
     return sections
 
 
 class RolloutInfo(Vertical):
-    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
+    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG; ``show_svg`` False
+    leaves the SVG out (the rollout screen adds it once its picture is drawn: highlighting a long SVG is most of
+    what laying the screen out costs).
 
     The same record again does nothing, and of a new state only the sections whose text changed are redrawn,
     each laying the screen out again only when its height changes (:class:`TextBox`)."""
@@ -186,19 +193,24 @@ class RolloutInfo(Vertical):
         self.full = full
         self.show_requirements = show_requirements
         self.show_verdict = show_verdict
-        self._shown: tuple[RolloutRecord | None, bool, bool, bool] | None = None
+        self.show_svg = True
+        self._shown: tuple[RolloutRecord | None, bool, bool, bool, bool] | None = None
 
     def compose(self) -> ComposeResult:
         for name in SECTIONS:
             yield TextBox(id=f"info-{name}")
 
     def show(self, rec: RolloutRecord | None) -> None:
-        shown = (rec, self.full, self.show_requirements, self.show_verdict)
+        shown = (rec, self.full, self.show_requirements, self.show_verdict, self.show_svg)
         if shown == self._shown:
             return
         self._shown = shown
         sections = info_sections(
-            rec, full=self.full, show_requirements=self.show_requirements, show_verdict=self.show_verdict
+            rec,
+            full=self.full,
+            show_requirements=self.show_requirements,
+            show_verdict=self.show_verdict,
+            show_svg=self.show_svg,
         )
         for name, renderable in sections.items():
             widget = self.query_one(f"#info-{name}", TextBox)
