@@ -186,9 +186,15 @@ class SvgAgentApp(InOrderInput, App[int]):
 
     def _warm_up(self) -> None:
         """Import what the panes import on first use in a thread, then freeze the heap again (tui/heap)."""
-        self.run_worker(
-            self.heap.import_deferred, name="warm up", group="warm-up", thread=True, exit_on_error=False
-        )  # its end: on_worker_state_changed freezes
+
+        def warm() -> None:
+            self.heap.import_deferred()
+            from svgagent.screens.help import warm_help  # in this thread: it imports every screen
+
+            warm_help(self)()  # `?` then finds the help laid out at this width (it only reads the app's keys)
+
+        self.run_worker(warm, name="warm up", group="warm-up", thread=True, exit_on_error=False)
+        # its end: on_worker_state_changed freezes
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste, events.MouseDown)):
