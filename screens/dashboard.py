@@ -239,11 +239,9 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             app = self.svg_app
             widget: Widget
             if name == "config":
-                from svgagent.tui.widgets.config_form import STACKED, ConfigForm
+                from svgagent.tui.widgets.config_form import ConfigForm
 
-                # stacked from the start in a narrow pane (the grid's): no restyle and second layout once it is in
-                narrow = 0 < self.query_one("#pane-config").content_region.width < ConfigForm.STACK_BELOW
-                widget = ConfigForm(app.settings, id="config-form", classes=STACKED if narrow else None)
+                widget = ConfigForm(app.settings, id="config-form")
             elif name == "secrets":
                 from svgagent.tui.widgets.secrets_form import SecretsPane
 
