@@ -21,6 +21,42 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _stat_fields(pid: int | str) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every live process descended from it (children, their children, …; from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents.setdefault(int(_stat_fields(entry.name)[1]), []).append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(parents.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and every process it started, as `top` would add them up: each live
+    process of the tree, plus what the tree's processes that ended left in their parent's account (a reaped
+    child's CPU moves to its parent's cutime/cstime). A difference of two readings is the tree's CPU between them,
+    processes started or ended meanwhile included."""
+    total = 0.0
+    for member in process_tree(pid):
+        try:
+            fields = _stat_fields(member)
+        except (OSError, IndexError):
+            continue  # ended between the listing and this read
+        total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def report(figures: dict[str, float]) -> None:
     print(PREFIX + json.dumps(figures), flush=True)
 

@@ -1,7 +1,7 @@
 """Benchmark the terminal app: event-loop stalls while a big run streams, opening a finished big run, first paint
 of a real `svgagent tui` process and its memory with a big run open.
 
-    .venv/bin/python bench/tui.py [--rollouts 10000] [--seconds 10] [--rate 100] [--repeat 5] [--no-real-engine | --only-real-engine]
+    .venv/bin/python bench/tui.py [--rollouts 10000] [--seconds 10] [--rate 100] [--repeat 5] [--no-real-engine | --only-real-engine | --only-open-keys]
 
 1. Streaming (headless, in this process): the app opens a run of N queued rollouts and resumes it with `c`; the
    engine process runs a stand-in (bench/stream_engine.py) that, like the real engine, writes each state change
@@ -23,6 +23,11 @@ of a real `svgagent tui` process and its memory with a big run open.
    through Textual's writer thread (to /dev/null), as on a terminal: headless Textual skips that work.
    Also the CPU the loop's thread used a second after the first (what it did, not what it waited for: it reads
    about the same on a loaded machine) and the full garbage collections meanwhile (each holds the GIL).
+
+6. What a key opens (headless, 120×40, frames written as to a terminal, keys sent through the driver as in 5):
+   `enter` on a rollout of a finished run until the rollout screen shows its picture (the PNG is in the store),
+   `?` until the help is on screen, `3` until the Config form is (its first open: a new app each time); p50 and
+   p95 of `--open-repeat` keys each (`--only-open-keys`: this part alone).
 
 Noise: on a shared machine other processes steal the CPU; the idle baseline (1), repeated starts (3, 4) and, in 5,
 a bare asyncio loop ticking in a process of its own during the run (the floor: what the scheduler alone costs a
@@ -464,6 +469,130 @@ async def measure_real_engine(
     }
 
 
+# --- 6: what a key opens ---------------------------------------------------------------------------------------
+class ScreenWatch:
+    """After each composition of a screen (on the app's loop): has the screen shown what the key asked for? The
+    first composition for which ``wanted(screen)`` holds ends the wait started by :meth:`expect`."""
+
+    def __init__(self) -> None:
+        self._wanted: Callable[[Any], bool] | None = None
+        self._shown: asyncio.Event | None = None
+        self.at = 0.0
+
+    def expect(self, wanted: Callable[[Any], bool]) -> asyncio.Event:
+        self._wanted, self._shown = wanted, asyncio.Event()
+        return self._shown
+
+    def composed(self, screen: Any) -> None:
+        if (
+            self._wanted is not None
+            and self._shown is not None
+            and screen is screen.app.screen
+            and self._wanted(screen)
+        ):
+            self.at = time.perf_counter()
+            self._wanted = None
+            self._shown.set()
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    """(p50, p95 by nearest rank) of ``values``."""
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[math.ceil(0.95 * len(ordered)) - 1]
+
+
+async def key_to_screen(
+    app: Any, watch: ScreenWatch, key: str, character: str | None, wanted: Callable[[Any], bool]
+) -> float:
+    """Seconds from a key sent through the app's driver (as the terminal's input thread sends it) to the first
+    frame composed and written that shows what ``wanted`` looks for."""
+    from textual.events import Key
+
+    shown = watch.expect(wanted)
+    t0 = time.perf_counter()
+    app._driver.send_message(Key(key, character))
+    await asyncio.wait_for(shown.wait(), 30)
+    return watch.at - t0
+
+
+def _picture_of(rollout_id: str) -> Callable[[Any], bool]:
+    def shown(screen: Any) -> bool:
+        if type(screen).__name__ != "RolloutDetail":
+            return False
+        picture = screen.query_one("#detail-image")
+        return picture.image is not None and picture.rollout_id == rollout_id
+
+    return shown
+
+
+def _help_shown(screen: Any) -> bool:
+    return type(screen).__name__ == "HelpScreen"
+
+
+def _config_form_shown(screen: Any) -> bool:
+    return (
+        type(screen).__name__ == "Dashboard" and bool(screen.query("#field-model")) and screen.active_pane == "config"
+    )
+
+
+async def measure_open_keys(store: Store, run_id: str, env_file: Path, repeat: int) -> dict[str, list[float]]:
+    """Key to screen, each ``repeat`` times, on a finished run (its PNGs in the store), 120×40, frames written as
+    to a terminal: `enter` on a rollout until its picture is on the rollout screen (another rollout each time);
+    `?` until the help is; `3` until the Config form is — its first open, so a new app each time."""
+    from textual.screen import Screen
+
+    watch = ScreenWatch()
+    original = Screen._compositor_refresh
+
+    def composed(screen: Any) -> None:
+        original(screen)
+        watch.composed(screen)
+
+    found: dict[str, list[float]] = {"picture": [], "help": [], "config": []}
+    with (
+        mock.patch.object(Screen, "_compositor_refresh", composed),
+        mock.patch("textual.drivers.headless_driver.HeadlessDriver", terminal_like_driver()),
+    ):
+        for attempt in range(repeat):
+            app = headless_app(store, run_id, env_file)
+            async with app.run_test(headless=True, size=SIZE) as pilot:
+                await settle(app, pilot)
+                if attempt == 0:  # the rollout screen and the help, `repeat` times in this app
+                    table = app.dashboard.query_one(RolloutTable)
+                    for _ in range(repeat):
+                        await pilot.press("down")
+                        await settle(app, pilot)
+                        wanted = _picture_of(table.cursor_id)
+                        found["picture"].append(await key_to_screen(app, watch, "enter", "\r", wanted))
+                        await pilot.press("escape")
+                        await settle(app, pilot)
+                        found["help"].append(await key_to_screen(app, watch, "question_mark", "?", _help_shown))
+                        await pilot.press("escape")
+                        await settle(app, pilot)
+                found["config"].append(await key_to_screen(app, watch, "3", "3", _config_form_shown))
+                await settle(app, pilot)
+                await pilot.press("escape", "q")
+    return found
+
+
+def open_keys_part(root: Path, env_file: Path, args: argparse.Namespace) -> dict[str, float]:
+    with Store(root / "keys.db") as store:
+        run_id = make_run(store, max(args.open_repeat + 2, 40), finished=True)
+        found = asyncio.run(measure_open_keys(store, run_id, env_file, args.open_repeat))
+    figures: dict[str, float] = {}
+    names = {
+        "picture": "tui enter to the rollout's picture ms",
+        "help": "tui ? to the help ms",
+        "config": "tui 3 to the Config form, first open ms",
+    }
+    for what, name in names.items():
+        p50, p95 = percentiles(found[what])
+        figures[f"{name} p50"], figures[f"{name} p95"] = round(1000 * p50), round(1000 * p95)
+        print(f"{name}: p50 {1000 * p50:.0f} ms, p95 {1000 * p95:.0f} ms ({len(found[what])} keys)")
+    print(f"(load average {os.getloadavg()[0]:.1f})")
+    return figures
+
+
 # --- 3 and 4: a real process under a pseudo-terminal ----------------------------------------------------------
 def svgagent_command() -> list[str]:
     script = Path(sys.executable).with_name("svgagent")
@@ -578,6 +707,8 @@ def main() -> int:
         help="skip part 5, the real engine against the simulator",
     )
     parser.add_argument("--only-real-engine", action="store_true", help="run part 5 alone")
+    parser.add_argument("--only-open-keys", action="store_true", help="run part 6 alone")
+    parser.add_argument("--open-repeat", type=int, default=10, help="part 6: keys per measurement (and apps for `3`)")
     parser.add_argument("--concurrency", type=int, default=64, help="part 5: policy and judge concurrency")
     parser.add_argument("--latency", type=float, default=0.2, help="part 5: simulated policy and judge latency (s)")
     parser.add_argument(
@@ -596,8 +727,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env_file = root / "bench.env"
+        if args.only_open_keys:
+            figures.update(open_keys_part(root, env_file, args))
+            report(figures)
+            return 0
         if not args.only_real_engine:
             figures.update(headless_parts(root, env_file, n, args))
+            figures.update(open_keys_part(root, env_file, args))
         if args.real_engine or args.only_real_engine:
             figures.update(real_engine_part(root, env_file, n, args))
         if not args.only_real_engine:

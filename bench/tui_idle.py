@@ -3,8 +3,11 @@
     .venv/bin/python bench/tui_idle.py [--seconds 20] [--settle 5]
 
 Each case spawns `svgagent tui --demo` (isolated HOME/XDG dirs, no keys: what a new user sees), waits for its first
-frame and a case's settle time more, then reads the process's CPU time from /proc over `--seconds` while a thread
-drains the terminal; the figure is that CPU time as a share of one core. Cases:
+frame and a case's settle time more, then reads the CPU time of the app and its processes from /proc over
+`--seconds` while a thread drains the terminal; the figure is that CPU time as a share of one core — of the whole
+process tree, as a user's `top` adds it up: the UI process, the engine process it starts, the render workers and
+anything else it started (the demo's simulator process; :func:`_report.tree_cpu_seconds`). The
+UI process's own share is printed beside it. Cases:
 
 - 80x24: the Jobs pane is not on screen (nothing polls), no run open;
 - 120x40 once the demo's simulated RFT job has finished (settle `--job-done` s): the Jobs pane shows it, nothing
@@ -32,13 +35,16 @@ import threading
 import time
 from pathlib import Path
 
-from _report import cpu_seconds, report
+from _report import cpu_seconds, process_tree, report, tree_cpu_seconds
 
 from tui import ANSI, FIRST_PAINT_MARKER, clean_env, svgagent_command
 
 
-def idle_cpu(args: list[str], size: tuple[int, int], root: Path, seconds: float, settle: float) -> float:
-    """The share of one core `svgagent ARGS` uses over ``seconds`` once its first frame is on the terminal."""
+def idle_cpu(
+    args: list[str], size: tuple[int, int], root: Path, seconds: float, settle: float
+) -> tuple[float, float, int]:
+    """The share of one core `svgagent ARGS` and every process it started use over ``seconds`` once its first frame
+    is on the terminal; the UI process's own share; how many processes the tree had at the end."""
     env = clean_env(root)
     env.update(COLUMNS=str(size[0]), LINES=str(size[1]))
     work = root / "work"
@@ -79,9 +85,10 @@ def idle_cpu(args: list[str], size: tuple[int, int], root: Path, seconds: float,
         if not painted.wait(60):
             raise SystemExit(f"`svgagent {' '.join(args)}`: no first frame within 60 s")
         time.sleep(settle)
-        start_cpu, start = cpu_seconds(proc.pid), time.perf_counter()
+        start_tree, start_ui, start = tree_cpu_seconds(proc.pid), cpu_seconds(proc.pid), time.perf_counter()
         time.sleep(seconds)
-        return (cpu_seconds(proc.pid) - start_cpu) / (time.perf_counter() - start)
+        end_tree, end_ui, elapsed = tree_cpu_seconds(proc.pid), cpu_seconds(proc.pid), time.perf_counter() - start
+        return (end_tree - start_tree) / elapsed, (end_ui - start_ui) / elapsed, len(process_tree(proc.pid))
     finally:
         os.write(master, b"q")
         try:
@@ -113,9 +120,12 @@ def main() -> int:
     figures: dict[str, float] = {}
     for label, size, settle in cases:
         with tempfile.TemporaryDirectory() as tmp:
-            share = idle_cpu(["tui", "--demo"], size, Path(tmp), args.seconds, settle)
+            share, ui_share, processes = idle_cpu(["tui", "--demo"], size, Path(tmp), args.seconds, settle)
         figures[label] = round(100 * share, 2)
-        print(f"{label}: {100 * share:.2f} % over {args.seconds:g} s (load average {os.getloadavg()[0]:.1f})")
+        print(
+            f"{label}: {100 * share:.2f} % over {args.seconds:g} s, {processes} processes"
+            f" (the UI process alone {100 * ui_share:.2f} %; load average {os.getloadavg()[0]:.1f})"
+        )
     report(figures)
     return 0
 

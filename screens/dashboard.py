@@ -76,7 +76,9 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
         "table.mark",
         "table.sort",
         "app.zoom",
-        "app.rerun",  # the first to leave a narrow footer
+        "app.focus_table",  # "esc Back": with a filter on, the filter bar says "esc: clear"
+        "preview.full",  # before Rerun: with a filter on, R reruns what it shows
+        "app.rerun",
         "jobs.next_link",
         "jobs.open_link",
         "jobs.copy_link",

@@ -19,8 +19,9 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from svgagent.core.exchange.export import FORMATS, ExportResult, export_run
 from svgagent.core.store.run_store import Store
+from svgagent.core.terminal_text import cells, short_path
 from svgagent.tui.widgets.keys_footer import KeysFooter
-from svgagent.tui.widgets.screen_text import escaped, shown, shown_line
+from svgagent.tui.widgets.screen_text import shown, shown_line
 
 FORMAT_LABELS = {"jsonl": "JSONL (Eval Protocol rows)", "csv": "CSV (flat table)"}
 
@@ -150,20 +151,25 @@ class ExportDialog(ModalScreen[ExportResult | None]):
             status.update(Text("type a file name", style="yellow"))
             return
         path = resolve(text)
+        assets_text = self.query_one("#export-assets", Input).value.strip()
+        # one line the width of the dialog: each path as a person knows it (~, the file's name whole), so the field
+        # above, scrolled to its end, is never the only place the path shows
+        room = (status.content_region.width or max(20, min(100, self.app.size.width * 9 // 10) - 4)) - 1
         if path.is_dir():
-            line = Text(f"{path} is a directory: add a file name", style="yellow")
+            line, style = "{} is a directory: add a file name", "yellow"
         elif path.exists():
-            line = Text(f"{path} exists: it will be replaced", style="yellow")
+            line, style = "{} exists: it will be replaced", "yellow"
         elif path.parent == self.directory and not path.parent.exists():
-            line = Text(f"writes {path} (makes the directory)", style="dim")
+            line, style = "writes {} (makes the directory)", "dim"
         elif not path.parent.is_dir():
-            line = Text(f"no directory {path.parent}", style="yellow")
+            line, style, path = "no directory {}", "yellow", path.parent
         else:
-            line = Text(f"writes {path}", style="dim")
-        assets = self.query_one("#export-assets", Input).value.strip()
-        if assets:  # where the pictures go too (a relative directory is the working directory's, as the file's)
-            line.append(f"; PNGs and SVGs to {resolve(assets)}", style="dim")
-        status.update(escaped(line, one_line=True))  # a path typed or pasted: its controls shown
+            line, style = "writes {}", "dim"
+        text = Text(line.format(short_path(path, max(12, room - cells(line.format(""))))), style=style)
+        if assets_text:  # where the pictures go too (a relative directory is the working directory's, as the file's)
+            pictures = "PNGs and SVGs to {}"
+            text.append("\n" + pictures.format(short_path(resolve(assets_text), room - cells(pictures))), style="dim")
+        status.update(text)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

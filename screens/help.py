@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -36,13 +38,13 @@ FILTER_HELP = [
         "render, tokens, row, sample, attempt",
     ),
     ("status:failed", "the status the table shows: scored · invalid · failed once finished (a prefix is enough)"),
-    ("row:3  sample:1  id:…", "row index (or row id), sample, text in the rollout id"),
+    ("row:3  sample:1  id:…", "row index (or row id), sample, text in the rollout id (or its eval-protocol id)"),
     (
         "invalid  overridden",
         "finished without a valid score, nothing broke · you overrode the judge (also: valid, cached, marked)",
     ),
     ("prompt:…  error:…", "text in the prompt · in the error"),
-    ('red circle  "two words"', "free text, matched against the prompt and the row id"),
+    ('red circle  "two words"', "free text, matched against the prompt, the row id and an eval-protocol rollout id"),
     ("-status:failed", "a leading - negates a term; all terms must hold"),
 ]
 
@@ -113,6 +115,17 @@ def key_text(app: App, binding: Binding, keymap: Mapping[str, str]) -> str:
     return " ".join(shown)
 
 
+def binding_text(binding: Binding) -> str:
+    """What a key does: its footer name and its tooltip, once (a tooltip that starts with the name is said alone:
+    "Quit (a run in progress is stopped, …)", not "Quit — Quit (…)")."""
+    name, more = binding.description, binding.tooltip
+    if not more:
+        return name
+    if more.casefold().startswith(name.casefold()):
+        return more
+    return f"{name} — {more}"
+
+
 def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]], keymap: Mapping[str, str]) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, expand=True)
     table.add_column("key", style="bold cyan", no_wrap=True, min_width=10)
@@ -127,8 +140,7 @@ def keys_table(app: App, sections: Iterable[tuple[str, list[Binding]]], keymap: 
                 "",
             )
         for binding in bindings:
-            what = binding.description + (f" — {binding.tooltip}" if binding.tooltip else "")
-            table.add_row(key_text(app, binding, keymap), what, binding.id or "")
+            table.add_row(key_text(app, binding, keymap), binding_text(binding), binding.id or "")
         table.add_row("", "", "")
     return table
 
@@ -147,22 +159,74 @@ class HelpScreen(TextPage):
     BODY = "help-body"
 
     def compose(self) -> ComposeResult:
-        intro = Text.assemble(
-            ("svgagent keys", "bold"),
-            " — remap any of them by id in the [keymap] table of your config file, e.g. ",
-            ('"app.run" = "ctrl+r"', "italic"),
-            ". ctrl+p opens the command palette with every action.",
-        )
         with VerticalScroll(id="help-body"):
-            keymap = cast("AppServices", self.app).keymap
-            yield Static(
-                Group(
-                    intro,
-                    Text(""),
-                    keys_table(self.app, binding_sections(self.app), keymap),
-                    Text("Filter (press / on the table)", style="bold underline"),
-                    filter_table(),
-                ),
-                id="help-text",
-            )
+            yield Static(RenderedOnce(*help_content(self.app)), id="help-text")
         yield KeysFooter()
+
+
+PAGE_CHROME = 4  # the help page's padding (1 + 1) and its scrollbar gutter (2, always there: app.tcss), off the width
+_RENDERED: dict[tuple[object, int], list[list[Segment]]] = {}  # (what the help says, width) -> its lines
+_KEPT = 8
+
+
+def help_content(app: App) -> tuple[RenderableType, object]:
+    """What the help shows, and a key that is equal when it shows the same (the keys, their names, the keymap)."""
+    keymap = cast("AppServices", app).keymap
+    sections = binding_sections(app)
+    key = tuple(
+        (title, tuple((key_text(app, b, keymap), binding_text(b), b.id) for b in bindings))
+        for title, bindings in sections
+    )
+    intro = Text.assemble(
+        ("svgagent keys", "bold"),
+        " — remap any of them by id in the [keymap] table of your config file, e.g. ",
+        ('"app.run" = "ctrl+r"', "italic"),
+        ". ctrl+p opens the command palette with every action.",
+    )
+    content = Group(
+        intro,
+        Text(""),
+        keys_table(app, sections, keymap),
+        Text("Filter (press / on the table)", style="bold underline"),
+        filter_table(),
+    )
+    return content, key
+
+
+def rendered_lines(
+    console: Console, options: ConsoleOptions, renderable: RenderableType, key: object
+) -> list[list[Segment]]:
+    """``renderable``'s lines at ``options.max_width``, rendered once per process (a table of a hundred keys is
+    most of what opening the help costs)."""
+    found = _RENDERED.get((key, options.max_width))
+    if found is None:
+        found = console.render_lines(renderable, options, pad=False)
+        if len(_RENDERED) >= _KEPT:
+            _RENDERED.clear()
+        _RENDERED[(key, options.max_width)] = found
+    return found
+
+
+class RenderedOnce:
+    """A renderable drawn from :func:`rendered_lines`: the same help at the same width is laid out once."""
+
+    def __init__(self, renderable: RenderableType, key: object) -> None:
+        self.renderable, self.key = renderable, key
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(options.max_width, options.max_width)  # the page's width: nothing laid out to know it
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for i, line in enumerate(rendered_lines(console, options, self.renderable, self.key)):
+            if i:
+                yield Segment.line()
+            yield from line
+
+
+def warm_help(app: App) -> Callable[[], object]:
+    """The help as the next `?` will show it (read from the app's bindings and keymap, which nothing changes
+    meanwhile); returns its rendering, for a thread after the first frame, so that `?` finds its lines ready."""
+    renderable, key = help_content(app)
+    console = app.console
+    options = console.options.update(width=max(20, app.size.width - PAGE_CHROME), highlight=False)
+    return lambda: rendered_lines(console, options, renderable, key)

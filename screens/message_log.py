@@ -1,8 +1,10 @@
-"""``L``: the session's messages — every notification and error, oldest first, the newest in view."""
+"""``L``: the session's messages — every notification and error, oldest first, the newest in view. No toast covers
+them here: a notification that arrives while the log is open is added to it (read twice a second) instead."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.table import Table
 from rich.text import Text
@@ -37,21 +39,43 @@ def log_table(entries: list[LogEntry]) -> Table:
     return table
 
 
+def log_title(entries: list[LogEntry]) -> Text:
+    return Text(f"Messages of this session — {len(entries)}, oldest first", style="bold")
+
+
 class MessageLogScreen(TextPage):
+    SHOWS_MESSAGES = True  # the app toasts nothing over it: a new message joins the log (see SvgAgentApp.notify)
     BINDINGS = page_bindings("log", "escape,q,L")
     BODY = "log-body"
+    READ_S = 0.5  # how often the log is read for messages that arrived while it is open
 
-    def __init__(self, entries: list[LogEntry]) -> None:
+    def __init__(self, entries: list[LogEntry], source: Callable[[], list[LogEntry]] | None = None) -> None:
         super().__init__()
         self.entries = entries
+        self.source = source  # the session's log, read again for what arrived meanwhile
 
     def compose(self) -> ComposeResult:
-        title = Text(f"Messages of this session — {len(self.entries)}, oldest first", style="bold")
         with VerticalScroll(id="log-body"):
-            yield Static(title)
+            yield Static(log_title(self.entries), id="log-title")
             yield Static(log_table(self.entries) if self.entries else Text("Nothing yet.", style="dim"), id="log-text")
         yield KeysFooter()
 
     def on_mount(self) -> None:
         super().on_mount()
         self.call_after_refresh(lambda: self.body().scroll_end(animate=False))
+        if self.source is not None:
+            self.set_interval(self.READ_S, self.read_new)
+
+    def read_new(self) -> None:
+        """Show the messages that arrived since the log was drawn (the newest stay in view when they were)."""
+        assert self.source is not None
+        entries = self.source()
+        if len(entries) == len(self.entries) and entries[-1:] == self.entries[-1:]:
+            return
+        body = self.body()
+        at_end = body.scroll_y >= body.max_scroll_y
+        self.entries = entries
+        self.query_one("#log-title", Static).update(log_title(entries))
+        self.query_one("#log-text", Static).update(log_table(entries))
+        if at_end:
+            self.call_after_refresh(lambda: body.scroll_end(animate=False))

@@ -21,10 +21,10 @@ from svgagent.core.config.prices import RolloutPricer, price_table
 from svgagent.core.store.reviews import Mark, count_refusal, counted, marks_of_judge, starting_marks, toggled
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RolloutRecord
-from svgagent.core.terminal_text import visible
+from svgagent.core.terminal_text import clipped, one_line, visible
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.keys_footer import KeysFooter
-from svgagent.tui.widgets.picture import Picture
+from svgagent.tui.widgets.picture import Picture, PictureShown
 from svgagent.tui.widgets.rollout_cells import format_score, state_label
 from svgagent.tui.widgets.rollout_info import RolloutInfo, judge_marks, not_judged, verdict_text
 from svgagent.tui.widgets.screen_text import shown_line
@@ -65,7 +65,7 @@ def count_mode_note(rec: RolloutRecord) -> Text | None:
 def attempts_table(attempts: list[RolloutRecord]) -> Table:
     table = Table("#", "status", "score", "fulfilled", "note", box=None, pad_edge=False, expand=True)
     for a in attempts:
-        note = (a.reason or a.error or "")[:60]
+        note = clipped(one_line(a.reason or a.error), 60, words=True)
         table.add_row(
             f"{a.attempt}{' ◀' if a.is_current else ''}",
             state_label(a),
@@ -188,7 +188,8 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         yield Static(id="detail-title")
         with Horizontal(id="detail-body"):
             with VerticalScroll(id="detail-left"):
-                yield Picture(self.store, id="detail-image")
+                # no cursor to wait for: loaded at once; its SVG source is added once it is drawn (_picture_shown)
+                yield Picture(self.store, id="detail-image", settle_s=0.0, on_shown=self._picture_shown)
                 yield Static(Text("Attempts", style="bold underline"), classes="wide-only")
                 yield Static(id="detail-attempts", classes="wide-only")
             with VerticalScroll(id="detail-right"):
@@ -201,12 +202,15 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
                 yield OptionList(id="requirements")
                 yield Static(Text("Attempts", style="bold underline"), classes="narrow-only")
                 yield Static(id="detail-attempts-narrow", classes="narrow-only")
-                yield RolloutInfo(full=True, show_requirements=False, show_verdict=False, id="detail-info")
+                info = RolloutInfo(full=True, show_requirements=False, show_verdict=False, id="detail-info")
+                info.show_svg = False  # until the picture is on screen (see _picture_shown)
+                yield info
         yield KeysFooter()
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self._show()
+        self._load_image()  # in the box the layout will give it (see _picture_box): drawn while the screen is laid out
         # the list takes the keys, but the screen opens at its top: the verdict first (scrolling the focused list into
         # view pushed it off an 80×24 screen when the requirements are many)
         self.query_one("#requirements", OptionList).focus(scroll_visible=False)
@@ -235,9 +239,11 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
 
     def _show(self) -> None:
         rec = self.record
+        served = f" · eval-protocol rollout {rec.ep_rollout_id}" if rec.ep_rollout_id else ""
         self.query_one("#detail-title", Static).update(
             shown_line(
-                f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}", style="bold"
+                f"{rec.rollout_id} · {rec.row_id} · sample {rec.sample_index} · attempt {rec.attempt}{served}",
+                style="bold",
             )
         )
         note = count_mode_note(rec)
@@ -261,17 +267,32 @@ class RolloutDetail(AppKeysFirst, Screen[bool]):
         history = self.store.attempts_of(rec.rollout_id)
         self.query_one("#detail-attempts", Static).update(attempts_table(history))
         self.query_one("#detail-attempts-narrow", Static).update(attempts_table(history))
-        self._load_image()
 
-    def _load_image(self) -> None:
-        """The picture as large as the left column allows (its width; the screen's height, less when narrow)."""
+    def _picture_shown(self, event: PictureShown) -> None:
+        """The picture (or why there is none) is drawn: now the SVG source, whose highlighting would have held it."""
+        info = self.query_one(RolloutInfo)
+        if not info.show_svg:
+            info.show_svg = True
+            self.call_after_refresh(lambda: info.show(self.record))  # after the frame with the picture
+
+    def _picture_box(self) -> tuple[int, int]:
+        """(columns, lines) the picture may fill: the left column's width (before the first layout, what its
+        style will give it), the screen's height, less when narrow."""
         left = self.query_one("#detail-left")
-        width = left.scrollable_content_region.width or 24
+        width = left.scrollable_content_region.width
+        if not width and left.styles.width is not None and left.styles.width.is_cells:
+            width = int(left.styles.width.value) - left.styles.padding.width
+        width = width or 24
         height = max(6, self.app.size.height - 4)
         lines = max(6, min(width // 2, height if not self.has_class("-narrow") else min(12, height)))
+        return max(8, width), lines
+
+    def _load_image(self) -> None:
+        """The picture as large as the left column allows: loaded once (and again when the box changes)."""
         picture = self.query_one(Picture)
-        picture.fit(max(8, width), lines)
-        picture.show(self.rollout_id, reread=True)
+        picture.fit(*self._picture_box())
+        if picture.rollout_id != self.rollout_id:
+            picture.show(self.rollout_id)
 
     # --- override -----------------------------------------------------------------------------------------
     def _save(self, *, fulfilled: int | None, verdicts: list[Mark] | None = None) -> None:

@@ -49,13 +49,16 @@ class SortPicker(ModalScreen[tuple[str, bool] | None]):
         options = []
         for column, (letter, label) in SORT_CHOICES.items():
             text = Text.assemble((f" {letter} ", "bold reverse"), f" {label}")
-            if column == self.current:
-                text.append(f"  {'▼ descending' if self.reverse else '▲ ascending'} · again: reverse", style="bold")
+            if column == self.current:  # one line per option: what picking it again does is said below the list
+                text.append(f"  {'▼' if self.reverse else '▲'}", style="bold")
             options.append(Option(text, id=column))
+        now = "▼ descending" if self.reverse else "▲ ascending"
         with Vertical(id="sort-box"):
             yield Static(Text("Sort rollouts by", style="bold"))
             yield OptionList(*options, id="sort-options")
-            yield Static("letter or enter: sort · escape: leave as is", id="sort-help")
+            yield Static(
+                f"letter or enter: sort · {now} now, its letter again: reverse · escape: leave as is", id="sort-help"
+            )
         yield KeysFooter()
 
     def on_mount(self) -> None:

@@ -32,7 +32,7 @@ from svgagent.core.config.prices import Cost, price_table, rollouts_cost, usd_te
 from svgagent.core.rft.job_metrics import JobCurves
 from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
 from svgagent.core.store.run_store import Store
-from svgagent.core.terminal_text import visible_line
+from svgagent.core.terminal_text import clipped, one_line, visible_line
 from svgagent.screens.compare import open_compare
 from svgagent.screens.keys_first import AppKeysFirst
 from svgagent.tui.widgets.health_summary import HealthSummary
@@ -231,12 +231,15 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
         if record is None or step is None:
             return
         score = "–" if record.effective_score is None else f"{record.effective_score:.2f}"
-        prompt = " ".join(record.prompt.split())[:60]
+        prompt = clipped(one_line(record.prompt), 60, words=True)
         cost = self._costs.get(step.run_id)
         usd = f" · step {usd_text(cost[1].total_usd)}" if cost is not None else ""  # the column may be scrolled off
-        self.query_one("#training-caption", Static).update(
-            shown_line(f"step {step.step} · score {score}{usd} · {prompt}")
-        )
+        caption = shown_line(f"step {step.step} · score {score}{usd} · {prompt}")
+        if record.ep_rollout_id:  # the ids the Fireworks dashboard shows: `/` finds the rollout by either
+            caption.append("\n").append(
+                shown_line(f"eval-protocol rollout {record.ep_rollout_id} · row {record.row_id}")
+            )
+        self.query_one("#training-caption", Static).update(caption)
 
     # --- drawing ----------------------------------------------------------------------------------------------
     def _redraw(self) -> None:
@@ -290,7 +293,7 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
                 str(s.done),
                 str(s.failed),
                 _mean(s),
-                shown_line((s.model or "")[-28:]),
+                shown_line(clipped(s.model or "", 28, keep="end")),  # a checkpoint's name ends with its step
                 usd_text(self._costs[s.run_id][1].total_usd) if s.run_id in self._costs else "–",
                 key=str(s.step),
             )

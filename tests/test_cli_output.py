@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cli_process import svgagent_argv
 
+from svgagent.core.terminal_text import clipped, one_line
+
 
 def svgagent(
     *args: str,
@@ -103,7 +105,7 @@ def test_runs_show_keeps_every_column_whole_in_a_pipe_and_at_80_columns(home: Pa
     assert header == ["rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "$", "reason"]
     assert [row[4] for row in rows] == scores
     assert all(row[8].startswith("$") for row in rows)  # each rollout's dollars (the demo's models have prices)
-    assert [row[9] for row in rows] == [" ".join(r["reason"].split())[:60].rstrip() for r in rollouts]
+    assert [row[9] for row in rows] == [clipped(one_line(r["reason"]), 60, words=True) for r in rollouts]
     narrow = svgagent("runs", "show", run_id, env={"COLUMNS": "80"})
     assert narrow.returncode == 0, narrow.stderr
     header, *rows = _table_rows(narrow.stdout)

@@ -789,7 +789,7 @@ async def test_footer_fits_80_columns_with_the_important_keys(store: Store) -> N
             ("r", "Run"),
             ("c", "Resume"),
             ("o", "Runs"),
-            ("f", "Image"),
+            ("R", "Rerun"),  # before Image: it acts on the rollouts a filter shows (issue 34)
             ("i", "Stats"),
             ("?", "Help"),
             ("q", "Quit"),
@@ -897,17 +897,18 @@ async def test_the_config_form_is_mounted_when_first_shown(store: Store, size: t
 
 
 async def test_in_the_grid_the_config_pane_shows_the_settings_until_tab_reaches_it(store: Store) -> None:
-    """Until it is edited the pane is one widget with every value drawn in full (a long one folds, it is not
-    cut); Tab onto it mounts the form with its first field browsed, and Enter then typing edits that field."""
+    """Until it is edited the pane is one widget with every value drawn in full (a long one goes under its name and
+    folds after a /, it is not cut); Tab onto it mounts the form with its first field browsed, and Enter then typing
+    edits that field."""
     app = make_app(store, run_id=RUN_ID)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         model = app.settings.model
-        lines = summary_lines(app)
-        assert lines[0].split()[0] == "model"
-        value_column = lines[0].index(model[:8])
-        folded = "".join(line[value_column:].strip() for line in lines[:3])
+        lines = [line.strip("│ ") for line in summary_lines(app)]
+        assert lines[0] == "model"
+        folded = "".join(lines[1:3])
         assert folded.startswith(model)
+        assert lines[1].endswith("/")
         assert any(line.split()[:2] == ["temperature", str(app.settings.temperature)] for line in lines)
         chain = [w.id for w in app.screen.focus_chain]
         tabs = ["tab"] * chain.index("config-summary")

@@ -116,7 +116,7 @@ async def test_pane_lists_simulator_jobs_and_refresh_updates_them(store: Store, 
         assert states(app) == {DEMO_JOB_ID: "CREATING"}
         table = panel.query_one(JobTable)
         assert table.names == [JOB_NAME]
-        assert table.row_text(JOB_NAME)[:3] == ("…agent-demo-job", "CREATING", "–")
+        assert table.row_text(JOB_NAME)[:3] == ("svgagent demo job", "CREATING", "–")  # its display name
         advance(sim, 5)  # PENDING, VALIDATING, RUNNING (provisioning), then two steps of progress
         await poll_now(pilot, panel, "5", "u")
         view = panel.views[0]

@@ -186,9 +186,15 @@ class SvgAgentApp(InOrderInput, App[int]):
 
     def _warm_up(self) -> None:
         """Import what the panes import on first use in a thread, then freeze the heap again (tui/heap)."""
-        self.run_worker(
-            self.heap.import_deferred, name="warm up", group="warm-up", thread=True, exit_on_error=False
-        )  # its end: on_worker_state_changed freezes
+
+        def warm() -> None:
+            self.heap.import_deferred()
+            from svgagent.screens.help import warm_help  # in this thread: it imports every screen
+
+            warm_help(self)()  # `?` then finds the help laid out at this width (it only reads the app's keys)
+
+        self.run_worker(warm, name="warm up", group="warm-up", thread=True, exit_on_error=False)
+        # its end: on_worker_state_changed freezes
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.Paste, events.MouseDown)):
@@ -280,13 +286,17 @@ class SvgAgentApp(InOrderInput, App[int]):
         name): never read as markup, controls shown as escapes (``markup`` is accepted and ignored)."""
         message, title = visible(message), visible_line(title)
         self.message_log.add(self.wall_clock(), severity, title, message)  # kept after the toast goes (``L``)
+        if getattr(self.screen_stack[-1] if self.screen_stack else None, "SHOWS_MESSAGES", False):
+            return  # the message log is open: it shows the message, a toast would cover its newest lines
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def action_messages(self) -> None:
         from svgagent.screens.message_log import MessageLogScreen
 
         if not isinstance(self.screen, MessageLogScreen):
-            self.push_screen(MessageLogScreen(self.message_log.entries))
+            log = self.message_log
+            self.clear_notifications()  # every toast is in the log, where it would cover the newest lines
+            self.push_screen(MessageLogScreen(log.entries, lambda: log.entries))
 
     def rollout_in_view(self) -> str | None:
         """The rollout the screen shows or has its cursor on (``y`` and ``w`` act on it), if any."""

@@ -23,7 +23,14 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import String
 
 from svgagent.core.config.project_trust import remember_saved
-from svgagent.core.config.settings import KEY_FIELDS, PROJECT_CONFIG_FILE, Settings, describe_field_limits, trust_file
+from svgagent.core.config.settings import (
+    KEY_FIELDS,
+    PROJECT_CONFIG_FILE,
+    Settings,
+    describe_field_limits,
+    trust_file,
+    validation_message,
+)
 from svgagent.core.config.toml_file import PROJECT_CONFIG_MAX_BYTES, parse_toml_config, read_regular_capped
 from svgagent.core.named_files import TargetKind, resolve_target, write_output
 
@@ -95,7 +102,7 @@ _SHORT_MESSAGES = {
 def field_error_message(name: str, err: ValidationError) -> str:
     """One short line for the first problem, with the allowed range when the model has one."""
     item = err.errors()[0] if err.errors() else {"type": "", "msg": "invalid"}
-    msg = _SHORT_MESSAGES.get(item["type"]) or str(item.get("msg", "invalid")).removeprefix("Value error, ")
+    msg = _SHORT_MESSAGES.get(item["type"]) or validation_message(item)
     limits = describe_field_limits(name)
     info = Settings.model_fields.get(name)
     if limits and (info is None or limits != info.description):

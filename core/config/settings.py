@@ -14,6 +14,7 @@ waits for the person's confirmation (core/config/project_trust.py): :func:`read_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -281,6 +282,12 @@ def describe_field_limits(name: str) -> str:
     return info.description or ""
 
 
+def validation_message(item: Mapping[str, Any]) -> str:
+    """What a pydantic error item says, as a sentence of ours: without pydantic's "Value error, " before the text a
+    validator raised."""
+    return str(item.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
 def format_validation_error(err: ValidationError) -> str:
     parts = []
     for item in err.errors():
@@ -291,7 +298,7 @@ def format_validation_error(err: ValidationError) -> str:
             value = strip_userinfo(value)  # never echo credentials
         shown = "" if field in SECRET_FIELDS or isinstance(value, dict) else f"={value!r}"
         limits = describe_field_limits(field)
-        msg = item.get("msg", "invalid")
+        msg = validation_message(item)
         parts.append(f"{loc}{shown}: {msg}" + (f" (allowed: {limits})" if limits else ""))
     return "invalid setting " + "; ".join(parts)
 

@@ -37,6 +37,7 @@ from svgagent.core.scoring.extract import extract_svg
 from svgagent.core.scoring.models import MAX_TOKEN_COUNT, FailureKind, RolloutStatus
 from svgagent.core.store.size_caps import MAX_REQUIREMENTS, PROMPT_CAP, REQUIREMENT_CAP
 from svgagent.core.store.verdict_columns import first_line
+from svgagent.core.terminal_text import clipped
 
 IMPORTED_FINISH_REASON = "imported"
 FINISHED, RUNNING = 100, 101
@@ -190,7 +191,7 @@ def _shown(value: Any) -> str:
         if not isinstance(value, int) or abs(value) < 10**30
         else f"an integer of {len(str(abs(value)))} digits"
     )
-    return text if len(text) <= 60 else text[:59] + "…"
+    return clipped(text, 60)
 
 
 def _outcome(obj: dict[str, Any], answer: str | None, total: int) -> dict[str, Any]:

@@ -304,6 +304,7 @@ class TrainingStore:
             "run_id": run_id,
             "row_index": row_index,
             "row_id": ids.row_id,
+            "ep_rollout_id": ids.rollout_id,
             "sample_index": sample_index,
             "attempt": attempt,
             "prompt": safe_text(one.prompt),

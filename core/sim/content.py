@@ -23,6 +23,7 @@ from typing import Literal
 from svgagent.core.scoring.judge_forms import JudgeForm
 from svgagent.core.scoring.models import COUNT_KEY
 from svgagent.core.sim.motifs import asked_for, motif_for
+from svgagent.core.terminal_text import clipped, one_line
 
 Quality = Literal["good", "partial", "broken", "no_svg", "truncated"]
 # "unreadable" (JSON nested deeper, or a number longer, than a JSON reader takes) is asked for by name only: the
@@ -98,9 +99,7 @@ def _subject(prompt: str) -> str:
     """A short description of what is asked for: the first sentence of the prompt, shortened."""
     first = " ".join(prompt.strip().split("\n", 1)[0].split())
     first = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0].rstrip(".!?")
-    if len(first) > 80:
-        first = first[:77].rstrip() + "…"
-    return first or "your drawing"
+    return clipped(first, 78, words=True) or "your drawing"
 
 
 # ------------------------------------------------------------------------------------------------------ policy
@@ -320,8 +319,7 @@ def judge_decisions(seed: int, png: bytes, n: int, inspect_pixels: bool = True) 
 
 
 def _req_label(requirement: str, limit: int = 48) -> str:
-    text = " ".join(requirement.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return clipped(one_line(requirement), limit, words=True)
 
 
 def judge_answer(

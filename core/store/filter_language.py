@@ -9,9 +9,11 @@ negate it. Terms:
   ``row``, ``sample``, ``attempt``. A rollout without the value (not scored yet) never matches a comparison.
 - ``status:NAME`` (a prefix is enough: ``status:fail``) — the word the table shows: queued, generating, rendering,
   judging, then the outcome scored · invalid · failed (core/store/outcomes.py) —, ``row:3`` (row index, or row id ``row:row_3``),
-  ``sample:1``, ``attempt:2``, ``id:TEXT``, ``prompt:TEXT``, ``error:TEXT`` (error or reason contains TEXT).
+  ``sample:1``, ``attempt:2``, ``id:TEXT`` (the rollout's id, or the eval-protocol rollout id a served rollout came
+  with), ``prompt:TEXT``, ``error:TEXT`` (error or reason contains TEXT).
 - keywords: ``invalid`` (the outcome: finished without a valid score, nothing broke), ``valid`` (scored), ``overridden``, ``cached``, ``marked``.
-- anything else is free text, matched case-insensitively against the prompt and the row id; quote it to keep
+- anything else is free text, matched case-insensitively against the prompt, the row id and a served rollout's
+  eval-protocol rollout id (so the id the Fireworks dashboard shows finds its rollout); quote it to keep
   spaces: ``"red circle"``.
 
 Pure: no I/O, no UI. ``parse_query`` raises :class:`QueryError` with one line saying what is wrong.
@@ -125,7 +127,7 @@ def unmatched_terms(query: Query, records: Iterable[RolloutRecord]) -> list[str]
     an empty table without a word."""
     if not query.free_text:
         return []
-    haystacks = [f"{r.prompt}\n{r.row_id}".lower() for r in records]
+    haystacks = [_free_haystack(r) for r in records]
     notes = []
     for word in query.free_text:
         needle = word.lower()
@@ -212,9 +214,16 @@ def _term(word: str) -> Predicate | None:
     return None
 
 
+def _free_haystack(r: RolloutRecord) -> str:
+    """What free text is matched against: the prompt, the row id, the eval-protocol rollout id."""
+    return f"{r.prompt}\n{r.row_id}\n{r.ep_rollout_id or ''}".lower()
+
+
 def _free_text(word: str) -> Predicate:
     needle = word.lower()
-    return lambda r, m: needle in r.prompt.lower() or needle in r.row_id.lower()
+    return lambda r, m: (
+        needle in r.prompt.lower() or needle in r.row_id.lower() or needle in (r.ep_rollout_id or "").lower()
+    )
 
 
 def _comparison(name: str, op: str, raw: str, word: str) -> Predicate:
@@ -267,7 +276,7 @@ _PAIR_TERMS: dict[str, Callable[[str, str], Predicate]] = {
     "row": _int_field("row"),
     "sample": _int_field("sample"),
     "attempt": _int_field("attempt"),
-    "id": _contains(lambda r: r.rollout_id),
+    "id": _contains(lambda r: r.rollout_id, lambda r: r.ep_rollout_id),
     "prompt": _contains(lambda r: r.prompt),
     "error": _contains(lambda r: r.error, lambda r: r.reason if r.status is RolloutStatus.FAILED else None),
 }

@@ -169,4 +169,14 @@ MIGRATIONS: list[str] = [
         created TEXT NOT NULL
     );
     """,
+    # v9: the eval-protocol rollout id a served rollout came with (`svgagent serve`'s /init metadata), on the rollout
+    # itself so the filter, `runs show` and the screens find it; served rollouts stored before get theirs (each attempt)
+    """
+    ALTER TABLE rollouts ADD COLUMN ep_rollout_id TEXT;
+    UPDATE rollouts SET ep_rollout_id = (
+        SELECT s.ep_rollout_id FROM served_rollouts s JOIN rollouts c ON c.rollout_id = s.rollout_id
+        WHERE c.run_id = rollouts.run_id AND c.row_index = rollouts.row_index AND c.sample_index = rollouts.sample_index
+    )
+    WHERE run_id IN (SELECT r.run_id FROM training_steps r);
+    """,
 ]

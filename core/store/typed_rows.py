@@ -66,6 +66,7 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "override_at",
     "failure_kind",
     "truncated_json",
+    "ep_rollout_id",
 )
 
 
@@ -136,6 +137,7 @@ class RolloutRecord:
     truncated: dict[str, int] | None = (
         None  # column -> original length, for text cut to its cap (core/store/size_caps.py)
     )
+    ep_rollout_id: str | None = None  # eval-protocol's id of a served rollout (its /init metadata); None otherwise
     # heavy columns (None unless loaded)
     raw_answer: str | None = None
     finish_reason: str | None = None
@@ -280,6 +282,7 @@ class RolloutRecord:
             "override_score": self.override_score,
             "failure_kind": self.failure_kind.value if self.failure_kind is not None else None,
             "truncated": self.truncated,
+            "ep_rollout_id": self.ep_rollout_id,
         }
 
 

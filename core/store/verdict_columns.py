@@ -19,6 +19,7 @@ from svgagent.core.scoring.models import (
     RolloutStatus,
     Usage,
 )
+from svgagent.core.terminal_text import clipped
 
 
 def cache_key(*parts: Any) -> str:
@@ -98,10 +99,4 @@ def first_line(text: str | None, limit: int = REASON_LINE) -> str:
     between words and marked with "…" (the whole text stays in the rationale)."""
     stripped = (text or "").strip()
     line = stripped.splitlines()[0] if stripped else ""
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
+    return clipped(line, limit, words=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from svgagent.core.store.run_refs import RUN_HELP
 from svgagent.core.store.typed_rows import spread_text
-from svgagent.core.terminal_text import visible
+from svgagent.core.terminal_text import clipped, one_line, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -167,11 +167,6 @@ def _rest(console: Console, widths: tuple[int, ...]) -> int:
     return max(console.width - sum(widths) - 2 * columns - (columns + 1), 12)
 
 
-def _clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 # --- compare ---------------------------------------------------------------------------------------------------------
 
 
@@ -252,7 +247,7 @@ def print_comparison(console: Console, c: Comparison, rows: list[Any]) -> None:
             _fmt(r.mean_b),
             f"[{style}]{shown}[/]" if style else shown,
             counts,
-            escape(_clip(r.prompt, prompt_width)),
+            escape(clipped(one_line(r.prompt), prompt_width, words=True)),
         )
     console.print(table)
 
@@ -377,7 +372,7 @@ def print_stats(console: Console, s: RunStats, name: str = "", *, width: int = 4
                 str(r.index),
                 f"{r.failed}/{r.judged}",
                 f"{100 * r.failure_rate:.0f}%",
-                escape(_clip(r.text, text_width)),
+                escape(clipped(one_line(r.text), text_width, words=True)),
             )
         console.print(table)
     else:

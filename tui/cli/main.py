@@ -133,7 +133,7 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
     add_store(p)
     add_json(p, "JSON")
     p = runs_sub.add_parser("show", help="one run and its rollouts")
-    p.add_argument("run_id", metavar="RUN", help=RUN_HELP)
+    p.add_argument("run_id", metavar="RUN", help=f"{RUN_HELP}; or a served rollout's eval-protocol rollout id")
     add_store(p)
     add_json(p, "JSON")
 
@@ -174,7 +174,15 @@ def _add_runs_export_render_parsers(sub: argparse._SubParsersAction) -> argparse
 
 
 def _add_tui_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="open the terminal app", formatter_class=_Formatter)
+    p = sub.add_parser(
+        "tui",
+        help="open the terminal app",
+        formatter_class=_Formatter,
+        description="Open the terminal app: runs and their rollouts with pictures, the settings, the keys, RFT jobs and\n"
+        "their training view. Without keys (or with --demo) it runs against the built-in simulator.\n"
+        "Press ? in the app for every key.",
+        epilog="examples:\n  svgagent tui --demo\n  svgagent tui --run latest\n  svgagent tui --serve",
+    )
     p.add_argument("--demo", action="store_true", help="run against the built-in simulator (no keys)")
     p.add_argument(
         "--serve",
@@ -230,12 +238,49 @@ exit status: 0 confirmed or nothing to confirm, 2 not confirmed (declined, or no
 """
 
 
+def parse_words(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(words)``, except that words no parser took are refused by the (sub)command they were
+    given to, with its usage and the flag most like a mistyped one (argparse has the top-level parser refuse them,
+    with the top-level usage: `svgagent eval --rwos 8` printed `usage: svgagent [-h] COMMAND ...`)."""
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        command = innermost_parser(parser, args)
+        hint = close_flag(command, extra)
+        command.error(f"unrecognized arguments: {' '.join(extra)}" + (f" (did you mean {hint}?)" if hint else ""))
+    return args
+
+
+def innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` were parsed for (`svgagent runs show` → the parser of `show`)."""
+    while True:
+        chosen = None
+        for action in parser._actions:  # noqa: SLF001 - argparse keeps its subcommands there, and only there
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+        if chosen is None:
+            return parser
+        parser = chosen
+
+
+def close_flag(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
+    """The flag of ``parser`` most like the first unknown ``--word`` (None when none is close)."""
+    import difflib
+
+    flags = [flag for action in parser._actions for flag in action.option_strings]  # noqa: SLF001
+    for word in words:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1, cutoff=0.6)
+            if close:
+                return close[0]
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(words[0] if words and words[0] in ALONE else None)
-    args = parser.parse_args(argv)
+    args = parse_words(parser, words)
     if args.command is None:
-        args = parser.parse_args(["tui", *([] if argv is None else argv)])
+        args = parse_words(parser, ["tui", *words])
     if args.command == "tui":
         pause_collection()  # until the first frame is composed (core/startup_gc)
     try:

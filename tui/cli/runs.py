@@ -21,9 +21,12 @@ from svgagent.core.scoring.judge_profiles import recipe_line
 from svgagent.core.scoring.picture_size import OWN_SIZE
 from svgagent.core.scoring.render import DEFAULT_MAX_BYTES
 from svgagent.core.scoring.renderers import make_renderer
+from svgagent.core.serve.training_runs import ServedRef, TrainingStore
 from svgagent.core.store.outcomes import OutcomeCounts
-from svgagent.core.store.run_refs import resolve_run
-from svgagent.core.store.typed_rows import mean_text, spread_text
+from svgagent.core.store.run_refs import RunNotFound, resolve_run
+from svgagent.core.store.run_store import Store
+from svgagent.core.store.typed_rows import RunRecord, mean_text, spread_text
+from svgagent.core.terminal_text import clipped, one_line
 from svgagent.tui.cli.console import cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.health_report import print_health, run_health_scope
@@ -66,8 +69,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             for it in items:
                 table.add_row(
                     it["run_id"],
-                    escape(it["name"]),
-                    it["created"][:19],
+                    "" if it["name"] == it["run_id"] else escape(it["name"]),  # a run without a name of its own
+                    it["created"][:16].replace("T", " "),  # to the minute, as the app shows times
                     it["status"],
                     escape(str(it["model"])),
                     f"{it['done']}/{it['rollouts']}",
@@ -76,7 +79,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 )
             cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
             return EXIT_OK
-        run = resolve_run(store, args.run_id)
+        run, served = _run_or_served(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.threshold)
         prices = run_prices(args)
@@ -112,9 +115,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
             highlight=False,
         )
         print_health(console, health, scope, brief=True)
+        if served is not None:
+            console.print(
+                f"eval-protocol rollout {escape(served.ep_rollout_id)} is rollout {served.rollout_id} of this run"
+                f" (training {escape(served.training_id)}, step {served.step})"
+            )
+        ep_ids = any(r.ep_rollout_id for r in rollouts)  # a served run: eval-protocol's ids beside ours
+        header = ("rollout", "ep rollout", *ROLLOUT_COLUMNS[1:]) if ep_ids else ROLLOUT_COLUMNS
         cells = [
             (
                 r.rollout_id.removeprefix(run.run_id + "."),
+                *((r.ep_rollout_id or "–",) if ep_ids else ()),
                 r.row_id,
                 str(r.sample_index),
                 r.outcome.value if r.outcome is not None else r.status.value,  # scored · invalid · failed
@@ -126,14 +137,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
             )
             for r in rollouts
         ]
-        header = ROLLOUT_COLUMNS
         if reason_room(console.width, header, cells) is None:  # no room for the dollars too: --json has them
             header, cells = header[:-1], [row[:-1] for row in cells]
-        reasons = [" ".join((r.reason or "").split())[:REASON_CHARS] for r in rollouts]
         table = Table(*header)
         for column in table.columns:
             column.no_wrap = True
         room = reason_room(console.width, header, cells)
+        # a reason's first words (its whole text: --json), cut between words and marked "…"
+        reasons = [clipped(one_line(r.reason), min(REASON_CHARS, room or REASON_CHARS), words=True) for r in rollouts]
         if room is not None:  # else there is no room for it: every other column stays whole (the score above all)
             table.add_column("reason", no_wrap=True, overflow="ellipsis", max_width=room)
         for row, reason in zip(cells, reasons):
@@ -149,6 +160,18 @@ def run_prices(args: argparse.Namespace) -> PriceTable:
     from svgagent.core.config.settings import load_settings
 
     return price_table(load_settings(**({"store": args.store} if getattr(args, "store", None) else {})).prices)
+
+
+def _run_or_served(store: Store, ref: str) -> tuple[RunRecord, ServedRef | None]:
+    """The run ``ref`` names; failing that, the run holding the served rollout whose eval-protocol rollout id is
+    ``ref`` (the id the Fireworks dashboard shows), with where that rollout is."""
+    try:
+        return resolve_run(store, ref), None
+    except RunNotFound:
+        served = TrainingStore(store).served(ref.strip())
+        if served is None:
+            raise
+        return store.get_run(served.run_id), served
 
 
 ROLLOUT_COLUMNS = ("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "$")

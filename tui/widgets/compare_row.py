@@ -4,7 +4,6 @@ score and rationale), decoded in a thread worker."""
 
 from __future__ import annotations
 
-from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -14,7 +13,7 @@ from textual.widgets import Static
 from svgagent.core.analysis.compare import Comparison, RowComparison, RowScores
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import spread_text
-from svgagent.core.terminal_text import visible, visible_line
+from svgagent.core.terminal_text import clipped, one_line, visible, visible_line
 from svgagent.tui.widgets.picture import Picture
 from svgagent.tui.widgets.rollout_info import verdict_text
 from svgagent.tui.widgets.screen_text import shown
@@ -79,11 +78,6 @@ def header_text(c: Comparison, view: str = "") -> Text:
     return text
 
 
-def clip(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if cell_len(flat) <= width else set_cell_size(flat, max(0, width - 1)) + "…"
-
-
 def _mean(scores: RowScores | None) -> Text:
     """A run's row mean, ``*`` when a person overrode one of its rollouts (as the rollout table marks a score)."""
     mean = scores.mean if scores else None
@@ -106,7 +100,7 @@ def row_cells(row: RowComparison, prompt_width: int) -> tuple[Text, ...]:
         _mean(row.b),
         shown,
         Text(counts, justify="right"),
-        Text(clip(prompt, prompt_width)),
+        Text(clipped(one_line(prompt), prompt_width, words=True)),
     )
 
 

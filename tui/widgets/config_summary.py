@@ -7,22 +7,24 @@ another height, a resize) walks them again, on screen or not. Most sessions neve
 shows this one widget until the person goes there (its pane key, a click, Tab onto it): then the dashboard mounts
 the form in its place and the focus moves into it, and the keys typed meanwhile wait for it (``InOrderInput``).
 
-The values are the app's settings (what the next run uses), drawn in full: a long model name folds onto the next
-line instead of being cut (in the 120×40 grid the pane is 34 columns wide).
+The values are the app's settings (what the next run uses), drawn in full: a value too wide to go beside its name
+(in the 120×40 grid the pane is 34 columns wide: a base URL, a model's path) goes on the line under it, where it
+has the pane's whole width (an https:// URL there without its scheme, as a browser shows it; http:// stays said);
+only one wider than that folds, after a ``/``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.message import Message
 
 from svgagent.core.config.form_fields import DATASET_FILE, FieldSpec, form_fields, input_text
 from svgagent.core.config.settings import Settings
 from svgagent.core.run.dataset import BUILTIN
-from svgagent.core.terminal_text import visible
+from svgagent.core.terminal_text import cells, folded, visible_line
 from svgagent.tui.widgets.text_box import TextBox
 
 
@@ -37,15 +39,34 @@ def shown_value(spec: FieldSpec, value: Any) -> str:
     return input_text(value) or ("(none)" if spec.optional else "")
 
 
-def summary_table(settings: Settings) -> Table:
-    table = Table.grid(padding=(0, 1))
-    table.add_column(style="dim", no_wrap=True)
-    table.add_column(overflow="fold")
-    for spec in form_fields():
-        table.add_row(
-            spec.name, Text(visible(shown_value(spec, getattr(settings, spec.name))))
-        )  # project files: outside
-    return table
+class SettingLines:
+    """``name  value`` per setting at whatever width it is drawn; a value too wide for beside its name goes under
+    it, indented (never split where the pane's width happens to fall, as a two-column table did)."""
+
+    INDENT = 2
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        self.rows = rows
+        self.label_width = max((cells(name) for name, _ in rows), default=0)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        for name, value in self.rows:
+            if self.label_width + 1 + cells(value) <= width:
+                yield Text.assemble((name.ljust(self.label_width), "dim"), " ", value, no_wrap=True)
+            else:
+                yield Text(name, style="dim", no_wrap=True, overflow="ellipsis")
+                # an https:// URL as a browser shows it (the default endpoint then fits a line); http:// stays said
+                value = value.removeprefix("https://")
+                for line in folded(value, width - self.INDENT):
+                    yield Text(" " * self.INDENT + line, no_wrap=True)
+
+
+def summary_table(settings: Settings) -> SettingLines:
+    """Every setting of the form and its value (values from project files: outside text, controls escaped)."""
+    return SettingLines(
+        [(spec.name, visible_line(shown_value(spec, getattr(settings, spec.name)))) for spec in form_fields()]
+    )
 
 
 class ConfigSummary(TextBox, can_focus=True):

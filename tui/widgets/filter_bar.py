@@ -32,6 +32,7 @@ class FilterBar(Vertical):
     FilterBar > #filter-row { height: 1; }
     FilterBar #filter-label { color: $accent; text-style: bold; }
     FilterBar #filter { width: 1fr; }
+    FilterBar #filter-hint { width: auto; color: $text-muted; }
     FilterBar #filter.-error { color: $error; }
     FilterBar > #filter-note { height: auto; color: $warning; }
     FilterBar.-hidden, FilterBar > .-hidden { display: none; }
@@ -54,6 +55,8 @@ class FilterBar(Vertical):
         with Horizontal(id="filter-row"):
             yield Label("filter ", id="filter-label")
             yield Input(placeholder=PLACEHOLDER, id="filter", compact=True)
+            # said here, so a narrow footer can leave "esc Back" out for the keys that act on what the filter shows
+            yield Label(" esc: clear", id="filter-hint", classes="-hidden")
         yield Static("", id="filter-note", classes="-hidden", markup=False)
 
     @property
@@ -68,6 +71,7 @@ class FilterBar(Vertical):
     def open(self) -> None:
         """Show the bar with the table's filter and give it the focus now (not after a refresh)."""
         self.remove_class("-hidden")
+        self.query_one("#filter-hint").add_class("-hidden")  # while typing, escape leaves the bar
         self.input.value = self.table.query_filter.text
         self.input.cursor_position = len(self.input.value)
         self.screen.set_focus(self.input)
@@ -78,6 +82,7 @@ class FilterBar(Vertical):
         self.input.value = self.table.query_filter.text
         self.input.remove_class("-error")
         self.set_class(self.table.query_filter.empty, "-hidden")
+        self.query_one("#filter-hint").remove_class("-hidden")
 
     def clear(self) -> None:
         self.apply("", quiet=True)

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from svgagent.core.rft.job_metrics import LABELS as CURVE_LABELS
-from svgagent.core.terminal_text import visible_line
+from svgagent.core.terminal_text import one_line, visible_line
 from svgagent.tui.widgets.line_table import Column
 from svgagent.tui.widgets.screen_text import shown, shown_line
 
@@ -53,9 +53,10 @@ def duration(seconds: float | None) -> str:
     return format_duration(seconds)
 
 
-def clip(text: str, width: int) -> str:
-    """Keep the end: job ids share their start (`svgagent-rft-…`) and differ at the end."""
-    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+def job_label(view: JobView) -> str:
+    """What names a job in the table: its display name (what the person launching it chose or was shown, e.g.
+    "svgagent builtin (33 rows) qwen3-0p6b"), else its id; the details under the table show both."""
+    return visible_line(one_line(view.display_name) or view.job_id or view.name)
 
 
 def bar(percent: int | None, width: int, style: str) -> Text:
@@ -79,7 +80,7 @@ def cells_for(view: JobView, now: float) -> tuple[Text, ...]:
     percent = DASH if view.percent is None else f"{view.percent}%"
     requests = f"{view.processed}/{view.total}" if view.total else DASH
     return (
-        Text(clip(view.job_id or view.name, COLUMNS[0].width), style=dim),
+        Text(job_label(view), style=dim),  # the table cuts it to its column, its end marked "…"
         Text(view.phase, style=f"{style} {dim}".strip()),
         Text(percent, style=dim, justify="right"),
         bar(view.percent, COLUMNS[3].width, f"{style} {dim}".strip()),

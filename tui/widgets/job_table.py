@@ -12,6 +12,8 @@ from rich.text import Text
 from svgagent.tui.widgets.job_cells import COLUMNS, cells_for
 from svgagent.tui.widgets.line_table import LineTable, cursor_bindings
 
+NAME_MAX = 48  # cells of a job's name at most: the other columns stay near it on a wide pane
+
 if TYPE_CHECKING:
     from svgagent.core.rft.monitor import JobView
 
@@ -31,6 +33,14 @@ class JobTable(LineTable):
         self._cells: dict[str, tuple[Text, ...]] = {}
 
     # --- LineTable ----------------------------------------------------------------------------------------
+    def widths(self) -> list[int]:
+        """The job column takes what the pane has left over its other columns (its name is cut at its end), up
+        to :data:`NAME_MAX`; a pane too narrow for every column keeps its own width (the left columns show)."""
+        widths = [c.width for c in COLUMNS]
+        room = (self.scrollable_content_region.width or self.size.width) - self.LEAD - self.GAP * (len(widths) - 1)
+        widths[0] = max(widths[0], min(NAME_MAX, room - sum(widths[1:])))
+        return widths
+
     @property
     def row_count(self) -> int:
         return len(self._order)

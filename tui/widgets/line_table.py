@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from svgagent.core.terminal_text import visible_line
+from svgagent.core.terminal_text import clipped, visible_line
 from svgagent.tui.widgets.screen_text import escaped
 
 Cell = str | Text  # plain text drawn in the row's style, or text with styles of its own; never markup, and its
@@ -43,8 +43,9 @@ def fit(text: str, width: int, justify: str = "left") -> str:
     """``text`` cut (with an ellipsis) or padded to exactly ``width`` cells."""
     if width <= 0:
         return ""
-    if cell_len(text) > width:
-        return set_cell_size(text, width - 1) + "…"
+    text = clipped(text, width)
+    if cell_len(text) > width:  # a character sequence Rich measures wider than terminal_text does (rare emoji)
+        text = set_cell_size(text, width)
     pad = " " * (width - cell_len(text))
     return pad + text if justify == "right" else text + pad
 

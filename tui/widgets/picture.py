@@ -105,6 +105,7 @@ class PictureSource:
         self.cols, self.lines = 24, 12
         self._pending: _Request | None = None
         self._drawn: tuple[_Request, bytes, HalfBlocks] | None = None  # what image is the drawing of
+        self.settle_s = SETTLE_S  # the debounce before a load: 0 where nothing moves a cursor (the rollout screen)
 
     def _draw(self, content: HalfBlocks | Text) -> None:
         """Show ``content``: a picture, or a note instead of one."""
@@ -157,7 +158,8 @@ class PictureSource:
     @work(thread=True, exclusive=True, group="picture", exit_on_error=False)
     def _load(self, request: _Request) -> None:
         worker = get_current_worker()
-        time.sleep(SETTLE_S)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
+        if self.settle_s:
+            time.sleep(self.settle_s)  # debounce: a newer request (cursor still moving) cancels this one meanwhile
         if worker.is_cancelled:
             return
         drawn = self._drawn
@@ -214,9 +216,11 @@ class Picture(PictureSource, Widget):
         id: str | None = None,
         classes: str | None = None,
         on_shown: Callable[[PictureShown], None] | None = None,
+        settle_s: float = SETTLE_S,
     ) -> None:
         super().__init__(id=id, classes=classes)
         self._init_source(store, on_shown)
+        self.settle_s = settle_s
         self._on_screen: HalfBlocks | Text = Text("")  # a picture, or a note
         self._strips: tuple[object, list[Strip]] | None = None  # (for which style and width, its lines)
 

@@ -153,9 +153,10 @@ def info_sections(
     show_requirements: bool = True,
     show_verdict: bool = True,
     cost: Cost | None = None,
+    show_svg: bool = True,
 ) -> dict[str, RenderableType | None]:
     """Each of :data:`SECTIONS` of ``rec`` in order, None where it has nothing to show (all of them for None);
-    ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines."""
+    ``full``: the whole SVG, not its first :data:`SVG_PREVIEW_LINES` lines; ``show_svg``: the SVG at all."""
     sections: dict[str, RenderableType | None] = dict.fromkeys(SECTIONS)
     if rec is None:
         return sections
@@ -172,14 +173,16 @@ def info_sections(
         svg=_section(
             "SVG source", rec, "svg", rec.svg, svg_renderable(rec.svg, max_lines=None if full else SVG_PREVIEW_LINES)
         )
-        if rec.svg
+        if rec.svg and show_svg
         else None,
     )
     return sections
 
 
 class RolloutInfo(Vertical):
-    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG.
+    """The written part of a rollout. ``show(record)`` fills it; ``full`` shows the whole SVG; ``show_svg`` False
+    leaves the SVG out (the rollout screen adds it once its picture is drawn: highlighting a long SVG is most of
+    what laying the screen out costs).
 
     The same record again does nothing, and of a new state only the sections whose text changed are redrawn,
     each laying the screen out again only when its height changes (:class:`TextBox`)."""
@@ -197,7 +200,8 @@ class RolloutInfo(Vertical):
         self.full = full
         self.show_requirements = show_requirements
         self.show_verdict = show_verdict
-        self._shown: tuple[RolloutRecord | None, bool, bool, bool] | None = None
+        self.show_svg = True
+        self._shown: tuple[RolloutRecord | None, bool, bool, bool, bool] | None = None
         self.cost_of: Callable[[RolloutRecord], Cost | None] | None = None  # a rollout's dollars (the screen sets it)
 
     def compose(self) -> ComposeResult:
@@ -205,7 +209,7 @@ class RolloutInfo(Vertical):
             yield TextBox(id=f"info-{name}")
 
     def show(self, rec: RolloutRecord | None) -> None:
-        shown = (rec, self.full, self.show_requirements, self.show_verdict)
+        shown = (rec, self.full, self.show_requirements, self.show_verdict, self.show_svg)
         if shown == self._shown:
             return
         self._shown = shown
@@ -215,6 +219,7 @@ class RolloutInfo(Vertical):
             show_requirements=self.show_requirements,
             show_verdict=self.show_verdict,
             cost=self.cost_of(rec) if self.cost_of is not None and rec is not None else None,
+            show_svg=self.show_svg,
         )
         for name, renderable in sections.items():
             widget = self.query_one(f"#info-{name}", TextBox)
