@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 import tomllib
 from pathlib import Path
 
@@ -469,13 +468,14 @@ async def test_a_slow_dataset_check_is_waited_for_not_raced(
     from svgagent.tui.widgets import config_form
 
     (isolated_env / "questions.json").write_text(json.dumps([{"prompt": "p", "requirements": ["r"]}] * 2))
-    reading = threading.Event()
+    reading, release = threading.Event(), threading.Event()
+    release.set()  # the first read (the form's start) goes through
     load = config_form.load_dataset
 
-    def slow_load(source: str):  # noqa: ANN202 - a slow disk (or a busy machine): the thread ends late
+    def slow_load(source: str):  # noqa: ANN202 - a slow disk (or a busy machine): the thread ends when let go
         if source != "builtin":
             reading.set()
-            time.sleep(0.5)
+            release.wait(30)
         return load(source)
 
     monkeypatch.setattr(config_form, "load_dataset", slow_load)
@@ -487,6 +487,7 @@ async def test_a_slow_dataset_check_is_waited_for_not_raced(
         await asyncio.wait_for(form.dataset_checked("builtin"), timeout=30)
         assert form.values()["dataset"] == "builtin"
         reading.clear()
+        release.clear()  # this read hangs until the asserts below have looked
         app.query_one("#dataset-kind", Select).value = "file"
         app.query_one("#field-dataset", Input).value = "questions.json"
         await app.workers.wait_for_complete()  # what the test did: no worker may have been started yet
@@ -494,6 +495,7 @@ async def test_a_slow_dataset_check_is_waited_for_not_raced(
         if reading.is_set():  # the read has started: it is still going, and the form says so
             assert _hint(app, "dataset") == "checking…"
         assert form.values()["dataset"] == "builtin"  # not taken yet, whatever the waits above saw
+        release.set()
         await asyncio.wait_for(form.dataset_checked("questions.json"), timeout=30)
         assert form.values()["dataset"] == "questions.json"
         assert _hint(app, "dataset") == "svgbench: 2 rows"
