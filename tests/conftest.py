@@ -131,15 +131,16 @@ def pytest_configure(config: pytest.Config) -> None:
     gc.set_threshold(5000, *gc.get_threshold()[1:])
 
 
-# --- `-n auto` (pyproject's addopts): one worker more than the cores this process may use. About a fifth of the
-# suite's time is waiting (for the processes, servers and terminals the tests start), which one more worker fills:
-# on 2 cores, fresh-clone pytest 5:15 with two workers, 4:49 with three (BENCHMARKS.md, the test suite).
+# --- `-n auto` (pyproject's addopts): two workers more than the cores this process may use. A good part of the
+# suite's time is waiting (for the processes, servers, terminals and Pilot frames the tests start), which the extra
+# workers fill: on 2 cores, fresh-clone pytest 5:15 with two workers, 4:49 with three (1,546 tests); with 1,706
+# tests, 5:24 – 5:54 with three, 5:02 with four (Dec 7, quiet machine).
 # PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set (xdist's own hook reads it).
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return len(os.sched_getaffinity(0)) + 1
+    return len(os.sched_getaffinity(0)) + 2
 
 
 # --- the longest tests first: with two workers, a 20 s test picked up last leaves the other core idle meanwhile.
@@ -153,6 +154,11 @@ SLOW_FIRST = (
     "test_ep_fork.py",
     "test_render_hostile.py",
     "test_faults.py",
+    "test_render_chromium_hostile.py",
+    "test_tui_loop_tmux.py",
+    "test_serve_hostile.py",
+    "test_judge_profile_parity.py",
+    "test_rft_evaluate.py",
 )
 
 
