@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from svgagent.core.analysis.filmstrip import Filmstrip, Frame
+from svgagent.core.analysis.stored_picture import on_background, open_picture
 from svgagent.core.terminal_text import visible_line
 
 PAD = 8
@@ -68,7 +69,7 @@ def _score_text(frame: Frame) -> tuple[str, str]:
 
 def contact_sheet(strip: Filmstrip, pngs: Mapping[str, bytes], *, cell: int = 160) -> bytes:
     """The PNG of ``strip`` with ``cell`` × ``cell`` pixel pictures (``pngs``: rollout id → PNG)."""
-    from PIL import Image, ImageDraw, UnidentifiedImageError
+    from PIL import Image, ImageDraw
 
     cell = max(48, min(cell, MAX_CELL))
     small, big = _font(max(10, cell // 13)), _font(max(12, cell // 10))
@@ -101,14 +102,12 @@ def contact_sheet(strip: Filmstrip, pngs: Mapping[str, bytes], *, cell: int = 16
                 continue
             png = pngs.get(frame.rollout_id)
             if png:
-                try:
-                    with Image.open(io.BytesIO(png)) as im:
-                        picture = im.convert("RGBA")
+                picture = open_picture(png)
+                if picture is not None:
                     picture.thumbnail((cell, cell))
-                    back = Image.new("RGB", picture.size, _PAPER)
-                    back.paste(picture, mask=picture.getchannel("A"))
+                    back = on_background(picture, _PAPER)
                     sheet.paste(back, (x + (cell - back.width) // 2, y + (cell - back.height) // 2))
-                except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
+                else:
                     draw.text((x + 4, y + 4), "unreadable picture", fill=_BAD, font=small)
             else:
                 draw.text((x + 4, y + cell // 2 - line_h // 2), "no picture", fill=_MUTED, font=small)

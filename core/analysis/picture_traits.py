@@ -21,11 +21,11 @@ deeply has none.
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element, ParseError
 
+from svgagent.core.analysis.stored_picture import on_background, open_picture
 from svgagent.core.scoring.errors import RenderError
 from svgagent.core.scoring.picture_size import own_size, parse_xml
 
@@ -136,21 +136,14 @@ def text_traits(svg: str, requirements: list[str] | tuple[str, ...]) -> TextTrai
 
 def thumbnail(png: bytes | None) -> bytes | None:
     """The picture on white, grey, :data:`THUMB` × :data:`THUMB` (None when there is no readable picture)."""
-    if not png:
+    picture = open_picture(png)
+    if picture is None:
         return None
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
-    try:
-        with Image.open(io.BytesIO(png)) as im:
-            im.load()
-            picture = im if im.mode in ("RGBA", "RGB") else im.convert("RGBA")
-            factor = max(1, min(picture.size) // (THUMB * 4))
-            rgba = (picture.reduce(factor) if factor > 1 else picture).convert("RGBA")  # shrunk before the rest
-    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
-        return None
-    flat = Image.new("RGB", rgba.size, (255, 255, 255))
-    flat.paste(rgba, mask=rgba.getchannel("A"))
-    return flat.convert("L").resize((THUMB, THUMB), Image.Resampling.BOX).tobytes()
+    factor = max(1, min(picture.size) // (THUMB * 4))
+    shrunk = picture.reduce(factor) if factor > 1 else picture  # shrunk before the rest
+    return on_background(shrunk, (255, 255, 255)).convert("L").resize((THUMB, THUMB), Image.Resampling.BOX).tobytes()
 
 
 def similarity(a: bytes, b: bytes) -> float:
