@@ -30,7 +30,7 @@ from svgagent.tui.widgets.rollout_table import RolloutTable
 from svgagent.tui.widgets.summary_bar import SummaryBar, estimate_eta, format_summary
 
 BUDGET_REACHED = "budget reached:"  # how core.run.budget.BudgetReached's line starts
-COST_EVERY_S = 2.0  # a live run's dollars in the summary bar are worked out again at most this often
+LIVE_RECOUNT_S = 2.0  # a live run's dollars and dominant failure are worked out again at most this often
 
 if TYPE_CHECKING:
     from svgagent.tui.services import AppServices
@@ -73,6 +73,7 @@ class OpenRun:
         self._cost_for: str | None = None
         self._cost_at = 0.0
         self._cause: tuple[tuple[object, ...], FailureCause | None] = ((), None)  # (what it was read for, cause)
+        self._cause_at = 0.0
 
     @property
     def table(self) -> RolloutTable:
@@ -193,9 +194,9 @@ class OpenRun:
 
     def _cost(self, table: Any) -> Cost | None:
         """The open run's dollars (its current rollouts', at the price table's rates), worked out again at most every
-        :data:`COST_EVERY_S` seconds while it runs: a pass over 10,000 rollouts is not for every live batch."""
+        :data:`LIVE_RECOUNT_S` seconds while it runs: a pass over 10,000 rollouts is not for every live batch."""
         now = time.monotonic()
-        if self._cost_for == self.run_id and self.live and now - self._cost_at < COST_EVERY_S:
+        if self._cost_for == self.run_id and self.live and now - self._cost_at < LIVE_RECOUNT_S:
             return self._cost_cache
         run = self.services.store.get_run(self.run_id)
         prices = price_table(self.services.settings.prices)
@@ -207,15 +208,19 @@ class OpenRun:
 
     def failure_cause(self, summary: RunSummary) -> FailureCause | None:
         """The open run's most frequent failure without a valid score (core.analysis.failure_causes, as the CLI
-        says it), read again only when the number of such rollouts changed."""
+        says it), read again when the number of such rollouts changed — while the run is live, at most every
+        :data:`LIVE_RECOUNT_S` seconds (two grouped queries are not for every live batch)."""
         if self.run_id is None or not summary.outcomes.unscored:
             return None
         key = (self.run_id, summary.outcomes.unscored, summary.rollouts)
-        if self._cause[0] != key:
+        now = time.monotonic()
+        recent = self._cause[0][:1] == (self.run_id,) and self.live and now - self._cause_at < LIVE_RECOUNT_S
+        if self._cause[0] != key and not recent:
             try:
                 self._cause = (key, dominant_failure(self.services.store, self.run_id))
             except StoreError:
                 return None
+            self._cause_at = now
         return self._cause[1]
 
     def tick(self) -> None:
