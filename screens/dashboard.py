@@ -247,7 +247,11 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
             if name == "config":
                 from svgagent.tui.widgets.config_form import ConfigForm
 
-                widget = ConfigForm(app.settings, id="config-form")
+                # the pane's size (when hidden, narrow: it will have the whole of the panes' place)
+                size = self.query_one(f"#pane-{name}").content_size
+                if not size.area:
+                    size = self.query_one("#panes").size
+                widget = ConfigForm(app.settings, width=size.width, height=size.height, id="config-form")
             elif name == "secrets":
                 from svgagent.tui.widgets.secrets_form import SecretsPane
 
@@ -276,8 +280,11 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
     async def action_pane(self, name: str) -> None:
         """The pane keys (1–5): the pane's widgets are there before the focus moves into it (the keys typed after
         it wait: ``InOrderInput``)."""
-        if name in LATER_PANES:
-            await self._mount_pane(name)
+        if name in LATER_PANES and not self._pane_mounted(name):
+            with self.app.batch_update():  # one layout and frame for the new widgets and the focus moved into them
+                await self._mount_pane(name)
+                self.show_pane(name)
+            return
         self.show_pane(name)
 
     def show_pane(self, name: str) -> None:

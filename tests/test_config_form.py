@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import tomllib
@@ -11,11 +12,15 @@ from pathlib import Path
 import pytest
 from apps.settings_panes import ConfigFormApp, palette_hits, screen_text, wait_until
 from pydantic import Field
-from textual.widgets import Input, Label, Select, Static, Switch
+from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Label, Static, Switch
+from textual.worker import WorkerCancelled
 
 from svgagent.core.config.form_fields import form_fields, new_config_text, save_project_config, validate_field
 from svgagent.core.config.settings import KEY_FIELDS, Settings, load_settings
 from svgagent.core.scoring.models import JudgeMode
+from svgagent.tui.widgets.choice_field import ChoiceField
 from svgagent.tui.widgets.config_form import ConfigForm, FocusHome
 from svgagent.tui.widgets.field_input import FieldInput
 
@@ -411,7 +416,7 @@ async def test_select_and_switch_by_keyboard() -> None:
     app = ConfigFormApp(load_settings())
     async with app.run_test(size=(120, 40)) as pilot:
         form = _form(app)
-        app.query_one("#field-judge_mode", Select).focus()
+        app.query_one("#field-judge_mode", ChoiceField).focus()
         await pilot.press("enter", "down", "enter")
         await pilot.pause()
         assert form.values()["judge_mode"] is JudgeMode.PER_REQUIREMENT
@@ -439,7 +444,7 @@ async def test_dataset_builtin_file_and_errors(isolated_env: Path) -> None:
         path_input = app.query_one("#field-dataset", Input)
         assert path_input.disabled
 
-        app.query_one("#dataset-kind", Select).focus()
+        app.query_one("#dataset-kind", ChoiceField).focus()
         await pilot.press("enter", "down", "enter")
         await asyncio.wait_for(form.dataset_checked(""), timeout=30)
         assert not path_input.disabled
@@ -483,14 +488,15 @@ async def test_a_slow_dataset_check_is_waited_for_not_raced(
     async with app.run_test(size=(120, 40)) as pilot:
         form = _form(app)
         await asyncio.wait_for(form.dataset_checked(str(isolated_env / "questions.json")), timeout=30)
-        app.query_one("#dataset-kind", Select).value = "builtin"
+        app.query_one("#dataset-kind", ChoiceField).value = "builtin"
         await asyncio.wait_for(form.dataset_checked("builtin"), timeout=30)
         assert form.values()["dataset"] == "builtin"
         reading.clear()
         release.clear()  # this read hangs until the asserts below have looked
-        app.query_one("#dataset-kind", Select).value = "file"
+        app.query_one("#dataset-kind", ChoiceField).value = "file"
         app.query_one("#field-dataset", Input).value = "questions.json"
-        await app.workers.wait_for_complete()  # what the test did: no worker may have been started yet
+        with contextlib.suppress(WorkerCancelled):  # the built-in check's worker, superseded as it ended
+            await app.workers.wait_for_complete()  # what the test did: no worker may have been started yet
         await pilot.pause()
         if reading.is_set():  # the read has started: it is still going, and the form says so
             assert _hint(app, "dataset") == "checking…"
@@ -599,3 +605,82 @@ def test_snapshot_80x24(snap_compare) -> None:  # noqa: ANN001
 async def _settle(pilot) -> None:  # noqa: ANN001
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+class _HiddenFormApp(App[None]):
+    """The form mounted where it is not shown yet (as the dashboard's narrow layout mounts it), with the size it
+    will have: only the first screenful of rows is mounted until it is shown."""
+
+    CSS = "#place.-hidden { display: none; }"
+
+    def __init__(self, settings: Settings, *, width: int, height: int) -> None:
+        super().__init__()
+        self.settings, self.width, self.height = settings, width, height
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="place", classes="-hidden"):
+            yield ConfigForm(self.settings, width=self.width, height=self.height, id="config")
+
+
+def _control_ids() -> list[str]:
+    """The form's controls in order; the built-in dataset's path field is disabled (no focus)."""
+    return ["dataset-kind" if spec.name == "dataset" else f"field-{spec.name}" for spec in form_fields()]
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 10), (38, 11)])
+async def test_the_rows_under_the_first_screenful_mount_once_the_form_is_shown(width: int, height: int) -> None:
+    app = _HiddenFormApp(load_settings(), width=width, height=height)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        form = app.query_one(ConfigForm)
+        names = [spec.name for spec in form_fields()]
+        first = form._first_rows
+        assert 1 <= first < len(names) // 2
+        assert form.has_class("-stacked") == (width < ConfigForm.STACK_BELOW)
+        assert app.query(f"#field-{names[first - 1]}")
+        assert not app.query(f"#field-{names[first]}")
+
+        # what happens to rows not mounted yet shows when they are: a reset, a text set, its error
+        form.reset(load_settings(concurrency=5))
+        assert form.values()["concurrency"] == 5
+        form.set_text("rows", "many")
+        form.set_text("samples", "3")
+        error = form.errors()["rows"]
+        assert form.values()["samples"] == 3
+
+        app.query_one("#place").remove_class("-hidden")
+        await asyncio.wait_for(form.every_row(), timeout=30)
+        await pilot.pause()
+        assert [w.id for w in form.query(".row > FieldInput, .row > ChoiceField, .row > Switch")] == [
+            *_control_ids()[: names.index("dataset") + 1],
+            "field-dataset",
+            *_control_ids()[names.index("dataset") + 1 :],
+        ]
+        rows_field = app.query_one("#field-rows", Input)
+        assert rows_field.value == "many"
+        assert rows_field.has_class("-invalid")
+        assert _hint(app, "rows") == f"✗ {error}"
+        assert app.query_one("#field-samples", Input).value == "3"
+        assert app.query_one("#field-concurrency", Input).value == "5"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_tab_goes_through_every_field_in_order_across_the_later_rows(size: tuple[int, int]) -> None:
+    """The rows mounted after the first screenful come after it in focus order at once (Textual orders focus by
+    position; rows not laid out yet sat at the top, and Tab jumped from the first field into them)."""
+    app = _HiddenFormApp(load_settings(), width=size[0] - 2, height=size[1] // 2)
+    async with app.run_test(size=size) as pilot:
+        form = app.query_one(ConfigForm)
+        app.query_one("#field-model", Input).focus()
+        await pilot.pause()
+        chains: list[list[str]] = []  # the focus order the moment the later rows are mounted, before a layout
+        form._after_complete.append(lambda: chains.append([w.id for w in app.screen.focus_chain if w.id]))
+        app.query_one("#place").remove_class("-hidden")
+        await asyncio.wait_for(form.every_row(), timeout=30)
+        assert chains == [_control_ids()]
+        await pilot.pause()
+        seen = []
+        for _ in form_fields():
+            seen.append(app.focused.id)
+            await pilot.press("tab")
+        assert seen == _control_ids()

@@ -1,7 +1,7 @@
 """The Config pane: every run setting of the core ``Settings`` model as a form, validated as you type.
 
 The form is generated from ``Settings.model_fields`` (the field specs, checks and the project file's writer are in
-``svgagent.core.config.form_fields``): ``Input`` for text and numbers, ``Select`` for enums and
+``svgagent.core.config.form_fields``): ``Input`` for text and numbers, ``ChoiceField`` for enums and
 literals, ``Switch`` for booleans. Keys (fields read from their own variable names) and local paths are left to the
 Secrets pane and the command line. Each value is checked by assigning it through the model's own validator, so the
 field's constraints and validators apply exactly as when settings load; an invalid value shows its error under the
@@ -17,18 +17,18 @@ carries for the next run.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import DescendantBlur
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Label, Select, Switch
+from textual.widgets import Input, Label, Switch
 
 from svgagent.core.config.form_fields import (
     DATASET_FILE,
@@ -41,12 +41,15 @@ from svgagent.core.config.form_fields import (
 from svgagent.core.config.settings import PROJECT_CONFIG_FILE, Settings
 from svgagent.core.run.dataset import BUILTIN, load_dataset
 from svgagent.core.scoring.errors import SvgAgentError
+from svgagent.core.terminal_text import cells
 from svgagent.tui.own_class import set_own_class
+from svgagent.tui.widgets.choice_field import ChoiceField
 from svgagent.tui.widgets.field_input import FieldInput
 from svgagent.tui.widgets.text_box import TextBox
 
+LABEL_WIDTH = 19  # the field's name beside it (.field-label, .hint's margin)
 STACKED = "-stacked"  # a narrow form: labels above their fields
-STACKED_TARGETS = ".row, .row Input, .row Select, #dataset-kind, .hint"  # what the -stacked rules style
+STACKED_TARGETS = ".row, .row Input, .row ChoiceField, #dataset-kind, .hint"  # what the -stacked rules style
 
 
 class FocusHome(Message):
@@ -57,11 +60,31 @@ class FocusHome(Message):
         self.origin = origin
 
 
+def first_screenful(specs: list[FieldSpec], width: int | None, height: int) -> int:
+    """How many fields' rows fill a form of ``width`` × ``height`` (the last one may be cut): a row is its field's
+    line (two when stacked: the label above) and the hint under it, folded at the hint's width."""
+    stacked = width is not None and width < ConfigForm.STACK_BELOW
+    hint_width = max(8, (width or 80) - 3 - (2 if stacked else LABEL_WIDTH))
+    lines = 0
+    for count, spec in enumerate(specs, start=1):
+        hint_lines = max(1, -(-cells(spec.description) // hint_width))
+        lines += (3 + hint_lines) if stacked else (1 + hint_lines)
+        if lines >= height:
+            return count
+    return len(specs)
+
+
 # --- the widget -------------------------------------------------------------------------------------------------
 
 
 class _FormBody(VerticalScroll, can_focus=False):
     pass
+
+
+class _Rows(Vertical):
+    """A block of rows. The rows mounted after the first screenful go into a block of their own, laid out below
+    the first: Textual orders focus by position, and rows not laid out yet sit at 0 — in the first block, Tab went
+    from the first field to the first new one until the next layout; in their own block they are in order."""
 
 
 class ConfigForm(Widget):
@@ -72,9 +95,10 @@ class ConfigForm(Widget):
     DEFAULT_CSS = """
     ConfigForm { height: 1fr; }
     ConfigForm > _FormBody { height: 1fr; padding: 0 1; }
+    ConfigForm _Rows { height: auto; }
     ConfigForm .row { height: 1; }
     ConfigForm .field-label { width: 19; height: 1; color: $text; }
-    ConfigForm .row Input, ConfigForm .row Select { width: 1fr; }
+    ConfigForm .row Input, ConfigForm .row ChoiceField { width: 1fr; }
     ConfigForm .row Switch { border: none; height: 1; padding: 0 1; width: auto; }
     ConfigForm .row Switch:focus { border: none; background: $block-cursor-background; }
     ConfigForm .hint { height: auto; margin-left: 19; color: $text-muted; }
@@ -83,7 +107,7 @@ class ConfigForm(Widget):
     ConfigForm #field-dataset { width: 1fr; }
     /* -stacked restyles only what matches STACKED_TARGETS (tui/own_class) */
     ConfigForm.-stacked .row { height: 2; layout: vertical; }
-    ConfigForm.-stacked .row Input, ConfigForm.-stacked .row Select { width: 100%; }
+    ConfigForm.-stacked .row Input, ConfigForm.-stacked .row ChoiceField { width: 100%; }
     ConfigForm.-stacked #dataset-kind { width: 100%; }
     ConfigForm.-stacked .hint { margin-left: 2; margin-bottom: 1; }
     """
@@ -128,10 +152,18 @@ class ConfigForm(Widget):
         settings: Settings,
         *,
         save_path: Path | None = None,
+        width: int | None = None,
+        height: int | None = None,
         name: str | None = None,
         id: str | None = None,  # noqa: A002 - Textual's name
         classes: str | None = None,
     ) -> None:
+        """``width`` and ``height``: the size the form will be laid out at, when its place knows it. The stacked
+        layout is then chosen before the rows mount (choosing it once they are restyles every row: ~150 style
+        applications), and only the rows that fit are mounted at first: the rest follow once those are on the
+        screen (a form of 24 fields is ~120 widgets; mounting, styling and laying them all out took 150 ms)."""
+        if width is not None and width < self.STACK_BELOW:
+            classes = f"{classes or ''} {STACKED}".strip()
         super().__init__(name=name, id=id, classes=classes)
         self._base = settings
         self._save_path = save_path
@@ -144,6 +176,13 @@ class ConfigForm(Widget):
         # in a thread, so that outcome comes later than the keystroke: ``dataset_checked`` waits for it
         self._dataset_outcome: str | None = None
         self._dataset_outcome_changed = asyncio.Event()
+        self._first_rows = len(self._specs) if height is None else first_screenful(self._specs, width, height)
+        self._mounted: set[str] = set()  # fields whose row is mounted
+        self._hints: dict[str, tuple[str, bool]] = {}  # what a field's hint says (and whether it is an error)
+        self._complete = asyncio.Event()
+        self._completing = False
+        self._after_complete: list[Callable[[], object]] = []
+        self._typed: dict[str, str] = {}  # set_text for a field whose row is not mounted yet
 
     # --- public API ---------------------------------------------------------------------------------------------
     def values(self) -> dict[str, Any]:
@@ -156,6 +195,10 @@ class ConfigForm(Widget):
 
     def set_text(self, name: str, value: str) -> None:
         """Type ``value`` into field ``name`` (as if the person had), e.g. a job's output model to evaluate."""
+        if name not in self._mounted:  # its row comes later: it shows the value checked now
+            self._apply(name, value)
+            self._typed[name] = value
+            return
         for box in self.query(f"#field-{name}").results(Input):
             box.value = value
 
@@ -183,11 +226,31 @@ class ConfigForm(Widget):
     # --- compose ------------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with _FormBody():
-            for spec in self._specs:
-                with Horizontal(classes="row"):
-                    yield Label(spec.name, classes="field-label")
-                    yield from self._controls(spec)
-                yield TextBox(spec.description, id=f"hint-{spec.name}", classes="hint")
+            with _Rows(id="first-rows"):
+                for spec in self._specs[: self._first_rows]:
+                    yield from self._row(spec)
+            yield _Rows(id="other-rows")
+
+    def _row(self, spec: FieldSpec) -> Iterable[Widget]:
+        text, error = self._hints.get(spec.name, (spec.description, False))
+        controls = list(self._controls(spec))
+        for control in controls:
+            control.set_class(error and control.id == f"field-{spec.name}", "-invalid")
+        yield Horizontal(Label(spec.name, classes="field-label"), *controls, classes="row")
+        yield TextBox(text, id=f"hint-{spec.name}", classes="hint -error" if error else "hint")
+
+    async def _mount_other_rows(self) -> None:
+        """The rows below the first screenful."""
+        rows = [widget for spec in self._specs[self._first_rows :] for widget in self._row(spec)]
+        await self.query_one("#other-rows", _Rows).mount_all(rows)
+        self._rows_mounted(self._specs[self._first_rows :])
+        self._complete.set()
+        while self._after_complete:
+            self._after_complete.pop(0)()
+
+    async def every_row(self) -> None:
+        """Wait until every field is mounted (the first screenful is, when the form first shows)."""
+        await self._complete.wait()
 
     def _controls(self, spec: FieldSpec) -> Iterable[Widget]:
         value = self._values[spec.name]
@@ -197,13 +260,12 @@ class ConfigForm(Widget):
             yield Label("on" if value else "off", id=f"state-{spec.name}", classes="switch-state")
         elif spec.kind == "select":
             options = [(label, choice) for label, choice in spec.choices]
-            initial = Select.NULL if value is None else value
-            yield Select(options, value=initial, allow_blank=spec.optional, prompt="(none)", id=wid, compact=True)
+            yield ChoiceField(options, value=value, allow_blank=spec.optional, prompt="(none)", id=wid)
         elif spec.kind == "dataset":
             is_builtin = str(value).strip() == BUILTIN
             kinds = [("built-in", BUILTIN), ("file", DATASET_FILE)]
             kind = BUILTIN if is_builtin else DATASET_FILE
-            yield Select(kinds, value=kind, allow_blank=False, id="dataset-kind", compact=True)
+            yield ChoiceField(kinds, value=kind, id="dataset-kind")
             yield FieldInput(
                 "" if is_builtin else str(value),
                 placeholder="path to questions.json or .jsonl",
@@ -212,7 +274,9 @@ class ConfigForm(Widget):
                 disabled=is_builtin,
             )
         else:
-            yield FieldInput(input_text(value), id=wid, compact=True, placeholder="(none)" if spec.optional else "")
+            text = self._typed.get(spec.name)
+            text = input_text(value) if text is None else text
+            yield FieldInput(text, id=wid, compact=True, placeholder="(none)" if spec.optional else "")
 
     def reset(self, settings: Settings) -> None:
         """Start again from ``settings`` (demo mode ended: the real endpoints and models replace the simulator's);
@@ -225,17 +289,43 @@ class ConfigForm(Widget):
             value = getattr(settings, spec.name)
             self._values[spec.name] = self._saved[spec.name] = value
             self._errors.pop(spec.name, None)
-            control = self.query_one(f"#field-{spec.name}")
-            if isinstance(control, Switch):
-                control.value = bool(value)
-            elif isinstance(control, Select):
-                control.value = Select.NULL if value is None else value
-            elif isinstance(control, Input) and spec.kind != "dataset":
-                control.value = input_text(value)
+            self._typed.pop(spec.name, None)
+            if spec.name in self._mounted:  # a row not mounted yet shows the value when it is
+                self._show_value(spec)
         self.post_message(self.Changed(self, self.settings))
 
+    def _show_value(self, spec: FieldSpec) -> None:
+        control = self.query_one(f"#field-{spec.name}")
+        value = self._values[spec.name]
+        if isinstance(control, Switch):
+            control.value = bool(value)
+        elif isinstance(control, ChoiceField):
+            control.value = value
+        elif isinstance(control, Input) and spec.kind != "dataset":
+            control.value = input_text(value)
+
+    def _rows_mounted(self, specs: Iterable[FieldSpec]) -> None:
+        """These rows are mounted: what changed while they were being made (a reset, a text set, a hint) shows."""
+        for spec in specs:
+            self._mounted.add(spec.name)
+            if (text := self._typed.pop(spec.name, None)) is not None:
+                self.query_one(f"#field-{spec.name}", Input).value = text
+            else:
+                self._show_value(spec)
+            self._paint(spec.name)
+
     def on_mount(self) -> None:
+        self._rows_mounted(self._specs[: self._first_rows])
         self._check_dataset(str(self._values["dataset"]))
+        if self._first_rows == len(self._specs):
+            self._complete.set()
+
+    def on_show(self) -> None:
+        """The first screenful is on the screen (Textual sends Show as it writes the frame that shows the form): the
+        rows under it follow, once."""
+        if not self._complete.is_set() and not self._completing:
+            self._completing = True
+            self.call_later(self._mount_other_rows)
 
     def on_resize(self) -> None:
         """A narrow pane (the 120×40 grid gives it ~38 columns): labels above the fields, hints the whole width —
@@ -272,8 +362,8 @@ class ConfigForm(Widget):
             event.stop()
             self.screen.focus_next()
 
-    def on_select_changed(self, event: Select.Changed) -> None:
-        spec = self._spec_for(event.select)
+    def on_choice_field_changed(self, event: ChoiceField.Changed) -> None:
+        spec = self._spec_for(event.field)
         if spec is None:
             return
         event.stop()
@@ -282,7 +372,7 @@ class ConfigForm(Widget):
             path_input.disabled = event.value != DATASET_FILE
             self._dataset_edited()
             return
-        self._apply(spec.name, None if event.value is Select.NULL else event.value)
+        self._apply(spec.name, event.value)
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         spec = self._spec_for(event.switch)
@@ -309,15 +399,22 @@ class ConfigForm(Widget):
         else:
             self._errors.pop(name, None)
         spec = next(s for s in self._specs if s.name == name)
+        self._hints[name] = (f"✗ {error}" if error else (note or spec.description), error is not None)
+        if name in self._mounted:  # a row not mounted yet shows it when it is
+            self._paint(name)
+
+    def _paint(self, name: str) -> None:
+        text, error = self._hints.get(name, ("", False))
+        if not text:
+            return  # the description it was made with
         hint = self.query_one(f"#hint-{name}", TextBox)  # the same text again (every key typed) is no work
-        hint.show(f"✗ {error}" if error else (note or spec.description))
-        hint.set_class(error is not None, "-error")
-        control = self.query_one(f"#field-{name}")
-        control.set_class(error is not None, "-invalid")
+        hint.show(text)
+        hint.set_class(error, "-error")
+        self.query_one(f"#field-{name}").set_class(error, "-invalid")
 
     # --- dataset ------------------------------------------------------------------------------------------------
     def _dataset_edited(self) -> None:
-        kind = self.query_one("#dataset-kind", Select).value
+        kind = self.query_one("#dataset-kind", ChoiceField).value
         if kind != DATASET_FILE:
             self._check_dataset(BUILTIN)
             return
@@ -360,7 +457,7 @@ class ConfigForm(Widget):
         message.stop()
         if message.source != self._dataset_pending:
             return  # the field changed while this file was being read
-        if not self.query("#hint-dataset"):
+        if "dataset" in self._mounted and not self.query("#hint-dataset"):
             return  # the app is closing: Textual removed the fields before this form's queue was done
         self._dataset_pending = None
         if message.error is not None:
@@ -415,6 +512,12 @@ class ConfigForm(Widget):
             severity="error",
             timeout=8,
         )
+        if not self._complete.is_set():
+            self._after_complete.append(lambda: self._focus_field(name))
+        else:
+            self._focus_field(name)
+
+    def _focus_field(self, name: str) -> None:
         for control in self.query(f"#field-{name}"):
             if control.focusable:
                 self.screen.set_focus(control)
