@@ -26,7 +26,8 @@ of a real `svgagent tui` process and its memory with a big run open.
 
 6. What a key opens (headless, 120×40, frames written as to a terminal, keys sent through the driver as in 5):
    `enter` on a rollout of a finished run until the rollout screen shows its picture (the PNG is in the store),
-   `?` until the help is on screen, `3` until the Config form is (its first open: a new app each time); p50 and
+   `?` until the help is on screen, `3` until the Config form is (its first open: a new app each time; also at
+   80×24, and until every row of the form is mounted — the rows under the first screenful follow it); p50 and
    p95 of `--open-repeat` keys each (`--only-open-keys`: this part alone).
 
 Noise: on a shared machine other processes steal the CPU; the idle baseline (1), repeated starts (3, 4) and, in 5,
@@ -548,11 +549,18 @@ async def measure_open_keys(store: Store, run_id: str, env_file: Path, repeat: i
         original(screen)
         watch.composed(screen)
 
-    found: dict[str, list[float]] = {"picture": [], "help": [], "config": []}
+    found: dict[str, list[float]] = {"picture": [], "help": [], "config": [], "config rows": [], "config 80x24": []}
     with (
         mock.patch.object(Screen, "_compositor_refresh", composed),
         mock.patch("textual.drivers.headless_driver.HeadlessDriver", terminal_like_driver()),
     ):
+        for _attempt in range(repeat):  # at 80×24 (its pane shows more rows: the first screenful is bigger)
+            app = headless_app(store, run_id, env_file)
+            async with app.run_test(headless=True, size=(80, 24)) as pilot:
+                await settle(app, pilot)
+                found["config 80x24"].append(await key_to_screen(app, watch, "3", "3", _config_form_shown))
+                await settle(app, pilot)
+                await pilot.press("escape", "q")
         for attempt in range(repeat):
             app = headless_app(store, run_id, env_file)
             async with app.run_test(headless=True, size=SIZE) as pilot:
@@ -569,7 +577,10 @@ async def measure_open_keys(store: Store, run_id: str, env_file: Path, repeat: i
                         found["help"].append(await key_to_screen(app, watch, "question_mark", "?", _help_shown))
                         await pilot.press("escape")
                         await settle(app, pilot)
+                t0 = time.perf_counter()
                 found["config"].append(await key_to_screen(app, watch, "3", "3", _config_form_shown))
+                await app.dashboard.query_one("ConfigForm").every_row()
+                found["config rows"].append(time.perf_counter() - t0)
                 await settle(app, pilot)
                 await pilot.press("escape", "q")
     return found
@@ -584,6 +595,8 @@ def open_keys_part(root: Path, env_file: Path, args: argparse.Namespace) -> dict
         "picture": "tui enter to the rollout's picture ms",
         "help": "tui ? to the help ms",
         "config": "tui 3 to the Config form, first open ms",
+        "config rows": "tui 3 to every Config row mounted, first open ms",
+        "config 80x24": "tui 3 to the Config form at 80x24, first open ms",
     }
     for what, name in names.items():
         p50, p95 = percentiles(found[what])

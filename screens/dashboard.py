@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 PANES = ("rollouts", "preview", "config", "secrets", "jobs")
 LATER_PANES = ("config", "secrets", "jobs")  # mounted after the first frame (``Dashboard.mount_panes``)
-ON_DEMAND = ("config",)  # mounted when first shown (``ConfigSummary`` until then): ~110 widgets, 2/3 of the app's
+ON_DEMAND = ("config",)  # mounted when first shown (``ConfigSummary`` until then): ~100 widgets, over half the app's
 PANE_TITLES = {"rollouts": "Rollouts", "preview": "Preview", "config": "Config", "secrets": "Secrets", "jobs": "Jobs"}
 # an explicit --demo stays a demo whatever keys are saved (the implicit one names the keys it lacks: demo_banner)
 DEMO_BANNER = "demo mode: simulated model and judge — start without --demo to use your keys"
@@ -235,7 +235,7 @@ class Dashboard(AppKeysFirst, PaneZoom, Screen):
 
     async def mount_panes(self) -> None:
         """Mount the Secrets and Jobs panes' widgets after the first frame (so that frame comes sooner). The Config
-        form waits until it is first shown (``ConfigSummary`` holds its place): it is two thirds of the app's
+        form waits until it is first shown (``ConfigSummary`` holds its place): it is over half of the app's
         widgets, and mounting, styling and laying it out cost as much as the rest of the start-up together."""
         await asyncio.gather(*(self._mount_pane(name) for name in LATER_PANES if name not in ON_DEMAND))
 

@@ -1,11 +1,12 @@
 """The Config pane until it is first edited: the next run's settings, one per line, read-only.
 
-The form (``ConfigForm``) is about 110 widgets — a row, a label, a control and a hint per setting, and a Select
-is five widgets of its own — which is two thirds of the dashboard's. Mounting, styling and laying them out cost
-as much CPU as the rest of the app's start-up, and every full layout afterwards (a cursor move onto a rollout of
-another height, a resize) walks them again, on screen or not. Most sessions never edit a setting. So the pane
-shows this one widget until the person goes there (its pane key, a click, Tab onto it): then the dashboard mounts
-the form in its place and the focus moves into it, and the keys typed meanwhile wait for it (``InOrderInput``).
+The form (``ConfigForm``) is about 100 widgets — a row, a label, a control and a hint per setting — more than the
+rest of the dashboard. Mounting, styling and laying them out cost as much CPU as the rest of the app's start-up,
+and every full layout afterwards (a cursor move onto a rollout of another height, a resize) walks them again, on
+screen or not. Most sessions never edit a setting. So the pane shows this one widget until the person goes there
+(its pane key, a click, Tab onto it): then the dashboard mounts the form in its place — the rows that fit first,
+the rest once those are on screen — and the focus moves into it; the keys typed meanwhile wait for it
+(``InOrderInput``).
 
 The values are the app's settings (what the next run uses), drawn in full: a value too wide to go beside its name
 (in the 120×40 grid the pane is 34 columns wide: a base URL, a model's path) goes on the line under it, where it
