@@ -28,7 +28,7 @@ from textual.widgets import DataTable, Static
 
 from svgagent.core.analysis.health import StepRef
 from svgagent.core.analysis.step_components import StepComponents, step_components
-from svgagent.core.config.prices import Cost, price_table, rollouts_cost, usd_text
+from svgagent.core.config.prices import Cost, price_table, run_cost, usd_text
 from svgagent.core.rft.job_metrics import JobCurves
 from svgagent.core.serve.training_runs import TrainingRun, TrainingStep, TrainingStore
 from svgagent.core.store.run_store import Store
@@ -164,11 +164,8 @@ class TrainingScreen(AppKeysFirst, Screen[None]):
             if known is not None and known[0] == key:
                 continue
             run = reader.get_run(step.run_id)
-            cost = rollouts_cost(
-                reader.list_rollouts(step.run_id, current_only=False),
-                table,
-                step.model or run.settings.get("model"),
-                run.settings.get("judge_model"),
+            cost = run_cost(
+                reader, step.run_id, table, step.model or run.settings.get("model"), run.settings.get("judge_model")
             )
             self._costs[step.run_id] = (key, cost)
 

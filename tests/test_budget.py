@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cli_process import svgagent_argv
 
-from svgagent.core.config.prices import Price, price_table, rollout_cost, rollouts_cost
+from svgagent.core.config.prices import Price, price_table, rollout_cost, rollouts_cost, usd_text
 from svgagent.core.config.settings import Settings, load_settings
 from svgagent.core.demo import demo_overrides
 from svgagent.core.run.budget import BudgetGate, BudgetReached
@@ -144,6 +144,10 @@ def test_eval_budget_stops_with_one_line_and_resume_continues(tmp_path: Path) ->
     assert data["run_id"] == run_id and data["rollouts"] == 8 and data["scored"] + data["failed"] == 8
     assert data["cost"]["total_usd"] > 0.0
     assert data["cost"]["judge_usd"] > data["cost"]["policy_usd"] > 0.0
+    relisted = json.loads(_cli(home, "runs", "list", "--json").stdout)  # each run's dollars, every attempt
+    assert relisted[0]["cost"] == pytest.approx(data["cost"])
+    table = _cli(home, "runs", "list").stdout
+    assert usd_text(data["cost"]["total_usd"]) in table
 
 
 def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path: Path) -> None:
@@ -163,3 +167,51 @@ def test_dry_run_prints_the_estimate_and_calls_nothing(tmp_path: Path) -> None:
     text = _cli(home, "eval", "--demo", "--rows", "5", "--dry-run", "--budget", "0.001")
     assert "dry run: 5 rows × 1 samples = 5 rollouts" in text.stdout
     assert "over the budget of $0.0010" in text.stdout
+
+
+def test_a_runs_cost_from_its_grouped_tokens_is_the_sum_over_every_attempt(tmp_path: Path) -> None:
+    """``run_cost`` (one grouped query: ``runs list``, ``runs show``) prices a run as the sum of ``rollout_cost``
+    over every attempt: cached answers, calls not recorded, unknown prices and reruns' replaced attempts alike."""
+    from svgagent.core.config.prices import run_cost
+    from svgagent.core.scoring.models import DatasetRow
+
+    rows = [DatasetRow(i, f"row_{i}", f"Draw {i}.", ("red", "round")) for i in range(6)]
+    with Store(tmp_path / "runs.db") as store:
+        run_id = store.create_run(name="t", settings={}, dataset={"name": "t", "rows": 6}, rows=rows, samples=1)
+        ids = [r.rollout_id for r in store.list_rollouts(run_id)]
+        tokens = [  # prompt, completion, judge prompt, judge completion, cached
+            (1000, 2000, 500, 100, 0),
+            (1200, 1800, 520, 90, 1),  # the policy's answer from the response cache: judged, policy unpaid
+            (None, None, None, None, 0),  # no call recorded
+            (900, 2100, None, None, 0),  # generated, never judged
+            (1100, 0, 480, 120, 0),
+            (1000, 2500, 510, 110, 0),
+        ]
+        with store._tx() as db:
+            db.executemany(
+                "UPDATE rollouts SET prompt_tokens=?, completion_tokens=?, judge_prompt_tokens=?,"
+                " judge_completion_tokens=?, cached=? WHERE rollout_id=?",
+                [(*t, rid) for t, rid in zip(tokens, ids, strict=True)],
+            )
+        rerun = store.new_attempts(run_id, ids[:2])  # the first two again: the replaced attempts were paid
+        with store._tx() as db:
+            db.executemany(
+                "UPDATE rollouts SET prompt_tokens=700, completion_tokens=800, judge_prompt_tokens=300,"
+                " judge_completion_tokens=50 WHERE rollout_id=?",
+                [(rid,) for rid in rerun],
+            )
+        attempts = store.list_rollouts(run_id, current_only=False)
+        assert len(attempts) == 8
+        table = price_table({"p": {"input": 1.0, "output": 3.0}, "j": {"input": 2.0, "output": 4.0, "image": 0.5}})
+        for policy, judge in [("p", "j"), ("unknown", "j"), ("p", "unknown")]:
+            want = rollouts_cost(attempts, table, policy, judge)
+            got = run_cost(store, run_id, table, policy, judge)
+            assert (got.policy_tokens, got.judge_tokens) == (want.policy_tokens, want.judge_tokens)
+            for side in ("policy_usd", "judge_usd", "total_usd"):
+                assert getattr(got, side) == pytest.approx(getattr(want, side)), (policy, judge, side)
+        known = run_cost(store, run_id, table, "p", "j")
+        # the judge: six calls, each with its picture; the policy: five calls paid (one cached, one not made)
+        assert known.judge_usd == pytest.approx((2610 * 2 + 520 * 4) / 1e6 + 6 * 0.5)
+        assert known.policy_usd == pytest.approx(
+            ((1000 + 900 + 1100 + 1000 + 1400) + (2000 + 2100 + 2500 + 1600) * 3) / 1e6
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -120,13 +121,39 @@ def test_runs_show_keeps_every_column_whole_in_a_pipe_and_at_80_columns(home: Pa
     assert all(len(line) <= 110 for line in wider.stdout.splitlines())
 
 
+def _ruled_rows(text: str) -> list[list[str]]:
+    """The rows of a table drawn without column lines (`runs list`): cells two spaces or more apart."""
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("─"))
+    return [re.split(r" {2,}", line.strip()) for line in [lines[rule - 1], *lines[rule + 1 :]] if line.strip()]
+
+
 def test_runs_list_in_a_pipe_is_not_cut_to_80_columns(home: Path) -> None:
     run_id, _ = _demo_run()
     listed = svgagent("runs", "list")
     assert listed.returncode == 0, listed.stderr
-    header, row = _table_rows(listed.stdout)
+    header, row = _ruled_rows(listed.stdout)
+    assert header == ["run", "name", "created", "status", "model", "done", "outcomes", "mean", "cost"]
     assert row[:4] == [run_id, "baseline for the long-named experiment", row[2], "completed"]
     assert row[4] == "accounts/fireworks/models/qwen3-0p6b"  # the model the demo policy played, whole
+    assert row[-1].startswith("$")
+
+
+def test_runs_list_in_an_80_column_terminal_keeps_the_counts_mean_and_dollars_whole(home: Path) -> None:
+    """At 80 columns the creation time (the run's id begins with it) goes and the model shows its own name; the
+    status, counts, mean and dollars are never cut (they were: "sta…", "0.5…", "$0.…")."""
+    run_id, _ = _demo_run()
+    shown = svgagent("runs", "list", env={"COLUMNS": "80"})
+    assert shown.returncode == 0, shown.stderr
+    assert all(len(line) <= 80 for line in shown.stdout.splitlines())
+    header, row = _ruled_rows(shown.stdout)
+    assert header == ["run", "name", "status", "model", "done", "outcomes", "mean", "cost"]
+    assert row[0] == run_id and row[2] == "completed"
+    assert row[1].endswith("…") and "baseline for the long-named experiment".startswith(row[1][:-1])  # one line
+    assert row[3].startswith("qwen3")
+    assert (
+        re.fullmatch(r"\d+/\d+", row[4]) and re.fullmatch(r"0\.\d{3}", row[6]) and re.fullmatch(r"\$\d\.\d{4}", row[7])
+    )
 
 
 HOSTILE_ROW = "row\x1b[2J\x1b]52;c;cHduZWQ=\x07[/x]"  # clear the screen, write the clipboard (OSC 52), bad markup

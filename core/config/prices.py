@@ -26,7 +26,7 @@ from typing import Any
 
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.store.run_store import Store
-from svgagent.core.store.typed_rows import RolloutRecord
+from svgagent.core.store.typed_rows import RolloutRecord, TokenGroup
 
 PER_TOKENS = 1_000_000  # the table's prices are per this many tokens
 PRICE_KEYS = ("input", "output", "cached_input", "image")
@@ -140,24 +140,44 @@ class Cost:
         }
 
 
-def rollout_cost(rec: RolloutRecord, table: PriceTable, policy_model: str | None, judge_model: str | None) -> Cost:
-    """THE cost of one rollout (one attempt): its policy call and its judge call, in dollars and tokens."""
-    policy_tokens = (rec.prompt_tokens or 0) + (rec.completion_tokens or 0)
-    judge_prompt, judge_completion = rec.judge_prompt_tokens or 0, rec.judge_completion_tokens or 0
+def group_cost(group: TokenGroup, table: PriceTable, policy_model: str | None, judge_model: str | None) -> Cost:
+    """THE cost of rollouts alike (one rollout, or a run's attempts grouped by the store): their policy calls and
+    their judge calls, in dollars and tokens. Prices are linear in tokens, so a group costs its rollouts' sum."""
     policy_price, judge_price = table.price_of(policy_model), table.price_of(judge_model)
-    answered = rec.prompt_tokens is not None or rec.completion_tokens is not None
-    if rec.cached or not answered:  # from the response cache (an earlier run paid), or no call recorded
+    if group.cached or not group.answered:  # from the response cache (an earlier run paid), or no call recorded
         policy_usd: float | None = 0.0
     else:
         policy_usd = (
-            None if policy_price is None else policy_price.call_usd(rec.prompt_tokens or 0, rec.completion_tokens or 0)
+            None if policy_price is None else policy_price.call_usd(group.prompt_tokens, group.completion_tokens)
         )
-    judged = rec.judge_prompt_tokens is not None or rec.judge_completion_tokens is not None
-    if not judged:  # no judge call recorded: nothing to pay, whatever the judge's price
+    if not group.judged:  # no judge call recorded: nothing to pay, whatever the judge's price
         judge_usd: float | None = 0.0
     else:
-        judge_usd = None if judge_price is None else judge_price.call_usd(judge_prompt, judge_completion, images=1)
-    return Cost(policy_usd, judge_usd, policy_tokens, judge_prompt + judge_completion)
+        judge_usd = (
+            None
+            if judge_price is None
+            else judge_price.call_usd(group.judge_prompt_tokens, group.judge_completion_tokens, images=group.count)
+        )
+    return Cost(
+        policy_usd,
+        judge_usd,
+        group.prompt_tokens + group.completion_tokens,
+        group.judge_prompt_tokens + group.judge_completion_tokens,
+    )
+
+
+def rollout_cost(rec: RolloutRecord, table: PriceTable, policy_model: str | None, judge_model: str | None) -> Cost:
+    """The cost of one rollout (one attempt): its policy call and its judge call, in dollars and tokens."""
+    return group_cost(TokenGroup.of(rec), table, policy_model, judge_model)
+
+
+def run_cost(store: Store, run_id: str, table: PriceTable, policy_model: str | None, judge_model: str | None) -> Cost:
+    """What the whole run cost — every attempt, reruns' replaced ones too — from one grouped query (no rollout is
+    read whole: ``runs list`` prices every run)."""
+    total = Cost()
+    for group in store.token_groups(run_id):
+        total = total + group_cost(group, table, policy_model, judge_model)
+    return total
 
 
 def rollouts_cost(

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from svgagent.core.config.prices import PriceTable, rollouts_cost, usd_text
+from svgagent.core.config.prices import PriceTable, run_cost, usd_text
 from svgagent.core.scoring.errors import SvgAgentError
 from svgagent.core.scoring.models import DatasetRow
 from svgagent.core.store.run_store import Store
@@ -156,9 +156,7 @@ class BudgetGate:
     def for_run(
         cls, settings: Any, table: PriceTable, store: Store, run_id: str, rows: Sequence[DatasetRow]
     ) -> BudgetGate:
-        spent = rollouts_cost(
-            store.list_rollouts(run_id, current_only=False), table, settings.model, settings.judge_model
-        ).known_usd
+        spent = run_cost(store, run_id, table, settings.model, settings.judge_model).known_usd
         policy, judge = expected_tokens(table, store, settings, rows)
         p, j = table.price_of(settings.model), table.price_of(settings.judge_model)
         return cls(

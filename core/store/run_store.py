@@ -40,6 +40,7 @@ from svgagent.core.store.typed_rows import (
     RunRecord,
     RunStatus,
     RunSummary,
+    TokenGroup,
     public_settings,
     recipe_columns,
     summarize_rows,
@@ -538,6 +539,21 @@ class Store:
             if outcome is not None:
                 counts[outcome] += n
         return total, OutcomeCounts(*(counts[o] for o in OUTCOMES))
+
+    def token_groups(self, run_id: str) -> list[TokenGroup]:
+        """Every attempt of the run (reruns' replaced ones too: they were paid), grouped by what decides their price
+        (taken from the response cache, a policy call recorded, a judge call recorded) with their tokens summed —
+        what :func:`svgagent.core.config.prices.run_cost` prices, one query, no rollout read whole."""
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT cached, prompt_tokens IS NOT NULL OR completion_tokens IS NOT NULL,"
+                " judge_prompt_tokens IS NOT NULL OR judge_completion_tokens IS NOT NULL, COUNT(*),"
+                " SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)),"
+                " SUM(COALESCE(judge_prompt_tokens, 0)), SUM(COALESCE(judge_completion_tokens, 0))"
+                " FROM rollouts WHERE run_id = ? GROUP BY 1, 2, 3",
+                (run_id,),
+            ).fetchall()
+        return [TokenGroup(bool(c), bool(a), bool(j), n, pt, ct, jpt, jct) for c, a, j, n, pt, ct, jpt, jct in rows]
 
     def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
         """Heavy rollouts one by one (exports) without holding a whole run's PNGs in memory."""

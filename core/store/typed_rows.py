@@ -101,6 +101,34 @@ def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
 
 
+@dataclass(frozen=True, slots=True)
+class TokenGroup:
+    """Rollouts (attempts) alike in what decides their price, their tokens summed (``Store.token_groups``); one
+    rollout is a group of one (``TokenGroup.of``)."""
+
+    cached: bool  # the policy's answer came from the response cache (an earlier run paid for it)
+    answered: bool  # a policy call's tokens are recorded
+    judged: bool  # a judge call's tokens are recorded
+    count: int
+    prompt_tokens: int
+    completion_tokens: int
+    judge_prompt_tokens: int
+    judge_completion_tokens: int
+
+    @classmethod
+    def of(cls, rec: RolloutRecord) -> TokenGroup:
+        return cls(
+            cached=rec.cached,
+            answered=rec.prompt_tokens is not None or rec.completion_tokens is not None,
+            judged=rec.judge_prompt_tokens is not None or rec.judge_completion_tokens is not None,
+            count=1,
+            prompt_tokens=rec.prompt_tokens or 0,
+            completion_tokens=rec.completion_tokens or 0,
+            judge_prompt_tokens=rec.judge_prompt_tokens or 0,
+            judge_completion_tokens=rec.judge_completion_tokens or 0,
+        )
+
+
 @dataclass(slots=True)
 class RolloutRecord:
     rollout_id: str

@@ -13,7 +13,8 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.config.prices import Cost, cost_text, price_table, rollouts_cost
+from svgagent.core.config import prices
+from svgagent.core.config.prices import Cost, cost_text, price_table
 from svgagent.core.config.project_trust import require_trusted
 from svgagent.core.config.settings import Settings, load_settings
 from svgagent.core.run.budget import BudgetReached
@@ -377,12 +378,7 @@ def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
 
 def run_cost(store: Store, run_id: str, settings: Settings) -> Cost:
     """The run's dollars and tokens so far, every attempt, at the price table's rates (``prices`` setting on top)."""
-    return rollouts_cost(
-        store.list_rollouts(run_id, current_only=False),
-        price_table(settings.prices),
-        settings.model,
-        settings.judge_model,
-    )
+    return prices.run_cost(store, run_id, price_table(settings.prices), settings.model, settings.judge_model)
 
 
 def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float, cost: Cost | None = None) -> None:

@@ -6,13 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+from rich import box
 from rich.cells import cell_len
 from rich.markup import escape
 from rich.table import Table
 
 from svgagent.core.config.field_limits import bounds, numeric_range
-from svgagent.core.config.prices import PriceTable, cost_text, price_table, rollout_cost, rollouts_cost, usd_text
+from svgagent.core.config.prices import PriceTable, cost_text, price_table, rollout_cost, run_cost, usd_text
 from svgagent.core.config.settings import Settings
 from svgagent.core.exchange.export import export_run
 from svgagent.core.named_files import STDOUT, TargetKind, resolve_target, write_output
@@ -27,7 +29,7 @@ from svgagent.core.store.run_refs import RunNotFound, resolve_run
 from svgagent.core.store.run_store import Store
 from svgagent.core.store.typed_rows import RunRecord, mean_text, spread_text
 from svgagent.core.terminal_text import clipped, one_line
-from svgagent.tui.cli.console import cli_console
+from svgagent.tui.cli.console import WIDE, cli_console
 from svgagent.tui.cli.exit_codes import EXIT_OK
 from svgagent.tui.cli.health_report import print_health, run_health_scope
 from svgagent.tui.cli.store_cmd import open_store, store_path
@@ -42,8 +44,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         if args.runs_command == "list":
             runs = store.list_runs()
+            prices = run_prices(args)
             items = []
             for run in runs:
+                model, judge = run.settings.get("model"), run.settings.get("judge_model")
                 summary = run.summary or store.summarize(run.run_id, run.threshold).to_dict()
                 rollouts, outcomes = store.outcome_counts(run.run_id)  # a served run has no stored summary
                 items.append(
@@ -52,39 +56,28 @@ def cmd_runs(args: argparse.Namespace) -> int:
                         "name": run.name,
                         "created": run.created,
                         "status": run.status,
-                        "model": run.settings.get("model"),
+                        "model": model,
                         "dataset": run.dataset.get("name"),
                         "rollouts": rollouts,
                         "done": outcomes.scored + outcomes.unscored,
                         **outcomes.to_dict(),  # scored · invalid · failed (README)
                         "mean_score": summary["mean_score"],
+                        "cost": run_cost(store, run.run_id, prices, model, judge).to_dict(),  # every attempt
                     }
                 )
             if args.json:
                 print(json.dumps(items, indent=2))
                 return EXIT_OK
             # done/rollouts next to the mean: a stopped run's mean is of its finished rollouts only
-            table = Table("run", "name", "created", "status", "model", "done", "outcomes", "mean")
-            table.columns[0].no_wrap = True
-            for it in items:
-                table.add_row(
-                    it["run_id"],
-                    "" if it["name"] == it["run_id"] else escape(it["name"]),  # a run without a name of its own
-                    it["created"][:16].replace("T", " "),  # to the minute, as the app shows times
-                    it["status"],
-                    escape(str(it["model"])),
-                    f"{it['done']}/{it['rollouts']}",
-                    OutcomeCounts(it["scored"], it["invalid"], it["failed"]).text(),
-                    _fmt(it["mean_score"]),
-                )
-            cli_console().print(table if items else "no runs yet: try `svgagent eval --demo`")
+            console = cli_console()
+            console.print(_runs_table(items, console.width, fit=console.width < WIDE) if items else NO_RUNS)
             return EXIT_OK
         run, served = _run_or_served(store, args.run_id)
         rollouts = store.list_rollouts(run.run_id)
         summary = store.summarize(run.run_id, run.threshold)
         prices = run_prices(args)
         model, judge = run.settings.get("model"), run.settings.get("judge_model")
-        cost = rollouts_cost(store.list_rollouts(run.run_id, current_only=False), prices, model, judge)
+        cost = run_cost(store, run.run_id, prices, model, judge)
         health, scope = run_health_scope(store, run.run_id)
         if args.json:
             data = {
@@ -177,6 +170,42 @@ def _run_or_served(store: Store, ref: str) -> tuple[RunRecord, ServedRef | None]
 ROLLOUT_COLUMNS = ("rollout", "row", "sample", "status", "score", "ok/total", "gen s", "judge s", "$")
 REASON_CHARS = 60  # a reason's first characters (its whole text: --json)
 MIN_REASON = 10
+
+
+RUNS_WIDE = 100  # narrower than this, `runs list` leaves out what it can say otherwise
+NO_RUNS = "no runs yet: try `svgagent eval --demo`"
+
+
+def _runs_table(items: list[dict[str, Any]], width: int, *, fit: bool) -> Table:
+    """The runs, a line each: the name column only when some run has a name of its own, the creation time only
+    when there is room (a run's id begins with it: 20261207-160156-…); the status, counts, mean and dollars are
+    never cut — the run's name and the model's give way (narrow: the model's last part, "qwen3-0p6b"). ``fit``: a
+    width to fill (a terminal's, or COLUMNS; in a pipe nothing is cut: the table is as wide as its text)."""
+    named = any(it["name"] != it["run_id"] for it in items)
+    wide = width >= RUNS_WIDE
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, expand=fit)
+    table.add_column("run", no_wrap=True)
+    if named:
+        table.add_column("name", overflow="ellipsis", no_wrap=True, ratio=1)
+    if wide:
+        table.add_column("created", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("model", overflow="ellipsis", no_wrap=True, ratio=1)
+    for name in ("done", "outcomes", "mean", "cost"):
+        table.add_column(name, no_wrap=name != "outcomes", justify="right" if name in ("mean", "cost") else "left")
+    for it in items:
+        table.add_row(
+            it["run_id"],
+            *(["" if it["name"] == it["run_id"] else escape(it["name"])] if named else []),  # no name of its own
+            *([it["created"][:16].replace("T", " ")] if wide else []),  # to the minute, as the app shows times
+            it["status"],
+            escape(str(it["model"]) if wide else str(it["model"]).rsplit("/", 1)[-1]),  # narrow: the model's own name
+            f"{it['done']}/{it['rollouts']}",
+            OutcomeCounts(it["scored"], it["invalid"], it["failed"]).text(),
+            _fmt(it["mean_score"]),
+            usd_text(it["cost"]["total_usd"]),
+        )
+    return table
 
 
 def reason_room(width: int, header: tuple[str, ...], cells: list[tuple[str, ...]]) -> int | None:
