@@ -193,6 +193,12 @@ def test_a_runs_cost_from_its_grouped_tokens_is_the_sum_over_every_attempt(tmp_p
                 " judge_completion_tokens=?, cached=? WHERE rollout_id=?",
                 [(*t, rid) for t, rid in zip(tokens, ids, strict=True)],
             )
+        with store._tx() as db:  # some of the prompts served from the provider's prompt cache
+            db.execute(
+                "UPDATE rollouts SET cached_prompt_tokens=512, judge_cached_prompt_tokens=128 WHERE rollout_id=?",
+                (ids[0],),
+            )
+            db.execute("UPDATE rollouts SET cached_prompt_tokens=256 WHERE rollout_id=?", (ids[5],))
         rerun = store.new_attempts(run_id, ids[:2])  # the first two again: the replaced attempts were paid
         with store._tx() as db:
             db.executemany(
@@ -203,9 +209,20 @@ def test_a_runs_cost_from_its_grouped_tokens_is_the_sum_over_every_attempt(tmp_p
         attempts = store.list_rollouts(run_id, current_only=False)
         assert len(attempts) == 8
         table = price_table({"p": {"input": 1.0, "output": 3.0}, "j": {"input": 2.0, "output": 4.0, "image": 0.5}})
-        for policy, judge in [("p", "j"), ("unknown", "j"), ("p", "unknown")]:
-            want = rollouts_cost(attempts, table, policy, judge)
-            got = run_cost(store, run_id, table, policy, judge)
+        cheaper = price_table(
+            {
+                "p": {"input": 1.0, "cached_input": 0.1, "output": 3.0},
+                "j": {"input": 2.0, "output": 4.0, "cached_input": 0.2},
+            }
+        )
+        for policy, judge, prices in [
+            ("p", "j", table),
+            ("unknown", "j", table),
+            ("p", "unknown", table),
+            ("p", "j", cheaper),
+        ]:
+            want = rollouts_cost(attempts, prices, policy, judge)
+            got = run_cost(store, run_id, prices, policy, judge)
             assert (got.policy_tokens, got.judge_tokens) == (want.policy_tokens, want.judge_tokens)
             for side in ("policy_usd", "judge_usd", "total_usd"):
                 assert getattr(got, side) == pytest.approx(getattr(want, side)), (policy, judge, side)
@@ -215,3 +232,56 @@ def test_a_runs_cost_from_its_grouped_tokens_is_the_sum_over_every_attempt(tmp_p
         assert known.policy_usd == pytest.approx(
             ((1000 + 900 + 1100 + 1000 + 1400) + (2000 + 2100 + 2500 + 1600) * 3) / 1e6
         )
+
+
+async def test_the_providers_prompt_cache_is_stored_and_priced_at_the_cached_rate(
+    tmp_path: Path, renderer: Renderer
+) -> None:
+    """``usage.prompt_tokens_details.cached_tokens`` (the part of a prompt the provider's cache served) is kept with
+    each call, policy and judge apart, and priced at the table's cached-input rate — it was priced as fresh input.
+    The simulator caches as OpenAI does: prompts of 1,024 tokens or more, in blocks; rows sharing a long preamble."""
+    from svgagent.core.config.prices import run_cost
+
+    preamble = "You draw for a museum catalogue. " * 160  # ~5,300 characters, the same in every prompt
+    rows = [
+        {"prompt": f"{preamble}Draw shape {i}.", "requirements": ["a red circle", "a blue square"]} for i in range(4)
+    ]
+    (tmp_path / "questions.json").write_text(json.dumps(rows))
+    with Simulator() as sim:
+        settings = load_settings(
+            **demo_overrides(sim.base_url), store=tmp_path / "runs.db", render_size=128, concurrency=1,
+            dataset=str(tmp_path / "questions.json"),
+        )  # fmt: skip
+        store = Store(settings.store_path())
+        async with Engine(settings, store, renderer=renderer) as engine:
+            run_id = engine.create_run(load_dataset(settings.dataset))
+            await engine.run(run_id)
+    rollouts = sorted(store.list_rollouts(run_id), key=lambda r: r.row_index)
+    assert all(r.status is RolloutStatus.SCORED for r in rollouts)
+    # the first call each side served found nothing cached; every later one the preamble's blocks, never all of it
+    assert [r.cached_prompt_tokens for r in rollouts].count(0) == 1
+    assert [r.judge_cached_prompt_tokens for r in rollouts].count(0) == 1
+    for rec in rollouts:
+        assert 0 <= rec.cached_prompt_tokens < rec.prompt_tokens and rec.cached_prompt_tokens % 128 == 0
+        assert 0 <= rec.judge_cached_prompt_tokens < rec.judge_prompt_tokens
+    table = price_table(
+        {
+            "p": {"input": 1.0, "cached_input": 0.25, "output": 3.0},
+            "j": {"input": 2.0, "cached_input": 0.5, "output": 8.0, "image": 0.0},
+        }
+    )
+    cost = run_cost(store, run_id, table, "p", "j")
+    fresh = sum(r.prompt_tokens - r.cached_prompt_tokens for r in rollouts)
+    cached = sum(r.cached_prompt_tokens for r in rollouts)
+    out = sum(r.completion_tokens for r in rollouts)
+    assert cost.policy_usd == pytest.approx((fresh * 1.0 + cached * 0.25 + out * 3.0) / 1e6)
+    assert (
+        cost.policy_usd
+        < rollouts_cost(rollouts, price_table({"p": {"input": 1.0, "output": 3.0}}), "p", "j").policy_usd
+    )
+    judge_fresh = sum(r.judge_prompt_tokens - r.judge_cached_prompt_tokens for r in rollouts)
+    judge_cached = sum(r.judge_cached_prompt_tokens for r in rollouts)
+    judge_out = sum(r.judge_completion_tokens for r in rollouts)
+    assert cost.judge_usd == pytest.approx((judge_fresh * 2.0 + judge_cached * 0.5 + judge_out * 8.0) / 1e6)
+    assert rollouts_cost(rollouts, table, "p", "j").total_usd == pytest.approx(cost.total_usd)
+    store.close()

@@ -148,7 +148,9 @@ def group_cost(group: TokenGroup, table: PriceTable, policy_model: str | None, j
         policy_usd: float | None = 0.0
     else:
         policy_usd = (
-            None if policy_price is None else policy_price.call_usd(group.prompt_tokens, group.completion_tokens)
+            None
+            if policy_price is None
+            else policy_price.call_usd(group.prompt_tokens, group.completion_tokens, group.cached_prompt_tokens)
         )
     if not group.judged:  # no judge call recorded: nothing to pay, whatever the judge's price
         judge_usd: float | None = 0.0
@@ -156,7 +158,12 @@ def group_cost(group: TokenGroup, table: PriceTable, policy_model: str | None, j
         judge_usd = (
             None
             if judge_price is None
-            else judge_price.call_usd(group.judge_prompt_tokens, group.judge_completion_tokens, images=group.count)
+            else judge_price.call_usd(
+                group.judge_prompt_tokens,
+                group.judge_completion_tokens,
+                group.judge_cached_prompt_tokens,
+                images=group.count,
+            )
         )
     return Cost(
         policy_usd,

@@ -161,6 +161,8 @@ def _extra(rec: RolloutRecord) -> dict[str, Any]:
         "judge_s": rec.judge_s,
         "judge_prompt_tokens": rec.judge_prompt_tokens,
         "judge_completion_tokens": rec.judge_completion_tokens,
+        "cached_prompt_tokens": rec.cached_prompt_tokens,  # served from the provider's prompt cache
+        "judge_cached_prompt_tokens": rec.judge_cached_prompt_tokens,
         "cached": rec.cached,
         "failure_kind": rec.failure_kind.value if rec.failure_kind is not None else None,
         "truncated": rec.truncated,

@@ -96,6 +96,8 @@ class SvgagentExtra(BaseModel):
     judge_s: Seconds | None = None
     judge_prompt_tokens: Tokens | None = None
     judge_completion_tokens: Tokens | None = None
+    cached_prompt_tokens: Tokens | None = None
+    judge_cached_prompt_tokens: Tokens | None = None
     cached: StrictBool = False
     failure_kind: FailureKind | None = None
     truncated: dict[StrictStr, Annotated[StrictInt, Field(ge=0)]] | None = None

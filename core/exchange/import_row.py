@@ -331,7 +331,15 @@ def _restore_extra(columns: dict[str, Any], extra: SvgagentExtra, total: int) ->
                 override_verdicts_json=json.dumps(override.verdicts) if override.verdicts is not None else None,
                 override_at=override.at,
             )
-    for key in ("generation_s", "render_s", "judge_s", "judge_prompt_tokens", "judge_completion_tokens"):
+    for key in (
+        "generation_s",
+        "render_s",
+        "judge_s",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "cached_prompt_tokens",
+        "judge_cached_prompt_tokens",
+    ):
         value = getattr(extra, key)
         if value is None:
             columns.pop(key, None)

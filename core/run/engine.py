@@ -448,14 +448,13 @@ class Engine:
                 except BaseException:
                     self._gate.settle("policy", 0.0)
                     raise
-                self._gate.settle(
-                    "policy", self._call_usd("policy", answer.usage.prompt_tokens, answer.usage.completion_tokens)
-                )
+                self._gate.settle("policy", self._call_usd("policy", answer.usage))
             answered = dict(
                 raw_answer=answer.content,
                 finish_reason=answer.finish_reason or "unknown",
                 prompt_tokens=answer.usage.prompt_tokens,
                 completion_tokens=answer.usage.completion_tokens,
+                cached_prompt_tokens=answer.usage.cached_prompt_tokens,
                 generation_s=time.perf_counter() - t0,
                 cached=cached is not None,
             )
@@ -478,10 +477,12 @@ class Engine:
             if held:  # nothing paid for is waiting to be stored (cached, or the call failed): hand it on now
                 self._pool.release()
 
-    def _call_usd(self, side: str, prompt_tokens: int, completion_tokens: int, images: int = 0) -> float:
+    def _call_usd(self, side: str, usage: Usage, images: int = 0) -> float:
         """One call's dollars at the price table's rate (0 for a model without a price)."""
         price = self._prices.price_of(self.settings.model if side == "policy" else self.settings.judge_model)
-        return 0.0 if price is None else price.call_usd(prompt_tokens, completion_tokens, images=images)
+        if price is None:
+            return 0.0
+        return price.call_usd(usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens, images=images)
 
     def _request(self, rec: RolloutRecord) -> list[dict[str, Any]]:
         """The policy request's messages of ``rec``'s dataset row, built on its first sample (callers do not
@@ -548,9 +549,7 @@ class Engine:
             status, judged = verdict_columns(verdict, time.perf_counter() - t0)
             self._gate.settle(
                 "judge",
-                self._call_usd(
-                    "judge", judged.get("judge_prompt_tokens") or 0, judged.get("judge_completion_tokens") or 0, 1
-                ),
+                self._call_usd("judge", verdict.usage, images=1),
                 rec.rollout_id,
             )
             remember = (

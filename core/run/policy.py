@@ -35,6 +35,7 @@ class PolicyAnswer:
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
+            "cached_prompt_tokens": self.usage.cached_prompt_tokens,
         }
 
     @classmethod
@@ -42,7 +43,9 @@ class PolicyAnswer:
         return cls(
             content=data["content"],
             finish_reason=data.get("finish_reason"),
-            usage=Usage(data.get("prompt_tokens", 0), data.get("completion_tokens", 0)),
+            usage=Usage(
+                data.get("prompt_tokens", 0), data.get("completion_tokens", 0), data.get("cached_prompt_tokens", 0)
+            ),
         )
 
 
@@ -96,7 +99,7 @@ async def generate(client: Any, model: str, messages: list[dict[str, Any]], para
     return PolicyAnswer(
         content=choice.message.content or "",
         finish_reason=choice.finish_reason,
-        usage=Usage(usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0),
+        usage=Usage(usage.prompt_tokens, usage.completion_tokens, usage.cached_prompt_tokens) if usage else Usage(),
     )
 
 

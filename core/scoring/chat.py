@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from svgagent.core.scoring.errors import EndpointResponseError
 from svgagent.core.scoring.models import MAX_TOKEN_COUNT
@@ -72,8 +72,20 @@ def _count(value: Any) -> int:
 class ChatUsage(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # ``prompt_tokens_details.cached_tokens`` (OpenAI's and Fireworks' field): the part of the prompt the provider
+    # served from its prompt cache, billed at the cached-input price; never more than the prompt
+    cached_prompt_tokens: int = 0
 
-    @field_validator("prompt_tokens", "completion_tokens", mode="before")
+    @model_validator(mode="before")
+    @classmethod
+    def _details(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            details = data.get("prompt_tokens_details")
+            cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+            data = {**data, "cached_prompt_tokens": min(cached, _count(data.get("prompt_tokens")))}
+        return data
+
+    @field_validator("prompt_tokens", "completion_tokens", "cached_prompt_tokens", mode="before")
     @classmethod
     def _sane(cls, value: Any) -> int:
         return _count(value)

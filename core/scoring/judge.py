@@ -167,6 +167,7 @@ def _add_usage(total: Usage, usage: Any) -> Usage:
     return Usage(
         prompt_tokens=total.prompt_tokens + int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=total.completion_tokens + int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_prompt_tokens=total.cached_prompt_tokens + int(getattr(usage, "cached_prompt_tokens", 0) or 0),
     )
 
 

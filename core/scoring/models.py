@@ -102,6 +102,7 @@ class DatasetRow:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0  # the part of prompt_tokens the provider served from its prompt cache
 
     @property
     def total_tokens(self) -> int:

@@ -76,6 +76,10 @@ from svgagent.core.sim.wire import (
 
 __all__ = ["FAULT_KINDS", "SimConfig", "Simulator", "main"]
 
+MAX_CACHED_PREFIXES = 4096  # the simulator's prompt cache (prefix hashes) before it starts again
+CACHE_BLOCK_CHARS = 512  # a provider caches a prompt's prefix in blocks (OpenAI's: 128 tokens, 4 characters each)
+CACHE_MIN_CHARS = 4096  # and only a prompt of 1,024 tokens or more
+
 
 class Simulator(BackgroundServer):
     """The simulated OpenAI-compatible server (see the module docstring)."""
@@ -90,6 +94,7 @@ class Simulator(BackgroundServer):
         self._chat_count = 0
         self._kind_count = {"policy": 0, "judge": 0}
         self._prompt_seq: dict[str, int] = {}
+        self._prefixes: set[int] = set()  # the prompt cache: hashes of the prompt prefixes of requests served
         self._svg_file: tuple[str, list[str], itertools.count] | None = None  # SimConfig.policy_svg_file, read
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
@@ -339,11 +344,35 @@ class Simulator(BackgroundServer):
             contents, finish = self._policy_contents(body, config, prompt, fault, count)
             model = config.policy_model
         response = completion_response(
-            number, model, contents, finish, texts, completion_limit(body), empty_choices=fault == "empty_choices"
+            number,
+            model,
+            contents,
+            finish,
+            texts,
+            completion_limit(body),
+            empty_choices=fault == "empty_choices",
+            cached_tokens=self._cached_tokens(texts),
         )
         if due > loop.time():
             await asyncio.sleep(due - loop.time())
         return response
+
+    def _cached_tokens(self, texts: list[tuple[str, int]]) -> int:
+        """The prompt's tokens a provider's prompt cache would serve, as OpenAI's does: none below
+        :data:`CACHE_MIN_CHARS`; above, its leading blocks of :data:`CACHE_BLOCK_CHARS` characters that began an
+        earlier request (never the last block). This request's blocks are then remembered (a bounded set: full, it
+        starts again). svgagent's own prompts are shorter: a long shared preamble in the dataset is what caches."""
+        text = "\n".join(t for t, _ in texts)
+        if len(text) < CACHE_MIN_CHARS:
+            return 0
+        blocks = range(CACHE_BLOCK_CHARS, len(text), CACHE_BLOCK_CHARS)
+        hashes = [hash(text[:end]) for end in blocks]
+        with self._lock:
+            seen = next((i for i in range(len(hashes), 0, -1) if hashes[i - 1] in self._prefixes), 0)
+            if len(self._prefixes) > MAX_CACHED_PREFIXES:
+                self._prefixes.clear()
+            self._prefixes.update(hashes)
+        return seen * CACHE_BLOCK_CHARS // 4
 
     def _policy_contents(
         self, body: dict[str, Any], config: SimConfig, prompt: str, fault: str | None, count: int

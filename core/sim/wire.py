@@ -168,8 +168,10 @@ def completion_response(
     texts: list[tuple[str, int]],
     limit: int | None,
     empty_choices: bool = False,
+    cached_tokens: int = 0,
 ) -> web.Response:
-    """A ``chat.completion`` body; answers longer than ``limit`` tokens (4 characters each) are cut there."""
+    """A ``chat.completion`` body; answers longer than ``limit`` tokens (4 characters each) are cut there.
+    ``cached_tokens`` of the prompt were served from the prompt cache (``usage.prompt_tokens_details``)."""
     if limit is not None:
         for i, text in enumerate(contents):
             if math.ceil(len(text) / 4) > limit:
@@ -191,6 +193,7 @@ def completion_response(
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": min(cached_tokens, prompt_tokens)},
         },
     }
     return web.Response(body=json.dumps(payload, ensure_ascii=False).encode("utf-8"), content_type="application/json")

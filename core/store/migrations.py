@@ -179,4 +179,10 @@ MIGRATIONS: list[str] = [
     )
     WHERE run_id IN (SELECT r.run_id FROM training_steps r);
     """,
+    # v10: the part of each call's prompt the provider served from its prompt cache (``prompt_tokens_details.
+    # cached_tokens``), priced at the cached-input rate; NULL for calls stored before (priced as fresh input)
+    """
+    ALTER TABLE rollouts ADD COLUMN cached_prompt_tokens INTEGER;
+    ALTER TABLE rollouts ADD COLUMN judge_cached_prompt_tokens INTEGER;
+    """,
 ]

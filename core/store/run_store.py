@@ -51,7 +51,7 @@ _FAILURE_KINDS = {kind.value: kind for kind in FailureKind}
 _ROLLOUT_COLUMNS: frozenset[str] = frozenset(
     """raw_answer finish_reason svg png judge_raw rationale verdicts_json score fulfilled total is_score_valid
     reason error generation_s render_s judge_s prompt_tokens completion_tokens judge_prompt_tokens
-    judge_completion_tokens cached status is_current override_score override_fulfilled override_verdicts_json
+    judge_completion_tokens cached_prompt_tokens judge_cached_prompt_tokens cached status is_current override_score override_fulfilled override_verdicts_json
     override_at failure_kind""".split()
 )
 # SQLite primary result codes (the low byte of an extended code) and what each means for the person
@@ -549,11 +549,12 @@ class Store:
                 "SELECT cached, prompt_tokens IS NOT NULL OR completion_tokens IS NOT NULL,"
                 " judge_prompt_tokens IS NOT NULL OR judge_completion_tokens IS NOT NULL, COUNT(*),"
                 " SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)),"
-                " SUM(COALESCE(judge_prompt_tokens, 0)), SUM(COALESCE(judge_completion_tokens, 0))"
+                " SUM(COALESCE(judge_prompt_tokens, 0)), SUM(COALESCE(judge_completion_tokens, 0)),"
+                " SUM(COALESCE(cached_prompt_tokens, 0)), SUM(COALESCE(judge_cached_prompt_tokens, 0))"
                 " FROM rollouts WHERE run_id = ? GROUP BY 1, 2, 3",
                 (run_id,),
             ).fetchall()
-        return [TokenGroup(bool(c), bool(a), bool(j), n, pt, ct, jpt, jct) for c, a, j, n, pt, ct, jpt, jct in rows]
+        return [TokenGroup(bool(c), bool(a), bool(j), *sums) for c, a, j, *sums in rows]
 
     def iter_rollouts(self, run_id: str, *, current_only: bool = True) -> Iterator[RolloutRecord]:
         """Heavy rollouts one by one (exports) without holding a whole run's PNGs in memory."""

@@ -24,7 +24,16 @@ from typing import Any
 
 from svgagent.core.scoring.models import MAX_TOKEN_COUNT
 
-TOKEN_COLUMNS = frozenset({"prompt_tokens", "completion_tokens", "judge_prompt_tokens", "judge_completion_tokens"})
+TOKEN_COLUMNS = frozenset(
+    {
+        "prompt_tokens",
+        "completion_tokens",
+        "judge_prompt_tokens",
+        "judge_completion_tokens",
+        "cached_prompt_tokens",
+        "judge_cached_prompt_tokens",
+    }
+)
 INTEGER_COLUMNS = frozenset({"fulfilled", "total", "is_score_valid", "cached", "is_current", "override_fulfilled"})
 REAL_COLUMNS = frozenset({"score", "generation_s", "render_s", "judge_s", "override_score"})
 BLOB_COLUMNS = frozenset({"png"})

@@ -57,6 +57,8 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "completion_tokens",
     "judge_prompt_tokens",
     "judge_completion_tokens",
+    "cached_prompt_tokens",
+    "judge_cached_prompt_tokens",
     "cached",
     "created",
     "updated",
@@ -114,6 +116,8 @@ class TokenGroup:
     completion_tokens: int
     judge_prompt_tokens: int
     judge_completion_tokens: int
+    cached_prompt_tokens: int = 0  # of prompt_tokens: served from the provider's prompt cache
+    judge_cached_prompt_tokens: int = 0
 
     @classmethod
     def of(cls, rec: RolloutRecord) -> TokenGroup:
@@ -126,6 +130,8 @@ class TokenGroup:
             completion_tokens=rec.completion_tokens or 0,
             judge_prompt_tokens=rec.judge_prompt_tokens or 0,
             judge_completion_tokens=rec.judge_completion_tokens or 0,
+            cached_prompt_tokens=rec.cached_prompt_tokens or 0,
+            judge_cached_prompt_tokens=rec.judge_cached_prompt_tokens or 0,
         )
 
 
@@ -154,7 +160,9 @@ class RolloutRecord:
     completion_tokens: int | None = None
     judge_prompt_tokens: int | None = None
     judge_completion_tokens: int | None = None
-    cached: bool = False
+    cached_prompt_tokens: int | None = None  # of prompt_tokens: served from the provider's prompt cache
+    judge_cached_prompt_tokens: int | None = None
+    cached: bool = False  # the answer came from svgagent's own response cache (no call made)
     created: str = ""
     updated: str = ""
     override_score: float | None = None

@@ -70,6 +70,7 @@ def verdict_columns(verdict: JudgeVerdict, judge_s: float) -> tuple[RolloutStatu
         else None,
         judge_prompt_tokens=verdict.usage.prompt_tokens,
         judge_completion_tokens=verdict.usage.completion_tokens,
+        judge_cached_prompt_tokens=verdict.usage.cached_prompt_tokens,
     )
     if verdict.valid:
         columns.update(
