@@ -23,17 +23,9 @@ import re
 from typing import Any
 
 from svgagent.core.scoring.models import MAX_TOKEN_COUNT
+from svgagent.core.store.typed_rows import TOKEN_COLUMN_NAMES
 
-TOKEN_COLUMNS = frozenset(
-    {
-        "prompt_tokens",
-        "completion_tokens",
-        "judge_prompt_tokens",
-        "judge_completion_tokens",
-        "cached_prompt_tokens",
-        "judge_cached_prompt_tokens",
-    }
-)
+TOKEN_COLUMNS = frozenset(TOKEN_COLUMN_NAMES)
 INTEGER_COLUMNS = frozenset({"fulfilled", "total", "is_score_valid", "cached", "is_current", "override_fulfilled"})
 REAL_COLUMNS = frozenset({"score", "generation_s", "render_s", "judge_s", "override_score"})
 BLOB_COLUMNS = frozenset({"png"})

@@ -33,6 +33,14 @@ class RunStatus(StrEnum):
 
 
 # Columns cheap enough to load for every row of a 10,000-rollout run (no answers, SVG or PNG).
+TOKEN_COLUMN_NAMES = (  # a call's token counts, as the provider reported them
+    "prompt_tokens",
+    "completion_tokens",
+    "judge_prompt_tokens",
+    "judge_completion_tokens",
+    "cached_prompt_tokens",
+    "judge_cached_prompt_tokens",
+)
 LIGHT_COLUMNS: tuple[str, ...] = (
     "rollout_id",
     "run_id",
@@ -53,12 +61,7 @@ LIGHT_COLUMNS: tuple[str, ...] = (
     "generation_s",
     "render_s",
     "judge_s",
-    "prompt_tokens",
-    "completion_tokens",
-    "judge_prompt_tokens",
-    "judge_completion_tokens",
-    "cached_prompt_tokens",
-    "judge_cached_prompt_tokens",
+    *TOKEN_COLUMN_NAMES,
     "cached",
     "created",
     "updated",
