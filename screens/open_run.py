@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from textual.screen import Screen
 
 from svgagent.core.analysis.failure_causes import FailureCause, dominant_failure
-from svgagent.core.config.prices import Cost, price_table, rollouts_cost
+from svgagent.core.config.prices import Cost, group_cost, price_table, rollouts_cost
 from svgagent.core.config.settings import Settings
 from svgagent.core.run.dataset import load_dataset
 from svgagent.core.scoring.errors import StoreError, SvgAgentError
-from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, RunSummary, mean_text
+from svgagent.core.store.typed_rows import DEFAULT_THRESHOLD, RunSummary, TokenGroup, mean_text
 from svgagent.core.terminal_text import visible_line
 from svgagent.tui.live_feed import LiveBatch, LiveFeed, RunReloaded
 from svgagent.tui.run_control import RunEnded
@@ -65,7 +65,7 @@ class OpenRun:
         self.changed = changed
         self.run_id: str | None = None
         self.threshold = DEFAULT_THRESHOLD
-        self.earlier_tokens = (0, 0)  # tokens of the open run's attempts reruns replaced: the run spent them too
+        self.earlier: tuple[TokenGroup, ...] = ()  # the open run's attempts reruns replaced: the run paid them too
         self.unfinished = 0
         self.feed = LiveFeed(screen, services.store, services.bus)
         self._summary_at = 0.0  # time.monotonic() of the last summary refresh
@@ -99,7 +99,7 @@ class OpenRun:
             return
         self.run_id = run_id
         self.threshold = run.threshold  # the run's own, else the one default: as `runs show` and a stop judge it
-        self.earlier_tokens = earlier
+        self.earlier = earlier
         self.table.load(records)
         self.screen.sub_title = visible_line(f"{run.name} ({run_id})")  # a run name: outside text
         self.refresh_summary()
@@ -113,7 +113,7 @@ class OpenRun:
         if len(table.records) >= BACKGROUND_RELOAD_ROWS:
             self.feed.reload(self.run_id, table.records)
             return
-        records, self.earlier_tokens = self.services.store.current_and_earlier_tokens(self.run_id)
+        records, self.earlier = self.services.store.current_and_earlier_tokens(self.run_id)
         table.load(records)
         self.screen.query_one(Preview).reload()
         self.refresh_summary()
@@ -127,7 +127,7 @@ class OpenRun:
     def reloaded(self, message: RunReloaded) -> None:
         if message.run_id != self.run_id:
             return
-        self.earlier_tokens = message.earlier_tokens
+        self.earlier = message.earlier
         with self.screen.app.batch_update():
             self.table.merge(message.changed, message.removed)
             self.screen.query_one(Preview).reload()
@@ -168,7 +168,7 @@ class OpenRun:
             self.changed()
             return
         control = self.services.control
-        summary = table.tally.summary(self.threshold, self.earlier_tokens)  # tokens: every attempt's
+        summary = table.tally.summary(self.threshold, self.earlier)  # tokens: every attempt's
         cost = self._cost(table)
         run = self.services.store.get_run(self.run_id)
         elapsed = control.elapsed(self.run_id, run.worked_s)  # every session's work on the run
@@ -193,16 +193,19 @@ class OpenRun:
         self.changed()
 
     def _cost(self, table: Any) -> Cost | None:
-        """The open run's dollars (its current rollouts', at the price table's rates), worked out again at most every
-        :data:`LIVE_RECOUNT_S` seconds while it runs: a pass over 10,000 rollouts is not for every live batch."""
+        """The open run's dollars at the price table's rates — its current rollouts' and the attempts reruns replaced
+        (paid too, as `runs show` counts them) — worked out again at most every :data:`LIVE_RECOUNT_S` seconds while
+        it runs: a pass over 10,000 rollouts is not for every live batch."""
         now = time.monotonic()
         if self._cost_for == self.run_id and self.live and now - self._cost_at < LIVE_RECOUNT_S:
             return self._cost_cache
         run = self.services.store.get_run(self.run_id)
         prices = price_table(self.services.settings.prices)
-        self._cost_cache = rollouts_cost(
-            table.records.values(), prices, run.settings.get("model"), run.settings.get("judge_model")
-        )
+        models = run.settings.get("model"), run.settings.get("judge_model")
+        cost = rollouts_cost(table.records.values(), prices, *models)
+        for group in self.earlier:
+            cost = cost + group_cost(group, prices, *models)
+        self._cost_cache = cost
         self._cost_for, self._cost_at = self.run_id, now
         return self._cost_cache
 

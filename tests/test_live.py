@@ -318,7 +318,8 @@ def test_a_big_runs_reload_counts_a_rerun_committed_meanwhile_once(store: Store,
     LiveFeed(None, store, EventBus())._reload(RUN_ID, {}, Target())  # type: ignore[arg-type]
     assert rerun
     (reloaded,) = posted
-    assert sum(r.tokens for r in reloaded.changed) + sum(reloaded.earlier_tokens) == paid
+    earlier = sum(g.prompt_tokens + g.completion_tokens for g in reloaded.earlier)
+    assert sum(r.tokens for r in reloaded.changed) + earlier == paid
 
 
 @pytest.mark.parametrize("when", ["open", "reload"])
@@ -335,5 +336,28 @@ async def test_the_open_runs_tokens_count_a_rerun_committed_meanwhile_once(
             rerun = rerun_after_next_read()
             opened.reload()
         assert rerun
-        summary = opened.table.tally.summary(opened.threshold, opened.earlier_tokens)  # what the summary bar shows
+        summary = opened.table.tally.summary(opened.threshold, opened.earlier)  # what the summary bar shows
         assert summary.prompt_tokens + summary.completion_tokens == paid
+
+
+async def test_the_open_runs_dollars_count_the_attempts_a_rerun_replaced(store: Store) -> None:
+    """The summary bar's dollars are the run's whole cost, as `runs show` gives it (the README: every attempt counts)
+    — they were the current rollouts' alone, so a rerun made the run look cheaper than it was."""
+    from tui_support import settings_for
+
+    from svgagent.core.config.prices import price_table, run_cost, usd_text
+
+    prices = {"fixture-policy": {"input": 1.0, "output": 2.0}, "fixture-judge": {"input": 3.0, "output": 4.0}}
+    with store._tx() as db:  # the judge's calls too, so both sides cost something
+        db.execute(
+            "UPDATE rollouts SET judge_prompt_tokens = 500, judge_completion_tokens = 40 WHERE score IS NOT NULL"
+        )
+    store.new_attempts(RUN_ID, [f"{RUN_ID}.0.0"])  # row 0's scored attempt is replaced: it was paid for
+    app = make_app(store, run_id=RUN_ID, settings=settings_for(store.path, prices=prices))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        whole = run_cost(store, RUN_ID, price_table(prices), "fixture-policy", "fixture-judge")
+        shown = str(app.dashboard.query_one("#summary").render())
+        assert f"{usd_text(whole.total_usd)} (policy {usd_text(whole.policy_usd)}" in shown
+    replaced = store.token_groups(RUN_ID, current=False)
+    assert replaced and sum(g.prompt_tokens for g in replaced) > 0  # the replaced attempt had a price of its own

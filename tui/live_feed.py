@@ -26,7 +26,7 @@ from svgagent.core.run.events import EventBus
 from svgagent.core.run.follow import RunFollower
 from svgagent.core.scoring.models import RolloutUpdate
 from svgagent.core.store.run_store import Store
-from svgagent.core.store.typed_rows import RolloutRecord
+from svgagent.core.store.typed_rows import RolloutRecord, TokenGroup
 
 FEED_INTERVAL_S = 0.1
 ACK_POLL_S = 0.1  # how often a feed waiting for its batch to be applied checks that it is still wanted
@@ -53,12 +53,12 @@ class RunReloaded(Message):
     """A big run read again in a thread: the rows that differ from what the table showed, and those now gone."""
 
     def __init__(
-        self, run_id: str, changed: list[RolloutRecord], removed: list[str], earlier_tokens: tuple[int, int] = (0, 0)
+        self, run_id: str, changed: list[RolloutRecord], removed: list[str], earlier: tuple[TokenGroup, ...] = ()
     ) -> None:
-        """``earlier_tokens``: the run's replaced attempts' (prompt, completion) tokens, read in the same thread."""
+        """``earlier``: the tokens of the run's attempts reruns replaced, read in the same thread."""
         super().__init__()
         self.run_id, self.changed, self.removed = run_id, changed, removed
-        self.earlier_tokens = earlier_tokens
+        self.earlier = earlier
 
 
 class LiveFeed:

@@ -540,10 +540,12 @@ class Store:
                 counts[outcome] += n
         return total, OutcomeCounts(*(counts[o] for o in OUTCOMES))
 
-    def token_groups(self, run_id: str) -> list[TokenGroup]:
+    def token_groups(self, run_id: str, *, current: bool | None = None) -> list[TokenGroup]:
         """Every attempt of the run (reruns' replaced ones too: they were paid), grouped by what decides their price
         (taken from the response cache, a policy call recorded, a judge call recorded) with their tokens summed —
-        what :func:`svgagent.core.config.prices.run_cost` prices, one query, no rollout read whole."""
+        what :func:`svgagent.core.config.prices.run_cost` prices, one query, no rollout read whole. ``current``:
+        only the current attempts (True) or only those reruns replaced (False)."""
+        where = "" if current is None else f" AND is_current = {int(current)}"
         with self._read() as db:
             rows = db.execute(
                 "SELECT cached, prompt_tokens IS NOT NULL OR completion_tokens IS NOT NULL,"
@@ -551,7 +553,7 @@ class Store:
                 " SUM(COALESCE(prompt_tokens, 0)), SUM(COALESCE(completion_tokens, 0)),"
                 " SUM(COALESCE(judge_prompt_tokens, 0)), SUM(COALESCE(judge_completion_tokens, 0)),"
                 " SUM(COALESCE(cached_prompt_tokens, 0)), SUM(COALESCE(judge_cached_prompt_tokens, 0))"
-                " FROM rollouts WHERE run_id = ? GROUP BY 1, 2, 3",
+                f" FROM rollouts WHERE run_id = ?{where} GROUP BY 1, 2, 3",
                 (run_id,),
             ).fetchall()
         return [TokenGroup(bool(c), bool(a), bool(j), *sums) for c, a, j, *sums in rows]
@@ -703,22 +705,11 @@ class Store:
         rows, earlier = self.current_and_earlier_tokens(run_id)  # one snapshot: a rerun is counted once
         return summarize_rows(rows, threshold, earlier)
 
-    def current_and_earlier_tokens(self, run_id: str) -> tuple[list[RolloutRecord], tuple[int, int]]:
+    def current_and_earlier_tokens(self, run_id: str) -> tuple[list[RolloutRecord], tuple[TokenGroup, ...]]:
         """The run's current rollouts (light) and the tokens of the attempts reruns replaced, read in one snapshot:
         a rerun committed meanwhile is in both or in neither, so what the run paid is counted once."""
         with self.snapshot():
-            return self.list_rollouts(run_id), self.earlier_attempt_tokens(run_id)
-
-    def earlier_attempt_tokens(self, run_id: str) -> tuple[int, int]:
-        """(prompt, completion) policy tokens of the run's attempts that reruns replaced (no longer current): they
-        were paid for, so the run's token total counts them; each rollout's own figure stays its attempt's."""
-        with self._read() as db:
-            row = db.execute(
-                "SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0)"
-                " FROM rollouts WHERE run_id = ? AND is_current = 0",
-                (run_id,),
-            ).fetchone()
-        return int(row[0]), int(row[1])
+            return self.list_rollouts(run_id), tuple(self.token_groups(run_id, current=False))
 
     # --- cache ----------------------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:

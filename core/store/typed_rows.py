@@ -469,10 +469,8 @@ def spread_text(stderr: float | None, digits: int = 3) -> str:
     return "" if stderr is None else f" ± {stderr:.{digits}f}"
 
 
-def summarize_rows(
-    rows: Iterable[RolloutRecord], threshold: float, earlier_tokens: tuple[int, int] = (0, 0)
-) -> RunSummary:
-    return RunTally(rows).summary(threshold, earlier_tokens)
+def summarize_rows(rows: Iterable[RolloutRecord], threshold: float, earlier: Iterable[TokenGroup] = ()) -> RunSummary:
+    return RunTally(rows).summary(threshold, earlier)
 
 
 class RunTally:
@@ -515,9 +513,10 @@ class RunTally:
             else:
                 del self.scores[bisect.bisect_left(self.scores, score)]
 
-    def summary(self, threshold: float, earlier_tokens: tuple[int, int] = (0, 0)) -> RunSummary:
-        """The run's summary; its tokens are what the run spent: the current rollouts' and ``earlier_tokens``
-        (prompt, completion) of the attempts reruns replaced (``Store.earlier_attempt_tokens``) — paid for too."""
+    def summary(self, threshold: float, earlier: Iterable[TokenGroup] = ()) -> RunSummary:
+        """The run's summary; its tokens are what the run spent: the current rollouts' and those of ``earlier``,
+        the attempts reruns replaced (``Store.current_and_earlier_tokens``) — paid for too."""
+        earlier = tuple(earlier)
         mean, stderr = mean_and_stderr(self.scores)
         return RunSummary(
             rollouts=self.rollouts,
@@ -529,8 +528,8 @@ class RunTally:
             stderr=stderr,
             threshold=threshold,
             passed=mean is not None and mean >= threshold,
-            prompt_tokens=self.prompt_tokens + earlier_tokens[0],
-            completion_tokens=self.completion_tokens + earlier_tokens[1],
+            prompt_tokens=self.prompt_tokens + sum(g.prompt_tokens for g in earlier),
+            completion_tokens=self.completion_tokens + sum(g.completion_tokens for g in earlier),
             overridden=self.overridden,
         )
 
