@@ -130,6 +130,10 @@ async def test_a_click_opens_the_list_and_a_disabled_choice_stays_shut() -> None
         await pilot.click("#choice")
         await pilot.pause()
         assert _field(app).is_open
+        await pilot.click(OptionList, offset=(3, 3))  # under its top border: count, per requirement, strict
+        await pilot.pause()
+        assert _field(app).value == "strict" and not _field(app).is_open
+        assert app.changes == ["strict"]
     app = ChoiceApp(value="count", disabled=True)
     async with app.run_test() as pilot:
         await _field(app).action_open()
