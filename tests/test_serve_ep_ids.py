@@ -5,6 +5,7 @@ simulator (issue 34, item 7)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,9 +140,12 @@ def test_a_store_from_before_gets_the_ep_ids_of_its_served_rollouts(store: Store
     """A v8 store (served rollouts without the column) migrated: each rollout gets its eval-protocol id."""
     old = tmp_path / "old.db"
     store.backup_to(old)
+    v9 = next(i for i, step in enumerate(MIGRATIONS) if "ADD COLUMN ep_rollout_id" in step)  # adds the column
+    later = "".join(MIGRATIONS[v9 + 1 :])  # their columns go too: the store is as v9 left it
     with sqlite3.connect(old) as db:
-        db.execute("ALTER TABLE rollouts DROP COLUMN ep_rollout_id")
-        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+        for column in ["ep_rollout_id", *re.findall(r"ALTER TABLE rollouts ADD COLUMN (\w+)", later)]:
+            db.execute(f"ALTER TABLE rollouts DROP COLUMN {column}")
+        db.execute(f"PRAGMA user_version = {v9}")
     with Store(old) as migrated:
         (step,) = TrainingStore(migrated).steps("exp-1")
         assert {r.ep_rollout_id: r.row_id for r in migrated.list_rollouts(step.run_id)} == EP_IDS
