@@ -147,18 +147,23 @@ class _Background:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.base_events.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()  # one per connection: ended before the loop stops
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         raise NotImplementedError
 
     async def _guarded(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._open.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
         try:
             await self._serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ssl.SSLError, OSError):
             pass
         finally:
             self._open.discard(writer)
+            self._handlers.discard(task)  # type: ignore[arg-type]
             writer.close()
 
     def start(self) -> _Background:
@@ -177,6 +182,10 @@ class _Background:
                 self._server.close()
             for writer in list(self._open):
                 writer.transport.abort()
+            handlers = list(self._handlers)  # a handler still waiting on its connection would be destroyed pending
+            for task in handlers:
+                task.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
