@@ -312,3 +312,42 @@ def test_runs_stats_of_a_healthy_plain_run_says_no_warning(store: Store, capsys:
     assert (data["scope"], data["ok"], data["warnings"]) == ("run", True, [])
     assert main(["runs", "stats", ref.run_id, "--store", str(store.path)]) == 0
     assert "evaluator health over this run (one step)\nevaluator health: no warning" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("width", [60, 78, 118])
+async def test_the_health_line_keeps_the_key_to_its_details_whatever_its_width(width: int, tmp_path: Path) -> None:
+    """At 80 columns the line lost its "· w: details" tail: the warnings are cut (…, between words) instead."""
+    from textual.app import App, ComposeResult
+
+    from svgagent.core.analysis.health import HealthReport, HealthWarning
+    from svgagent.tui.widgets.health_summary import HealthSummary
+
+    report = HealthReport(
+        steps=(),
+        same_svg=(),
+        text_suspects=(),
+        unchanged_rises=(),
+        warnings=(
+            HealthWarning("flat_groups", "m", steps=(1, 2, 3, 4, 5, 6)),
+            HealthWarning("same_svg", "m", steps=(2, 3)),
+            HealthWarning("text_suspects", "m", steps=(4,), rollout_ids=("a", "b", "c")),
+            HealthWarning("unchanged_rise", "m", steps=(5, 6)),
+        ),
+        judged=12,
+    )
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield HealthSummary(Store(tmp_path / "runs.db"), id="health")
+
+    app = One()
+    async with app.run_test(size=(width + 2, 5)) as pilot:
+        line = app.query_one(HealthSummary)
+        line._show(report)
+        await pilot.pause()
+        shown = str(line.render())
+        assert shown.endswith(" · w: details")
+        assert len(shown) <= line.content_size.width
+        assert shown.startswith("⚠ no learning signal (steps 1,2,3,4…)")
+        if width < 100:
+            assert "…" in shown.removeprefix("⚠ no learning signal (steps 1,2,3,4…)")  # cut before the key

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from svgagent.core.analysis.health import HealthReport, HealthTracker, StepRef
 from svgagent.core.serve.training_runs import TrainingStore
 from svgagent.core.store.run_store import Store
+from svgagent.core.terminal_text import cells, clipped
 
 SHORT = {
     "flat_groups": "no learning signal",
@@ -24,8 +25,9 @@ SHORT = {
 }
 
 
-def summary_text(report: HealthReport | None, key: str = "w") -> Text:
-    """One line: each warning's short name and its steps, or that all is well."""
+def summary_text(report: HealthReport | None, key: str = "w", width: int | None = None) -> Text:
+    """One line: each warning's short name and its steps, or that all is well. ``width``: the line's room — the
+    warnings are cut (with …, between words) before the key that shows them in full is."""
     if report is None or not report.judged:
         return Text("evaluator health: no scored rollouts yet", style="dim")
     if report.ok:
@@ -37,9 +39,11 @@ def summary_text(report: HealthReport | None, key: str = "w") -> Text:
             "…)" if len(w.steps) > 4 else ")"
         )
         parts.append(f"{SHORT.get(w.check, w.check)}{count}{steps if w.steps else ''}")
-    return Text.assemble(
-        ("⚠ ", "bold yellow"), ("; ".join(parts), "yellow"), (f" · {key}: details" if key else "", "dim")
-    )
+    tail = f" · {key}: details" if key else ""
+    warnings = "; ".join(parts)
+    if width is not None:
+        warnings = clipped(warnings, max(1, width - 2 - cells(tail)), words=True)
+    return Text.assemble(("⚠ ", "bold yellow"), (warnings, "yellow"), (tail, "dim"))
 
 
 def full_text(report: HealthReport | None) -> Text:
@@ -85,4 +89,12 @@ class HealthSummary(Static):
         if report == self.report:
             return
         self.report = report
-        self.update(full_text(report) if self.full else summary_text(report, self.key))
+        self._draw()
+
+    def _draw(self) -> None:
+        width = self.content_size.width or None  # not laid out yet: the next resize draws it to its width
+        self.update(full_text(self.report) if self.full else summary_text(self.report, self.key, width))
+
+    def on_resize(self) -> None:
+        if self.report is not None and not self.full:
+            self._draw()
