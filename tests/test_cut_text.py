@@ -259,3 +259,26 @@ async def test_a_filtered_footer_keeps_rerun_at_80_columns(store: Store) -> None
         assert "R Rerun" in footer.render().plain  # R reruns the rollouts the filter shows
         hint = app.dashboard.query_one("#filter-hint")
         assert hint.display and "esc: clear" in str(hint.render())  # said by the filter bar, under the table
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_a_footer_shows_whole_keys_only(store: Store, size: tuple[int, int]) -> None:
+    """The run picker's footer at 80 columns ended "… l Leaderboard p Films": a key that does not fit whole now
+    leaves the line (it still works, and ? lists it) — on every screen, whether or not it picks which keys go."""
+    from svgagent.screens.run_picker import RunPicker
+
+    app = make_app(store, run_id=RUN_ID)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("o")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunPicker))
+        await settle(pilot)
+        footer = app.screen.query_one(KeysFooter)
+        line = footer.render().plain
+        assert cells(line) <= footer.size.width
+        shown = [f"{item.display} {item.description}" for _, _, item in footer.key_spans()]
+        assert line.rstrip().endswith(shown[-1])  # the last key on the line is whole
+        for start, end, item in footer.key_spans():
+            assert line[start:end] == f"{item.display} {item.description}"
+        if size == (80, 24):
+            assert len(shown) < len(footer.items)  # some keys left the line whole rather than one cut in two

@@ -127,6 +127,10 @@ class KeysFooter(Widget, can_focus=False):
         dim = Style(dim=True)
         line = Text(no_wrap=True, overflow="crop", end="")
         spans: list[tuple[int, int, FooterItem]] = []
+        rule = "▏"  # before the palette's key, on the right
+        tail = 0 if self.palette is None else cell_len(rule) + cell_len(self.palette.display) + 1
+        tail += 0 if self.palette is None else cell_len(self.palette.description) + 1
+        room = self.size.width - tail  # the keys that do not fit whole leave the line (they still work; ? lists them)
 
         def add(item: FooterItem, label: str | None, gap: str = " ") -> None:
             start = line.cell_len
@@ -139,17 +143,14 @@ class KeysFooter(Widget, can_focus=False):
 
         items = self.items
         for index, item in enumerate(items):
-            if item.group is None:
-                add(item, item.description)
-            else:  # a group: its keys side by side, its description after the last
-                last = index + 1 == len(items) or items[index + 1].group != item.group
-                add(item, item.group, " ") if last else add(item, None, "")
+            last = item.group is None or index + 1 == len(items) or items[index + 1].group != item.group
+            label = item.description if item.group is None else (item.group if last else None)
+            if room > 0 and line.cell_len + cell_len(item.display) + (1 + cell_len(label) if label else 0) > room:
+                break  # never a key cut in the middle ("p Films"): this one and those after it stay off the line
+            add(item, label, " " if last else "")
         if self.palette is not None:
-            width = self.size.width
-            rule = "▏"
-            tail = cell_len(rule) + cell_len(self.palette.display) + 1 + cell_len(self.palette.description) + 1
-            line.truncate(max(0, width - tail))
-            line.pad_right(max(0, width - tail - line.cell_len))
+            line.truncate(max(0, room))
+            line.pad_right(max(0, room - line.cell_len))
             line.append(rule, self.get_component_rich_style("keys-footer--rule", partial=True))
             add(self.palette, self.palette.description)
         self._spans = spans
