@@ -72,13 +72,14 @@ def binding_sections(app: App) -> list[tuple[str, list[Binding]]]:
     from svgagent.screens.rollout_actions import CopyMenu
     from svgagent.screens.sort_picker import SortPicker
     from svgagent.screens.training import TrainingScreen
+    from svgagent.tui.widgets.choice_field import ChoiceField
     from svgagent.tui.widgets.config_form import ConfigForm
     from svgagent.tui.widgets.job_panel import JobPanel
     from svgagent.tui.widgets.job_table import JobTable
     from svgagent.tui.widgets.secrets_form import SecretsPane
 
     sections += [
-        ("Config pane", [b for b in ConfigForm.BINDINGS if isinstance(b, Binding)]),
+        ("Config pane", [b for b in (*ConfigForm.BINDINGS, *ChoiceField.BINDINGS) if isinstance(b, Binding)]),
         ("Secrets pane", [b for b in SecretsPane.BINDINGS if isinstance(b, Binding)]),
         ("Jobs pane (RFT)", list(JobPanel.BINDINGS) + list(JobTable.BINDINGS)),
         ("RFT launch screen", list(RftLaunchScreen.BINDINGS)),

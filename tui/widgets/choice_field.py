@@ -61,7 +61,16 @@ class ChoiceField(Widget, can_focus=True):
     ChoiceField.-open > _ChoiceList { display: block; }
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("enter,space", "open", "Choose", show=False)]
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding(
+            "enter,space",
+            "open",
+            "Choose",
+            show=False,
+            id="config.choose",
+            tooltip="Open a choice's list: ↑/↓ and enter pick, esc closes it unchanged",
+        )
+    ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {"choice-field--arrow"}
 
     value: var[Any] = var(None, init=False)
