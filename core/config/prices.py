@@ -190,10 +190,12 @@ def run_cost(store: Store, run_id: str, table: PriceTable, policy_model: str | N
 def rollouts_cost(
     rollouts: Iterable[RolloutRecord], table: PriceTable, policy_model: str | None, judge_model: str | None
 ) -> Cost:
-    """The sum of :func:`rollout_cost` (a run's: pass every attempt, reruns' replaced ones too — they were paid)."""
+    """The sum of :func:`rollout_cost` (a run's: pass every attempt, reruns' replaced ones too — they were paid),
+    priced a group of alike rollouts at a time (10,000 rollouts one by one took 75 – 130 ms: the open run's
+    dollars, on the app's thread)."""
     total = Cost()
-    for rec in rollouts:
-        total = total + rollout_cost(rec, table, policy_model, judge_model)
+    for group in TokenGroup.add_up(rollouts):
+        total = total + group_cost(group, table, policy_model, judge_model)
     return total
 
 
