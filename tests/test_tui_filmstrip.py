@@ -18,11 +18,12 @@ from textual.widgets import OptionList
 from tui_support import make_app, settle, wait_until
 
 from svgagent.core.store.run_store import Store
+from svgagent.core.terminal_text import cells
 from svgagent.screens.filmstrip import FilmFrame, FilmstripScreen, RowPicker
 from svgagent.screens.health import HealthScreen
 from svgagent.screens.rollout_detail import RolloutDetail
 from svgagent.screens.training import TrainingScreen
-from svgagent.tui.widgets.health_summary import HealthSummary
+from svgagent.tui.widgets.health_summary import HealthSummary, summary_text
 from svgagent.tui.widgets.picture import Picture
 
 JOB_ID = "svgagent-rft-test"
@@ -174,10 +175,12 @@ async def test_the_health_line_warns_and_w_lists_the_suspects_with_pictures(
         assert report is not None
         # step 3: 4 and 4, and text; row 0's sample 0 draws the same picture at steps 1 and 5, scored 0 then 4
         assert [w.check for w in report.warnings] == ["flat_groups", "text_suspects", "unchanged_rise"]
-        line = str(summary.render())
-        assert line.startswith(
+        assert str(summary_text(report)).startswith(
             "⚠ no learning signal (steps 3,5); reward-hacking suspects 2 (step 3); score up, picture unchanged (step 5)"
         )
+        line = str(summary.render())  # on screen: cut to the line's width, the key to the details kept
+        assert line.endswith("… · w: details") and cells(line) <= summary.content_size.width
+        assert str(summary_text(report)).startswith(line.removesuffix("… · w: details"))
         await pilot.press("w")
         await settle(pilot)
         health = app.screen

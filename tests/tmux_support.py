@@ -35,11 +35,12 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self.run("send-keys", "-t", "app", *keys)
 
-    def wait_for(self, what: str, check: Callable[[str], bool], timeout: float = 60.0) -> str:
+    def wait_for(self, what: str, check: Callable[[str], bool], timeout: float = 60.0, *, escapes: bool = False) -> str:
+        """The screen once ``check`` accepts it (``escapes``: with its colours, as escape sequences)."""
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
-            screen = self.capture()
+            screen = self.capture(escapes=escapes)
             if check(screen):
                 return screen
             time.sleep(0.2)
