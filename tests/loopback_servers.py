@@ -190,6 +190,8 @@ class _Background:
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()  # not left to the garbage collector (whose __del__ may meet a test's SIGINT)
 
     def __enter__(self) -> Any:
         return self.start()

@@ -960,7 +960,7 @@ async def test_config_field_shows_its_start_after_blur(store: Store) -> None:
         _, form = await config_pane_at_120x40(pilot)
         field = form.query_one("#field-model", Input)
         assert app.focused is field
-        await pilot.press("enter", "ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")
+        await burst(pilot, "enter", "ctrl+u", *"simulated-policy-with-a-rather-long-name-for-the-box")  # typed, at once
         assert field.scroll_x > 0  # longer than the box: while typing, its end is in view
         await pilot.press("tab")
         assert field.cursor_position == 0

@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.geometry import Region, Size
 from textual.widget import Widget
 from textual.widgets import Input
-from tui_support import make_app, plain, preview_of, settle, table_of
+from tui_support import burst, make_app, plain, preview_of, settle, table_of
 
 from svgagent.core.store.run_store import Store
 from svgagent.tui import imaging
@@ -286,12 +286,10 @@ async def test_a_value_typed_into_a_field_keeps_its_end_in_view(store: Store) ->
         await settle(pilot)
         field = app.dashboard.query_one("#field-model", Input)
         assert app.focused is field
-        await pilot.press("enter", "ctrl+u", *"a-model-name-longer-than-its-box-in-the-grid")
-        await settle(pilot)
+        await burst(pilot, "enter", "ctrl+u", *"a-model-name-longer-than-its-box-in-the-grid")  # typed, at once
         assert field.value == "a-model-name-longer-than-its-box-in-the-grid"
         assert field.scroll_x > 0 and field.scroll_x == field.max_scroll_x
         await pilot.press("escape", "escape", "slash")
         await settle(pilot)
-        await pilot.press(*"score<0.5")
-        await settle(pilot)
+        await burst(pilot, *"score<0.5")
         assert app.dashboard.query_one("#filter", Input).value == "score<0.5"
