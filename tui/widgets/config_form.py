@@ -92,24 +92,24 @@ class ConfigForm(Widget):
 
     PALETTE_TITLE: ClassVar[str] = "Config"  # its keys in the command palette (tui/palette_commands.py)
 
-    DEFAULT_CSS = """
-    ConfigForm { height: 1fr; }
-    ConfigForm > _FormBody { height: 1fr; padding: 0 1; }
-    ConfigForm _Rows { height: auto; }
-    ConfigForm .row { height: 1; }
-    ConfigForm .field-label { width: 19; height: 1; color: $text; }
-    ConfigForm .row Input, ConfigForm .row ChoiceField { width: 1fr; }
-    ConfigForm .row Switch { border: none; height: 1; padding: 0 1; width: auto; }
-    ConfigForm .row Switch:focus { border: none; background: $block-cursor-background; }
-    ConfigForm .hint { height: auto; margin-left: 19; color: $text-muted; }
-    ConfigForm .hint.-error { color: $text-error; }
-    ConfigForm #dataset-kind { width: 16; }
-    ConfigForm #field-dataset { width: 1fr; }
+    DEFAULT_CSS = f"""
+    ConfigForm {{ height: 1fr; }}
+    ConfigForm > _FormBody {{ height: 1fr; padding: 0 1; }}
+    ConfigForm _Rows {{ height: auto; }}
+    ConfigForm .row {{ height: 1; }}
+    ConfigForm .field-label {{ width: {LABEL_WIDTH}; height: 1; color: $text; }}
+    ConfigForm .row Input, ConfigForm .row ChoiceField {{ width: 1fr; }}
+    ConfigForm .row Switch {{ border: none; height: 1; padding: 0 1; width: auto; }}
+    ConfigForm .row Switch:focus {{ border: none; background: $block-cursor-background; }}
+    ConfigForm .hint {{ height: auto; margin-left: {LABEL_WIDTH}; color: $text-muted; }}
+    ConfigForm .hint.-error {{ color: $text-error; }}
+    ConfigForm #dataset-kind {{ width: 16; }}
+    ConfigForm #field-dataset {{ width: 1fr; }}
     /* -stacked restyles only what matches STACKED_TARGETS (tui/own_class) */
-    ConfigForm.-stacked .row { height: 2; layout: vertical; }
-    ConfigForm.-stacked .row Input, ConfigForm.-stacked .row ChoiceField { width: 100%; }
-    ConfigForm.-stacked #dataset-kind { width: 100%; }
-    ConfigForm.-stacked .hint { margin-left: 2; margin-bottom: 1; }
+    ConfigForm.-stacked .row {{ height: 2; layout: vertical; }}
+    ConfigForm.-stacked .row Input, ConfigForm.-stacked .row ChoiceField {{ width: 100%; }}
+    ConfigForm.-stacked #dataset-kind {{ width: 100%; }}
+    ConfigForm.-stacked .hint {{ margin-left: 2; margin-bottom: 1; }}
     """
     STACK_BELOW = 64  # narrower than this, each label goes above its field and the hint gets the full width
 
