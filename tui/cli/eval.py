@@ -13,8 +13,7 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from svgagent.core.config import prices
-from svgagent.core.config.prices import Cost, cost_text, price_table
+from svgagent.core.config.prices import Cost, cost_text, price_table, run_cost
 from svgagent.core.config.project_trust import require_trusted
 from svgagent.core.config.settings import Settings, load_settings
 from svgagent.core.run.budget import BudgetReached
@@ -235,7 +234,8 @@ def _execute(args: argparse.Namespace, settings: Settings, store: Store, dataset
     duration = time.monotonic() - started
     from svgagent.tui.cli.console import cli_console, stdout_gone
 
-    cost = run_cost(store, run_id, settings)
+    # the run's dollars and tokens, every attempt, at the price table's rates (``prices`` setting on top)
+    cost = run_cost(store, run_id, price_table(settings.prices), settings.model, settings.judge_model)
     try:
         if args.json:
             print(json.dumps({**summary_json(run_id, summary, duration), "cost": cost.to_dict()}))
@@ -374,11 +374,6 @@ def summary_json(run_id: str, s: RunSummary, duration: float) -> dict[str, Any]:
         "passed": s.passed,
         "duration_s": round(duration, 3),
     }
-
-
-def run_cost(store: Store, run_id: str, settings: Settings) -> Cost:
-    """The run's dollars and tokens so far, every attempt, at the price table's rates (``prices`` setting on top)."""
-    return prices.run_cost(store, run_id, price_table(settings.prices), settings.model, settings.judge_model)
 
 
 def _print_summary(console: Console, run_id: str, s: RunSummary, duration: float, cost: Cost | None = None) -> None:

@@ -128,8 +128,9 @@ class KeysFooter(Widget, can_focus=False):
         line = Text(no_wrap=True, overflow="crop", end="")
         spans: list[tuple[int, int, FooterItem]] = []
         rule = "▏"  # before the palette's key, on the right
-        tail = 0 if self.palette is None else cell_len(rule) + cell_len(self.palette.display) + 1
-        tail += 0 if self.palette is None else cell_len(self.palette.description) + 1
+        tail = 0
+        if self.palette is not None:  # "▏^p palette "
+            tail = cell_len(rule) + cell_len(self.palette.display) + 1 + cell_len(self.palette.description) + 1
         room = self.size.width - tail  # the keys that do not fit whole leave the line (they still work; ? lists them)
 
         def add(item: FooterItem, label: str | None, gap: str = " ") -> None:
