@@ -169,6 +169,5 @@ class ChoiceField(Widget, can_focus=True):
         self.value = self._options()[event.option_index][1]
         self.close(refocus=True)
 
-    def _on_click(self, event: events.Click) -> None:
-        if not self.is_open:
-            self.run_worker(self.action_open(), exclusive=True, group="choice-open")
+    async def _on_click(self, event: events.Click) -> None:
+        await self.action_open()  # nothing when it is open (a click on an option bubbles here too)
